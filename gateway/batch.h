@@ -1,0 +1,43 @@
+/* Batches (DESIGN.md §5): strict parsing, every fault named by its JSON path, and the
+ * fingerprint that decides whether two batches have the same content. */
+#ifndef SHARDGATE_GW_BATCH_H
+#define SHARDGATE_GW_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define GW_BATCH_ID_MAX 128
+#define GW_CHANGE_ID_MAX 128
+#define GW_KEY_MAX 1024
+#define GW_MAX_CHANGES_DEFAULT 100000
+#define GW_FINGERPRINT_LEN 32
+
+struct gw_change {
+    const char *id;
+    size_t id_len;
+    const char *key;
+    size_t key_len;
+    uint64_t size;
+};
+
+struct gw_batch {
+    void *doc; /* the parsed document, which owns the strings below */
+    const char *batch_id;
+    size_t batch_id_len;
+    struct gw_change *changes;
+    size_t count;
+    uint64_t total_size;
+    /* SHA-256 of the canonical batch: compact, keys batch_id, changes / id, key, size. */
+    unsigned char fingerprint[GW_FINGERPRINT_LEN];
+};
+
+/* Parses and validates a batch of at most `max_changes` changes. Returns 0, -EINVAL with
+ * err->path naming the offending value, or -ENOMEM. On error nothing needs freeing. */
+int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_batch *out,
+                   struct gw_error *err);
+
+void gw_batch_free(struct gw_batch *b);
+
+#endif

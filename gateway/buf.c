@@ -1,0 +1,112 @@
+/* The growable buffer and its JSON string/number writers. */
+#include "buf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gw_buf_init(struct gw_buf *b)
+{
+    memset(b, 0, sizeof(*b));
+}
+
+void gw_buf_free(struct gw_buf *b)
+{
+    free(b->data);
+    gw_buf_init(b);
+}
+
+void gw_buf_reset(struct gw_buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+}
+
+int gw_buf_reserve(struct gw_buf *b, size_t more)
+{
+    if (b->failed)
+        return -ENOMEM;
+    if (b->cap - b->len >= more)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len < more)
+        cap *= 2;
+    char *data = realloc(b->data, cap);
+    if (!data) {
+        b->failed = 1;
+        return -ENOMEM;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+void gw_buf_append(struct gw_buf *b, const void *data, size_t len)
+{
+    if (gw_buf_reserve(b, len) != 0)
+        return;
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+}
+
+void gw_buf_puts(struct gw_buf *b, const char *s)
+{
+    gw_buf_append(b, s, strlen(s));
+}
+
+void gw_buf_u64(struct gw_buf *b, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    gw_buf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+static const char hexdigits[] = "0123456789abcdef";
+
+static int needs_escape(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
+static void append_escape(struct gw_buf *b, unsigned char c)
+{
+    static const char short_form[] = {['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r',
+                                      ['\t'] = 't', ['"'] = '"',  ['\\'] = '\\'};
+    char esc[6] = {'\\', 'u', '0', '0', hexdigits[c >> 4], hexdigits[c & 15]};
+    if (c < sizeof(short_form) && short_form[c]) {
+        esc[1] = short_form[c];
+        gw_buf_append(b, esc, 2);
+    } else {
+        gw_buf_append(b, esc, 6);
+    }
+}
+
+void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    gw_buf_append(b, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!needs_escape(p[i]))
+            continue;
+        gw_buf_append(b, s + run, i - run);
+        append_escape(b, p[i]);
+        run = i + 1;
+    }
+    gw_buf_append(b, s + run, len - run);
+    gw_buf_append(b, "\"", 1);
+}
+
+void gw_buf_hex(struct gw_buf *b, const unsigned char *bytes, size_t len)
+{
+    if (gw_buf_reserve(b, 2 * len) != 0)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        b->data[b->len++] = hexdigits[bytes[i] >> 4];
+        b->data[b->len++] = hexdigits[bytes[i] & 15];
+    }
+}

@@ -1,0 +1,32 @@
+/* A growable byte buffer, and the JSON pieces written into it without building a tree. */
+#ifndef SHARDGATE_GW_BUF_H
+#define SHARDGATE_GW_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gw_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    int failed; /* set once an allocation failed; later appends do nothing */
+};
+
+void gw_buf_init(struct gw_buf *b);
+void gw_buf_free(struct gw_buf *b);
+void gw_buf_reset(struct gw_buf *b);
+
+/* Makes room for `more` bytes. Returns 0, or -ENOMEM (and marks the buffer failed). */
+int gw_buf_reserve(struct gw_buf *b, size_t more);
+void gw_buf_append(struct gw_buf *b, const void *data, size_t len);
+void gw_buf_puts(struct gw_buf *b, const char *s);
+void gw_buf_u64(struct gw_buf *b, uint64_t v);
+
+/* A JSON string literal of `len` raw bytes: `"` and `\` escaped, control characters as \b \f
+ * \n \r \t or \u00xx, every other byte (UTF-8 included) as it is. */
+void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len);
+
+/* Lowercase hex of `len` bytes. */
+void gw_buf_hex(struct gw_buf *b, const unsigned char *bytes, size_t len);
+
+#endif

@@ -1,0 +1,263 @@
+/* The offline commands: dispatch one batch, show the ring, look keys up. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "buf.h"
+#include "dispatch.h"
+#include "fileio.h"
+#include "receipt.h"
+#include "topology.h"
+
+const char gw_usage_dispatch[] =
+    "usage: shardgate dispatch --conf FILE --shards FILE --batch FILE [--out FILE]\n"
+    "                          [--max-changes N]\n"
+    "Places one batch and prints its receipt (one line of JSON).\n"
+    "exit: 0 ok, 2 receipt not ok or batch invalid, 3 contract/membership unusable,\n"
+    "      64 usage, 1 internal error. --conf defaults to $SHARDGATE_CONF.\n";
+const char gw_usage_ring[] = "usage: shardgate ring --conf FILE --shards FILE [--points]\n"
+                             "Prints the ring summary; --points adds every point in ring order.\n";
+const char gw_usage_lookup[] = "usage: shardgate lookup --conf FILE --shards FILE KEY...\n"
+                               "Prints the placement of each key, one JSON line per key.\n"
+                               "exit: 2 when no shard is online.\n";
+
+enum {
+    OPT_CONF = 'c',
+    OPT_SHARDS = 's',
+    OPT_BATCH = 'b',
+    OPT_OUT = 'o',
+    OPT_POINTS = 'p',
+    OPT_MAX = 'm',
+    OPT_HELP = 'h'
+};
+
+struct cli_args {
+    const char *conf, *shards, *batch, *out;
+    int points;
+    size_t max_changes;
+};
+
+const char *gw_conf_path(const char *from_option)
+{
+    if (from_option)
+        return from_option;
+    const char *env = getenv("SHARDGATE_CONF");
+    return env && env[0] ? env : NULL;
+}
+
+int gw_cli_load_topology(const char *conf, const char *shards, struct gw_topology *t)
+{
+    struct gw_error err;
+    if (!conf) {
+        fprintf(stderr, "contract: no contract file: pass --conf FILE or set SHARDGATE_CONF\n");
+        return GW_EXIT_UNUSABLE;
+    }
+    if (gw_topology_load(conf, shards, t, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return GW_EXIT_UNUSABLE;
+    }
+    return GW_EXIT_OK;
+}
+
+static int usage_error(const char *usage, const char *what)
+{
+    fprintf(stderr, "shardgate: %s\n%s", what, usage);
+    return GW_EXIT_USAGE;
+}
+
+/* Parses the options a command allows (`allowed` lists their short codes). Returns -1 when
+ * the command should go on, else the exit code (help printed, or a usage error). */
+static int parse_args(int argc, char **argv, const char *allowed, const char *usage,
+                      struct cli_args *a)
+{
+    static const struct option options[] = {
+        {"conf", required_argument, 0, OPT_CONF},   {"shards", required_argument, 0, OPT_SHARDS},
+        {"batch", required_argument, 0, OPT_BATCH}, {"out", required_argument, 0, OPT_OUT},
+        {"points", no_argument, 0, OPT_POINTS},     {"max-changes", required_argument, 0, OPT_MAX},
+        {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
+    memset(a, 0, sizeof(*a));
+    a->max_changes = GW_MAX_CHANGES_DEFAULT;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        if (c == OPT_HELP) {
+            fputs(usage, stdout);
+            return GW_EXIT_OK;
+        }
+        if (c == '?' || !strchr(allowed, c))
+            return usage_error(usage, "unknown or misplaced option");
+        const char **slot = c == OPT_CONF     ? &a->conf
+                            : c == OPT_SHARDS ? &a->shards
+                            : c == OPT_BATCH  ? &a->batch
+                            : c == OPT_OUT    ? &a->out
+                                              : NULL;
+        if (slot)
+            *slot = optarg;
+        else if (c == OPT_POINTS)
+            a->points = 1;
+        else if (c == OPT_MAX) {
+            char *end;
+            unsigned long long n = strtoull(optarg, &end, 10);
+            if (*end || n < 1 || n > 10000000)
+                return usage_error(usage, "--max-changes must be 1..10000000");
+            a->max_changes = (size_t)n;
+        }
+    }
+    a->conf = gw_conf_path(a->conf);
+    if (!a->shards)
+        return usage_error(usage, "--shards FILE is required");
+    return -1;
+}
+
+static int write_output(const char *path, const struct gw_buf *b)
+{
+    FILE *f = path ? fopen(path, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "shardgate: %s: %s\n", path, strerror(errno));
+        return GW_EXIT_INTERNAL;
+    }
+    int bad = fwrite(b->data, 1, b->len, f) != b->len;
+    bad |= path ? fclose(f) != 0 : fflush(f) != 0;
+    if (bad) {
+        fprintf(stderr, "shardgate: %s: write failed\n", path ? path : "stdout");
+        return GW_EXIT_INTERNAL;
+    }
+    return GW_EXIT_OK;
+}
+
+static int report_over_capacity(const struct gw_topology *t, const struct gw_dispatch *d)
+{
+    for (size_t i = 0; i < t->members.count; i++) {
+        if (gw_dispatch_over_capacity(t, d, i))
+            fprintf(stderr, "over_capacity: shard %s load %llu exceeds capacity %llu\n",
+                    t->members.shards[i].id, (unsigned long long)d->tally[i].load,
+                    (unsigned long long)t->members.shards[i].capacity);
+    }
+    fprintf(stderr, "dispatch: refused under DISPATCH_CAPACITY_POLICY=reject\n");
+    return GW_EXIT_NOT_OK;
+}
+
+static int dispatch_batch(const struct cli_args *a, const struct gw_topology *t,
+                          const struct gw_batch *b)
+{
+    struct gw_dispatch d;
+    struct gw_error err;
+    if (gw_dispatch_run(t, b, &d, &err) != 0) {
+        fprintf(stderr, "dispatch: %s\n", err.msg);
+        return GW_EXIT_NOT_OK;
+    }
+    int rc;
+    if (!d.ok && d.over_capacity_shards && t->contract.policy == GW_POLICY_REJECT) {
+        rc = report_over_capacity(t, &d);
+    } else {
+        struct gw_buf out;
+        gw_buf_init(&out);
+        gw_receipt_write(&out, t, b, &d);
+        gw_buf_puts(&out, "\n");
+        rc = out.failed ? GW_EXIT_INTERNAL : write_output(a->out, &out);
+        if (rc == GW_EXIT_OK && !d.ok)
+            rc = GW_EXIT_NOT_OK;
+        gw_buf_free(&out);
+    }
+    gw_dispatch_free(&d);
+    return rc;
+}
+
+static int load_batch(const struct cli_args *a, struct gw_batch *b)
+{
+    char *text;
+    size_t len;
+    struct gw_error err;
+    int rc = gw_file_read(a->batch, &text, &len);
+    if (rc != 0) {
+        fprintf(stderr, "batch: %s: cannot read: %s\n", a->batch, strerror(-rc));
+        return GW_EXIT_NOT_OK;
+    }
+    rc = gw_batch_parse(text, len, a->max_changes, b, &err);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr, "batch: %s: %s\n", a->batch, err.msg);
+        return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_NOT_OK;
+    }
+    return GW_EXIT_OK;
+}
+
+int gw_cmd_dispatch(int argc, char **argv)
+{
+    struct cli_args a;
+    int rc = parse_args(argc, argv, "csbom", gw_usage_dispatch, &a);
+    if (rc >= 0)
+        return rc;
+    if (!a.batch)
+        return usage_error(gw_usage_dispatch, "--batch FILE is required");
+    struct gw_topology t;
+    rc = gw_cli_load_topology(a.conf, a.shards, &t);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    struct gw_batch b;
+    rc = load_batch(&a, &b);
+    if (rc == GW_EXIT_OK) {
+        rc = dispatch_batch(&a, &t, &b);
+        gw_batch_free(&b);
+    }
+    gw_topology_free(&t);
+    return rc;
+}
+
+int gw_cmd_ring(int argc, char **argv)
+{
+    struct cli_args a;
+    int rc = parse_args(argc, argv, "csp", gw_usage_ring, &a);
+    if (rc >= 0)
+        return rc;
+    if (optind < argc)
+        return usage_error(gw_usage_ring, "unexpected argument");
+    struct gw_topology t;
+    rc = gw_cli_load_topology(a.conf, a.shards, &t);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    struct gw_buf out;
+    gw_buf_init(&out);
+    gw_ring_write(&out, &t, a.points);
+    gw_buf_puts(&out, "\n");
+    rc = out.failed ? GW_EXIT_INTERNAL : write_output(NULL, &out);
+    gw_buf_free(&out);
+    gw_topology_free(&t);
+    return rc;
+}
+
+int gw_cmd_lookup(int argc, char **argv)
+{
+    struct cli_args a;
+    int rc = parse_args(argc, argv, "cs", gw_usage_lookup, &a);
+    if (rc >= 0)
+        return rc;
+    if (optind >= argc)
+        return usage_error(gw_usage_lookup, "at least one KEY is required");
+    struct gw_topology t;
+    rc = gw_cli_load_topology(a.conf, a.shards, &t);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    struct gw_buf out;
+    gw_buf_init(&out);
+    for (int i = optind; i < argc && rc == GW_EXIT_OK; i++) {
+        struct ring_placement p;
+        if (ring_lookup(t.ring, argv[i], strlen(argv[i]), &p) != 0) {
+            fprintf(stderr, "lookup: no online shard: the ring is empty\n");
+            rc = GW_EXIT_NOT_OK;
+            break;
+        }
+        gw_lookup_write(&out, &t, argv[i], strlen(argv[i]), &p);
+        gw_buf_puts(&out, "\n");
+    }
+    if (rc == GW_EXIT_OK)
+        rc = out.failed ? GW_EXIT_INTERNAL : write_output(NULL, &out);
+    gw_buf_free(&out);
+    gw_topology_free(&t);
+    return rc;
+}

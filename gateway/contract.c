@@ -1,0 +1,181 @@
+/* Contract loading: every key required, nothing defaulted, every fault named by file:line. */
+#include "contract.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+
+enum contract_key { KEY_RING, KEY_VNODES, KEY_HASH, KEY_POLICY, KEY_COUNT };
+
+static const char *const key_names[KEY_COUNT] = {
+    [KEY_RING] = "DISPATCH_HASH_RING",
+    [KEY_VNODES] = "DISPATCH_VNODES",
+    [KEY_HASH] = "DISPATCH_RING_HASH",
+    [KEY_POLICY] = "DISPATCH_CAPACITY_POLICY",
+};
+
+struct contract_parse {
+    const char *name;
+    size_t lineno;
+    size_t seen_on[KEY_COUNT]; /* line of each key, 0 while unseen */
+    struct gw_contract *out;
+    struct gw_error *err;
+};
+
+static int fail(struct contract_parse *p, size_t line, const char *what, const char *detail)
+{
+    gw_error_set(p->err, "", "contract: %s:%zu: %s%s", p->name, line, what, detail);
+    return -EINVAL;
+}
+
+const char *gw_policy_name(enum gw_policy policy)
+{
+    return policy == GW_POLICY_REJECT ? "reject" : "report";
+}
+
+/* Decimal integer lo..hi with no sign, spaces or leading zeros. Returns 0 or -1. */
+static int parse_range(const char *v, long lo, long hi, long *out)
+{
+    if (!v[0] || strlen(v) > 9 || (v[0] == '0' && v[1]))
+        return -1;
+    long n = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return -1;
+        n = n * 10 + (*c - '0');
+    }
+    if (n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+static int set_value(struct contract_parse *p, enum contract_key key, const char *v)
+{
+    char detail[160];
+    snprintf(detail, sizeof(detail), "%s: \"%.100s\" is not ", key_names[key], v);
+    long n;
+    switch (key) {
+    case KEY_RING:
+        return strcmp(v, "ketama") == 0 ? 0 : fail(p, p->lineno, detail, "ketama");
+    case KEY_VNODES:
+        if (parse_range(v, 1, RING_VNODES_MAX, &n) != 0)
+            return fail(p, p->lineno, detail, "an integer 1..4096");
+        p->out->vnodes = (uint32_t)n;
+        return 0;
+    case KEY_HASH:
+        if (ring_digest_parse(v, &p->out->digest) != 0)
+            return fail(p, p->lineno, detail, "one of sha1, md5");
+        return 0;
+    case KEY_POLICY:
+        if (strcmp(v, "report") == 0)
+            p->out->policy = GW_POLICY_REPORT;
+        else if (strcmp(v, "reject") == 0)
+            p->out->policy = GW_POLICY_REJECT;
+        else
+            return fail(p, p->lineno, detail, "one of report, reject");
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+static int key_lookup(const char *k)
+{
+    for (int i = 0; i < KEY_COUNT; i++)
+        if (strcmp(k, key_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static int check_line_shape(struct contract_parse *p, const char *line, const char *eq)
+{
+    size_t len = strlen(line);
+    if (strncmp(line, "export ", 7) == 0)
+        return fail(p, p->lineno, "'export' is not allowed", "");
+    if (!eq)
+        return fail(p, p->lineno, "expected KEY=VALUE", "");
+    if (line[0] == ' ' || line[0] == '\t')
+        return fail(p, p->lineno, "leading whitespace is not allowed", "");
+    if ((eq > line && (eq[-1] == ' ' || eq[-1] == '\t')) || eq[1] == ' ' || eq[1] == '\t')
+        return fail(p, p->lineno, "no spaces are allowed around '='", "");
+    if (len && strchr(" \t\r", line[len - 1]))
+        return fail(p, p->lineno, "trailing whitespace is not allowed", "");
+    if (strpbrk(eq + 1, "\"'"))
+        return fail(p, p->lineno, "quotes are not allowed", "");
+    return 0;
+}
+
+static int parse_line(struct contract_parse *p, char *line)
+{
+    if (line[0] == '\0' || line[0] == '#')
+        return 0;
+    char *eq = strchr(line, '=');
+    int rc = check_line_shape(p, line, eq);
+    if (rc != 0)
+        return rc;
+    *eq = '\0';
+    int key = key_lookup(line);
+    if (key < 0) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "%.100s", line);
+        return fail(p, p->lineno, "unknown key ", detail);
+    }
+    if (p->seen_on[key]) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "%s (first on line %zu)", key_names[key], p->seen_on[key]);
+        return fail(p, p->lineno, "duplicate key ", detail);
+    }
+    p->seen_on[key] = p->lineno;
+    return set_value(p, (enum contract_key)key, eq + 1);
+}
+
+static int check_complete(struct contract_parse *p)
+{
+    for (int k = 0; k < KEY_COUNT; k++)
+        if (!p->seen_on[k])
+            return fail(p, p->lineno, "missing required key ", key_names[k]);
+    return 0;
+}
+
+int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_contract *out,
+                      struct gw_error *err)
+{
+    struct contract_parse p = {.name = name, .out = out, .err = err};
+    if (memchr(text, '\0', len))
+        return fail(&p, 0, "the file holds a NUL byte", "");
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return fail(&p, 0, "out of memory", "");
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    int rc = 0;
+    char *line = copy;
+    while (rc == 0 && line < copy + len) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        p.lineno++;
+        rc = parse_line(&p, line);
+        line = nl ? nl + 1 : copy + len;
+    }
+    free(copy);
+    return rc ? rc : check_complete(&p);
+}
+
+int gw_contract_load(const char *path, struct gw_contract *out, struct gw_error *err)
+{
+    char *text;
+    size_t len;
+    int rc = gw_file_read(path, &text, &len);
+    if (rc != 0) {
+        gw_error_set(err, "", "contract: %s: cannot read: %s", path, strerror(-rc));
+        return rc;
+    }
+    rc = gw_contract_parse(text, len, path, out, err);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/* The contract (conf/dispatch.env, DESIGN.md §2): strict KEY=VALUE, every key required. */
+#ifndef SHARDGATE_GW_CONTRACT_H
+#define SHARDGATE_GW_CONTRACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "ring.h"
+
+enum gw_policy { GW_POLICY_REPORT, GW_POLICY_REJECT };
+
+struct gw_contract {
+    enum ring_digest digest;
+    uint32_t vnodes;
+    enum gw_policy policy;
+};
+
+/* Parses contract text; `name` is the file name used in messages. Returns 0, or -EINVAL with
+ * err->msg "contract: <name>:<line>: <what is wrong>". There are no defaults. */
+int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_contract *out,
+                      struct gw_error *err);
+
+/* Reads and parses the file at `path`. Returns 0, or -EINVAL / -errno with err->msg as above. */
+int gw_contract_load(const char *path, struct gw_contract *out, struct gw_error *err);
+
+const char *gw_policy_name(enum gw_policy policy);
+
+#endif

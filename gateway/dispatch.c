@@ -1,0 +1,59 @@
+/* Dispatch: place, then tally per shard; `ok` is derived from the tallies, never assumed. */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gw_dispatch_over_capacity(const struct gw_topology *t, const struct gw_dispatch *d, size_t i)
+{
+    return d->tally[i].load > t->members.shards[i].capacity;
+}
+
+static void tally(const struct gw_topology *t, const struct gw_batch *b, struct gw_dispatch *d)
+{
+    for (size_t i = 0; i < b->count; i++) {
+        uint32_t m = d->member[i];
+        d->tally[m].load += b->changes[i].size;
+        d->tally[m].received++;
+        if (t->members.shards[m].state == GW_STATE_ONLINE)
+            d->dispatched++;
+    }
+    for (size_t m = 0; m < t->members.count; m++)
+        d->over_capacity_shards += (size_t)gw_dispatch_over_capacity(t, d, m);
+    d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;
+}
+
+int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struct gw_dispatch *out,
+                    struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (ring_points_total(t->ring) == 0) {
+        gw_error_set(err, "", "no online shard: the ring is empty and cannot place changes");
+        return -ENOENT;
+    }
+    size_t n = t->members.count;
+    out->placements = malloc(b->count * sizeof(*out->placements));
+    out->member = malloc(b->count * sizeof(*out->member));
+    out->tally = calloc(n ? n : 1, sizeof(*out->tally));
+    if (!out->placements || !out->member || !out->tally) {
+        gw_dispatch_free(out);
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < b->count; i++) {
+        const struct gw_change *c = &b->changes[i];
+        ring_lookup(t->ring, c->key, c->key_len, &out->placements[i]);
+        out->member[i] = t->member_of[out->placements[i].shard];
+    }
+    tally(t, b, out);
+    return 0;
+}
+
+void gw_dispatch_free(struct gw_dispatch *d)
+{
+    free(d->placements);
+    free(d->member);
+    free(d->tally);
+    memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,221 @@
+/* Membership loading: strict schema, every fault named by its JSON path. */
+#include "membership.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+
+static const char *const state_names[] = {
+    [GW_STATE_ONLINE] = "online",
+    [GW_STATE_DRAINING] = "draining",
+    [GW_STATE_OFFLINE] = "offline",
+};
+
+const char *gw_state_name(enum gw_shard_state state)
+{
+    return state_names[state];
+}
+
+int gw_name_valid(const char *s, size_t len, size_t max)
+{
+    if (len < 1 || len > max)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int fail(struct gw_error *err, const char *name, const char *path, const char *what)
+{
+    snprintf(err->path, sizeof(err->path), "%s", path);
+    snprintf(err->msg, sizeof(err->msg), "shards: %s: %s: %s", name, path, what);
+    return -EINVAL;
+}
+
+static int parse_state(json_t *v, enum gw_shard_state *out)
+{
+    const char *s = json_string_value(v);
+    for (size_t i = 0; s && i < sizeof(state_names) / sizeof(state_names[0]); i++) {
+        if (strcmp(s, state_names[i]) == 0 && strlen(s) == json_string_length(v)) {
+            *out = (enum gw_shard_state)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_uint(json_t *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return -1;
+    uint64_t n = (uint64_t)json_integer_value(v);
+    if (n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* Validates one shard object; `path` is "shards[i]". */
+static int parse_shard(json_t *obj, const char *name, const char *path, struct gw_shard *out,
+                       struct gw_error *err)
+{
+    char at[96];
+    if (!json_is_object(obj))
+        return fail(err, name, path, "must be an object");
+    const char *field;
+    json_t *v;
+    json_object_foreach(obj, field, v)
+    {
+        if (strcmp(field, "id") && strcmp(field, "state") && strcmp(field, "capacity") &&
+            strcmp(field, "weight")) {
+            snprintf(at, sizeof(at), "%s.%.32s", path, field);
+            return fail(err, name, at, "unknown field");
+        }
+    }
+    json_t *id = json_object_get(obj, "id");
+    snprintf(at, sizeof(at), "%s.id", path);
+    if (!id)
+        return fail(err, name, at, "missing");
+    if (!json_is_string(id) ||
+        !gw_name_valid(json_string_value(id), json_string_length(id), GW_SHARD_ID_MAX))
+        return fail(err, name, at, "must be 1..64 bytes of [A-Za-z0-9._:-]");
+    memcpy(out->id, json_string_value(id), json_string_length(id) + 1);
+    out->id_len = json_string_length(id);
+    snprintf(at, sizeof(at), "%s.state", path);
+    if (!json_object_get(obj, "state"))
+        return fail(err, name, at, "missing");
+    if (parse_state(json_object_get(obj, "state"), &out->state) != 0)
+        return fail(err, name, at, "must be one of online, draining, offline");
+    snprintf(at, sizeof(at), "%s.capacity", path);
+    if (!json_object_get(obj, "capacity"))
+        return fail(err, name, at, "missing");
+    if (parse_uint(json_object_get(obj, "capacity"), 0, GW_SAFE_INT_MAX, &out->capacity) != 0)
+        return fail(err, name, at, "must be an integer 0..9007199254740991");
+    uint64_t weight = 1; /* the one documented default of the membership (DESIGN §3) */
+    snprintf(at, sizeof(at), "%s.weight", path);
+    json_t *w = json_object_get(obj, "weight");
+    if (w && parse_uint(w, 1, 1000, &weight) != 0)
+        return fail(err, name, at, "must be an integer 1..1000");
+    out->weight = (uint32_t)weight;
+    return 0;
+}
+
+static int shard_compare(const void *pa, const void *pb)
+{
+    const struct gw_shard *a = pa, *b = pb;
+    int c = memcmp(a->id, b->id, a->id_len < b->id_len ? a->id_len : b->id_len);
+    return c ? c : (a->id_len > b->id_len) - (a->id_len < b->id_len);
+}
+
+static size_t find_id(const struct gw_shard *shards, size_t n, size_t from,
+                      const struct gw_shard *key)
+{
+    for (size_t j = from; j < n; j++)
+        if (shard_compare(&shards[j], key) == 0)
+            return j;
+    return n;
+}
+
+/* Sorts the shards by id; on a duplicate id, names its two places in input order. */
+static int sort_unique(struct gw_shard *shards, size_t n, const char *name, struct gw_error *err)
+{
+    struct gw_shard *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+    if (!sorted)
+        return fail(err, name, "shards", "out of memory");
+    memcpy(sorted, shards, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), shard_compare);
+    for (size_t i = 1; i < n; i++) {
+        if (shard_compare(&sorted[i - 1], &sorted[i]) != 0)
+            continue;
+        size_t first = find_id(shards, n, 0, &sorted[i]);
+        size_t second = find_id(shards, n, first + 1, &sorted[i]);
+        free(sorted);
+        char at[48], what[64];
+        snprintf(at, sizeof(at), "shards[%zu].id", second);
+        snprintf(what, sizeof(what), "duplicate of shards[%zu].id", first);
+        return fail(err, name, at, what);
+    }
+    memcpy(shards, sorted, n * sizeof(*sorted));
+    free(sorted);
+    return 0;
+}
+
+static int parse_root(json_t *root, const char *name, struct gw_membership *out,
+                      struct gw_error *err)
+{
+    if (!json_is_object(root))
+        return fail(err, name, "$", "must be an object {\"shards\": [...]}");
+    const char *field;
+    json_t *v;
+    json_object_foreach(root, field, v)
+    {
+        if (strcmp(field, "shards") != 0)
+            return fail(err, name, field, "unknown field");
+    }
+    json_t *list = json_object_get(root, "shards");
+    if (!json_is_array(list))
+        return fail(err, name, "shards", list ? "must be an array" : "missing");
+    size_t n = json_array_size(list);
+    out->shards = calloc(n ? n : 1, sizeof(*out->shards));
+    if (!out->shards)
+        return fail(err, name, "shards", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char at[32];
+        snprintf(at, sizeof(at), "shards[%zu]", i);
+        int rc = parse_shard(json_array_get(list, i), name, at, &out->shards[i], err);
+        if (rc != 0)
+            return rc;
+    }
+    out->count = n;
+    return sort_unique(out->shards, n, name, err);
+}
+
+int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,
+                        struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        char what[300];
+        snprintf(what, sizeof(what), "invalid JSON at line %d column %d: %s", jerr.line,
+                 jerr.column, jerr.text);
+        return fail(err, name, "$", what);
+    }
+    int rc = parse_root(root, name, out, err);
+    json_decref(root);
+    if (rc != 0)
+        gw_membership_free(out);
+    return rc;
+}
+
+int gw_membership_load(const char *path, struct gw_membership *out, struct gw_error *err)
+{
+    char *text;
+    size_t len;
+    int rc = gw_file_read(path, &text, &len);
+    if (rc != 0) {
+        memset(out, 0, sizeof(*out));
+        snprintf(err->path, sizeof(err->path), "%s", "");
+        snprintf(err->msg, sizeof(err->msg), "shards: %s: cannot read: %s", path, strerror(-rc));
+        return rc;
+    }
+    rc = gw_membership_parse(text, len, path, out, err);
+    free(text);
+    return rc;
+}
+
+void gw_membership_free(struct gw_membership *m)
+{
+    free(m->shards);
+    m->shards = NULL;
+    m->count = 0;
+}

@@ -1,0 +1,44 @@
+/* The membership (input/shards.json, DESIGN.md §3): which shards exist, their state,
+ * capacity and weight. */
+#ifndef SHARDGATE_GW_MEMBERSHIP_H
+#define SHARDGATE_GW_MEMBERSHIP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define GW_SHARD_ID_MAX 64
+#define GW_SAFE_INT_MAX 9007199254740991ULL /* 2^53 - 1 */
+
+enum gw_shard_state { GW_STATE_ONLINE, GW_STATE_DRAINING, GW_STATE_OFFLINE };
+
+struct gw_shard {
+    char id[GW_SHARD_ID_MAX + 1];
+    size_t id_len;
+    enum gw_shard_state state;
+    uint64_t capacity;
+    uint32_t weight;
+};
+
+struct gw_membership {
+    struct gw_shard *shards; /* in id order */
+    size_t count;
+};
+
+/* Parses membership JSON; `name` is the file name used in messages. Returns 0, or -EINVAL with
+ * err->path the JSON path and err->msg "shards: <name>: <path>: <what>". */
+int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,
+                        struct gw_error *err);
+
+/* Reads and parses the file at `path`, as gw_membership_parse. */
+int gw_membership_load(const char *path, struct gw_membership *out, struct gw_error *err);
+
+void gw_membership_free(struct gw_membership *m);
+
+const char *gw_state_name(enum gw_shard_state state);
+
+/* 1 when `s` is 1..max bytes of [A-Za-z0-9._:-] (shard ids, batch ids), else 0. */
+int gw_name_valid(const char *s, size_t len, size_t max);
+
+#endif

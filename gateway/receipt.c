@@ -1,0 +1,133 @@
+/* Receipt, ring and lookup JSON, streamed into a buffer: no tree is built per placement. */
+#include "receipt.h"
+
+#include <stdio.h>
+
+static void write_shard_id(struct gw_buf *out, const struct ring *ring, uint32_t shard)
+{
+    gw_buf_json_string(out, ring_shard_id(ring, shard), ring_shard_id_len(ring, shard));
+}
+
+/* The placement fields after the change's own: hash, point, vnode, shard, reason. */
+static void write_placement_tail(struct gw_buf *out, const struct ring *ring,
+                                 const struct ring_placement *p)
+{
+    gw_buf_puts(out, ",\"hash\":");
+    gw_buf_u64(out, p->hash);
+    gw_buf_puts(out, ",\"point\":");
+    gw_buf_u64(out, p->point);
+    gw_buf_puts(out, ",\"vnode\":");
+    gw_buf_u64(out, p->vnode);
+    gw_buf_puts(out, ",\"shard\":");
+    write_shard_id(out, ring, p->shard);
+    gw_buf_puts(out, p->wrapped ? ",\"reason\":\"wrap\"}" : ",\"reason\":\"ring\"}");
+}
+
+static void write_points(struct gw_buf *out, const struct ring *ring)
+{
+    gw_buf_puts(out, ",\"points\":[");
+    for (size_t i = 0; i < ring_points_total(ring); i++) {
+        struct ring_point p = ring_point_at(ring, i);
+        gw_buf_puts(out, i ? ",{\"value\":" : "{\"value\":");
+        gw_buf_u64(out, p.value);
+        gw_buf_puts(out, ",\"shard\":");
+        write_shard_id(out, ring, p.shard);
+        gw_buf_puts(out, ",\"vnode\":");
+        gw_buf_u64(out, p.vnode);
+        gw_buf_puts(out, "}");
+    }
+    gw_buf_puts(out, "]");
+}
+
+void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points)
+{
+    const struct ring *ring = t->ring;
+    gw_buf_puts(out, "{\"id\":\"");
+    gw_buf_puts(out, ring_id(ring));
+    gw_buf_puts(out, "\",\"algorithm\":\"ketama\",\"hash\":\"");
+    gw_buf_puts(out, ring_digest_name(ring_digest_of(ring)));
+    gw_buf_puts(out, "\",\"vnodes\":");
+    gw_buf_u64(out, ring_vnodes(ring));
+    gw_buf_puts(out, ",\"vnodes_total\":");
+    gw_buf_u64(out, ring_points_total(ring));
+    gw_buf_puts(out, ",\"online\":[");
+    for (uint32_t s = 0; s < ring_shard_count(ring); s++) {
+        if (s)
+            gw_buf_puts(out, ",");
+        write_shard_id(out, ring, s);
+    }
+    gw_buf_puts(out, "]");
+    if (points)
+        write_points(out, ring);
+    gw_buf_puts(out, "}");
+}
+
+void gw_lookup_write(struct gw_buf *out, const struct gw_topology *t, const char *key,
+                     size_t key_len, const struct ring_placement *p)
+{
+    gw_buf_puts(out, "{\"key\":");
+    gw_buf_json_string(out, key, key_len);
+    write_placement_tail(out, t->ring, p);
+}
+
+static void write_placements(struct gw_buf *out, const struct gw_topology *t,
+                             const struct gw_batch *b, const struct gw_dispatch *d)
+{
+    gw_buf_puts(out, ",\"placements\":[");
+    for (size_t i = 0; i < b->count; i++) {
+        const struct gw_change *c = &b->changes[i];
+        gw_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
+        gw_buf_json_string(out, c->id, c->id_len);
+        gw_buf_puts(out, ",\"key\":");
+        gw_buf_json_string(out, c->key, c->key_len);
+        gw_buf_puts(out, ",\"size\":");
+        gw_buf_u64(out, c->size);
+        write_placement_tail(out, t->ring, &d->placements[i]);
+    }
+    gw_buf_puts(out, "]");
+}
+
+static void write_shards(struct gw_buf *out, const struct gw_topology *t,
+                         const struct gw_dispatch *d)
+{
+    gw_buf_puts(out, ",\"shards\":{");
+    for (size_t i = 0; i < t->members.count; i++) {
+        const struct gw_shard *s = &t->members.shards[i];
+        if (i)
+            gw_buf_puts(out, ",");
+        gw_buf_json_string(out, s->id, s->id_len);
+        gw_buf_puts(out, ":{\"state\":\"");
+        gw_buf_puts(out, gw_state_name(s->state));
+        gw_buf_puts(out, "\",\"weight\":");
+        gw_buf_u64(out, s->weight);
+        gw_buf_puts(out, ",\"capacity\":");
+        gw_buf_u64(out, s->capacity);
+        gw_buf_puts(out, ",\"load\":");
+        gw_buf_u64(out, d->tally[i].load);
+        gw_buf_puts(out, ",\"received\":");
+        gw_buf_u64(out, d->tally[i].received);
+        gw_buf_puts(out, gw_dispatch_over_capacity(t, d, i) ? ",\"over_capacity\":true}"
+                                                            : ",\"over_capacity\":false}");
+    }
+    gw_buf_puts(out, "}");
+}
+
+void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
+                      const struct gw_dispatch *d)
+{
+    gw_buf_puts(out, "{\"receipt_version\":1,\"batch_id\":");
+    gw_buf_json_string(out, b->batch_id, b->batch_id_len);
+    gw_buf_puts(out, ",\"ring\":");
+    gw_ring_write(out, t, 0);
+    write_placements(out, t, b, d);
+    write_shards(out, t, d);
+    gw_buf_puts(out, ",\"capacity\":");
+    gw_buf_u64(out, t->capacity);
+    gw_buf_puts(out, ",\"counts\":{\"changes\":");
+    gw_buf_u64(out, b->count);
+    gw_buf_puts(out, ",\"dispatched\":");
+    gw_buf_u64(out, d->dispatched);
+    gw_buf_puts(out, ",\"over_capacity_shards\":");
+    gw_buf_u64(out, d->over_capacity_shards);
+    gw_buf_puts(out, d->ok ? "},\"ok\":true}" : "},\"ok\":false}");
+}

@@ -1,0 +1,22 @@
+/* JSON rendering of ring facts: the receipt (DESIGN.md §5), the ring summary and lookups. */
+#ifndef SHARDGATE_GW_RECEIPT_H
+#define SHARDGATE_GW_RECEIPT_H
+
+#include "batch.h"
+#include "buf.h"
+#include "dispatch.h"
+#include "ring.h"
+#include "topology.h"
+
+/* Appends the receipt of a dispatched batch, compact, keys in §5 order, no newline. */
+void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
+                      const struct gw_dispatch *d);
+
+/* Appends the ring summary {"id",...,"online":[...]}; with `points`, also every point. */
+void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points);
+
+/* Appends {"key":...,"hash":...,"point":...,"vnode":...,"shard":...,"reason":...}. */
+void gw_lookup_write(struct gw_buf *out, const struct gw_topology *t, const char *key,
+                     size_t key_len, const struct ring_placement *p);
+
+#endif

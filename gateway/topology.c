@@ -1,0 +1,63 @@
+/* Topology: which shards are in the ring (online ones only: a whitelist) and its totals. */
+#include "topology.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gw_topology_build(const struct gw_contract *contract, struct gw_membership *members,
+                      struct gw_topology *out, struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->contract = *contract;
+    out->members = *members;
+    memset(members, 0, sizeof(*members));
+    size_t n = out->members.count;
+    struct ring_shard *online = malloc((n ? n : 1) * sizeof(*online));
+    out->member_of = malloc((n ? n : 1) * sizeof(*out->member_of));
+    if (!online || !out->member_of) {
+        free(online);
+        gw_topology_free(out);
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct gw_shard *s = &out->members.shards[i];
+        if (s->state != GW_STATE_ONLINE)
+            continue;
+        online[k] = (struct ring_shard){s->id, s->id_len, s->weight};
+        out->member_of[k++] = (uint32_t)i; /* both lists are in id order */
+        out->capacity += s->capacity;
+    }
+    struct ring_error rerr;
+    int rc = ring_build(&out->ring, contract->digest, contract->vnodes, online, k, &rerr);
+    free(online);
+    if (rc != 0) {
+        gw_error_set(err, "", "ring: %s", rerr.msg);
+        gw_topology_free(out);
+    }
+    return rc;
+}
+
+int gw_topology_load(const char *conf_path, const char *shards_path, struct gw_topology *out,
+                     struct gw_error *err)
+{
+    struct gw_contract contract;
+    struct gw_membership members;
+    memset(out, 0, sizeof(*out));
+    int rc = gw_contract_load(conf_path, &contract, err);
+    if (rc == 0)
+        rc = gw_membership_load(shards_path, &members, err);
+    if (rc == 0)
+        rc = gw_topology_build(&contract, &members, out, err);
+    return rc;
+}
+
+void gw_topology_free(struct gw_topology *t)
+{
+    ring_free(t->ring);
+    free(t->member_of);
+    gw_membership_free(&t->members);
+    memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,32 @@
+/* A loaded topology: the contract, the membership and the ring of its online shards. */
+#ifndef SHARDGATE_GW_TOPOLOGY_H
+#define SHARDGATE_GW_TOPOLOGY_H
+
+#include <stdint.h>
+
+#include "contract.h"
+#include "error.h"
+#include "membership.h"
+#include "ring.h"
+
+struct gw_topology {
+    struct gw_contract contract;
+    struct gw_membership members; /* every shard, in id order */
+    struct ring *ring;            /* online shards only */
+    uint32_t *member_of;          /* ring shard index -> index in members */
+    uint64_t capacity;            /* sum of capacity over online shards */
+};
+
+/* Loads the contract and the membership and builds the ring. Returns 0, or a negative code
+ * with err->msg naming the file and line or JSON path (both mean "unusable": exit 3). */
+int gw_topology_load(const char *conf_path, const char *shards_path, struct gw_topology *out,
+                     struct gw_error *err);
+
+/* Builds the ring for a contract and a membership it takes ownership of. Returns 0 or a
+ * negative code with a message in err. */
+int gw_topology_build(const struct gw_contract *contract, struct gw_membership *members,
+                      struct gw_topology *out, struct gw_error *err);
+
+void gw_topology_free(struct gw_topology *t);
+
+#endif

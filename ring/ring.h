@@ -1,0 +1,84 @@
+/* libring: the ketama ring of DESIGN.md §4, a pure library (no I/O, no logging). */
+#ifndef SHARDGATE_RING_H
+#define SHARDGATE_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum ring_digest { RING_SHA1, RING_MD5 };
+
+#define RING_VNODES_MAX 4096
+#define RING_WEIGHT_MAX 1000
+#define RING_ID_HEX_LEN 40
+
+struct ring;
+
+/* One online shard as the caller knows it. The ring copies `id`. */
+struct ring_shard {
+    const char *id;
+    size_t id_len;
+    uint32_t weight;
+};
+
+/* Where a key lands. `shard` indexes the ring's shards in id order (ring_shard_id). */
+struct ring_placement {
+    uint32_t hash;
+    uint32_t point;
+    uint32_t vnode;
+    uint32_t shard;
+    int wrapped; /* 1 when the hash was above every point ("wrap"), else 0 ("ring") */
+};
+
+/* One point of the ring, in ring order. */
+struct ring_point {
+    uint32_t value;
+    uint32_t shard;
+    uint32_t vnode;
+};
+
+struct ring_error {
+    char msg[256];
+};
+
+/* Returns the digest named `name` ("sha1" or "md5") in *out. Returns 0, or -EINVAL. */
+int ring_digest_parse(const char *name, enum ring_digest *out);
+
+/* The contract name of a digest: "sha1" or "md5". */
+const char *ring_digest_name(enum ring_digest digest);
+
+/* Builds the ring of `n` online shards with `vnodes` points per unit of weight. Shards may
+ * come in any order; ids must be unique. An empty shard list builds an empty ring. Returns 0
+ * and the ring in *out, or -EINVAL (bad vnodes, weight or duplicate id) / -ENOMEM with a
+ * message in err. */
+int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
+               const struct ring_shard *shards, size_t n, struct ring_error *err);
+
+void ring_free(struct ring *ring);
+
+/* The key hash of §4: LE32 of the first four digest bytes. */
+uint32_t ring_hash_key(const struct ring *ring, const void *key, size_t len);
+
+/* Places `key`. Allocates nothing. Returns 0, or -ENOENT when the ring is empty. */
+int ring_lookup(const struct ring *ring, const void *key, size_t len, struct ring_placement *out);
+
+/* Places a key whose hash is already known. Returns 0, or -ENOENT when the ring is empty. */
+int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out);
+
+enum ring_digest ring_digest_of(const struct ring *ring);
+uint32_t ring_vnodes(const struct ring *ring);
+
+/* Number of points: the sum over shards of vnodes * weight. */
+size_t ring_points_total(const struct ring *ring);
+
+/* The i-th point in ring order, 0 <= i < ring_points_total(). */
+struct ring_point ring_point_at(const struct ring *ring, size_t i);
+
+size_t ring_shard_count(const struct ring *ring);
+const char *ring_shard_id(const struct ring *ring, uint32_t shard);
+size_t ring_shard_id_len(const struct ring *ring, uint32_t shard);
+uint32_t ring_shard_weight(const struct ring *ring, uint32_t shard);
+
+/* The ring id of §4 as 40 lowercase hex digits and a terminating NUL. */
+const char *ring_id(const struct ring *ring);
+
+#endif
