@@ -1,0 +1,216 @@
+/* Contract reader (DESIGN §2): strict KEY=VALUE lines, four required keys, no defaults. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "contract.h"
+
+enum { K_RING, K_VNODES, K_HASH, K_POLICY, K_COUNT };
+
+static const char *const hc_contract_keys[K_COUNT] = {
+    "DISPATCH_HASH_RING",
+    "DISPATCH_VNODES",
+    "DISPATCH_RING_HASH",
+    "DISPATCH_CAPACITY_POLICY",
+};
+
+const char *hc_hash_name(enum hc_hash h)
+{
+    return h == HC_HASH_MD5 ? "md5" : "sha1";
+}
+
+const char *hc_policy_name(enum hc_policy p)
+{
+    return p == HC_POLICY_REJECT ? "reject" : "report";
+}
+
+static int hc_key_index(const char *key)
+{
+    for (int i = 0; i < K_COUNT; i++)
+        if (strcmp(key, hc_contract_keys[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Parses VNODES text: decimal digits only, 1..4096. Returns 0 or -EINVAL / -ERANGE. */
+static int hc_parse_vnodes(const char *s, unsigned *out)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 18 || strspn(s, "0123456789") != n)
+        return -EINVAL;
+    long long v = strtoll(s, NULL, 10);
+    if (v < 1 || v > HC_VNODES_MAX)
+        return -ERANGE;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/* Applies one key's value. Returns 0 or -EINVAL with err->msg holding only the description. */
+static int hc_contract_set(struct hc_contract *c, int k, const char *value, struct hc_err *err)
+{
+    switch (k) {
+    case K_RING:
+        if (strcmp(value, "ketama") != 0)
+            return hc_err_set(err, -EINVAL, "DISPATCH_HASH_RING: must be ketama, got '%s'", value);
+        return 0;
+    case K_VNODES: {
+        int rc = hc_parse_vnodes(value, &c->vnodes);
+        if (rc == -EINVAL)
+            return hc_err_set(err, -EINVAL, "DISPATCH_VNODES: not an integer: '%s'", value);
+        if (rc != 0)
+            return hc_err_set(err, -EINVAL, "DISPATCH_VNODES: %s is out of range 1..%d", value,
+                              HC_VNODES_MAX);
+        return 0;
+    }
+    case K_HASH:
+        if (strcmp(value, "sha1") == 0)
+            c->hash = HC_HASH_SHA1;
+        else if (strcmp(value, "md5") == 0)
+            c->hash = HC_HASH_MD5;
+        else
+            return hc_err_set(err, -EINVAL, "DISPATCH_RING_HASH: must be sha1 or md5, got '%s'",
+                              value);
+        return 0;
+    default:
+        if (strcmp(value, "report") == 0)
+            c->policy = HC_POLICY_REPORT;
+        else if (strcmp(value, "reject") == 0)
+            c->policy = HC_POLICY_REJECT;
+        else
+            return hc_err_set(err, -EINVAL,
+                              "DISPATCH_CAPACITY_POLICY: must be report or reject, got '%s'",
+                              value);
+        return 0;
+    }
+}
+
+/* Checks one non-blank, non-comment line and splits it at '='. Returns 0 or -EINVAL. */
+static int hc_contract_line(char *line, char **key, char **value, struct hc_err *err)
+{
+    if (strncmp(line, "export", 6) == 0 && (line[6] == ' ' || line[6] == '\t'))
+        return hc_err_set(err, -EINVAL, "'export' is not allowed");
+    char *eq = strchr(line, '=');
+    if (eq == NULL)
+        return hc_err_set(err, -EINVAL, "expected KEY=VALUE");
+    *eq = '\0';
+    *key = line;
+    *value = eq + 1;
+    if (**key == '\0')
+        return hc_err_set(err, -EINVAL, "empty key");
+    if (strpbrk(*key, " \t") != NULL || (eq > line && (eq[-1] == ' ' || eq[-1] == '\t')) ||
+        **value == ' ' || **value == '\t')
+        return hc_err_set(err, -EINVAL, "no spaces allowed around '=' or in the key");
+    if (strspn(*key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(*key))
+        return hc_err_set(err, -EINVAL, "invalid key '%s'", *key);
+    if (strpbrk(*value, "\"'") != NULL)
+        return hc_err_set(err, -EINVAL, "%s: quotes are not allowed", *key);
+    if (strpbrk(*value, " \t") != NULL)
+        return hc_err_set(err, -EINVAL, "%s: spaces are not allowed in the value", *key);
+    if (**value == '\0')
+        return hc_err_set(err, -EINVAL, "%s: empty value", *key);
+    return 0;
+}
+
+int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        int e = errno;
+        return hc_err_set(err, -e, "%s:0: cannot open: %s", path, strerror(e));
+    }
+    int seen[K_COUNT] = {0};
+    char buf[4096];
+    long lineno = 0;
+    int rc = 0;
+    struct hc_err what;
+    while (fgets(buf, sizeof buf, f) != NULL) {
+        lineno++;
+        size_t n = strlen(buf);
+        if (n == sizeof buf - 1 && buf[n - 1] != '\n') {
+            rc = hc_err_set(err, -EINVAL, "%s:%ld: line too long", path, lineno);
+            goto out;
+        }
+        if (n > 0 && buf[n - 1] == '\n')
+            buf[--n] = '\0';
+        if (n > 0 && buf[n - 1] == '\r')
+            buf[--n] = '\0';
+        if (buf[0] == '#' || strspn(buf, " \t") == n)
+            continue;
+        if (memchr(buf, '\0', n) != NULL) {
+            rc = hc_err_set(err, -EINVAL, "%s:%ld: NUL byte in line", path, lineno);
+            goto out;
+        }
+        char *key = NULL, *value = NULL;
+        rc = hc_contract_line(buf, &key, &value, &what);
+        if (rc != 0) {
+            hc_err_set(err, rc, "%s:%ld: %s", path, lineno, what.msg);
+            goto out;
+        }
+        int k = hc_key_index(key);
+        if (k < 0) {
+            rc = hc_err_set(err, -EINVAL, "%s:%ld: unknown key %s", path, lineno, key);
+            goto out;
+        }
+        if (seen[k]) {
+            rc = hc_err_set(err, -EINVAL, "%s:%ld: duplicate key %s (first on line %d)", path,
+                            lineno, key, seen[k]);
+            goto out;
+        }
+        seen[k] = (int)lineno;
+        rc = hc_contract_set(c, k, value, &what);
+        if (rc != 0) {
+            hc_err_set(err, rc, "%s:%ld: %s", path, lineno, what.msg);
+            goto out;
+        }
+    }
+    if (ferror(f)) {
+        rc = hc_err_set(err, -EIO, "%s:%ld: read error", path, lineno);
+        goto out;
+    }
+    for (int k = 0; k < K_COUNT; k++) {
+        if (!seen[k]) {
+            rc = hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
+                            hc_contract_keys[k]);
+            goto out;
+        }
+    }
+out:
+    fclose(f);
+    return rc;
+}
+
+int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_err *err)
+{
+    if (!json_is_object(obj))
+        return hc_err_set(err, -EINVAL, "contract: must be an object");
+    int seen[K_COUNT] = {0};
+    const char *key;
+    json_t *val;
+    struct hc_err what;
+    json_object_foreach((json_t *)obj, key, val)
+    {
+        int k = hc_key_index(key);
+        if (k < 0)
+            return hc_err_set(err, -EINVAL, "contract.%s: unknown key", key);
+        seen[k] = 1;
+        char num[32];
+        const char *text;
+        if (k == K_VNODES) {
+            if (!json_is_integer(val))
+                return hc_err_set(err, -EINVAL, "contract.%s: must be an integer", key);
+            snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
+            text = num;
+        } else {
+            if (!json_is_string(val))
+                return hc_err_set(err, -EINVAL, "contract.%s: must be a string", key);
+            text = json_string_value(val);
+        }
+        if (hc_contract_set(c, k, text, &what) != 0)
+            return hc_err_set(err, -EINVAL, "contract.%s", what.msg);
+    }
+    for (int k = 0; k < K_COUNT; k++)
+        if (!seen[k])
+            return hc_err_set(err, -EINVAL, "contract.%s: missing", hc_contract_keys[k]);
+    return 0;
+}

@@ -1,0 +1,398 @@
+/* Journal reader: verifies journal.jsonl line by line, from where the last call stopped. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "journal.h"
+
+/* --- the batch ids seen so far: open addressing, FNV-1a --------------------------------- */
+
+struct hc_batch_slot {
+    char *id; /* NULL: empty */
+    size_t len;
+    uint64_t hash;
+    long line;
+};
+
+struct hc_batch_set {
+    struct hc_batch_slot *slots;
+    size_t cap, n; /* cap is a power of two */
+};
+
+static uint64_t hc_fnv(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void hc_batch_set_free(struct hc_batch_set *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slots[i].id);
+    free(s->slots);
+    free(s);
+}
+
+static int hc_batch_set_grow(struct hc_batch_set *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 1024;
+    struct hc_batch_slot *slots = calloc(cap, sizeof *slots);
+    if (slots == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (s->slots[i].id == NULL)
+            continue;
+        size_t k = s->slots[i].hash & (cap - 1);
+        while (slots[k].id != NULL)
+            k = (k + 1) & (cap - 1);
+        slots[k] = s->slots[i];
+    }
+    free(s->slots);
+    s->slots = slots;
+    s->cap = cap;
+    return 0;
+}
+
+/* Adds id seen on line; returns 0, the earlier line when already present, or -ENOMEM. */
+static long hc_batch_set_add(struct hc_batch_set *s, const char *id, size_t len, long line)
+{
+    if ((s->n + 1) * 2 > s->cap && hc_batch_set_grow(s) != 0)
+        return -ENOMEM;
+    uint64_t h = hc_fnv(id, len);
+    size_t k = h & (s->cap - 1);
+    while (s->slots[k].id != NULL) {
+        if (s->slots[k].hash == h && s->slots[k].len == len && memcmp(s->slots[k].id, id, len) == 0)
+            return s->slots[k].line;
+        k = (k + 1) & (s->cap - 1);
+    }
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
+        return -ENOMEM;
+    memcpy(copy, id, len);
+    copy[len] = '\0';
+    s->slots[k] = (struct hc_batch_slot){copy, len, h, line};
+    s->n++;
+    return 0;
+}
+
+/* --- state ------------------------------------------------------------------------------- */
+
+void hc_journal_init(struct hc_journal *j, const char *path, struct hc_verifier *v,
+                     const struct hc_epoch *own)
+{
+    memset(j, 0, sizeof *j);
+    j->path = path;
+    j->v = v;
+    j->own = own;
+}
+
+/* Forgets everything read (epochs, seq, batch ids, the report) so the file is re-read. */
+static void hc_journal_forget(struct hc_journal *j)
+{
+    for (size_t i = 0; i < j->n_epochs; i++) {
+        hc_epoch_free(j->epochs[i]);
+        free(j->epochs[i]);
+    }
+    free(j->epochs);
+    j->epochs = NULL;
+    j->n_epochs = j->cap_epochs = 0;
+    hc_batch_set_free(j->batches);
+    j->batches = NULL;
+    j->prev_seq = 0;
+    j->offset = 0;
+    j->tail_len = 0;
+    j->line = 0;
+    j->have_identity = 0;
+    hc_report_reset(j->v->report);
+}
+
+void hc_journal_free(struct hc_journal *j)
+{
+    hc_journal_forget(j);
+}
+
+void hc_journal_end_state(const struct hc_journal *j, struct hc_journal_end *end)
+{
+    end->latest = j->n_epochs ? j->epochs[j->n_epochs - 1] : NULL;
+    end->own = j->own;
+}
+
+/* --- records ----------------------------------------------------------------------------- */
+
+static int hc_is_hex(const char *s, size_t n)
+{
+    if (strlen(s) != n)
+        return 0;
+    return strspn(s, "0123456789abcdef") == n;
+}
+
+static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_err *err)
+{
+    if (j->n_epochs == j->cap_epochs) {
+        size_t cap = j->cap_epochs ? j->cap_epochs * 2 : 8;
+        struct hc_epoch **grown = realloc(j->epochs, cap * sizeof *grown);
+        if (grown == NULL)
+            return hc_err_set(err, -ENOMEM, "out of memory");
+        j->epochs = grown;
+        j->cap_epochs = cap;
+    }
+    struct hc_epoch *ep = calloc(1, sizeof *ep);
+    if (ep == NULL)
+        return hc_err_set(err, -ENOMEM, "out of memory");
+    ep->line = j->line;
+    j->epochs[j->n_epochs++] = ep;
+
+    char subject[48];
+    snprintf(subject, sizeof subject, "epoch@line %ld", j->line);
+    struct hc_err what;
+    const json_t *id = json_object_get(rec, "ring_id");
+    const char *bad = NULL;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)rec, key, val)
+    {
+        if (strcmp(key, "type") != 0 && strcmp(key, "ring_id") != 0 &&
+            strcmp(key, "contract") != 0 && strcmp(key, "shards") != 0)
+            bad = key;
+    }
+    if (bad != NULL) {
+        hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
+                        "%s: unknown key", bad);
+        return 0;
+    }
+    if (!json_is_string(id) || !hc_is_hex(json_string_value(id), 40)) {
+        hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
+                        "ring_id: must be 40 lowercase hex digits");
+        return 0;
+    }
+    snprintf(ep->recorded_id, sizeof ep->recorded_id, "%s", json_string_value(id));
+    struct hc_contract c;
+    struct hc_membership m;
+    int rc = hc_contract_from_json(json_object_get(rec, "contract"), &c, &what);
+    if (rc == 0)
+        rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", &m, &what);
+    if (rc == -ENOMEM)
+        return hc_err_set(err, rc, "out of memory");
+    if (rc != 0) {
+        hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject, "%s",
+                        what.msg);
+        return 0;
+    }
+    char recorded[41];
+    memcpy(recorded, ep->recorded_id, sizeof recorded);
+    rc = hc_epoch_make(ep, &c, &m, j->line, err);
+    memcpy(ep->recorded_id, recorded, sizeof recorded);
+    if (rc != 0)
+        return rc;
+    hc_verify_epoch(j->v, ep);
+    return 0;
+}
+
+static const char *hc_receipt_ring_id(const json_t *receipt)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(receipt, "ring"), "id"));
+    return s ? s : "";
+}
+
+static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc_err *err)
+{
+    char subject[48];
+    snprintf(subject, sizeof subject, "line %ld", j->line);
+    const json_t *seq = json_object_get(rec, "seq");
+    const json_t *fp = json_object_get(rec, "fingerprint");
+    const json_t *receipt = json_object_get(rec, "receipt");
+    const char *what = NULL;
+    if (json_object_size(rec) != 4)
+        what = "receipt record: must have exactly type, seq, fingerprint, receipt";
+    else if (!json_is_integer(seq))
+        what = "receipt record: seq must be an integer";
+    else if (!json_is_string(fp))
+        what = "receipt record: fingerprint must be a string";
+    else if (!json_is_object(receipt))
+        what = "receipt record: receipt must be an object";
+    if (what != NULL) {
+        hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject, "%s", what);
+        return 0;
+    }
+
+    struct hc_record r = {.line = j->line, .seq = json_integer_value(seq), .prev_seq = j->prev_seq};
+    r.fingerprint = hc_str_of(fp);
+    j->prev_seq = r.seq;
+
+    const json_t *bid = json_object_get(receipt, "batch_id");
+    if (json_is_string(bid)) {
+        if (j->batches == NULL && (j->batches = calloc(1, sizeof *j->batches)) == NULL)
+            return hc_err_set(err, -ENOMEM, "out of memory");
+        long dup =
+            hc_batch_set_add(j->batches, json_string_value(bid), json_string_length(bid), j->line);
+        if (dup < 0)
+            return hc_err_set(err, -ENOMEM, "out of memory");
+        r.duplicate_of_line = dup;
+    }
+
+    /* The epoch in force is the latest before the receipt; a receipt naming an earlier epoch's
+     * ring is judged against that epoch (and flagged), one naming none against the epoch in
+     * force, one before any epoch against the service's own contract + shards. */
+    struct hc_epoch *against = (struct hc_epoch *)j->own;
+    const char *rid = hc_receipt_ring_id(receipt);
+    if (j->n_epochs == 0) {
+        r.match = HC_MATCH_NO_EPOCH;
+    } else {
+        struct hc_epoch *in_force = j->epochs[j->n_epochs - 1];
+        r.in_force = in_force;
+        against = in_force;
+        if (strcmp(rid, in_force->recorded_id) == 0) {
+            r.match = HC_MATCH_IN_FORCE;
+        } else {
+            r.match = HC_MATCH_NONE;
+            for (size_t i = j->n_epochs - 1; i-- > 0;) {
+                if (strcmp(rid, j->epochs[i]->recorded_id) == 0) {
+                    r.match = HC_MATCH_EARLIER;
+                    against = j->epochs[i];
+                    break;
+                }
+            }
+        }
+    }
+    return hc_verify_receipt(j->v, receipt, against, &r, subject, err);
+}
+
+/* Verifies one complete line (without its newline). */
+static int hc_journal_line(struct hc_journal *j, const char *p, size_t n, struct hc_err *err)
+{
+    char subject[48];
+    snprintf(subject, sizeof subject, "line %ld", j->line);
+    json_error_t jerr;
+    json_t *rec = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (rec == NULL) {
+        hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
+                        "not JSON: %s (column %d)", jerr.text, jerr.column);
+        return 0;
+    }
+    int rc = 0;
+    const char *type = json_string_value(json_object_get(rec, "type"));
+    if (type != NULL && strcmp(type, "epoch") == 0)
+        rc = hc_journal_epoch(j, rec, err);
+    else if (type != NULL && strcmp(type, "receipt") == 0)
+        rc = hc_journal_receipt(j, rec, err);
+    else
+        hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
+                        "type: must be \"epoch\" or \"receipt\"");
+    json_decref(rec);
+    return rc;
+}
+
+/* --- reading ----------------------------------------------------------------------------- */
+
+/* Whether the bytes just before j->offset are still the ones consumed last time. */
+static int hc_journal_same_prefix(const struct hc_journal *j, int fd)
+{
+    if (j->tail_len == 0)
+        return 1;
+    unsigned char now[sizeof j->tail];
+    ssize_t got = pread(fd, now, j->tail_len, j->offset - (off_t)j->tail_len);
+    return got == (ssize_t)j->tail_len && memcmp(now, j->tail, j->tail_len) == 0;
+}
+
+/* Keeps the last bytes of everything consumed: the old tail followed by the n bytes before end. */
+static void hc_journal_remember_tail(struct hc_journal *j, const char *end, size_t n)
+{
+    size_t max = sizeof j->tail;
+    if (n >= max) {
+        memcpy(j->tail, end - max, max);
+        j->tail_len = max;
+        return;
+    }
+    size_t keep = j->tail_len < max - n ? j->tail_len : max - n;
+    memmove(j->tail, j->tail + j->tail_len - keep, keep);
+    memcpy(j->tail + keep, end - n, n);
+    j->tail_len = keep + n;
+}
+
+int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err)
+{
+    int fd = open(j->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return hc_err_set(err, -e, "%s: cannot open: %s", j->path, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return hc_err_set(err, -e, "%s: cannot stat: %s", j->path, strerror(e));
+    }
+    if (j->have_identity && (st.st_dev != j->dev || st.st_ino != j->ino || st.st_size < j->offset ||
+                             !hc_journal_same_prefix(j, fd))) {
+        hc_journal_forget(j);
+        j->resets++;
+    }
+    j->dev = st.st_dev;
+    j->ino = st.st_ino;
+    j->have_identity = 1;
+
+    int rc = 0;
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        close(fd);
+        return hc_err_set(err, -ENOMEM, "out of memory");
+    }
+    off_t at = j->offset;
+    for (;;) {
+        if (len == cap) {
+            char *grown = realloc(buf, cap * 2);
+            if (grown == NULL) {
+                rc = hc_err_set(err, -ENOMEM, "out of memory (a journal line over %zu bytes)", cap);
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t got = pread(fd, buf + len, cap - len, at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            rc = hc_err_set(err, -e, "%s: read error: %s", j->path, strerror(e));
+            break;
+        }
+        if (got == 0)
+            break;
+        at += got;
+        len += (size_t)got;
+        size_t start = 0;
+        char *nl;
+        while (rc == 0 && (nl = memchr(buf + start, '\n', len - start)) != NULL) {
+            size_t n = (size_t)(nl - (buf + start));
+            j->line++;
+            rc = hc_journal_line(j, buf + start, n, err);
+            start += n + 1;
+        }
+        if (start > 0) {
+            hc_journal_remember_tail(j, buf + start, start);
+            j->offset += (off_t)start;
+            memmove(buf, buf + start, len - start);
+            len -= start;
+        }
+        if (rc != 0)
+            break;
+    }
+    if (rc == 0 && final && len > 0) {
+        char subject[48];
+        snprintf(subject, sizeof subject, "line %ld", j->line + 1);
+        hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
+                        "last line has no newline (torn write)");
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* Incremental journal reader: epochs, receipt records, and where it stopped reading. */
+#ifndef HC_JOURNAL_H
+#define HC_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "verify.h"
+
+struct hc_batch_set;
+
+struct hc_journal {
+    const char *path;
+    struct hc_verifier *v; /* writes into v->report, which a reset clears */
+    const struct hc_epoch *own;
+    /* where reading stopped: offset of the first byte not yet consumed, the file's identity,
+     * and the bytes just before offset (to notice a file rewritten in place) */
+    off_t offset;
+    dev_t dev;
+    ino_t ino;
+    int have_identity;
+    unsigned char tail[64];
+    size_t tail_len;
+    long line; /* lines consumed */
+    /* what the lines so far established */
+    struct hc_epoch **epochs;
+    size_t n_epochs, cap_epochs;
+    int64_t prev_seq;
+    struct hc_batch_set *batches;
+    unsigned resets; /* times the file was truncated or replaced and re-read from 0 */
+};
+
+/* Prepares a reader; nothing is read yet. own is the service's own contract + shards. */
+void hc_journal_init(struct hc_journal *j, const char *path, struct hc_verifier *v,
+                     const struct hc_epoch *own);
+void hc_journal_free(struct hc_journal *j);
+
+/* Verifies the complete lines appended since the last call. When the file shrank, was replaced
+ * (other inode) or rewritten before the offset, all state and v->report are reset and it is
+ * read from the start. With final set, an unterminated last line is an issue (check mode);
+ * otherwise it is left for the next call (it may still be being written). Returns 0, or a
+ * negative errno-style code with err filled when the journal cannot be read (-ENOENT when it
+ * does not exist) or verification failed internally (-ENOMEM, -EIO). */
+int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err);
+
+/* What the journal read so far says at its end. */
+void hc_journal_end_state(const struct hc_journal *j, struct hc_journal_end *end);
+
+#endif

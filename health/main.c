@@ -1,0 +1,280 @@
+/* shardgate-health: the CLI (check, serve); the only place that prints and picks exit codes. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "contract.h"
+#include "journal.h"
+#include "membership.h"
+#include "report.h"
+#include "serve.h"
+#include "verify.h"
+
+#define HC_VERSION "0.1.0"
+
+enum {
+    EXIT_PASS = 0,
+    EXIT_INTERNAL = 1,
+    EXIT_FAIL = 2,
+    EXIT_UNUSABLE = 3,
+    EXIT_USAGE = 64,
+};
+
+static const char hc_usage[] =
+    "usage: shardgate-health check --conf FILE --shards FILE (--receipt FILE | --journal FILE)\n"
+    "       shardgate-health serve [--listen 127.0.0.1:8081] --conf FILE --shards FILE "
+    "--journal FILE\n"
+    "       shardgate-health --help | --version\n"
+    "\n"
+    "Rebuilds the ketama ring from the contract and shards file with its own code and\n"
+    "re-derives every fact of every receipt (DESIGN.md section 7).\n"
+    "\n"
+    "check  prints {\"status\",\"checks\",\"receipts\",\"issues\"} on one line.\n"
+    "       exit 0 pass; 2 any issue, no check ran, or the receipt/journal unreadable;\n"
+    "       3 contract or shards file unusable; 64 usage.\n"
+    "serve  GET /healthz: application/health+json, 200 pass, 503 fail (new journal lines are\n"
+    "       verified on each request); GET /livez: 200. Listens on 127.0.0.1:8081 by default.\n"
+    "\n"
+    "--conf defaults to $SHARDGATE_CONF. Issues read \"<criterion>: <subject>: <detail>\".\n";
+
+struct hc_args {
+    const char *cmd;
+    const char *conf, *shards, *receipt, *journal, *listen;
+};
+
+static int hc_usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "shardgate-health: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", hc_usage);
+    return EXIT_USAGE;
+}
+
+/* Parses argv into a; returns -1 when parsed, else the exit code to leave with. */
+static int hc_parse_args(int argc, char **argv, struct hc_args *a)
+{
+    memset(a, 0, sizeof *a);
+    if (argc < 2)
+        return hc_usage_error("%s", "missing command");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(hc_usage, stdout);
+        return EXIT_PASS;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("shardgate-health %s\n", HC_VERSION);
+        return EXIT_PASS;
+    }
+    a->cmd = argv[1];
+    if (strcmp(a->cmd, "check") != 0 && strcmp(a->cmd, "serve") != 0)
+        return hc_usage_error("unknown command %s", a->cmd);
+    for (int i = 2; i < argc; i++) {
+        const char *opt = argv[i];
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+            fputs(hc_usage, stdout);
+            return EXIT_PASS;
+        }
+        static const char *const names[] = {"--conf", "--shards", "--receipt", "--journal",
+                                            "--listen"};
+        const char **slots[] = {&a->conf, &a->shards, &a->receipt, &a->journal, &a->listen};
+        int k = -1;
+        const char *value = NULL;
+        for (int n = 0; n < 5; n++) {
+            size_t len = strlen(names[n]);
+            if (strcmp(opt, names[n]) == 0) {
+                k = n;
+                if (i + 1 >= argc)
+                    return hc_usage_error("%s needs a value", opt);
+                value = argv[++i];
+            } else if (strncmp(opt, names[n], len) == 0 && opt[len] == '=') {
+                k = n;
+                value = opt + len + 1;
+            }
+            if (k >= 0)
+                break;
+        }
+        if (k < 0)
+            return hc_usage_error("unknown option %s", opt);
+        if (*slots[k] != NULL)
+            return hc_usage_error("%s given twice", names[k]);
+        *slots[k] = value;
+    }
+    if (a->conf == NULL)
+        a->conf = getenv("SHARDGATE_CONF");
+    int check = strcmp(a->cmd, "check") == 0;
+    if (a->shards == NULL)
+        return hc_usage_error("%s", "--shards FILE is required");
+    if (check && (a->receipt == NULL) == (a->journal == NULL))
+        return hc_usage_error("%s", "check needs exactly one of --receipt FILE, --journal FILE");
+    if (check && a->listen != NULL)
+        return hc_usage_error("%s", "--listen is for serve");
+    if (!check && (a->journal == NULL || a->receipt != NULL))
+        return hc_usage_error("%s", "serve needs --journal FILE (and no --receipt)");
+    if (!check && a->listen == NULL)
+        a->listen = "127.0.0.1:8081";
+    return -1;
+}
+
+/* Reads the contract and shards file into own; returns -1 on success or the exit code. */
+static int hc_load_own(const struct hc_args *a, struct hc_epoch *own)
+{
+    struct hc_err err;
+    struct hc_contract c;
+    struct hc_membership m;
+    if (a->conf == NULL) {
+        fprintf(stderr, "contract: (none):0: no contract: give --conf FILE or SHARDGATE_CONF\n");
+        return EXIT_UNUSABLE;
+    }
+    if (hc_contract_load(a->conf, &c, &err) != 0) {
+        fprintf(stderr, "contract: %s\n", err.msg);
+        return EXIT_UNUSABLE;
+    }
+    if (hc_membership_load(a->shards, &m, &err) != 0) {
+        fprintf(stderr, "shards: %s\n", err.msg);
+        return EXIT_UNUSABLE;
+    }
+    if (hc_epoch_make(own, &c, &m, 0, &err) != 0) {
+        fprintf(stderr, "shardgate-health: %s\n", err.msg);
+        hc_membership_free(&m);
+        return EXIT_INTERNAL;
+    }
+    return -1;
+}
+
+/* The test hook of DESIGN §10: SHARDGATE_HEALTH_TEST_EMPTY_CRITERIA=1 runs none of the table,
+ * which must turn every verdict into "no checks ran" (fail), never into a pass. */
+static size_t hc_criteria_to_run(void)
+{
+    const char *e = getenv("SHARDGATE_HEALTH_TEST_EMPTY_CRITERIA");
+    if (e != NULL && strcmp(e, "1") == 0) {
+        fprintf(stderr, "shardgate-health: test hook: criteria table emptied\n");
+        return 0;
+    }
+    return hc_criteria_count;
+}
+
+static int hc_check_receipt(const char *path, struct hc_verifier *v, struct hc_epoch *own,
+                            struct hc_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        int e = errno;
+        hc_report_issue(v->report, -1, "input", path, "cannot open: %s", strerror(e));
+        return 0;
+    }
+    json_error_t jerr;
+    json_t *doc = json_loadf(f, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    fclose(f);
+    if (doc == NULL) {
+        v->report->receipts++;
+        hc_report_issue(v->report, HC_SLOT_SCHEMA, "schema", path,
+                        "not JSON: %s (line %d column %d)", jerr.text, jerr.line, jerr.column);
+        return 0;
+    }
+    int rc = hc_verify_receipt(v, doc, own, NULL, path, err);
+    json_decref(doc);
+    return rc;
+}
+
+static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
+{
+    struct hc_report report, end;
+    struct hc_verifier v;
+    struct hc_err err;
+    int code = EXIT_INTERNAL, rc;
+    hc_report_init(&report);
+    hc_report_init(&end);
+    if (hc_verifier_init(&v, &report, hc_criteria_to_run(), &err) != 0) {
+        fprintf(stderr, "shardgate-health: %s\n", err.msg);
+        return EXIT_INTERNAL;
+    }
+    struct hc_journal j;
+    hc_journal_init(&j, a->journal, &v, own);
+    if (a->receipt != NULL) {
+        rc = hc_check_receipt(a->receipt, &v, own, &err);
+    } else {
+        rc = hc_journal_update(&j, 1, &err);
+        if (rc == -ENOMEM || rc == -EIO || rc == -E2BIG) {
+            /* internal failure: reported below */
+        } else if (rc != 0) {
+            hc_report_issue(&report, -1, "input", "journal", "%s", err.msg);
+            rc = 0;
+        } else {
+            struct hc_journal_end state;
+            hc_journal_end_state(&j, &state);
+            hc_verify_end(&v, &end, &state);
+        }
+    }
+    if (rc != 0) {
+        fprintf(stderr, "shardgate-health: %s\n", err.msg);
+        goto out;
+    }
+    char *line = hc_report_check_json(&report, &end);
+    if (line == NULL) {
+        fprintf(stderr, "shardgate-health: out of memory\n");
+        goto out;
+    }
+    printf("%s\n", line);
+    free(line);
+    code = hc_report_pass(&report, &end) ? EXIT_PASS : EXIT_FAIL;
+out:
+    if (fflush(stdout) != 0)
+        code = EXIT_INTERNAL;
+    hc_journal_free(&j);
+    hc_verifier_free(&v);
+    hc_report_free(&report);
+    hc_report_free(&end);
+    return code;
+}
+
+static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
+{
+    /* Block the stop signals before the server thread starts, so only sigwait sees them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct hc_serve_config cfg = {a->listen, a->journal, own, hc_criteria_to_run()};
+    struct hc_server *s;
+    struct hc_err err;
+    int rc = hc_serve_start(&cfg, &s, &err);
+    if (rc == -EINVAL) {
+        fprintf(stderr, "shardgate-health: %s\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "shardgate-health: %s\n", err.msg);
+        return EXIT_INTERNAL;
+    }
+    fprintf(stderr, "{\"msg\":\"listening\",\"listen\":\"%s\",\"journal\":\"%s\"}\n", a->listen,
+            a->journal);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "{\"msg\":\"stopping\",\"signal\":%d}\n", sig);
+    hc_serve_stop(s);
+    return EXIT_PASS;
+}
+
+int main(int argc, char **argv)
+{
+    struct hc_args a;
+    int code = hc_parse_args(argc, argv, &a);
+    if (code >= 0)
+        return code;
+    struct hc_epoch own;
+    memset(&own, 0, sizeof own);
+    code = hc_load_own(&a, &own);
+    if (code >= 0)
+        return code;
+    if (strcmp(a.cmd, "check") == 0)
+        code = hc_cmd_check(&a, &own);
+    else
+        code = hc_cmd_serve(&a, &own);
+    hc_epoch_free(&own);
+    return code;
+}

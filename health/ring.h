@@ -1,0 +1,53 @@
+/* The health service's own ketama ring (DESIGN §4): points, id, and batched lookups. */
+#ifndef HC_RING_H
+#define HC_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "contract.h"
+#include "digest.h"
+#include "error.h"
+#include "membership.h"
+
+struct hc_point {
+    uint32_t value;
+    uint32_t shard; /* index into the membership (id order) */
+    uint32_t vnode; /* k, the point's index within its shard */
+};
+
+struct hc_ring {
+    struct hc_point *points; /* ascending by (value, shard id, vnode) */
+    size_t n;
+    uint64_t vnodes_total;
+    char id[41];                  /* ring id: lowercase hex SHA-1, DESIGN §4 */
+    struct hc_digest *key_digest; /* the contract digest, for key hashes */
+};
+
+/* The answer for one key. */
+struct hc_hit {
+    uint32_t point;
+    uint32_t shard;
+    uint32_t vnode;
+    int wrap; /* 1: reason "wrap", 0: reason "ring" */
+};
+
+/* Computes the ring id text's SHA-1 for this contract and membership (online shards only).
+ * Returns 0 or a negative code with err filled. */
+int hc_ring_id(const struct hc_contract *c, const struct hc_membership *m, char id[41],
+               struct hc_err *err);
+
+/* Builds the ring of the online shards of m. Returns 0 or -ENOMEM / -EIO with err filled. */
+int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, struct hc_ring *r,
+                  struct hc_err *err);
+void hc_ring_free(struct hc_ring *r);
+
+/* hash(key) = LE32(H(key)[0..3]) with the contract digest. Returns 0 or -EIO. */
+int hc_ring_key_hash(struct hc_ring *r, const void *key, size_t len, uint32_t *hash);
+
+/* Looks up k hashes given in ascending order, by a galloping merge along the ring (each
+ * lookup starts where the previous one ended). The ring must not be empty. */
+void hc_ring_place_sorted(const struct hc_ring *r, const uint32_t *hashes, size_t k,
+                          struct hc_hit *out);
+
+#endif

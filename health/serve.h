@@ -1,0 +1,27 @@
+/* The HTTP face of the health service: GET /healthz (health+json) and GET /livez. */
+#ifndef HC_SERVE_H
+#define HC_SERVE_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "verify.h"
+
+struct hc_server;
+
+struct hc_serve_config {
+    const char *listen;         /* "IPv4:port" */
+    const char *journal;        /* journal.jsonl path */
+    const struct hc_epoch *own; /* the contract + shards the service read itself */
+    size_t n_criteria;          /* how much of the criteria table runs */
+};
+
+/* Parses "a.b.c.d:port". Returns 0 or -EINVAL with err filled. */
+int hc_parse_listen(const char *text, char host[64], unsigned *port, struct hc_err *err);
+
+/* Starts listening (one internal thread, so requests are verified one at a time). Returns 0,
+ * or a negative errno-style code with err filled. */
+int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, struct hc_err *err);
+void hc_serve_stop(struct hc_server *s);
+
+#endif

@@ -1,0 +1,153 @@
+/* Receipt verification: the epoch a receipt is judged against, re-derived facts, the run. */
+#ifndef HC_VERIFY_H
+#define HC_VERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "contract.h"
+#include "digest.h"
+#include "membership.h"
+#include "receipt.h"
+#include "report.h"
+#include "ring.h"
+
+/* A contract + membership, with its ring built once on first use. */
+struct hc_epoch {
+    struct hc_contract contract;
+    struct hc_membership members;
+    char ring_id[41];     /* recomputed from contract + members */
+    char recorded_id[41]; /* the epoch record's ring_id; "" for the service's own view */
+    long line;            /* journal line of the epoch record; 0 for the service's own view */
+    int usable;           /* the record decoded; contract and members are valid */
+    int ring_built;
+    struct hc_ring ring;
+};
+
+/* How a journal receipt's ring id relates to the epoch records (set by journal.c). */
+enum hc_epoch_match {
+    HC_MATCH_IN_FORCE, /* equals the ring id of the latest epoch record before it */
+    HC_MATCH_EARLIER,  /* equals the ring id of an earlier epoch record only */
+    HC_MATCH_NONE,     /* equals no epoch record's ring id */
+    HC_MATCH_NO_EPOCH, /* no epoch record precedes the receipt */
+};
+
+/* What the journal knows about one receipt record (NULL in --receipt mode). */
+struct hc_record {
+    long line;
+    int64_t seq;
+    int64_t prev_seq; /* 0 before the first receipt */
+    struct hc_str fingerprint;
+    enum hc_epoch_match match;
+    const struct hc_epoch *in_force;
+    long duplicate_of_line; /* >0: the batch_id already appeared on that line */
+};
+
+/* What a journal knows at its end, for the end-of-journal criteria. */
+struct hc_journal_end {
+    const struct hc_epoch *latest; /* NULL: no epoch record */
+    const struct hc_epoch *own;    /* the contract + shards the service read itself */
+};
+
+/* (hash of a change id, placement index), for finding duplicate ids by sorting. */
+struct hc_idkey {
+    uint64_t h;
+    size_t i;
+};
+
+/* Facts re-derived from the epoch for one receipt. */
+struct hc_derived {
+    uint32_t *hash;     /* per placement */
+    struct hc_hit *hit; /* per placement; valid when ring_empty == 0 */
+    uint64_t *load;     /* per membership shard */
+    uint64_t *received; /* per membership shard */
+    int *over;          /* per membership shard */
+    uint64_t over_count;
+    int ring_empty;
+    int ok;
+    /* scratch for the sorted lookup */
+    uint64_t *order;
+    uint32_t *sorted;
+    struct hc_hit *sorted_hit;
+    struct hc_idkey *ids;
+    size_t cap_pl, cap_sh;
+};
+
+struct hc_verifier {
+    struct hc_report *report;
+    size_t n_criteria; /* how much of the criteria table runs (0: test hook, nothing) */
+    struct hc_digest *sha256;
+    struct hc_derived d;
+};
+
+/* Scopes of the criteria table. */
+enum hc_scope { HC_SCOPE_RECEIPT, HC_SCOPE_RECORD, HC_SCOPE_EPOCH, HC_SCOPE_END };
+
+/* Everything a criterion can look at; fields not of its scope are NULL. */
+struct hc_run {
+    struct hc_verifier *v;
+    struct hc_report *report;
+    int slot;
+    const char *name;
+    const char *subject;
+    const struct hc_receipt *r;
+    const struct hc_epoch *ep;
+    const struct hc_derived *d;
+    const struct hc_record *rec;
+    const struct hc_journal_end *end;
+};
+
+struct hc_criterion {
+    const char *name;
+    enum hc_scope scope;
+    void (*fn)(struct hc_run *run);
+};
+
+/* The criteria table (criteria.c): named, non-empty. */
+extern const struct hc_criterion hc_criteria[];
+extern const size_t hc_criteria_count;
+/* Slots of the decoding stages, after the table's. */
+#define HC_SLOT_SCHEMA ((int)hc_criteria_count)
+#define HC_SLOT_LINE ((int)hc_criteria_count + 1)
+#define HC_SLOT_EPOCH_RECORD ((int)hc_criteria_count + 2)
+
+/* Criterion helpers: count n evaluations; record an issue for the running criterion. */
+void hc_run_count(struct hc_run *run, uint64_t n);
+void hc_run_fail(struct hc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prepares a verifier writing into report. Returns 0 or a negative code with err filled. */
+int hc_verifier_init(struct hc_verifier *v, struct hc_report *report, size_t n_criteria,
+                     struct hc_err *err);
+void hc_verifier_free(struct hc_verifier *v);
+
+/* Builds ep's ring unless built. Returns 0 or a negative code with err filled. */
+int hc_epoch_ring(struct hc_epoch *ep, struct hc_err *err);
+/* Makes a usable epoch from a contract and a membership (taken over). */
+int hc_epoch_make(struct hc_epoch *ep, const struct hc_contract *c, struct hc_membership *m,
+                  long line, struct hc_err *err);
+void hc_epoch_free(struct hc_epoch *ep);
+
+/* Verifies one receipt document: decodes it (a shape problem is a "schema" issue), then runs
+ * the receipt criteria against ep (skipped when ep is NULL) and, when rec is not NULL, the
+ * journal record criteria. fallback_subject names the receipt when it has no batch_id.
+ * Returns 0, or a negative code (out of memory, digest failure) with err filled. */
+int hc_verify_receipt(struct hc_verifier *v, const json_t *doc, struct hc_epoch *ep,
+                      const struct hc_record *rec, const char *fallback_subject,
+                      struct hc_err *err);
+
+/* Runs the epoch-record criteria for ep. */
+void hc_verify_epoch(struct hc_verifier *v, const struct hc_epoch *ep);
+
+/* Runs the end-of-journal criteria into report. */
+void hc_verify_end(struct hc_verifier *v, struct hc_report *report,
+                   const struct hc_journal_end *end);
+
+/* The canonical batch's SHA-256 (DESIGN §6) rebuilt from the receipt, as 64 hex digits. */
+int hc_fingerprint(struct hc_digest *sha256, const struct hc_receipt *r, char hex[65]);
+
+/* Names of all report slots (criteria then decoding stages), for /healthz. */
+size_t hc_slot_names(const char **names, size_t max);
+
+#endif
