@@ -1,0 +1,73 @@
+/* The streamed JSON writer: escaping and integers, byte for byte. */
+#include <stdint.h>
+
+#include "buf.h"
+#include "check.h"
+
+static const char *render_string(struct gw_buf *b, const char *s, size_t len)
+{
+    gw_buf_reset(b);
+    gw_buf_json_string(b, s, len);
+    gw_buf_append(b, "", 1);
+    return b->data;
+}
+
+static void test_escaping(void)
+{
+    struct gw_buf b;
+    gw_buf_init(&b);
+    CHECK_EQ_STR(render_string(&b, "plain", 5), "\"plain\"");
+    CHECK_EQ_STR(render_string(&b, "a\"b\\c", 5), "\"a\\\"b\\\\c\"");
+    CHECK_EQ_STR(render_string(&b, "\b\f\n\r\t", 5), "\"\\b\\f\\n\\r\\t\"");
+    CHECK_EQ_STR(render_string(&b, "\x01\x1f", 2), "\"\\u0001\\u001f\"");
+    CHECK_EQ_STR(render_string(&b, "nul:\0!", 6), "\"nul:\\u0000!\"");
+    CHECK_EQ_STR(render_string(&b, "/\x7f", 2), "\"/\x7f\""); /* not escaped, as Python */
+    CHECK_EQ_STR(render_string(&b, "caf\xc3\xa9 \xe2\x82\xac", 9), "\"caf\xc3\xa9 \xe2\x82\xac\"");
+    CHECK_EQ_STR(render_string(&b, "", 0), "\"\"");
+    gw_buf_free(&b);
+}
+
+/* Every byte value below 0x20 gets the form Python's json.dumps gives it. */
+static void test_every_control_byte(void)
+{
+    static const char *const want[32] = {
+        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007",
+        "\\b",     "\\t",     "\\n",     "\\u000b", "\\f",     "\\r",     "\\u000e", "\\u000f",
+        "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014", "\\u0015", "\\u0016", "\\u0017",
+        "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e", "\\u001f"};
+    struct gw_buf b;
+    gw_buf_init(&b);
+    for (int c = 0; c < 32; c++) {
+        char in = (char)c, expect[16];
+        snprintf(expect, sizeof(expect), "\"%s\"", want[c]);
+        CHECK_EQ_STR(render_string(&b, &in, 1), expect);
+    }
+    gw_buf_free(&b);
+}
+
+static void test_integers(void)
+{
+    struct gw_buf b;
+    gw_buf_init(&b);
+    gw_buf_u64(&b, 0);
+    gw_buf_puts(&b, ",");
+    gw_buf_u64(&b, 9007199254740991ULL);
+    gw_buf_puts(&b, ",");
+    gw_buf_u64(&b, UINT64_MAX);
+    gw_buf_append(&b, "", 1);
+    CHECK_EQ_STR(b.data, "0,9007199254740991,18446744073709551615");
+    gw_buf_reset(&b);
+    const unsigned char bytes[] = {0x00, 0xab, 0xff};
+    gw_buf_hex(&b, bytes, 3);
+    gw_buf_append(&b, "", 1);
+    CHECK_EQ_STR(b.data, "00abff");
+    gw_buf_free(&b);
+}
+
+int main(void)
+{
+    test_escaping();
+    test_every_control_byte();
+    test_integers();
+    return CHECK_DONE();
+}
