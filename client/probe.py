@@ -1,0 +1,561 @@
+#!/usr/bin/env python3
+"""probe.py - independent verifier of a shardgate receipt (DESIGN.md §2-§5, §8).
+
+A third implementation of the ketama ring, in the Python standard library only.
+It reads the contract and the membership itself, recomputes every fact of the
+receipt, and compares it field by field and byte by byte. It never trusts `ok`
+or any count written in the receipt.
+
+Exit codes:
+  0  RESULT: OK - the receipt is exactly what the contract and membership give
+  1  RESULT: BAD (N mismatches) - one `field: expected X actual Y` line each
+  2  the receipt (or --batch) is unreadable or not JSON
+  3  the contract or the shards file is unusable
+  64 usage error
+  70 internal error of the probe itself (never 1, so a crash cannot pass for BAD)
+"""
+
+import argparse
+import bisect
+import hashlib
+import json
+import re
+import struct
+import sys
+
+EXIT_OK, EXIT_BAD, EXIT_UNREADABLE, EXIT_UNUSABLE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3, 64, 70
+
+CONTRACT_KEYS = ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_RING_HASH",
+                 "DISPATCH_CAPACITY_POLICY")
+SHARD_STATES = ("online", "draining", "offline")
+SHARD_FIELDS = ("id", "state", "capacity", "weight")
+NAME_RE = re.compile(r"[A-Za-z0-9._:-]+")
+MAX_SAFE_INT = 2**53 - 1
+RECEIPT_VERSION = 1
+MISSING = object()
+
+
+class Unusable(Exception):
+    """The contract or the membership cannot be used; the message is the whole line."""
+
+
+class Unreadable(Exception):
+    """A receipt or batch that cannot be read or is not JSON."""
+
+
+# ---------------------------------------------------------------- contract (§2)
+
+def _int_value(text, lo, hi):
+    if not re.fullmatch(r"0|[1-9][0-9]*", text):
+        return None
+    value = int(text)
+    return value if lo <= value <= hi else None
+
+
+def _check_contract_value(key, value):
+    """Returns the parsed value or raises ValueError with what is wrong."""
+    if key == "DISPATCH_HASH_RING":
+        if value != "ketama":
+            raise ValueError("DISPATCH_HASH_RING must be ketama, not %r" % value)
+        return value
+    if key == "DISPATCH_VNODES":
+        parsed = _int_value(value, 1, 4096)
+        if parsed is None:
+            raise ValueError("DISPATCH_VNODES must be an integer 1..4096, not %r" % value)
+        return parsed
+    if key == "DISPATCH_RING_HASH":
+        if value not in ("sha1", "md5"):
+            raise ValueError("DISPATCH_RING_HASH must be sha1 or md5, not %r" % value)
+        return value
+    if value not in ("report", "reject"):
+        raise ValueError("DISPATCH_CAPACITY_POLICY must be report or reject, not %r" % value)
+    return value
+
+
+def _parse_contract_line(line):
+    """Returns (key, raw value) of one KEY=VALUE line or raises ValueError."""
+    if "=" not in line:
+        raise ValueError("expected KEY=VALUE")
+    key, value = line.split("=", 1)
+    if key.startswith("export ") or key.startswith("export\t"):
+        raise ValueError("'export' is not allowed")
+    if key != key.strip() or value != value.strip():
+        raise ValueError("no spaces are allowed around '=' or at the ends of a line")
+    if not key:
+        raise ValueError("empty key")
+    if value[:1] in ("'", '"') or value[-1:] in ("'", '"'):
+        raise ValueError("quotes are not allowed around %s" % key)
+    if key not in CONTRACT_KEYS:
+        raise ValueError("unknown key %s" % key)
+    return key, value
+
+
+def load_contract(path):
+    """Reads the contract strictly; raises Unusable with `contract: <file>:<line>: <what>`."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        text = raw.decode("utf-8")
+    except OSError as e:
+        raise Unusable("contract: %s:0: cannot read: %s" % (path, e.strerror or e))
+    except UnicodeDecodeError as e:
+        raise Unusable("contract: %s:0: not UTF-8 text (byte %d)" % (path, e.start))
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    contract, seen = {}, {}
+    for number, line in enumerate(lines, 1):
+        line = line[:-1] if line.endswith("\r") else line
+        if line.strip() == "" or line.startswith("#"):
+            continue
+        try:
+            key, value = _parse_contract_line(line)
+            if key in seen:
+                raise ValueError("duplicate key %s (first on line %d)" % (key, seen[key]))
+            contract[key] = _check_contract_value(key, value)
+        except ValueError as e:
+            raise Unusable("contract: %s:%d: %s" % (path, number, e))
+        seen[key] = number
+    for key in CONTRACT_KEYS:
+        if key not in contract:
+            # A missing key has no line of its own; name the end of the file.
+            raise Unusable("contract: %s:%d: missing key %s" % (path, len(lines), key))
+    return contract
+
+
+# ---------------------------------------------------------------- JSON helpers
+
+def _reject_constant(name):
+    raise ValueError("not a JSON value: %s" % name)
+
+
+def _pairs_no_duplicates(pairs):
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError("duplicate key %r" % key)
+        obj[key] = value
+    return obj
+
+
+def parse_json_bytes(raw):
+    """Strict JSON: UTF-8, no NaN/Infinity, no duplicate keys. Raises ValueError."""
+    text = raw.decode("utf-8")
+    return json.loads(text, object_pairs_hook=_pairs_no_duplicates,
+                      parse_constant=_reject_constant)
+
+
+def is_int(value, lo, hi):
+    return type(value) is int and lo <= value <= hi
+
+
+def is_name(value, max_len):
+    return (isinstance(value, str) and NAME_RE.fullmatch(value) is not None
+            and len(value.encode("utf-8")) <= max_len)
+
+
+def canonical(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- shards (§3)
+
+def _check_shard(shard, where, seen_ids):
+    """Returns a normalized shard dict or raises ValueError("<path>: <what>")."""
+    if not isinstance(shard, dict):
+        raise ValueError("%s: must be an object" % where)
+    for field in shard:
+        if field not in SHARD_FIELDS:
+            raise ValueError("%s.%s: unknown field" % (where, field))
+    for field in ("id", "state", "capacity"):
+        if field not in shard:
+            raise ValueError("%s.%s: missing" % (where, field))
+    if not is_name(shard["id"], 64):
+        raise ValueError("%s.id: must be 1..64 bytes of [A-Za-z0-9._:-]" % where)
+    if shard["id"] in seen_ids:
+        raise ValueError("%s.id: duplicate id %s" % (where, shard["id"]))
+    if shard["state"] not in SHARD_STATES:
+        raise ValueError("%s.state: must be one of online, draining, offline" % where)
+    if not is_int(shard["capacity"], 0, MAX_SAFE_INT):
+        raise ValueError("%s.capacity: must be an integer 0..%d" % (where, MAX_SAFE_INT))
+    weight = shard.get("weight", 1)  # the only defaulted field (DESIGN §3)
+    if not is_int(weight, 1, 1000):
+        raise ValueError("%s.weight: must be an integer 1..1000" % where)
+    return {"id": shard["id"], "state": shard["state"], "capacity": shard["capacity"],
+            "weight": weight}
+
+
+def load_shards(path):
+    """Reads the membership strictly; raises Unusable with `shards: <file>: <path>: <what>`."""
+    try:
+        with open(path, "rb") as f:
+            doc = parse_json_bytes(f.read())
+    except OSError as e:
+        raise Unusable("shards: %s: $: cannot read: %s" % (path, e.strerror or e))
+    except ValueError as e:
+        raise Unusable("shards: %s: $: not valid JSON: %s" % (path, e))
+    try:
+        if not isinstance(doc, dict):
+            raise ValueError("$: must be an object")
+        for field in doc:
+            if field != "shards":
+                raise ValueError("%s: unknown field" % field)
+        if not isinstance(doc.get("shards"), list):
+            raise ValueError("shards: must be an array")
+        shards, seen = [], set()
+        for i, shard in enumerate(doc["shards"]):
+            shards.append(_check_shard(shard, "shards[%d]" % i, seen))
+            seen.add(shard["id"])
+    except ValueError as e:
+        raise Unusable("shards: %s: %s" % (path, e))
+    return shards
+
+
+# ---------------------------------------------------------------- the ring (§4)
+
+def digest(algorithm, data):
+    return hashlib.new(algorithm, data).digest()
+
+
+def le32(d, offset):
+    return struct.unpack_from("<I", d, offset)[0]
+
+
+def key_hash(algorithm, key_bytes):
+    return le32(digest(algorithm, key_bytes), 0)
+
+
+def shard_points(algorithm, shard_id, count):
+    """The `count` points of one shard: (value, vnode) in vnode order."""
+    words = len(digest(algorithm, b"")) // 4
+    points, group = [], 0
+    while len(points) < count:
+        d = digest(algorithm, ("%s-%d" % (shard_id, group)).encode("utf-8"))
+        for j in range(words):
+            vnode = group * words + j
+            if vnode >= count:
+                break
+            points.append((le32(d, 4 * j), vnode))
+        group += 1
+    return points
+
+
+def id_order(shards):
+    return sorted(shards, key=lambda s: s["id"].encode("utf-8"))
+
+
+def online_shards(shards):
+    # A whitelist: only `online` is in the ring, never "everything but offline".
+    return [s for s in id_order(shards) if s["state"] == "online"]
+
+
+class Ring:
+    """Sorted (value, shard id bytes, vnode) points with a bisect lookup."""
+
+    def __init__(self, algorithm, vnodes, shards):
+        self.algorithm = algorithm
+        self.vnodes = vnodes
+        self.online = online_shards(shards)
+        entries = []
+        for s in self.online:
+            id_bytes = s["id"].encode("utf-8")
+            for value, vnode in shard_points(algorithm, s["id"], vnodes * s["weight"]):
+                entries.append((value, id_bytes, vnode))
+        entries.sort()
+        self.entries = entries
+        self.values = [e[0] for e in entries]
+
+    @property
+    def vnodes_total(self):
+        return sum(self.vnodes * s["weight"] for s in self.online)
+
+    @property
+    def ring_id(self):
+        text = "ketama\n%s\n%d\n" % (self.algorithm, self.vnodes)
+        text += "".join("%s %d\n" % (s["id"], s["weight"]) for s in self.online)
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def lookup_hash(self, h):
+        """Returns (point, vnode, shard id, reason); all None on an empty ring."""
+        if not self.entries:
+            return None, None, None, None
+        i = bisect.bisect_left(self.values, h)  # the first value >= h
+        reason = "ring"
+        if i == len(self.entries):
+            i, reason = 0, "wrap"
+        value, id_bytes, vnode = self.entries[i]
+        return value, vnode, id_bytes.decode("utf-8"), reason
+
+    def lookup(self, key_bytes):
+        """Returns (hash, point, vnode, shard id, reason) of a key."""
+        h = key_hash(self.algorithm, key_bytes)
+        return (h,) + self.lookup_hash(h)
+
+
+# ---------------------------------------------------------------- the receipt (§5)
+
+def expected_receipt(contract, shards, batch_id, changes):
+    """The receipt the gateway must have written for these changes, keys in §5 order."""
+    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    by_id = {s["id"]: s for s in shards}
+    load = {s["id"]: 0 for s in shards}
+    received = {s["id"]: 0 for s in shards}
+    placements, dispatched = [], 0
+    for change in changes:
+        h, point, vnode, shard, reason = ring.lookup(change["key"].encode("utf-8"))
+        placements.append({"id": change["id"], "key": change["key"], "size": change["size"],
+                           "hash": h, "point": point, "vnode": vnode, "shard": shard,
+                           "reason": reason})
+        if shard is not None and by_id[shard]["state"] == "online":
+            dispatched += 1
+            if is_int(change["size"], 0, MAX_SAFE_INT):
+                load[shard] += change["size"]
+            received[shard] += 1
+    shard_section = {}
+    for s in id_order(shards):
+        over = s["state"] == "online" and load[s["id"]] > s["capacity"]
+        shard_section[s["id"]] = {"state": s["state"], "weight": s["weight"],
+                                  "capacity": s["capacity"], "load": load[s["id"]],
+                                  "received": received[s["id"]], "over_capacity": over}
+    over_count = sum(1 for v in shard_section.values() if v["over_capacity"])
+    return {
+        "receipt_version": RECEIPT_VERSION,
+        "batch_id": batch_id,
+        "ring": {"id": ring.ring_id, "algorithm": "ketama", "hash": ring.algorithm,
+                 "vnodes": ring.vnodes, "vnodes_total": ring.vnodes_total,
+                 "online": [s["id"] for s in ring.online]},
+        "placements": placements,
+        "shards": shard_section,
+        "capacity": sum(s["capacity"] for s in ring.online),
+        "counts": {"changes": len(changes), "dispatched": dispatched,
+                   "over_capacity_shards": over_count},
+        "ok": dispatched == len(changes) and over_count == 0,
+    }
+
+
+# ---------------------------------------------------------------- comparison
+
+def show(value, other):
+    """A value for a mismatch line: strings bare unless the other side is not a string."""
+    if value is MISSING:
+        return "<missing>"
+    if isinstance(value, str) and (other is MISSING or isinstance(other, str)):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def same(a, b):
+    """Equality that also requires the same JSON type (8 != 8.0, 1 != true)."""
+    if a is MISSING or b is MISSING:
+        return a is b
+    return canonical(a) == canonical(b)
+
+
+def join(path, key):
+    return "%s.%s" % (path, key) if path else key
+
+
+def compare(expected, actual, path, out):
+    """Appends (path, expected, actual) for every difference, recursing into objects
+    and into arrays of objects; arrays of scalars are compared whole."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        _compare_objects(expected, actual, path, out)
+    elif (isinstance(expected, list) and isinstance(actual, list)
+          and any(isinstance(e, dict) for e in expected)):
+        _compare_arrays(expected, actual, path, out)
+    elif not same(expected, actual):
+        out.append((path, show(expected, actual), show(actual, expected)))
+
+
+def _compare_objects(expected, actual, path, out):
+    for key, value in expected.items():
+        compare(value, actual.get(key, MISSING), join(path, key), out)
+    for key, value in actual.items():
+        if key not in expected:
+            out.append((join(path, key), "<absent>", show(value, MISSING)))
+    common_exp = [k for k in expected if k in actual]
+    common_act = [k for k in actual if k in expected]
+    if common_exp != common_act:
+        out.append((join(path, "<key order>") if path else "<key order>",
+                    ",".join(common_exp), ",".join(common_act)))
+
+
+def _compare_arrays(expected, actual, path, out):
+    if len(expected) != len(actual):
+        out.append((join(path, "length"), str(len(expected)), str(len(actual))))
+    for i in range(max(len(expected), len(actual))):
+        exp = expected[i] if i < len(expected) else MISSING
+        act = actual[i] if i < len(actual) else MISSING
+        if exp is MISSING or act is MISSING:
+            out.append(("%s[%d]" % (path, i), show(exp, act), show(act, exp)))
+        else:
+            compare(exp, act, "%s[%d]" % (path, i), out)
+
+
+def compare_bytes(expected_text, raw, out):
+    """Reports the first byte where the receipt differs from the canonical form."""
+    want = expected_text.encode("utf-8")
+    if want == raw:
+        return
+    at = next((i for i, (a, b) in enumerate(zip(want, raw)) if a != b), min(len(want), len(raw)))
+    out.append(("bytes[%d]" % at, repr(want[at:at + 24].decode("utf-8", "replace")),
+                repr(raw[at:at + 24].decode("utf-8", "replace"))))
+
+
+# ---------------------------------------------------------------- changes
+
+def changes_from_receipt(receipt, out):
+    """Takes id/key/size from the receipt's own placements, reporting ones that break §5."""
+    placements = receipt.get("placements") if isinstance(receipt, dict) else None
+    if not isinstance(placements, list):
+        return []
+    changes, seen = [], set()
+    for i, p in enumerate(placements):
+        if not isinstance(p, dict):
+            continue
+        where = "placements[%d]" % i
+        change = {"id": p.get("id"), "key": p.get("key"), "size": p.get("size")}
+        if not (isinstance(change["id"], str) and 1 <= len(change["id"].encode()) <= 128):
+            out.append((where + ".id", "a string of 1..128 bytes", show(p.get("id", MISSING), 0)))
+        elif change["id"] in seen:
+            out.append((where + ".id", "a unique id", change["id"]))
+        seen.add(change["id"] if isinstance(change["id"], str) else None)
+        if not is_int(change["size"], 0, MAX_SAFE_INT):
+            out.append((where + ".size", "an integer 0..%d" % MAX_SAFE_INT,
+                        show(p.get("size", MISSING), 0)))
+        if not (isinstance(change["key"], str) and 1 <= len(change["key"].encode()) <= 1024):
+            out.append((where + ".key", "a string of 1..1024 bytes",
+                        show(p.get("key", MISSING), 0)))
+            continue  # cannot place what has no key; the placement shows up as a mismatch
+        changes.append(change)
+    return changes
+
+
+def load_batch(path):
+    """Reads the original batch; raises Unreadable or Unusable on a batch that breaks §5."""
+    try:
+        with open(path, "rb") as f:
+            doc = parse_json_bytes(f.read())
+    except OSError as e:
+        raise Unreadable("batch: %s: cannot read: %s" % (path, e.strerror or e))
+    except ValueError as e:
+        raise Unreadable("batch: %s: not JSON: %s" % (path, e))
+    problem = _batch_problem(doc)
+    if problem:
+        raise Unreadable("batch: %s: %s" % (path, problem))
+    return doc["batch_id"], doc["changes"]
+
+
+def _batch_problem(doc):
+    if not isinstance(doc, dict) or set(doc) != {"batch_id", "changes"}:
+        return "$: must be an object with exactly batch_id and changes"
+    if not is_name(doc["batch_id"], 128):
+        return "batch_id: must be 1..128 bytes of [A-Za-z0-9._:-]"
+    if not isinstance(doc["changes"], list) or not doc["changes"]:
+        return "changes: must be a non-empty array"
+    ids = set()
+    for i, c in enumerate(doc["changes"]):
+        where = "changes[%d]" % i
+        if not isinstance(c, dict) or set(c) != {"id", "key", "size"}:
+            return where + ": must be an object with exactly id, key and size"
+        if not isinstance(c["id"], str) or not 1 <= len(c["id"].encode()) <= 128 or c["id"] in ids:
+            return where + ".id: must be a unique string of 1..128 bytes"
+        if not isinstance(c["key"], str) or not 1 <= len(c["key"].encode()) <= 1024:
+            return where + ".key: must be a string of 1..1024 bytes"
+        if not is_int(c["size"], 0, MAX_SAFE_INT):
+            return where + ".size: must be an integer 0..%d" % MAX_SAFE_INT
+        ids.add(c["id"])
+    return None
+
+
+# ---------------------------------------------------------------- main
+
+def read_receipt(path):
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise Unreadable("receipt: %s: cannot read: %s" % (path, e.strerror or e))
+    try:
+        return raw, parse_json_bytes(raw)
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise Unreadable("receipt: %s: not JSON: %s" % (path, e))
+
+
+def verify(contract, shards, raw, receipt, batch):
+    """Returns the list of (field, expected, actual) mismatches."""
+    out = []
+    if batch is not None:
+        batch_id, changes = batch
+    else:
+        changes = changes_from_receipt(receipt, out)
+        batch_id = receipt.get("batch_id") if isinstance(receipt, dict) else None
+        if not is_name(batch_id, 128):
+            out.append(("batch_id", "1..128 bytes of [A-Za-z0-9._:-]",
+                        show(batch_id if isinstance(receipt, dict) and "batch_id" in receipt
+                             else MISSING, 0)))
+            batch_id = MISSING
+    expected = expected_receipt(contract, shards, batch_id, changes)
+    if batch_id is MISSING:
+        del expected["batch_id"]  # already reported; don't report it twice
+    if not isinstance(receipt, dict):
+        out.append(("$", "a receipt object", show(receipt, 0)))
+        return out
+    compare(expected, receipt, "", out)
+    if not out:
+        compare_bytes(canonical(expected), raw, out)
+    else:
+        compare_bytes(canonical(receipt), raw, out)  # formatting, independent of values
+    return out
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="probe.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Independently recompute a shardgate receipt (DESIGN.md §4, §5) from the "
+                    "contract and the membership, and compare it field by field and byte by byte.",
+        epilog="Exit: 0 RESULT: OK; 1 RESULT: BAD (N mismatches) with one "
+               "'field: expected X actual Y' line each; 2 receipt or batch unreadable or not "
+               "JSON; 3 contract or shards file unusable ('contract: <file>:<line>: <what>', "
+               "'shards: <file>: <path>: <what>'); 64 usage; 70 internal error.\n"
+               "A missing contract key is reported at the last line of the file.")
+    parser.add_argument("--conf", required=True, help="the contract (conf/dispatch.env)")
+    parser.add_argument("--shards", required=True, help="the membership (input/shards.json)")
+    parser.add_argument("--receipt", required=True, help="the receipt to verify")
+    parser.add_argument("--batch", help="the original batch: ids, keys, sizes and order must match")
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as e:
+        sys.exit(EXIT_USAGE if e.code not in (0, None) else 0)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        contract = load_contract(args.conf)
+        shards = load_shards(args.shards)
+    except Unusable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
+        batch = load_batch(args.batch) if args.batch else None
+        raw, receipt = read_receipt(args.receipt)
+    except Unreadable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNREADABLE
+    mismatches = verify(contract, shards, raw, receipt, batch)
+    if not mismatches:
+        print("RESULT: OK")
+        return EXIT_OK
+    print("RESULT: BAD (%d mismatches)" % len(mismatches))
+    for field, exp, act in mismatches:
+        print("%s: expected %s actual %s" % (field, exp, act))
+    return EXIT_BAD
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except Exception as e:  # a crash must never read as exit 1, "the receipt is bad"
+        print("probe: internal error: %r" % e, file=sys.stderr)
+        sys.exit(EXIT_INTERNAL)

@@ -1,0 +1,484 @@
+#!/usr/bin/env python3
+"""The probe as a black box: exit codes and exact output lines (DESIGN §2, §3, §5, §8, §9)."""
+
+import contextlib
+import importlib.util
+import io
+import itertools
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clienttest import case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
+
+CONTRACT = ("# test contract\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
+            "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
+
+
+def golden_text():
+    with open(src("tests", "golden", "sample-0001.receipt.json"), encoding="utf-8") as f:
+        return f.read()
+
+
+def golden():
+    return json.loads(golden_text())
+
+
+def load_probe():
+    spec = importlib.util.spec_from_file_location("probe", src("client", "probe.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def canonical(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def probe(receipt=None, conf=None, shards=None, batch=None, extra=()):
+    args = [sys.executable, src("client", "probe.py"),
+            "--conf", conf or src("conf", "dispatch.env"),
+            "--shards", shards or src("input", "shards.json"),
+            "--receipt", receipt or src("tests", "golden", "sample-0001.receipt.json")]
+    if batch:
+        args += ["--batch", batch]
+    return run(args + list(extra))
+
+
+def receipt_file(obj_or_text):
+    text = obj_or_text if isinstance(obj_or_text, str) else canonical(obj_or_text)
+    return write(os.path.join(tmpdir(), "receipt.json"), text)
+
+
+def expect_bad(result, lines, what):
+    eq(result.returncode, 1, what + ": exit code (stderr %r)" % result.stderr)
+    want = "RESULT: BAD (%d mismatches)\n" % len(lines) + "".join(l + "\n" for l in lines)
+    eq(result.stdout, want, what + ": output")
+
+
+def expect_ok(result, what):
+    eq(result.returncode, 0, what + ": exit code (stdout %r stderr %r)"
+       % (result.stdout, result.stderr))
+    eq(result.stdout, "RESULT: OK\n", what + ": output")
+    eq(result.stderr, "", what + ": stderr")
+
+
+@case
+def golden_receipt_ok():
+    expect_ok(probe(), "golden receipt with the shipped conf/ and input/")
+
+
+@case
+def golden_receipt_with_batch_ok():
+    expect_ok(probe(batch=src("input", "changes.json")), "golden receipt with --batch")
+
+
+def _set(path, value):
+    """A mutation that sets receipt[path...] = value."""
+    def mutate(r):
+        node = r
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = value
+    return mutate
+
+
+# (name, mutation of the golden receipt, the exact mismatch lines)
+TAMPERS = [
+    ("placement hash", _set(["placements", 2, "hash"], 2934343844),
+     ["placements[2].hash: expected 2934343843 actual 2934343844"]),
+    ("placement point", _set(["placements", 3, "point"], 1911314042),
+     ["placements[3].point: expected 1911314043 actual 1911314042"]),
+    ("placement vnode", _set(["placements", 4, "vnode"], 88),
+     ["placements[4].vnode: expected 87 actual 88"]),
+    ("placement shard", _set(["placements", 1, "shard"], "shard-a"),
+     ["placements[1].shard: expected shard-c actual shard-a"]),
+    ("placement on offline shard-d", _set(["placements", 0, "shard"], "shard-d"),
+     ["placements[0].shard: expected shard-b actual shard-d"]),
+    ("placement reason wrap->ring", _set(["placements", 4, "reason"], "ring"),
+     ["placements[4].reason: expected wrap actual ring"]),
+    ("placement reason ring->wrap", _set(["placements", 0, "reason"], "wrap"),
+     ["placements[0].reason: expected ring actual wrap"]),
+    ("shard load counted in changes", _set(["shards", "shard-a", "load"], 2),
+     ["shards.shard-a.load: expected 8 actual 2"]),
+    ("shard received", _set(["shards", "shard-c", "received"], 3),
+     ["shards.shard-c.received: expected 4 actual 3"]),
+    ("shard over_capacity", _set(["shards", "shard-b", "over_capacity"], True),
+     ["shards.shard-b.over_capacity: expected false actual true"]),
+    ("offline shard load", _set(["shards", "shard-d", "load"], 4),
+     ["shards.shard-d.load: expected 0 actual 4"]),
+    ("shard state", _set(["shards", "shard-e", "state"], "online"),
+     ["shards.shard-e.state: expected draining actual online"]),
+    ("total capacity over all shards", _set(["capacity"], 100),
+     ["capacity: expected 60 actual 100"]),
+    ("counts.changes", _set(["counts", "changes"], 7),
+     ["counts.changes: expected 8 actual 7"]),
+    ("counts.dispatched", _set(["counts", "dispatched"], 9),
+     ["counts.dispatched: expected 8 actual 9"]),
+    ("counts.over_capacity_shards", _set(["counts", "over_capacity_shards"], 1),
+     ["counts.over_capacity_shards: expected 0 actual 1"]),
+    ("ok", _set(["ok"], False), ["ok: expected true actual false"]),
+    ("ok as a string", _set(["ok"], "true"), ['ok: expected true actual "true"']),
+    ("load as a float", _set(["shards", "shard-a", "load"], 8.0),
+     ["shards.shard-a.load: expected 8 actual 8.0"]),
+    ("vnodes_total divided", _set(["ring", "vnodes_total"], 96),
+     ["ring.vnodes_total: expected 480 actual 96"]),
+    ("ring vnodes", _set(["ring", "vnodes"], 32), ["ring.vnodes: expected 160 actual 32"]),
+    ("ring hash", _set(["ring", "hash"], "md5"), ["ring.hash: expected sha1 actual md5"]),
+    ("ring id", _set(["ring", "id"], "ce0ad72e7a89a4843f1199a33e0c83fcba059cfd"),
+     ["ring.id: expected ce0ad72e7a89a4843f1199a33e0c83fcba059cfc "
+      "actual ce0ad72e7a89a4843f1199a33e0c83fcba059cfd"]),
+    ("ring.online with offline shard-d",
+     _set(["ring", "online"], ["shard-a", "shard-b", "shard-c", "shard-d"]),
+     ['ring.online: expected ["shard-a","shard-b","shard-c"] '
+      'actual ["shard-a","shard-b","shard-c","shard-d"]']),
+    ("receipt_version", _set(["receipt_version"], 2), ["receipt_version: expected 1 actual 2"]),
+    ("extra field", _set(["note"], "hi"), ["note: expected <absent> actual hi"]),
+]
+
+
+@case
+def tamper_matrix():
+    for name, mutate, lines in TAMPERS:
+        r = golden()
+        mutate(r)
+        expect_bad(probe(receipt_file(r)), lines, "tamper " + name)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, prefix + (i,))
+
+
+@case
+def wrong_types_are_mismatches_not_crashes():
+    """Every node of the golden receipt replaced by every wrong JSON type: always exit 1.
+    Runs the probe in-process (its main()) because there are a few thousand cases."""
+    probe_mod = load_probe()
+    tmp = tmpdir()
+    path = os.path.join(tmp, "receipt.json")
+    base = ["--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+            "--receipt", path]
+    checked = 0
+    for where in list(_paths(golden()))[1:]:
+        for value, batch in itertools.product(
+                (None, True, -1, 1.5, "x", [], [1], {}, {"a": 1}), (False, True)):
+            argv = base + (["--batch", src("input", "changes.json")] if batch else [])
+            if value == "x" and not batch and where[-1] in ("batch_id", "id"):
+                continue  # a valid name; without the batch nothing says otherwise
+            r = golden()
+            node = r
+            for p in where[:-1]:
+                node = node[p]
+            if json.dumps(node[where[-1]]) == json.dumps(value):
+                continue
+            node[where[-1]] = value
+            write(path, canonical(r))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = probe_mod.main(argv)
+            eq(code, 1, "%r = %r (batch %s): exit (stdout %r)"
+               % (where, value, batch, out.getvalue()[:300]))
+            ok(out.getvalue().startswith("RESULT: BAD ("),
+               "%r = %r: %r" % (where, value, out.getvalue()))
+            checked += 1
+    ok(checked > 1000, "checked %d mutations" % checked)
+
+
+@case
+def tamper_consistent_move_to_offline_shard():
+    """A tamper that keeps loads and counts consistent is still caught at the placement."""
+    r = golden()
+    r["placements"][0]["shard"] = "shard-d"
+    r["shards"]["shard-d"].update(load=4, received=1)
+    r["shards"]["shard-b"].update(load=2, received=1)
+    expect_bad(probe(receipt_file(r)), [
+        "placements[0].shard: expected shard-b actual shard-d",
+        "shards.shard-b.load: expected 6 actual 2",
+        "shards.shard-b.received: expected 2 actual 1",
+        "shards.shard-d.load: expected 0 actual 4",
+        "shards.shard-d.received: expected 0 actual 1",
+    ], "consistent move to shard-d")
+
+
+@case
+def missing_fields():
+    r = golden()
+    del r["counts"]["dispatched"]
+    del r["placements"][5]["vnode"]
+    expect_bad(probe(receipt_file(r)), [
+        "placements[5].vnode: expected 119 actual <missing>",
+        "counts.dispatched: expected 8 actual <missing>",
+    ], "missing fields")
+
+
+@case
+def tamper_against_batch():
+    batch = src("input", "changes.json")
+    r = golden()
+    r["placements"][1]["key"] = "user:43"
+    expect_bad(probe(receipt_file(r), batch=batch),
+               ["placements[1].key: expected user:42 actual user:43"], "key changed")
+    r = golden()
+    r["placements"][6]["size"] = 1
+    expect_bad(probe(receipt_file(r), batch=batch), [
+        "placements[6].size: expected 6 actual 1",
+    ], "size changed (loads as written still match the batch)")
+    r = golden()
+    r["batch_id"] = "sample-0002"
+    expect_bad(probe(receipt_file(r), batch=batch),
+               ["batch_id: expected sample-0001 actual sample-0002"], "batch_id changed")
+    r = golden()
+    r["placements"].pop()
+    r["shards"]["shard-c"].update(load=9, received=3)
+    r["counts"].update(changes=7, dispatched=7)
+    expect_bad(probe(receipt_file(r), batch=batch), [
+        "placements.length: expected 8 actual 7",
+        'placements[7]: expected {"id":"ch-008","key":"user:7","size":1,"hash":27024618,'
+        '"point":30688554,"vnode":141,"shard":"shard-c","reason":"ring"} actual <missing>',
+        "shards.shard-c.load: expected 10 actual 9",
+        "shards.shard-c.received: expected 4 actual 3",
+        "counts.changes: expected 8 actual 7",
+        "counts.dispatched: expected 8 actual 7",
+    ], "a dropped placement, consistently recounted")
+    r = golden()
+    r["placements"][0], r["placements"][1] = r["placements"][1], r["placements"][0]
+    res = probe(receipt_file(r), batch=batch)
+    eq(res.returncode, 1, "swapped placements: exit")
+    ok("placements[0].id: expected ch-001 actual ch-002\n" in res.stdout,
+       "swapped placements: id line in %r" % res.stdout)
+
+
+@case
+def receipt_key_changed_without_batch():
+    """Without --batch the key is taken from the receipt, so its placement must follow it."""
+    r = golden()
+    r["placements"][1]["key"] = "user:43"
+    res = probe(receipt_file(r))
+    eq(res.returncode, 1, "exit")
+    ok(res.stdout.startswith("RESULT: BAD ("), res.stdout)
+    ok("placements[1].hash: expected " in res.stdout, res.stdout)
+
+
+@case
+def duplicate_change_ids():
+    r = golden()
+    r["placements"][3]["id"] = "ch-001"
+    expect_bad(probe(receipt_file(r)), ["placements[3].id: expected a unique id actual ch-001"],
+               "duplicate id")
+
+
+@case
+def bytes_and_key_order():
+    text = golden_text()
+    expect_bad(probe(receipt_file(text.replace('"ok":true', '"ok": true'))),
+               ["bytes[1796]: expected 'true}\\n' actual ' true}\\n'"], "a space")
+    expect_bad(probe(receipt_file(text.rstrip("\n"))),
+               ["bytes[1801]: expected '\\n' actual ''"], "no final newline")
+    swapped = text.replace('"capacity":60,"counts"', '"counts"').replace(
+        '"over_capacity_shards":0},"ok"', '"over_capacity_shards":0},"capacity":60,"ok"')
+    ok(swapped != text, "key-order edit applied")
+    expect_bad(probe(receipt_file(swapped)), [
+        "<key order>: expected receipt_version,batch_id,ring,placements,shards,capacity,"
+        "counts,ok actual receipt_version,batch_id,ring,placements,shards,counts,capacity,ok",
+    ], "top-level key order")
+
+
+@case
+def non_ascii_keys_are_raw_utf8():
+    tmp = tmpdir()
+    batch = {"batch_id": "utf8-1", "changes": [{"id": "c1", "key": "clé:ü", "size": 3}]}
+    batch_path = write(os.path.join(tmp, "batch.json"), json.dumps(batch))
+    # The receipt for it, built from the golden one's layout, with this key's real placement.
+    r = golden()
+    r["batch_id"] = "utf8-1"
+    r["placements"] = [{"id": "c1", "key": "clé:ü", "size": 3, "hash": 0, "point": 0, "vnode": 0,
+                        "shard": "", "reason": ""}]
+    res = probe(receipt_file(r), batch=batch_path)
+    fixed = {l.split(": expected ")[0]: l.split(" actual ")[0].split(": expected ")[1]
+             for l in res.stdout.splitlines()[1:] if l.startswith("placements[0].")}
+    for field in ("hash", "point", "vnode"):
+        r["placements"][0][field] = int(fixed["placements[0].%s" % field])
+    for field in ("shard", "reason"):
+        r["placements"][0][field] = fixed["placements[0].%s" % field]
+    for sid in r["shards"]:
+        r["shards"][sid].update(load=0, received=0)
+    r["shards"][r["placements"][0]["shard"]].update(load=3, received=1)
+    r["counts"].update(changes=1, dispatched=1)
+    expect_ok(probe(receipt_file(r), batch=batch_path), "utf-8 receipt")
+    escaped = json.dumps(r, separators=(",", ":"), ensure_ascii=True) + "\n"
+    res = probe(receipt_file(escaped), batch=batch_path)
+    eq(res.returncode, 1, "\\u-escaped receipt: exit")
+    eq(res.stdout.splitlines()[0], "RESULT: BAD (1 mismatches)", "\\u-escaped receipt")
+    ok(res.stdout.splitlines()[1].startswith("bytes["), res.stdout)
+
+
+@case
+def membership_leak_sends_ch001_to_shard_d():
+    """DESIGN §9: if shard-d and shard-e were online, ch-001 would go to shard-d."""
+    with open(src("input", "shards.json")) as f:
+        doc = json.load(f)
+    for s in doc["shards"]:
+        s["state"] = "online"
+    shards = write(os.path.join(tmpdir(), "shards.json"), json.dumps(doc))
+    res = probe(shards=shards)
+    eq(res.returncode, 1, "exit")
+    lines = res.stdout.splitlines()
+    ok("placements[0].shard: expected shard-d actual shard-b" in lines, res.stdout)
+    ok('ring.online: expected ["shard-a","shard-b","shard-c","shard-d","shard-e"] '
+       'actual ["shard-a","shard-b","shard-c"]' in lines, res.stdout)
+    ok("ring.vnodes_total: expected 800 actual 480" in lines, res.stdout)
+    ok("capacity: expected 100 actual 60" in lines, res.stdout)
+
+
+@case
+def vnodes_divided_moves_ch003_to_ch006():
+    """DESIGN §9: with VNODES divided by 5 (32), exactly ch-003..ch-006 move."""
+    conf = write(os.path.join(tmpdir(), "d.env"), CONTRACT.replace("=160", "=32"))
+    res = probe(conf=conf)
+    eq(res.returncode, 1, "exit")
+    moved = sorted(l.split(".")[0] for l in res.stdout.splitlines()
+                   if l.startswith("placements[") and ".shard: " in l)
+    eq(moved, ["placements[2]", "placements[3]", "placements[4]", "placements[5]"], "moved")
+
+
+@case
+def ok_is_computed_not_read():
+    """A shard over its capacity makes ok false even though the receipt says true."""
+    with open(src("input", "shards.json")) as f:
+        doc = json.load(f)
+    doc["shards"][2]["capacity"] = 9  # shard-c carries 10
+    shards = write(os.path.join(tmpdir(), "shards.json"), json.dumps(doc))
+    expect_bad(probe(shards=shards), [
+        "shards.shard-c.capacity: expected 9 actual 20",
+        "shards.shard-c.over_capacity: expected true actual false",
+        "capacity: expected 49 actual 60",
+        "counts.over_capacity_shards: expected 1 actual 0",
+        "ok: expected false actual true",
+    ], "over capacity")
+    doc["shards"][2]["capacity"] = 10  # exactly at capacity is not over
+    write(shards, json.dumps(doc))
+    res = probe(shards=shards)
+    ok("ok: expected" not in res.stdout and "over_capacity" not in res.stdout, res.stdout)
+
+
+def contract_error(text, message_after_path, what):
+    conf = write(os.path.join(tmpdir(), "dispatch.env"), text)
+    res = probe(conf=conf)
+    eq(res.returncode, 3, what + ": exit")
+    eq(res.stdout, "", what + ": stdout")
+    eq(res.stderr, "contract: %s:%s\n" % (conf, message_after_path), what + ": stderr")
+
+
+@case
+def contract_unusable():
+    contract_error(CONTRACT.replace("DISPATCH_CAPACITY_POLICY=report\n", ""),
+                   "4: missing key DISPATCH_CAPACITY_POLICY", "missing key")
+    contract_error(CONTRACT.replace("DISPATCH_VNODES=160\n", ""),
+                   "4: missing key DISPATCH_VNODES", "missing VNODES (no default)")
+    contract_error(CONTRACT + "DISPATCH_VNODES=80\n",
+                   "6: duplicate key DISPATCH_VNODES (first on line 3)", "duplicate")
+    contract_error(CONTRACT + "DISPATCH_TIMEOUT=5\n", "6: unknown key DISPATCH_TIMEOUT",
+                   "unknown key")
+    contract_error(CONTRACT.replace("=160", "=16x"),
+                   "3: DISPATCH_VNODES must be an integer 1..4096, not '16x'", "non-integer")
+    contract_error(CONTRACT.replace("=160", "=0"),
+                   "3: DISPATCH_VNODES must be an integer 1..4096, not '0'", "zero")
+    contract_error(CONTRACT.replace("=160", "=4097"),
+                   "3: DISPATCH_VNODES must be an integer 1..4096, not '4097'", "too big")
+    contract_error(CONTRACT.replace("=sha1", "=sha256"),
+                   "4: DISPATCH_RING_HASH must be sha1 or md5, not 'sha256'", "hash")
+    contract_error(CONTRACT.replace("=report", "=drop"),
+                   "5: DISPATCH_CAPACITY_POLICY must be report or reject, not 'drop'", "policy")
+    contract_error(CONTRACT.replace("=ketama", "=modula"),
+                   "2: DISPATCH_HASH_RING must be ketama, not 'modula'", "algorithm")
+    contract_error(CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES = "),
+                   "3: no spaces are allowed around '=' or at the ends of a line", "spaces")
+    contract_error(CONTRACT.replace("=sha1", '="sha1"'),
+                   "4: quotes are not allowed around DISPATCH_RING_HASH", "quotes")
+    contract_error(CONTRACT.replace("DISPATCH_VNODES", "export DISPATCH_VNODES"),
+                   "3: 'export' is not allowed", "export")
+    contract_error(CONTRACT + "garbage\n", "6: expected KEY=VALUE", "no =")
+    missing = os.path.join(tmpdir(), "nope.env")
+    res = probe(conf=missing)
+    eq((res.returncode, res.stderr),
+       (3, "contract: %s:0: cannot read: No such file or directory\n" % missing), "unreadable")
+
+
+@case
+def md5_contract_is_usable():
+    conf = write(os.path.join(tmpdir(), "md5.env"), CONTRACT.replace("=sha1", "=md5"))
+    res = probe(conf=conf)
+    eq(res.returncode, 1, "exit")
+    ok("ring.hash: expected md5 actual sha1" in res.stdout.splitlines(), res.stdout)
+
+
+def shards_error(doc_text, message, what):
+    path = write(os.path.join(tmpdir(), "shards.json"), doc_text)
+    res = probe(shards=path)
+    eq(res.returncode, 3, what + ": exit")
+    eq(res.stdout, "", what + ": stdout")
+    eq(res.stderr, "shards: %s: %s\n" % (path, message), what + ": stderr")
+
+
+def shards_with(index, **fields):
+    with open(src("input", "shards.json")) as f:
+        doc = json.load(f)
+    doc["shards"][index].update(fields)
+    return json.dumps(doc)
+
+
+@case
+def shards_unusable():
+    shards_error(shards_with(3, state="Offline"),
+                 "shards[3].state: must be one of online, draining, offline", "state")
+    shards_error(shards_with(1, zone="eu"), "shards[1].zone: unknown field", "unknown field")
+    shards_error(shards_with(2, id="shard-a"), "shards[2].id: duplicate id shard-a", "dup id")
+    shards_error(shards_with(2, id="shard c"),
+                 "shards[2].id: must be 1..64 bytes of [A-Za-z0-9._:-]", "bad id")
+    shards_error(shards_with(0, weight=0), "shards[0].weight: must be an integer 1..1000", "w0")
+    shards_error(shards_with(0, capacity=-1),
+                 "shards[0].capacity: must be an integer 0..9007199254740991", "negative")
+    shards_error(shards_with(0, capacity=True),
+                 "shards[0].capacity: must be an integer 0..9007199254740991", "bool")
+    shards_error(shards_with(4, capacity=20.5),
+                 "shards[4].capacity: must be an integer 0..9007199254740991", "float")
+    shards_error('{"shards": [{"id": "a", "state": "online"}]}',
+                 "shards[0].capacity: missing", "missing capacity")
+    shards_error('{"shards": []', "$: not valid JSON: Expecting ',' delimiter: "
+                 "line 1 column 14 (char 13)", "not JSON")
+
+
+@case
+def receipt_unreadable():
+    tmp = tmpdir()
+    for name, content in [("missing", None), ("empty", ""), ("truncated", golden_text()[:100]),
+                          ("not-json", "RESULT: OK\n")]:
+        path = os.path.join(tmp, name + ".json")
+        if content is not None:
+            write(path, content)
+        res = probe(receipt=path)
+        eq(res.returncode, 2, name + ": exit")
+        eq(res.stdout, "", name + ": stdout")
+        ok(res.stderr.startswith("receipt: %s: " % path), name + ": stderr %r" % res.stderr)
+    path = write(os.path.join(tmp, "latin1.json"), b'{"batch_id":"\xe9"}\n', "wb")
+    eq(probe(receipt=path).returncode, 2, "invalid UTF-8")
+
+
+@case
+def usage_and_help():
+    res = run([sys.executable, src("client", "probe.py"), "--help"])
+    eq(res.returncode, 0, "--help exit")
+    ok("RESULT: BAD" in res.stdout and "--batch" in res.stdout, res.stdout)
+    res = run([sys.executable, src("client", "probe.py"), "--conf", "x"])
+    eq(res.returncode, 64, "missing arguments exit")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""The probe's own ketama ring (DESIGN §4) against the §9 golden table and published values."""
+
+import importlib.util
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clienttest import case, eq, ok, src, main  # noqa: E402
+
+# DESIGN.md §9: id, key, size, hash, point, vnode, shard, reason
+GOLDEN = [
+    ("ch-001", "order:1001", 4, 3001802920, 3046879832, 15, "shard-b", "ring"),
+    ("ch-002", "user:42", 2, 592310701, 593769253, 2, "shard-c", "ring"),
+    ("ch-003", "cart:9", 3, 2934343843, 2942651850, 150, "shard-a", "ring"),
+    ("ch-004", "sku:55", 5, 1904427621, 1911314043, 151, "shard-a", "ring"),
+    ("ch-005", "user:842", 1, 4294347913, 3038923, 87, "shard-c", "wrap"),
+    ("ch-006", "order:1002", 2, 1627255193, 1632378279, 119, "shard-b", "ring"),
+    ("ch-007", "invoice:8", 6, 340884089, 342641705, 159, "shard-c", "ring"),
+    ("ch-008", "user:7", 1, 27024618, 30688554, 141, "shard-c", "ring"),
+]
+
+
+def probe():
+    spec = importlib.util.spec_from_file_location("probe", src("client", "probe.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def shard(sid, state="online", weight=1, capacity=20):
+    return {"id": sid, "state": state, "capacity": capacity, "weight": weight}
+
+
+def worked_example_shards():
+    return [shard("shard-a"), shard("shard-b"), shard("shard-c"), shard("shard-d", "offline"),
+            shard("shard-e", "draining")]
+
+
+@case
+def golden_table_all_rows():
+    p = probe()
+    ring = p.Ring("sha1", 160, worked_example_shards())
+    for cid, key, _size, h, point, vnode, sid, reason in GOLDEN:
+        eq(ring.lookup(key.encode()), (h, point, vnode, sid, reason), "%s %s" % (cid, key))
+
+
+@case
+def golden_ring_summary():
+    p = probe()
+    ring = p.Ring("sha1", 160, worked_example_shards())
+    eq(ring.ring_id, "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc", "ring id")
+    eq(ring.vnodes_total, 480, "vnodes_total")
+    eq(len(ring.entries), 480, "points on the ring")
+    eq([s["id"] for s in ring.online], ["shard-a", "shard-b", "shard-c"], "online")
+    eq(ring.entries, sorted(ring.entries), "ring sorted")
+
+
+@case
+def golden_receipt_from_contract():
+    p = probe()
+    contract = p.load_contract(src("conf", "dispatch.env"))
+    eq(contract, {"DISPATCH_HASH_RING": "ketama", "DISPATCH_VNODES": 160,
+                  "DISPATCH_RING_HASH": "sha1", "DISPATCH_CAPACITY_POLICY": "report"}, "contract")
+    shards = p.load_shards(src("input", "shards.json"))
+    changes = [{"id": c, "key": k, "size": s} for c, k, s, *_ in GOLDEN]
+    r = p.expected_receipt(contract, shards, "sample-0001", changes)
+    with open(src("tests", "golden", "sample-0001.receipt.json"), encoding="utf-8") as f:
+        eq(p.canonical(r), f.read(), "the probe's receipt is the golden receipt byte for byte")
+
+
+@case
+def lookup_boundaries():
+    """>= not >: a hash equal to a point lands on that point; above the last point wraps
+    to the first point, not the last."""
+    p = probe()
+    ring = p.Ring("sha1", 160, worked_example_shards())
+    first, second, last = ring.entries[0], ring.entries[1], ring.entries[-1]
+    middle = ring.entries[240]
+    eq(ring.lookup_hash(middle[0]), (middle[0], middle[2], middle[1].decode(), "ring"), "exact")
+    eq(ring.lookup_hash(middle[0] + 1)[0], ring.entries[241][0], "just above a point")
+    eq(ring.lookup_hash(0), (first[0], first[2], first[1].decode(), "ring"), "hash 0")
+    eq(ring.lookup_hash(first[0]), (first[0], first[2], first[1].decode(), "ring"), "first")
+    eq(ring.lookup_hash(first[0] + 1)[0], second[0], "above first")
+    eq(ring.lookup_hash(last[0]), (last[0], last[2], last[1].decode(), "ring"), "last exact")
+    if last[0] < 2**32 - 1:
+        eq(ring.lookup_hash(last[0] + 1), (first[0], first[2], first[1].decode(), "wrap"),
+           "above last wraps to entry 0")
+    eq(ring.lookup_hash(2**32 - 1)[3], "wrap", "max hash")
+
+
+@case
+def only_online_shards_and_weights_multiply():
+    p = probe()
+    shards = [shard("a", weight=3), shard("b"), shard("c", "draining", weight=5),
+              shard("d", "offline"), shard("e", "Online")]
+    ring = p.Ring("sha1", 40, shards)
+    eq([s["id"] for s in ring.online], ["a", "b"], "whitelist: only state == online")
+    eq(ring.vnodes_total, 160, "V * weight summed over online shards")
+    counts = {}
+    for _value, sid, _vnode in ring.entries:
+        counts[sid] = counts.get(sid, 0) + 1
+    eq(counts, {b"a": 120, b"b": 40}, "points per shard = V * weight, not divided")
+    eq(sorted(v for _, sid, v in ring.entries if sid == b"a"), list(range(120)), "vnodes of a")
+    empty = p.Ring("sha1", 160, [shard("d", "offline")])
+    eq(empty.lookup(b"k")[1:], (None, None, None, None), "empty ring places nothing")
+
+
+@case
+def points_layout_sha1_and_md5():
+    """W words per digest, LE32, vnode k = g*W + j; md5 values published by twemproxy and
+    libmemcached (tests/hash_results.h): ketama_hash("server1-8", 0) == 3853726576,
+    index 3 == 2667054752, md5 key hash of "apple" == 3195025439."""
+    p = probe()
+    md5 = dict((v, val) for val, v in p.shard_points("md5", "server1", 160))
+    eq(len(md5), 160, "md5 points")
+    eq(md5[8 * 4 + 0], 3853726576, "md5 server1-8 word 0")
+    eq(md5[8 * 4 + 3], 2667054752, "md5 server1-8 word 3")
+    eq(p.key_hash("md5", b"apple"), 3195025439, "md5 key hash of apple")
+    sha1 = p.shard_points("sha1", "shard-b", 160)
+    eq([v for _, v in sha1], list(range(160)), "sha1 vnodes 0..159")
+    eq(sha1[15][0], 3046879832, "shard-b vnode 15 (ch-001's point, §9)")
+    eq(len(p.shard_points("sha1", "x", 7)), 7, "a count that is not a multiple of W")
+    eq(len(p.shard_points("md5", "x", 7)), 7, "md5 count not a multiple of W")
+    ring = p.Ring("md5", 160, [shard("a"), shard("b")])
+    eq(ring.ring_id, __import__("hashlib").sha1(b"ketama\nmd5\n160\na 1\nb 1\n").hexdigest(),
+       "ring id text (SHA-1 whatever the ring hash)")
+
+
+@case
+def equal_values_are_kept_and_ordered_by_id():
+    """Many shards make 32-bit point collisions certain; none may be dropped, and ties
+    are ordered by shard id bytes, then vnode."""
+    p = probe()
+    shards = [shard("s%d" % i) for i in range(2000)]
+    ring = p.Ring("sha1", 160, shards)
+    eq(len(ring.entries), 320000, "every point kept")
+    ties = [(a, b) for a, b in zip(ring.entries, ring.entries[1:]) if a[0] == b[0]]
+    ok(ties, "the test data has colliding point values")
+    for a, b in ties:
+        ok((a[1], a[2]) < (b[1], b[2]), "tie order %r %r" % (a, b))
+    eq(p.id_order([shard("ab"), shard("a"), shard("B")]), [shard("B"), shard("a"), shard("ab")],
+       "id order is bytewise, shorter first")
+
+
+@case
+def design_counterfactuals():
+    """§9: shard-d and shard-e wrongly online send ch-001 to shard-d; VNODES divided by 5
+    moves exactly ch-003..ch-006."""
+    p = probe()
+    leaky = [dict(s, state="online") for s in worked_example_shards()]
+    eq(p.Ring("sha1", 160, leaky).lookup(b"order:1001")[3], "shard-d", "leak: ch-001")
+    divided = p.Ring("sha1", 32, worked_example_shards())
+    moved = [row[0] for row in GOLDEN if divided.lookup(row[1].encode())[3] != row[6]]
+    eq(moved, ["ch-003", "ch-004", "ch-005", "ch-006"], "moved by VNODES/5")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
