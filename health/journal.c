@@ -92,6 +92,7 @@ void hc_journal_init(struct hc_journal *j, const char *path, struct hc_verifier 
     j->path = path;
     j->v = v;
     j->own = own;
+    j->threads = hc_parse_threads();
 }
 
 /* Forgets everything read (epochs, seq, batch ids, the report) so the file is re-read. */
@@ -117,6 +118,9 @@ static void hc_journal_forget(struct hc_journal *j)
 void hc_journal_free(struct hc_journal *j)
 {
     hc_journal_forget(j);
+    free(j->lines);
+    j->lines = NULL;
+    j->cap_lines = 0;
 }
 
 void hc_journal_end_state(const struct hc_journal *j, struct hc_journal_end *end)
@@ -265,16 +269,15 @@ static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc
     return hc_verify_receipt(j->v, receipt, against, &r, subject, err);
 }
 
-/* Verifies one complete line (without its newline). */
-static int hc_journal_line(struct hc_journal *j, const char *p, size_t n, struct hc_err *err)
+/* Verifies one complete line (without its newline), parsed already. */
+static int hc_journal_line(struct hc_journal *j, struct hc_line *l, struct hc_err *err)
 {
     char subject[48];
     snprintf(subject, sizeof subject, "line %ld", j->line);
-    json_error_t jerr;
-    json_t *rec = json_loadb(p, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    json_t *rec = l->doc;
     if (rec == NULL) {
         hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
-                        "not JSON: %s (column %d)", jerr.text, jerr.column);
+                        "not JSON: %s (column %d)", l->err.text, l->err.column);
         return 0;
     }
     int rc = 0;
@@ -286,7 +289,46 @@ static int hc_journal_line(struct hc_journal *j, const char *p, size_t n, struct
     else
         hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
                         "type: must be \"epoch\" or \"receipt\"");
-    json_decref(rec);
+    return rc;
+}
+
+/* Parses the complete lines in buf[0..len) together, then verifies them in order. Returns the
+ * bytes consumed via *used; 0 or a negative code with err filled. */
+static int hc_journal_batch(struct hc_journal *j, const char *buf, size_t len, size_t *used,
+                            struct hc_err *err)
+{
+    size_t n = 0, start = 0;
+    const char *nl;
+    while ((nl = memchr(buf + start, '\n', len - start)) != NULL) {
+        n++;
+        start = (size_t)(nl - buf) + 1;
+    }
+    *used = start;
+    if (n == 0)
+        return 0;
+    if (n > j->cap_lines) {
+        struct hc_line *grown = realloc(j->lines, n * sizeof *grown);
+        if (grown == NULL)
+            return hc_err_set(err, -ENOMEM, "out of memory");
+        j->lines = grown;
+        j->cap_lines = n;
+    }
+    start = 0;
+    for (size_t i = 0; i < n; i++) {
+        nl = memchr(buf + start, '\n', len - start);
+        j->lines[i].p = buf + start;
+        j->lines[i].n = (size_t)(nl - (buf + start));
+        start += j->lines[i].n + 1;
+    }
+    hc_parse_lines(j->lines, n, j->threads);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        j->line++;
+        if (rc == 0)
+            rc = hc_journal_line(j, &j->lines[i], err);
+        json_decref(j->lines[i].doc);
+        j->lines[i].doc = NULL;
+    }
     return rc;
 }
 
@@ -340,7 +382,7 @@ int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err)
     j->have_identity = 1;
 
     int rc = 0;
-    size_t cap = 1 << 20, len = 0;
+    size_t cap = 8 << 20, len = 0;
     char *buf = malloc(cap);
     if (buf == NULL) {
         close(fd);
@@ -370,13 +412,7 @@ int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err)
         at += got;
         len += (size_t)got;
         size_t start = 0;
-        char *nl;
-        while (rc == 0 && (nl = memchr(buf + start, '\n', len - start)) != NULL) {
-            size_t n = (size_t)(nl - (buf + start));
-            j->line++;
-            rc = hc_journal_line(j, buf + start, n, err);
-            start += n + 1;
-        }
+        rc = hc_journal_batch(j, buf, len, &start, err);
         if (start > 0) {
             hc_journal_remember_tail(j, buf + start, start);
             j->offset += (off_t)start;

@@ -263,6 +263,7 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
 int main(int argc, char **argv)
 {
     struct hc_args a;
+    json_object_seed(0); /* before any thread parses (see parse.h) */
     int code = hc_parse_args(argc, argv, &a);
     if (code >= 0)
         return code;

@@ -191,8 +191,9 @@ int hc_verify_receipt(struct hc_verifier *v, const json_t *doc, struct hc_epoch 
     v->report->receipts++;
     int rc = hc_receipt_decode(doc, &r, &what);
     char subject[160];
-    if (r.batch_id.p != NULL)
-        snprintf(subject, sizeof subject, "%.128s", r.batch_id.p);
+    const char *bid = json_string_value(json_object_get(doc, "batch_id"));
+    if (bid != NULL)
+        snprintf(subject, sizeof subject, "%.128s", bid);
     else
         snprintf(subject, sizeof subject, "%s", fallback_subject);
     if (rc == -ENOMEM) {

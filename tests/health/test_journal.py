@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""health_journal: whole journals: clean ones pass with an exact check count; seq order,
+epochs (ring id, latest = contract, older epochs judged by their own membership), fingerprint,
+duplicate batch ids, torn and bad lines, missing or empty journals fail."""
+import os
+import sys
+
+from hc_testlib import (Failures, check_journal, deep, golden_shards, journal_lines, parse_line,
+                        tmpdir, write, changes, checks_per_receipt, ketama, CONF, SHARDS)
+
+BIN = sys.argv[1]
+F = Failures()
+T = tmpdir()
+C = ketama.contract()
+SH = golden_shards()
+RING = ketama.Ring("sha1", 160, SH)
+
+
+def receipts(ring, n, start_seq=1, per=5, tag="b"):
+    out = []
+    for i in range(n):
+        r = ketama.receipt(ring, "%s-%04d" % (tag, i), changes(per, prefix=tag, seed=i))
+        out.append(ketama.receipt_record(start_seq + i, r))
+    return out
+
+
+def jcheck(name, records, conf=CONF, shards=SHARDS, raw=None):
+    path = write(os.path.join(T, name + ".jsonl"), raw if raw is not None else journal_lines(records))
+    rc, out, err = check_journal(BIN, path, conf=conf, shards=shards)
+    return rc, out, err, parse_line(out)
+
+
+def expect_issue(name, records, issue, **kw):
+    rc, out, err, doc = jcheck(name, records, **kw)
+    F.check(rc == 2 and doc is not None and issue in doc["issues"],
+            "%s -> exit 2 + %r" % (name, issue), "rc=%d out=%s err=%s" % (rc, out[:2000], err))
+    return doc
+
+
+# --- clean journal: exact checks --------------------------------------------------------
+epoch = ketama.epoch_record(RING, C)
+recs = receipts(RING, 20)
+rc, out, err, doc = jcheck("clean", [epoch] + recs)
+want = 20 * checks_per_receipt(5, 5) + 1 + 1  # + epoch_ring_id + epoch_current
+F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"issues":[]}\n' % want,
+        "clean journal passes with %d checks" % want, "rc=%d out=%s err=%s" % (rc, out, err))
+
+rc, out, err, doc = jcheck("epoch-only", [epoch])
+F.check(rc == 0 and out == '{"status":"pass","checks":2,"receipts":0,"issues":[]}\n',
+        "journal with only an epoch passes", out)
+
+# --- seq ------------------------------------------------------------------------------------
+bad = deep(recs)
+bad[2]["seq"], bad[3]["seq"] = 4, 3
+expect_issue("seq-order", [epoch] + bad,
+             "journal_seq: b-0003: seq: 3 is not greater than the previous seq 4")
+bad = deep(recs)
+bad[5]["seq"] = 5
+expect_issue("seq-repeat", [epoch] + bad,
+             "journal_seq: b-0005: seq: 5 is not greater than the previous seq 5")
+bad = deep(recs)
+for i, r in enumerate(bad[10:]):
+    r["seq"] = 12 + i
+expect_issue("seq-gap", [epoch] + bad,
+             "journal_seq: b-0010: seq: expected 11, got 12 (receipts missing)")
+
+# --- epochs ---------------------------------------------------------------------------------
+bad = deep(recs)
+bad[7]["receipt"]["ring"]["id"] = "0" * 40
+expect_issue("ring-id-no-epoch", [epoch] + bad,
+             "journal_epoch: b-0007: ring.id: %s matches no epoch record" % ("0" * 40))
+expect_issue("no-epoch-record", recs,
+             "journal_epoch: b-0000: ring.id: no epoch record precedes this receipt")
+doc = expect_issue("no-epoch-at-all", recs, "epoch_current: journal: epoch: no epoch record in the journal")
+
+# latest epoch differs from the contract: a journal written with VNODES=80, judged with 160
+c80 = ketama.contract(vnodes=80)
+r80 = ketama.Ring("sha1", 80, SH)
+doc = expect_issue("epoch-vs-contract", [ketama.epoch_record(r80, c80)] + receipts(r80, 3),
+                   "epoch_current: journal: epoch@line 1 DISPATCH_VNODES: journal 80, contract 160")
+F.check(doc is not None and len(doc["issues"]) == 1,
+        "epoch-vs-contract: receipts are judged by their own epoch (only the epoch issue)",
+        str(doc))
+# latest epoch differs in the membership (shard-d online in the journal only)
+sh_d = deep(SH)
+sh_d[3]["state"] = "online"
+rd = ketama.Ring("sha1", 160, sh_d)
+expect_issue("epoch-vs-shards", [ketama.epoch_record(rd, C)] + receipts(rd, 2),
+             "epoch_current: journal: epoch@line 1 shards.shard-d.state: journal online, "
+             "shards file offline")
+
+# membership change: older receipts are judged against their own (recorded) epoch
+old = receipts(rd, 5, tag="old")
+new = receipts(RING, 5, start_seq=6, tag="new")
+two = [ketama.epoch_record(rd, C)] + old + [epoch] + new
+rc, out, err, doc = jcheck("two-epochs", two)
+want = 10 * checks_per_receipt(5, 5) + 2 + 1
+F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":10,"issues":[]}\n' % want,
+        "two epochs: old receipts verified against the old membership", out + err)
+
+# the old epoch's recorded ring id is not what its membership gives
+e1 = ketama.epoch_record(rd, C)
+forged = "f" * 40
+e1["ring_id"] = forged
+old_f = deep(old)
+for r in old_f:
+    r["receipt"]["ring"]["id"] = forged
+doc = expect_issue("epoch-ring-id", [e1] + old_f + [epoch] + new,
+                   "epoch_ring_id: epoch@line 1: ring_id: expected %s (recomputed from the "
+                   "recorded membership), got %s" % (rd.ring_id(), forged))
+F.check(doc is not None and "ring_id: old-0000: ring.id: expected %s, got %s" % (rd.ring_id(), forged)
+        in doc["issues"], "epoch-ring-id: receipts of the forged epoch fail ring_id too", str(doc))
+
+# a receipt of the old ring journaled after the new epoch
+late = receipts(rd, 1, start_seq=11, tag="late")
+expect_issue("earlier-epoch", two + late,
+             "journal_epoch: late-0000: ring.id: %s is the ring of an earlier epoch, not of the "
+             "epoch in force (line 7, %s)" % (rd.ring_id(), RING.ring_id()))
+
+# --- record facts ---------------------------------------------------------------------------
+bad = deep(recs)
+fp = bad[4]["fingerprint"]
+bad[4]["fingerprint"] = "0" * 64
+expect_issue("fingerprint", [epoch] + bad,
+             "fingerprint: b-0004: fingerprint: expected %s (canonical batch), got %s" % (fp, "0" * 64))
+bad = deep(recs)
+bad[6]["receipt"] = deep(bad[1]["receipt"])
+bad[6]["fingerprint"] = bad[1]["fingerprint"]
+expect_issue("duplicate-batch", [epoch] + bad,
+             "journal_batch_unique: b-0001: batch_id: already journaled on line 3")
+# a receipt altered inside the journal is judged like a bare one
+bad = deep(recs)
+p = bad[9]["receipt"]["placements"][2]
+p["shard"] = "shard-a" if p["shard"] != "shard-a" else "shard-b"
+expect_issue("tampered-inside", [epoch] + bad,
+             "placement_shard: b-0009: %s shard: expected %s, got %s"
+             % (p["id"], recs[9]["receipt"]["placements"][2]["shard"], p["shard"]))
+# keys with control characters and non-ASCII: fingerprint escaping as decisions.md
+odd = ketama.receipt(RING, "odd", [{"id": "x\u00e9", "key": "k\n\t\"\\\u0001\u00fc\u4e2d", "size": 3},
+                                   {"id": "y", "key": "", "size": 0}])
+rc, out, err, doc = jcheck("odd-keys", [epoch, ketama.receipt_record(1, odd)])
+F.check(rc == 0, "keys with escapes and UTF-8 hash and fingerprint like decisions.md", out + err)
+
+# --- lines ----------------------------------------------------------------------------------
+text = journal_lines([epoch] + recs)
+expect_issue("torn-last-line", None, "journal_line: line 22: last line has no newline (torn write)",
+             raw=text + '{"type":"receipt","seq":21,')
+expect_issue("not-json", None, "journal_line: line 3: not JSON: '[' or '{' expected near 'garbage' (column 7)",
+             raw=journal_lines([epoch, recs[0]]) + "garbage\n" + journal_lines(recs[1:]))
+expect_issue("unknown-type", None, 'journal_line: line 2: type: must be "epoch" or "receipt"',
+             raw=journal_lines([epoch, {"type": "note"}]))
+rc, out, err, doc = jcheck("empty", None, raw="")
+F.check(rc == 2 and doc is not None and doc["issues"] ==
+        ["epoch_current: journal: epoch: no epoch record in the journal"],
+        "empty journal fails", out)
+rc, out, err = check_journal(BIN, os.path.join(T, "nowhere.jsonl"))
+F.check(rc == 2 and parse_line(out) is not None and parse_line(out)["issues"] ==
+        ["input: journal: %s: cannot open: No such file or directory" % os.path.join(T, "nowhere.jsonl"),
+         "no checks ran"], "missing journal -> exit 2", "rc=%d out=%s" % (rc, out))
+
+# capacity policy reject: an accepted receipt over capacity is an issue
+cr = ketama.contract(policy="reject")
+conf_reject = write(os.path.join(T, "reject.env"), ketama.contract_text(cr))
+big = ketama.receipt(RING, "big", [{"id": "a", "key": "order:1001", "size": 50}])
+expect_issue("policy-reject", [ketama.epoch_record(RING, cr), ketama.receipt_record(1, big)],
+             "capacity_policy: big: counts.over_capacity_shards: 1 shard(s) over capacity in an "
+             "accepted batch under DISPATCH_CAPACITY_POLICY=reject", conf=conf_reject)
+rc, out, err, doc = jcheck("policy-report", [epoch, ketama.receipt_record(1, big)])
+F.check(rc == 0, "over capacity under policy report is a valid receipt (ok false)", out)
+
+F.exit()

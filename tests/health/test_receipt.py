@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""health_receipt: the worked example passes with an exact check count; every criterion
+catches a receipt altered in exactly one field (exit 2, exact issue string)."""
+import os
+import sys
+
+from hc_testlib import (Failures, check_receipt, deep, golden, parse_line, tmpdir, write,
+                        ketama, GOLDEN)
+
+BIN = sys.argv[1]
+F = Failures()
+T = tmpdir()
+B = "sample-0001"
+
+# --- the golden receipt --------------------------------------------------------------------
+rc, out, err = check_receipt(BIN, GOLDEN)
+F.check(rc == 0 and out == '{"status":"pass","checks":90,"receipts":1,"issues":[]}\n',
+        "golden receipt passes with 90 checks", "rc=%d out=%r err=%r" % (rc, out, err))
+
+
+def pl(r, cid):
+    return next(p for p in r["placements"] if p["id"] == cid)
+
+
+def t_set(path, value):
+    """Alteration setting one nested field, path like ("ring", "vnodes_total")."""
+    def f(r):
+        o = r
+        for k in path[:-1]:
+            o = o[k]
+        o[path[-1]] = value
+    return f
+
+
+def t_pl(cid, field, value):
+    def f(r):
+        pl(r, cid)[field] = value
+    return f
+
+
+def t_drop_placement(cid):
+    def f(r):
+        r["placements"] = [p for p in r["placements"] if p["id"] != cid]
+    return f
+
+
+def t_drop_shard(sid):
+    def f(r):
+        del r["shards"][sid]
+    return f
+
+
+def t_extra_shard(r):
+    r["shards"]["shard-z"] = {"state": "online", "weight": 1, "capacity": 20, "load": 0,
+                              "received": 0, "over_capacity": False}
+
+
+def t_drop_key(key):
+    def f(r):
+        del r[key]
+    return f
+
+
+RID = "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc"
+# (case name, alteration, exact issue that must be present)
+CASES = [
+    ("hash", t_pl("ch-001", "hash", 3001802921),
+     "placement_hash: %s: ch-001 hash: expected 3001802920, got 3001802921" % B),
+    ("point", t_pl("ch-002", "point", 593769254),
+     "placement_point: %s: ch-002 point: expected 593769253, got 593769254" % B),
+    ("vnode", t_pl("ch-003", "vnode", 149),
+     "placement_vnode: %s: ch-003 vnode: expected 150, got 149" % B),
+    ("shard", t_pl("ch-003", "shard", "shard-b"),
+     "placement_shard: %s: ch-003 shard: expected shard-a, got shard-b" % B),
+    ("reason", t_pl("ch-005", "reason", "ring"),
+     "placement_reason: %s: ch-005 reason: expected wrap, got ring" % B),
+    ("reason-wrap", t_pl("ch-001", "reason", "wrap"),
+     "placement_reason: %s: ch-001 reason: expected ring, got wrap" % B),
+    ("offline-shard", t_pl("ch-001", "shard", "shard-d"),
+     "placement_online: %s: ch-001 shard: shard-d is offline, not online" % B),
+    ("draining-shard", t_pl("ch-001", "shard", "shard-e"),
+     "placement_online: %s: ch-001 shard: shard-e is draining, not online" % B),
+    ("unknown-shard", t_pl("ch-001", "shard", "shard-q"),
+     "placement_online: %s: ch-001 shard: shard-q is not in the membership" % B),
+    ("missing-placement", t_drop_placement("ch-008"),
+     "placement_count: %s: placements: expected one per change (counts.changes 8), got 7" % B),
+    ("duplicate-id", t_pl("ch-002", "id", "ch-001"),
+     "placement_ids: %s: ch-001 id: duplicate change id (placements[0] and placements[1])" % B),
+    ("load", t_set(("shards", "shard-a", "load"), 2),
+     "shard_load: %s: shards.shard-a.load: expected 8 (sum of sizes), got 2" % B),
+    ("received", t_set(("shards", "shard-c", "received"), 3),
+     "shard_received: %s: shards.shard-c.received: expected 4, got 3" % B),
+    ("shard-capacity", t_set(("shards", "shard-b", "capacity"), 30),
+     "shard_capacity: %s: shards.shard-b.capacity: expected 20, got 30" % B),
+    ("over-capacity", t_set(("shards", "shard-c", "over_capacity"), True),
+     "shard_over_capacity: %s: shards.shard-c.over_capacity: expected false, got true" % B),
+    ("shard-state", t_set(("shards", "shard-e", "state"), "online"),
+     "shard_state: %s: shards.shard-e.state: expected draining, got online" % B),
+    ("shard-weight", t_set(("shards", "shard-a", "weight"), 2),
+     "shard_weight: %s: shards.shard-a.weight: expected 1, got 2" % B),
+    ("shard-missing", t_drop_shard("shard-d"), "shard_members: %s: shards: missing shard-d" % B),
+    ("shard-extra", t_extra_shard,
+     "shard_members: %s: shards: unexpected shard-z (not in the membership)" % B),
+    ("total-capacity", t_set(("capacity",), 100),
+     "capacity: %s: capacity: expected 60 (sum over online shards), got 100" % B),
+    ("counts-changes", t_set(("counts", "changes"), 9),
+     "counts: %s: counts.changes: expected 8, got 9" % B),
+    ("counts-dispatched", t_set(("counts", "dispatched"), 7),
+     "counts: %s: counts.dispatched: expected 8, got 7" % B),
+    ("counts-over", t_set(("counts", "over_capacity_shards"), 1),
+     "counts: %s: counts.over_capacity_shards: expected 0, got 1" % B),
+    ("ok", t_set(("ok",), False), "ok: %s: ok: expected true, got false" % B),
+    ("vnodes-total", t_set(("ring", "vnodes_total"), 800),
+     "vnodes_total: %s: ring.vnodes_total: expected 480, got 800" % B),
+    ("ring-id", t_set(("ring", "id"), RID[:-1] + "d"),
+     "ring_id: %s: ring.id: expected %s, got %s" % (B, RID, RID[:-1] + "d")),
+    ("online-list", t_set(("ring", "online"), ["shard-a", "shard-b", "shard-c", "shard-d"]),
+     "ring_online: %s: ring.online: expected [shard-a,shard-b,shard-c], "
+     "got [shard-a,shard-b,shard-c,shard-d]" % B),
+    ("online-order", t_set(("ring", "online"), ["shard-b", "shard-a", "shard-c"]),
+     "ring_online: %s: ring.online: expected [shard-a,shard-b,shard-c], "
+     "got [shard-b,shard-a,shard-c]" % B),
+    ("ring-hash", t_set(("ring", "hash"), "md5"),
+     "ring_contract: %s: ring.hash: expected sha1, got md5" % B),
+    ("ring-vnodes", t_set(("ring", "vnodes"), 32),
+     "ring_contract: %s: ring.vnodes: expected 160, got 32" % B),
+    ("ring-algorithm", t_set(("ring", "algorithm"), "modulo"),
+     "ring_contract: %s: ring.algorithm: expected ketama, got modulo" % B),
+    ("receipt-version", t_set(("receipt_version",), 2),
+     "receipt_version: %s: receipt_version: expected 1, got 2" % B),
+    ("schema-missing-ok", t_drop_key("ok"), "schema: %s: $.ok: missing" % B),
+    ("schema-type", t_pl("ch-001", "size", "4"),
+     "schema: %s: placements[0].size: must be an integer" % B),
+]
+
+for name, alter, issue in CASES:
+    r = golden()
+    alter(r)
+    path = write(os.path.join(T, "%s.json" % name), ketama.dumps(r) + "\n")
+    rc, out, err = check_receipt(BIN, path)
+    doc = parse_line(out)
+    ok = rc == 2 and doc is not None and doc["status"] == "fail" and issue in doc["issues"]
+    F.check(ok, "tamper %s -> exit 2 + %r" % (name, issue),
+            "rc=%d out=%s err=%s" % (rc, out, err))
+
+# A receipt written by a gateway with offline/draining shards in the ring (seed failure 1):
+# every derived fact differs; ch-001 lands on shard-d there (DESIGN section 9).
+shards = [dict(s, state="online") for s in __import__("hc_testlib").golden_shards()]
+leaky = ketama.receipt(ketama.Ring("sha1", 160, shards), B, golden()["placements"])
+for s in ("shard-d", "shard-e"):
+    leaky["shards"][s]["state"] = {"shard-d": "offline", "shard-e": "draining"}[s]
+path = write(os.path.join(T, "leaky.json"), ketama.dumps(leaky) + "\n")
+rc, out, _ = check_receipt(BIN, path)
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and "placement_online: %s: ch-001 shard: shard-d is offline, not online" % B
+        in doc["issues"], "offline shards in the ring are caught", out)
+
+# VNODES divided by the number of shards (seed failure 2): 160/5 = 32 points per shard.
+div = ketama.receipt(ketama.Ring("sha1", 32, __import__("hc_testlib").golden_shards()), B,
+                     golden()["placements"])
+div["ring"]["vnodes"] = 160
+path = write(os.path.join(T, "divided.json"), ketama.dumps(div) + "\n")
+rc, out, _ = check_receipt(BIN, path)
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and "vnodes_total: %s: ring.vnodes_total: expected 480, got 96" % B
+        in doc["issues"], "VNODES divided by shard count is caught", out)
+
+# --- the test hook: with the criteria table emptied nothing can pass ----------------------
+r = golden()
+t_pl("ch-003", "shard", "shard-b")(r)
+path = write(os.path.join(T, "tampered-empty.json"), ketama.dumps(r) + "\n")
+hook = {"SHARDGATE_HEALTH_TEST_EMPTY_CRITERIA": "1"}
+rc, out, err = check_receipt(BIN, path, env_extra=hook)
+F.check(rc == 2 and out == '{"status":"fail","checks":0,"receipts":1,"issues":["no checks ran"]}\n',
+        "emptied criteria: tampered receipt fails with 'no checks ran'", "rc=%d out=%r" % (rc, out))
+rc, out, err = check_receipt(BIN, GOLDEN, env_extra=hook)
+F.check(rc == 2 and '"no checks ran"' in out, "emptied criteria: golden receipt fails too",
+        "rc=%d out=%r" % (rc, out))
+
+F.exit()
