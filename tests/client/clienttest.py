@@ -1,7 +1,8 @@
 """Tiny harness shared by the client tests: named cases, asserts that show both sides.
 
 Each test script is run by ctest as `python3 SCRIPT SOURCE_DIR [CASE...]`; with no case
-names it runs them all. A failed assert raises, the script prints it and exits 1.
+names it runs them all. A failed assert raises, the script prints it and exits 1; a case
+that cannot run here raises Skip, and the script exits 77 (ctest SKIP_RETURN_CODE).
 """
 
 import os
@@ -16,6 +17,10 @@ SRC = None
 
 class Failure(Exception):
     pass
+
+
+class Skip(Exception):
+    """A case that cannot run here (a tool is missing); the script exits 77 for ctest."""
 
 
 def case(fn):
@@ -59,7 +64,7 @@ def main(argv):
         return 64
     SRC = os.path.abspath(argv[1])
     names = argv[2:] or list(CASES)
-    failed = 0
+    failed = skipped = 0
     for name in names:
         if name not in CASES:
             print("unknown case %s (have: %s)" % (name, ", ".join(CASES)), file=sys.stderr)
@@ -67,10 +72,15 @@ def main(argv):
         try:
             CASES[name]()
             print("ok   %s" % name)
+        except Skip as e:
+            skipped += 1
+            print("SKIP %s: %s" % (name, e))
         except Exception as e:  # report every case, then fail the script once
             failed += 1
             print("FAIL %s: %s" % (name, e))
             if not isinstance(e, Failure):
                 traceback.print_exc()
-    print("%d case(s), %d failed" % (len(names), failed))
-    return 1 if failed else 0
+    print("%d case(s), %d failed, %d skipped" % (len(names), failed, skipped))
+    if failed:
+        return 1
+    return 77 if skipped else 0

@@ -168,7 +168,7 @@ def wrong_types_are_mismatches_not_crashes():
     checked = 0
     for where in list(_paths(golden()))[1:]:
         for value, batch in itertools.product(
-                (None, True, -1, 1.5, "x", [], [1], {}, {"a": 1}), (False, True)):
+                (None, True, -1, 1.5, "x", [1], {"a": 1}), (False, True)):
             argv = base + (["--batch", src("input", "changes.json")] if batch else [])
             if value == "x" and not batch and where[-1] in ("batch_id", "id"):
                 continue  # a valid name; without the batch nothing says otherwise

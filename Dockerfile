@@ -1,0 +1,39 @@
+# shardgate: the gateway (shardgate) and the health service (shardgate-health) in one
+# Debian 12 image. docker-compose.yml runs each as its own service over a shared state volume.
+
+FROM debian:12 AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+# Only the two programs: tests, fuzzing and benchmarks are not part of the image.
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON \
+ && cmake --build build -j"$(nproc)" --target shardgate shardgate-health \
+ && install -m 0755 build/gateway/shardgate build/health/shardgate-health /usr/local/bin/ \
+ && /usr/local/bin/shardgate --version && /usr/local/bin/shardgate-health --version
+
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libssl3 libmicrohttpd12 libjansson4 python3 \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --no-create-home --shell /usr/sbin/nologin shardgate \
+ && mkdir -p /var/lib/shardgate /etc/shardgate \
+ && chown shardgate:shardgate /var/lib/shardgate
+COPY --from=build /usr/local/bin/shardgate /usr/local/bin/shardgate-health /usr/local/bin/
+# The contract and membership the services read; mount other files over them to change
+# the membership. The full conf/ and input/ (and the outside tools) stay in the image for
+# reference and for running client/probe.py against a receipt inside the container.
+COPY conf/dispatch.env input/shards.json /etc/shardgate/
+COPY conf/ /usr/local/share/shardgate/conf/
+COPY input/ /usr/local/share/shardgate/input/
+COPY client/ /usr/local/share/shardgate/client/
+USER shardgate
+# The state volume: journal.jsonl, written by the gateway, read by the health service.
+VOLUME /var/lib/shardgate
+EXPOSE 8080 8081
+CMD ["shardgate", "serve", "--conf", "/etc/shardgate/dispatch.env", \
+     "--shards", "/etc/shardgate/shards.json", "--state-dir", "/var/lib/shardgate", \
+     "--listen", "0.0.0.0:8080"]

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""docker-compose.yml and Dockerfile: valid, complete, and consistent with the build.
+
+Run as `test_compose.py SOURCE_DIR [CASE...]`; the build-layout case reads the build
+directory from SHARDGATE_BUILD_DIR (set by ctest).
+"""
+
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clienttest import Skip, case, eq, ok, run, src, main  # noqa: E402
+
+
+def compose_config():
+    exe = shutil.which("docker-compose")
+    if exe is None:
+        raise Skip("docker-compose is not installed")
+    res = run([exe, "-f", src("docker-compose.yml"), "config", "-q"], cwd=src())
+    eq((res.returncode, res.stderr), (0, ""), "docker-compose config -q")
+    res = run([exe, "-f", src("docker-compose.yml"), "config"], cwd=src())
+    eq(res.returncode, 0, "docker-compose config: %s" % res.stderr)
+    return res.stdout
+
+
+def blocks(text, indent):
+    """Splits normalized YAML into {key: its block's lines} at one indentation level."""
+    out, key = {}, None
+    pattern = re.compile(r"^ {%d}([A-Za-z0-9_.-]+):" % indent)
+    for line in text.splitlines():
+        depth = len(line) - len(line.lstrip(" "))
+        if line.strip() and depth <= indent:
+            m = pattern.match(line) if depth == indent else None
+            key = m.group(1) if m else None
+            if key is not None:
+                out[key] = []
+        if key is not None:
+            out[key].append(line)
+    return {k: "\n".join(v) for k, v in out.items()}
+
+
+@case
+def compose_config_is_complete():
+    top = blocks(compose_config(), 0)
+    ok("services" in top and "volumes" in top, "top-level keys: %s" % list(top))
+    services = blocks(top["services"], 2)
+    eq(sorted(services), ["gateway", "health"], "services")
+    ok(re.search(r"^  state:", top["volumes"], re.M), "named volume state: %s" % top["volumes"])
+    gw, hc = services["gateway"], services["health"]
+    for name, svc in services.items():
+        ok("    healthcheck:\n" in svc, "%s has a healthcheck" % name)
+        ok(re.search(r"^    - state:/var/lib/shardgate(:r[ow])?$", svc, re.M),
+           "%s mounts the state volume" % name)
+    for arg in ("- shardgate\n", "- serve\n", "- --state-dir\n", "- 0.0.0.0:8080\n",
+                "/etc/shardgate/dispatch.env", "/etc/shardgate/shards.json", "8080:8080"):
+        ok(arg in gw, "gateway has %r" % arg)
+    ok("/readyz" in gw and "python3" in gw and "curl" not in gw, "gateway probes /readyz")
+    for arg in ("- shardgate-health\n", "- check\n", "- 0.0.0.0:8081\n", "8081:8081",
+                "/var/lib/shardgate/journal.jsonl"):
+        ok(arg in hc, "health has %r" % arg)
+    ok(re.search(r"depends_on:\n\s+gateway:\n\s+condition: service_healthy", hc),
+       "health depends on a healthy gateway")
+
+
+def gateway_healthcheck_command():
+    """The gateway's healthcheck test list, read from the compose file (a JSON flow list)."""
+    with open(src("docker-compose.yml"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index("test: [", text.index("gateway:")) + len("test: ")
+    end = text.index("]\n", start) + 1
+    return json.loads(text[start:end])
+
+
+class Answer(http.server.BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self):
+        self.send_response(self.status if self.path == "/readyz" else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@case
+def gateway_healthcheck_is_green_only_on_200():
+    command = gateway_healthcheck_command()
+    eq(command[:3], ["CMD", "python3", "-c"], "healthcheck form")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    code = command[3].replace("127.0.0.1:8080", "127.0.0.1:%d" % port)
+    ok(code != command[3], "the healthcheck names 127.0.0.1:8080")
+    try:
+        for status, want in ((200, 0), (503, 1), (500, 1), (204, 1)):
+            Answer.status = status
+            res = run([sys.executable, "-c", code], timeout=20)
+            eq(res.returncode, want, "healthcheck exit when /readyz answers %d" % status)
+    finally:
+        server.shutdown()
+        server.server_close()
+    res = run([sys.executable, "-c", code], timeout=20)
+    eq(res.returncode, 1, "healthcheck exit when nothing listens")
+
+
+def needed_libraries(path):
+    res = run(["readelf", "-d", path])
+    eq(res.returncode, 0, "readelf %s" % path)
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", res.stdout)
+
+
+# Debian 12 runtime package of every shared library the programs may need.
+RUNTIME_PACKAGE = {"libcrypto.so.3": "libssl3", "libssl.so.3": "libssl3",
+                   "libmicrohttpd.so.12": "libmicrohttpd12", "libjansson.so.4": "libjansson4"}
+# libc is in every image; sanitizer runtimes only appear in the ASan test build, never in
+# the image's Release build.
+BASE_OR_SANITIZER = re.compile(
+    r"^(libc|libm|libpthread|libdl|librt|ld-linux[^.]*|libasan|libubsan|liblsan|libgcc_s)\.so")
+
+
+@case
+def dockerfile_matches_the_build():
+    """The Dockerfile installs build/gateway/shardgate and build/health/shardgate-health
+    and its runtime stage has a package for every library they link."""
+    with open(src("Dockerfile"), encoding="utf-8") as f:
+        dockerfile = f.read()
+    ok(re.search(r"^FROM debian:12 AS build$", dockerfile, re.M), "build stage on Debian 12")
+    ok(re.search(r"^FROM debian:bookworm-slim AS runtime$", dockerfile, re.M), "runtime stage")
+    for pkg in ("build-essential", "cmake", "pkg-config", "libssl-dev", "libmicrohttpd-dev",
+                "libjansson-dev", "libssl3", "libmicrohttpd12", "libjansson4", "python3"):
+        ok(re.search(r"\s%s(\s|$)" % re.escape(pkg), dockerfile), "installs %s" % pkg)
+    ok("build/gateway/shardgate build/health/shardgate-health /usr/local/bin/" in dockerfile,
+       "installs both programs from the build tree")
+    build = os.environ.get("SHARDGATE_BUILD_DIR")
+    if not build:
+        raise Skip("SHARDGATE_BUILD_DIR not set (run through ctest)")
+    runtime = dockerfile[dockerfile.index("AS runtime"):]
+    for rel in ("gateway/shardgate", "health/shardgate-health"):
+        path = os.path.join(build, rel)
+        ok(os.access(path, os.X_OK), "%s is where the Dockerfile expects it" % path)
+        for lib in needed_libraries(path):
+            if BASE_OR_SANITIZER.match(lib):
+                continue
+            ok(lib in RUNTIME_PACKAGE, "%s needs %s: add its package to the runtime stage "
+               "and to RUNTIME_PACKAGE" % (rel, lib))
+            ok(RUNTIME_PACKAGE[lib] in runtime, "runtime stage installs %s for %s"
+               % (RUNTIME_PACKAGE[lib], lib))
+
+
+@case
+def dockerignore_keeps_build_trees_out():
+    with open(src(".dockerignore"), encoding="utf-8") as f:
+        lines = {l.strip() for l in f if l.strip() and not l.startswith("#")}
+    for entry in (".git", "build", "build-*", "state"):
+        ok(entry in lines, ".dockerignore has %s" % entry)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
