@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""The mutation gate (DESIGN §10): each defect, applied alone to a copy of the tree, must turn
+the probe, the health check and the test suite red. A patch that changes nothing, or a
+defect that does not build, is a failure of the gate, not a pass."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (name, file, exact text, replacement, detectors that must turn red)
+GATEWAY = ("probe", "health", "tests")
+HEALTH = ("health", "tests")
+DEFECTS = [
+    ("vnodes-divided-by-shards", "ring/ring.c",
+     "size_t count = (size_t)ring->vnodes * s->weight;",
+     "size_t count = (size_t)ring->vnodes * s->weight / ring->nshards;", GATEWAY),
+    ("non-online-shards-in-ring", "gateway/topology.c",
+     "if (s->state != GW_STATE_ONLINE)", "if (s->state == GW_STATE_OFFLINE)", GATEWAY),
+    ("key-hash-byte-order-swapped", "ring/ring.c",
+     "    return le32(digest);",
+     "    return (uint32_t)digest[0] << 24 | (uint32_t)digest[1] << 16 |"
+     " (uint32_t)digest[2] << 8 | digest[3];", GATEWAY),
+    ("md5-hard-coded", "ring/ring.c",
+     "    if (digest == RING_MD5) {", "    if (1) {", GATEWAY),
+    ("load-counted-per-change", "gateway/dispatch.c",
+     "d->tally[m].load += b->changes[i].size;", "d->tally[m].load += 1;", GATEWAY),
+    ("lookup-greater-than", "ring/ring.c",
+     "if (ring->values[mid] < hash)", "if (ring->values[mid] <= hash)", GATEWAY),
+    ("wrap-to-last-point", "ring/ring.c",
+     "    if (out->wrapped)\n        lo = 0;",
+     "    if (out->wrapped)\n        lo = ring->npoints - 1;", GATEWAY),
+    ("ok-written-as-true", "gateway/dispatch.c",
+     "d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;", "d->ok = 1;", GATEWAY),
+    ("health-criteria-emptied", "health/main.c",
+     "    return hc_criteria_count;\n}", "    return 0;\n}", HEALTH),
+    ("health-exit-forced-0", "health/main.c",
+     "code = hc_report_pass(&report, &end) ? EXIT_PASS : EXIT_FAIL;", "code = EXIT_PASS;",
+     HEALTH),
+    ("contract-default-vnodes", "gateway/contract.c",
+     "        if (!p->seen_on[k])\n",
+     "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY),
+]
+
+CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
+            "DISPATCH_CAPACITY_POLICY=report\n")
+# Keys equal to vnode labels hash exactly onto a point ("shard-b-3" is shard-b's vnode 15), so
+# `>` and `>=` differ; the sizes put shard-a over capacity, so `ok` must be false.
+EDGE_BATCH = {"batch_id": "edge-1", "changes": [
+    {"id": "e1", "key": "shard-a-0", "size": 25},
+    {"id": "e2", "key": "shard-b-3", "size": 1},
+    {"id": "e3", "key": "shard-c-31", "size": 2},
+    {"id": "e4", "key": "user:842", "size": 3}]}
+
+
+def sh(cmd, cwd=None, timeout=1800):
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, timeout=timeout)
+
+
+def copy_tree(dst):
+    files = sh(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT).stdout
+    for rel in filter(None, files.decode().split("\0")):
+        src = os.path.join(ROOT, rel)
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(dst, rel)), exist_ok=True)
+            shutil.copy2(src, os.path.join(dst, rel))
+
+
+def scenarios(work):
+    """(name, conf, batch, exit the gateway must give) for the probe and health detectors."""
+    conf = os.path.join(work, "ok.env")
+    open(conf, "w").write(CONTRACT.format(vnodes="DISPATCH_VNODES=160\n"))
+    no_vnodes = os.path.join(work, "no-vnodes.env")
+    open(no_vnodes, "w").write(CONTRACT.format(vnodes=""))
+    edge = os.path.join(work, "edge.json")
+    json.dump(EDGE_BATCH, open(edge, "w"))
+    example = os.path.join(ROOT, "input", "changes.json")
+    return [("example", conf, example, 0), ("edge", conf, edge, 2),
+            ("no-vnodes", no_vnodes, example, 3)]
+
+
+def gateway_receipts(build, work):
+    """Runs the (mutated) gateway on every scenario; yields (conf, receipt, exit as expected)."""
+    for name, conf, batch, want in scenarios(work):
+        out = os.path.join(work, name + ".receipt.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        p = sh([os.path.join(build, "gateway", "shardgate"), "dispatch", "--conf", conf,
+                "--shards", os.path.join(ROOT, "input", "shards.json"), "--batch", batch,
+                "--out", out])
+        yield conf, out, p.returncode == want
+
+
+def probe_red(build, work):
+    for conf, receipt, exit_ok in gateway_receipts(build, work):
+        if not exit_ok:
+            return True
+        if not os.path.exists(receipt):
+            continue
+        p = sh([sys.executable, os.path.join(ROOT, "client", "probe.py"), "--conf", conf,
+                "--shards", os.path.join(ROOT, "input", "shards.json"), "--receipt", receipt])
+        if p.returncode != 0:
+            return True
+    return False
+
+
+def tampered_receipt(work):
+    r = json.load(open(os.path.join(ROOT, "tests", "golden", "sample-0001.receipt.json")))
+    r["placements"][2]["shard"] = "shard-b"
+    path = os.path.join(work, "tampered.json")
+    json.dump(r, open(path, "w"), separators=(",", ":"))
+    return path
+
+
+def health_red(build, work):
+    health = os.path.join(build, "health", "shardgate-health")
+    receipts = [(c, r) for c, r, _ in gateway_receipts(build, work) if os.path.exists(r)]
+    receipts.append((scenarios(work)[0][1], tampered_receipt(work)))
+    return any(health_says_fail(health, conf, receipt) for conf, receipt in receipts)
+
+
+def health_says_fail(health, conf, receipt):
+    """Red is a non-zero exit or a verdict other than pass: a health check that prints "fail"
+    and exits 0 is itself the defect, and the verdict shows it."""
+    p = sh([health, "check", "--conf", conf, "--shards",
+            os.path.join(ROOT, "input", "shards.json"), "--receipt", receipt])
+    try:
+        status = json.loads(p.stdout)["status"]
+    except (ValueError, KeyError, TypeError):
+        status = None
+    return p.returncode != 0 or status != "pass"
+
+
+def tests_red(build):
+    p = sh(["ctest", "--test-dir", build, "-j2", "--stop-on-failure",
+            "-LE", "http|property|bench|fuzz_regress|ops"])
+    return p.returncode != 0
+
+
+def build_tree(src, build):
+    if sh(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"]).returncode != 0:
+        return False
+    return sh(["cmake", "--build", build, "-j2"]).returncode == 0
+
+
+def run_defect(index, defect, src, build, work):
+    name, rel, old, new, detectors = defect
+    path = os.path.join(src, rel)
+    original = open(path).read()
+    label = "N%02d %s" % (index, name)
+    if original.count(old) != 1:
+        print("%s: FAIL patch matched %d times (must be exactly 1)" % (label, original.count(old)))
+        return False
+    open(path, "w").write(original.replace(old, new))
+    try:
+        if not build_tree(src, build):
+            print("%s: FAIL the defect does not build" % label)
+            return False
+        red = {"probe": lambda: probe_red(build, work), "health": lambda: health_red(build, work),
+               "tests": lambda: tests_red(build)}
+        verdicts = {d: red[d]() for d in detectors}
+    finally:
+        open(path, "w").write(original)
+    ok = all(verdicts.values())
+    print("%s: %s applied; %s" % (label, "PASS" if ok else "FAIL", " ".join(
+        "%s=%s" % (d, "red" if v else "GREEN") for d, v in verdicts.items())), flush=True)
+    return ok
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="shardgate-negative-") as tmp:
+        src, build, work = (os.path.join(tmp, d) for d in ("src", "build", "work"))
+        os.makedirs(work)
+        copy_tree(src)
+        if not build_tree(src, build):
+            print("the unmutated tree does not build")
+            return 1
+        if probe_red(build, work) or health_red_clean(build, work) or tests_red(build):
+            print("the unmutated tree is already red: the gate would prove nothing")
+            return 1
+        results = [run_defect(i + 1, d, src, build, work) for i, d in enumerate(DEFECTS)]
+    npass = sum(results)
+    print("NPASS=%d NFAIL=%d RESULT: %s" % (npass, len(results) - npass,
+                                           "OK" if npass == len(results) else "BAD"))
+    return 0 if npass == len(results) else 1
+
+
+def health_red_clean(build, work):
+    """On the unmutated tree, health passes every gateway receipt."""
+    health = os.path.join(build, "health", "shardgate-health")
+    return any(health_says_fail(health, conf, receipt)
+               for conf, receipt, _ in gateway_receipts(build, work) if os.path.exists(receipt))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
