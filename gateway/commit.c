@@ -1,0 +1,148 @@
+/* The journal writer thread: take every queued receipt, write them as one, sync once. */
+#include "commit.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void finish(struct gw_commit_item *list, int rc)
+{
+    while (list) {
+        struct gw_commit_item *next = list->next;
+        list->next = NULL;
+        list->done(list, rc);
+        list = next;
+    }
+}
+
+/* Lays the group's records out in c->group; each item learns its seq and offset. */
+static int build_group(struct gw_committer *c, struct gw_commit_item *list)
+{
+    uint64_t seq = c->journal->last_seq;
+    gw_buf_reset(&c->group);
+    for (struct gw_commit_item *it = list; it; it = it->next) {
+        it->seq = ++seq;
+        gw_journal_receipt_prefix(&c->group, it->seq, it->fingerprint);
+        it->receipt_offset = c->journal->size + c->group.len;
+        gw_buf_append(&c->group, it->receipt, it->receipt_len);
+        gw_buf_puts(&c->group, "}\n");
+    }
+    return c->group.failed ? -ENOMEM : 0;
+}
+
+static int commit_group(struct gw_committer *c, struct gw_commit_item *list, size_t n)
+{
+    struct gw_error err;
+    uint64_t sync_ns = 0;
+    int rc = build_group(c, list);
+    if (rc != 0) {
+        gw_error_set(&err, "", "journal: out of memory");
+    } else {
+        rc = gw_journal_append(c->journal, c->group.data, c->group.len, &sync_ns, &err);
+    }
+    if (rc == 0) {
+        c->journal->last_seq += n;
+        gw_metrics_commit(c->metrics, n, sync_ns);
+    } else if (rc != -ENOMEM) {
+        c->error = err;
+        atomic_store(&c->failed, 1);
+    }
+    /* Large groups leave a large buffer behind; give it back. */
+    if (c->group.cap > (64u << 20))
+        gw_buf_free(&c->group);
+    return rc;
+}
+
+static void *writer_main(void *arg)
+{
+    struct gw_committer *c = arg;
+    pthread_mutex_lock(&c->lock);
+    for (;;) {
+        while (!c->head && !c->stopping)
+            pthread_cond_wait(&c->wake, &c->lock);
+        if (!c->head)
+            break;
+        pthread_mutex_unlock(&c->lock);
+        if (c->delay_ms)
+            sleep_ms(c->delay_ms);
+        pthread_mutex_lock(&c->lock);
+        struct gw_commit_item *list = c->head;
+        c->head = c->tail = NULL;
+        pthread_mutex_unlock(&c->lock);
+        size_t n = 0;
+        for (struct gw_commit_item *it = list; it; it = it->next)
+            n++;
+        int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list, n);
+        finish(list, rc);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
+                       struct gw_metrics *metrics, unsigned delay_ms, struct gw_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->journal = journal;
+    c->metrics = metrics;
+    c->delay_ms = delay_ms;
+    atomic_init(&c->failed, 0);
+    gw_buf_init(&c->group);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->wake, NULL);
+    int rc = pthread_create(&c->thread, NULL, writer_main, c);
+    if (rc != 0) {
+        gw_error_set(err, "", "journal: cannot start the writer thread: %s", strerror(rc));
+        pthread_cond_destroy(&c->wake);
+        pthread_mutex_destroy(&c->lock);
+        return -rc;
+    }
+    c->started = 1;
+    return 0;
+}
+
+void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
+{
+    item->next = NULL;
+    pthread_mutex_lock(&c->lock);
+    int refuse = c->stopping;
+    if (!refuse) {
+        if (c->tail)
+            c->tail->next = item;
+        else
+            c->head = item;
+        c->tail = item;
+        pthread_cond_signal(&c->wake);
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (refuse)
+        item->done(item, -EIO);
+}
+
+int gw_committer_failed(struct gw_committer *c)
+{
+    return atomic_load(&c->failed);
+}
+
+void gw_committer_stop(struct gw_committer *c)
+{
+    if (!c->started)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = 1;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    pthread_join(c->thread, NULL);
+    pthread_cond_destroy(&c->wake);
+    pthread_mutex_destroy(&c->lock);
+    gw_buf_free(&c->group);
+    c->started = 0;
+}

@@ -1,0 +1,63 @@
+/* Group commit: one writer thread turns every pending receipt into one write + fdatasync, so
+ * concurrent requests share the cost of a sync and no request thread ever blocks on the disk. */
+#ifndef SHARDGATE_GW_COMMIT_H
+#define SHARDGATE_GW_COMMIT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "buf.h"
+#include "error.h"
+#include "journal.h"
+#include "metrics.h"
+
+struct gw_commit_item;
+
+/* Called once per item from the writer thread: rc 0 when the record is durable, else a
+ * negative code (the record is not in the journal). */
+typedef void (*gw_commit_done_fn)(struct gw_commit_item *item, int rc);
+
+/* One receipt to journal. The submitter keeps the bytes alive until `done` runs. */
+struct gw_commit_item {
+    const char *receipt;
+    size_t receipt_len;
+    const unsigned char *fingerprint;
+    gw_commit_done_fn done;
+    uint64_t seq;            /* set before `done`, when durable */
+    uint64_t receipt_offset; /* where the receipt bytes are in the journal */
+    struct gw_commit_item *next;
+};
+
+struct gw_committer {
+    struct gw_journal *journal;
+    struct gw_metrics *metrics;
+    unsigned delay_ms; /* test only: sleep before each group (SHARDGATE_TEST_COMMIT_DELAY_MS) */
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct gw_commit_item *head, *tail;
+    int stopping;
+    int started;
+    atomic_int failed;     /* set for good after the first write or sync failure */
+    struct gw_error error; /* what failed (written once, before `failed` is set) */
+    struct gw_buf group;
+};
+
+/* Starts the writer for `journal`. Returns 0 or a negative code with err->msg. */
+int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
+                       struct gw_metrics *metrics, unsigned delay_ms, struct gw_error *err);
+
+/* Queues an item; its `done` runs on the writer thread (at once with -EIO when the journal has
+ * failed or the writer is stopping). */
+void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item);
+
+/* 1 once a write or sync failed: the journal takes no more records. */
+int gw_committer_failed(struct gw_committer *c);
+
+/* Writes everything still queued, then stops the writer thread. */
+void gw_committer_stop(struct gw_committer *c);
+
+#endif

@@ -1,0 +1,61 @@
+/* The idempotency table (DESIGN.md §6): batch_id -> fingerprint and where its receipt lies in
+ * the journal, plus the batch ids still being journaled. Thread-safe. */
+#ifndef SHARDGATE_GW_IDEMPOTENCY_H
+#define SHARDGATE_GW_IDEMPOTENCY_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+
+enum gw_idem_verdict {
+    GW_IDEM_NEW,       /* unknown id: now claimed as in flight by the caller */
+    GW_IDEM_REPLAY,    /* durable with the same fingerprint: answer the stored receipt */
+    GW_IDEM_REUSED,    /* durable with another fingerprint */
+    GW_IDEM_IN_FLIGHT, /* claimed by a request whose receipt is not durable yet */
+};
+
+/* Where a durable receipt's bytes are in the journal. */
+struct gw_idem_ref {
+    uint64_t offset;
+    size_t len;
+};
+
+struct gw_idem_entry;
+
+struct gw_idem {
+    pthread_mutex_t lock;
+    struct gw_idem_entry **buckets;
+    size_t mask;
+    size_t count;   /* entries, durable or in flight */
+    size_t durable; /* durable entries */
+};
+
+/* Returns 0 or -ENOMEM. */
+int gw_idem_init(struct gw_idem *t);
+void gw_idem_free(struct gw_idem *t);
+
+/* Looks `id` up; an unknown id is claimed as in flight with `fingerprint` (verdict NEW). For
+ * REPLAY, *ref says where the receipt is. Returns 0, or -ENOMEM (nothing claimed). */
+int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
+                  const unsigned char fingerprint[GW_FINGERPRINT_LEN],
+                  enum gw_idem_verdict *verdict, struct gw_idem_ref *ref);
+
+/* Turns a claim into a durable entry whose receipt is at `ref`. */
+void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref ref);
+
+/* Drops a claim whose receipt will not be journaled. */
+void gw_idem_release(struct gw_idem *t, const char *id, size_t len);
+
+/* Adds a durable entry (journal replay). Returns 0, -EEXIST when the id is known, -ENOMEM. */
+int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
+                   const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref);
+
+/* Finds a durable entry. Returns 0 and *ref, or -ENOENT (unknown or still in flight). */
+int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref *ref);
+
+/* Number of durable entries. */
+size_t gw_idem_durable(struct gw_idem *t);
+
+#endif

@@ -1,0 +1,416 @@
+/* The journal: one JSON record per line, replayed strictly; only a torn last line is forgiven. */
+#include "journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring.h"
+
+/* Replay state: what the lines so far established. */
+struct replay {
+    struct gw_journal *j;
+    gw_journal_visit_fn visit;
+    void *ctx;
+    char (*epoch_ids)[RING_ID_HEX_LEN + 1]; /* ring ids of every epoch record so far */
+    size_t epochs;
+    struct gw_buf prefix;
+};
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static int sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+static int is_hex(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+static void unhex(const char *s, unsigned char *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int hi = s[2 * i] <= '9' ? s[2 * i] - '0' : s[2 * i] - 'a' + 10;
+        int lo = s[2 * i + 1] <= '9' ? s[2 * i + 1] - '0' : s[2 * i + 1] - 'a' + 10;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+}
+
+static int bad(struct gw_error *err, const char *what)
+{
+    gw_error_set(err, "", "%s", what);
+    return -EINVAL;
+}
+
+static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t len,
+                        struct gw_error *err)
+{
+    json_t *id = json_object_get(root, "ring_id");
+    if (!json_is_string(id) || json_string_length(id) != RING_ID_HEX_LEN ||
+        !is_hex(json_string_value(id), RING_ID_HEX_LEN))
+        return bad(err, "epoch record: ring_id must be 40 lowercase hex digits");
+    if (!json_is_object(json_object_get(root, "contract")) ||
+        !json_is_array(json_object_get(root, "shards")))
+        return bad(err, "epoch record: needs a contract object and a shards array");
+    void *ids = realloc(r->epoch_ids, (r->epochs + 1) * sizeof(*r->epoch_ids));
+    char *copy = malloc(len ? len : 1);
+    if (!ids || !copy) {
+        free(copy);
+        if (ids)
+            r->epoch_ids = ids;
+        return bad(err, "out of memory");
+    }
+    r->epoch_ids = ids;
+    memcpy(r->epoch_ids[r->epochs++], json_string_value(id), RING_ID_HEX_LEN + 1);
+    memcpy(copy, line, len);
+    free(r->j->epoch);
+    r->j->epoch = copy;
+    r->j->epoch_len = len;
+    return 0;
+}
+
+static int known_epoch(const struct replay *r, const char *ring_id)
+{
+    for (size_t i = r->epochs; i-- > 0;)
+        if (strcmp(r->epoch_ids[i], ring_id) == 0)
+            return 1;
+    return 0;
+}
+
+/* Checks the record's bytes: the canonical prefix, the receipt, then "}". */
+static int check_receipt_bytes(struct replay *r, struct gw_journal_record *rec, const char *line,
+                               size_t len, struct gw_error *err)
+{
+    gw_buf_reset(&r->prefix);
+    gw_journal_receipt_prefix(&r->prefix, rec->seq, rec->fingerprint);
+    if (r->prefix.failed)
+        return bad(err, "out of memory");
+    size_t n = r->prefix.len;
+    if (len < n + 3 || memcmp(line, r->prefix.data, n) != 0 || line[n] != '{' ||
+        line[len - 2] != '}' || line[len - 1] != '}')
+        return bad(err, "receipt record: not in the canonical form "
+                        "{\"type\":\"receipt\",\"seq\":N,\"fingerprint\":...,\"receipt\":{...}}");
+    rec->receipt_len = len - n - 1;
+    rec->receipt_offset += n;
+    return 0;
+}
+
+static int replay_receipt(struct replay *r, json_t *root, const char *line, size_t len,
+                          struct gw_journal_record *rec, struct gw_error *err)
+{
+    json_t *seq = json_object_get(root, "seq");
+    json_t *fp = json_object_get(root, "fingerprint");
+    rec->receipt = json_object_get(root, "receipt");
+    if (!json_is_integer(seq) || (uint64_t)json_integer_value(seq) != r->j->last_seq + 1) {
+        char what[96];
+        snprintf(what, sizeof(what), "receipt record: seq must be %llu",
+                 (unsigned long long)r->j->last_seq + 1);
+        return bad(err, what);
+    }
+    if (!json_is_string(fp) || json_string_length(fp) != 2 * GW_FINGERPRINT_LEN ||
+        !is_hex(json_string_value(fp), 2 * GW_FINGERPRINT_LEN))
+        return bad(err, "receipt record: fingerprint must be 64 lowercase hex digits");
+    if (!json_is_object(rec->receipt))
+        return bad(err, "receipt record: receipt must be an object");
+    json_t *ring_id = json_object_get(json_object_get(rec->receipt, "ring"), "id");
+    if (!json_is_string(ring_id) || !known_epoch(r, json_string_value(ring_id)))
+        return bad(err, "receipt record: its ring id matches no earlier epoch record");
+    rec->seq = r->j->last_seq + 1;
+    unhex(json_string_value(fp), rec->fingerprint, GW_FINGERPRINT_LEN);
+    int rc = check_receipt_bytes(r, rec, line, len, err);
+    if (rc == 0)
+        rc = r->visit(r->ctx, rec, err);
+    if (rc == 0)
+        r->j->last_seq = rec->seq;
+    return rc;
+}
+
+/* Replays one line (without its newline). Returns 0, or -EINVAL with the fault in err;
+ * *not_json tells a line that is not JSON at all (torn if it is the last). */
+static int replay_line(struct replay *r, const char *line, size_t len, uint64_t offset,
+                       size_t lineno, int *not_json, struct gw_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    *not_json = root == NULL;
+    if (!root) {
+        gw_error_set(err, "", "not JSON (column %d: %s)", jerr.column, jerr.text);
+        return -EINVAL;
+    }
+    const char *type = json_string_value(json_object_get(root, "type"));
+    struct gw_journal_record rec = {.line = lineno, .receipt_offset = offset};
+    int rc;
+    if (type && strcmp(type, "epoch") == 0)
+        rc = replay_epoch(r, root, line, len, err);
+    else if (type && strcmp(type, "receipt") == 0)
+        rc = replay_receipt(r, root, line, len, &rec, err);
+    else
+        rc = bad(err, "record type must be \"epoch\" or \"receipt\"");
+    json_decref(root);
+    return rc;
+}
+
+static int write_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Moves the torn tail [at, end) to journal.jsonl.broken and truncates it away. */
+static int cut_tail(struct gw_journal *j, const char *data, uint64_t at, uint64_t end,
+                    struct gw_error *err)
+{
+    size_t n = strlen(j->path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
+    char *broken = malloc(n);
+    int rc = broken ? 0 : -ENOMEM;
+    if (broken)
+        snprintf(broken, n, "%s%s", j->path, GW_JOURNAL_BROKEN_SUFFIX);
+    int fd = rc == 0 ? open(broken, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640) : -1;
+    if (rc == 0 && fd < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = write_all(fd, data + at, (size_t)(end - at));
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    if (rc == 0 && (ftruncate(j->fd, (off_t)at) != 0 || fsync(j->fd) != 0))
+        rc = -errno;
+    if (rc != 0)
+        gw_error_set(err, "", "journal: %s: cannot move the torn last line to %s: %s", j->path,
+                     broken ? broken : "?", strerror(-rc));
+    if (fd >= 0)
+        close(fd);
+    free(broken);
+    return rc;
+}
+
+static int replay_all(struct replay *r, const char *data, uint64_t size,
+                      struct gw_journal_repair *repair, struct gw_error *err)
+{
+    uint64_t pos = 0;
+    size_t lineno = 1;
+    for (; pos < size; lineno++) {
+        const char *nl = memchr(data + pos, '\n', size - pos);
+        int not_json = 0, rc = 0;
+        if (nl)
+            rc = replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, &not_json, err);
+        int last = !nl || (uint64_t)(nl - data) + 1 == size;
+        if (!nl || (rc != 0 && not_json && last)) {
+            *repair = (struct gw_journal_repair){1, lineno, pos, size - pos};
+            return cut_tail(r->j, data, pos, size, err);
+        }
+        if (rc != 0) {
+            char what[sizeof(err->msg)];
+            snprintf(what, sizeof(what), "%s", err->msg);
+            gw_error_set(err, "", "journal: %s:%zu: %s", r->j->path, lineno, what);
+            return rc;
+        }
+        pos = (uint64_t)(nl - data) + 1;
+    }
+    return 0;
+}
+
+/* Opens (creating) and locks the journal file. */
+static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err)
+{
+    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+        gw_error_set(err, "", "journal: cannot create state dir %s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    j->path = join_path(dir, GW_JOURNAL_FILE);
+    if (!j->path)
+        return -ENOMEM;
+    int existed = access(j->path, F_OK) == 0;
+    j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (j->fd < 0) {
+        gw_error_set(err, "", "journal: %s: %s", j->path, strerror(errno));
+        return -errno;
+    }
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(j->fd, F_SETLK, &lk) != 0) {
+        gw_error_set(err, "", "journal: %s: in use by another process", j->path);
+        return -EBUSY;
+    }
+    if (!existed)
+        sync_dir(dir);
+    return 0;
+}
+
+int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
+                    struct gw_journal_repair *repair, struct gw_error *err)
+{
+    memset(j, 0, sizeof(*j));
+    memset(repair, 0, sizeof(*repair));
+    j->fd = -1;
+    int rc = open_file(j, dir, err);
+    struct stat st;
+    if (rc == 0 && fstat(j->fd, &st) != 0)
+        rc = -errno;
+    void *data = NULL;
+    if (rc == 0 && st.st_size > 0) {
+        data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, j->fd, 0);
+        rc = data == MAP_FAILED ? -errno : 0;
+        if (rc != 0)
+            gw_error_set(err, "", "journal: %s: cannot map: %s", j->path, strerror(-rc));
+    }
+    if (rc == 0 && st.st_size > 0) {
+        struct replay r = {.j = j, .visit = visit, .ctx = ctx};
+        rc = replay_all(&r, data, (uint64_t)st.st_size, repair, err);
+        j->size = repair->torn ? repair->offset : (uint64_t)st.st_size;
+        munmap(data, (size_t)st.st_size);
+        free(r.epoch_ids);
+        gw_buf_free(&r.prefix);
+    }
+    if (rc != 0)
+        gw_journal_close(j);
+    return rc;
+}
+
+void gw_journal_close(struct gw_journal *j)
+{
+    if (j->fd >= 0)
+        close(j->fd);
+    free(j->path);
+    free(j->epoch);
+    memset(j, 0, sizeof(*j));
+    j->fd = -1;
+}
+
+void gw_journal_epoch_line(struct gw_buf *out, const struct gw_topology *t)
+{
+    gw_buf_puts(out, "{\"type\":\"epoch\",\"ring_id\":\"");
+    gw_buf_puts(out, ring_id(t->ring));
+    gw_buf_puts(out, "\",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":");
+    gw_buf_u64(out, t->contract.vnodes);
+    gw_buf_puts(out, ",\"DISPATCH_RING_HASH\":\"");
+    gw_buf_puts(out, ring_digest_name(t->contract.digest));
+    gw_buf_puts(out, "\",\"DISPATCH_CAPACITY_POLICY\":\"");
+    gw_buf_puts(out, gw_policy_name(t->contract.policy));
+    gw_buf_puts(out, "\"},\"shards\":[");
+    for (size_t i = 0; i < t->members.count; i++) {
+        const struct gw_shard *s = &t->members.shards[i];
+        gw_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
+        gw_buf_json_string(out, s->id, s->id_len);
+        gw_buf_puts(out, ",\"state\":\"");
+        gw_buf_puts(out, gw_state_name(s->state));
+        gw_buf_puts(out, "\",\"capacity\":");
+        gw_buf_u64(out, s->capacity);
+        gw_buf_puts(out, ",\"weight\":");
+        gw_buf_u64(out, s->weight);
+        gw_buf_puts(out, "}");
+    }
+    gw_buf_puts(out, "]}");
+}
+
+int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, int *written,
+                           struct gw_error *err)
+{
+    struct gw_buf line;
+    gw_buf_init(&line);
+    gw_journal_epoch_line(&line, t);
+    *written = 0;
+    int rc = line.failed ? -ENOMEM : 0;
+    int same = rc == 0 && j->epoch && j->epoch_len == line.len &&
+               memcmp(j->epoch, line.data, line.len) == 0;
+    if (rc == 0 && !same) {
+        size_t n = line.len;
+        gw_buf_puts(&line, "\n");
+        rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
+        if (rc == 0) {
+            free(j->epoch);
+            j->epoch = line.data; /* keeps the line without its newline */
+            j->epoch_len = n;
+            line.data = NULL;
+            *written = 1;
+        }
+    }
+    if (rc == -ENOMEM)
+        gw_error_set(err, "", "journal: out of memory");
+    gw_buf_free(&line);
+    return rc;
+}
+
+void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
+                               const unsigned char fingerprint[GW_FINGERPRINT_LEN])
+{
+    gw_buf_puts(out, "{\"type\":\"receipt\",\"seq\":");
+    gw_buf_u64(out, seq);
+    gw_buf_puts(out, ",\"fingerprint\":\"");
+    gw_buf_hex(out, fingerprint, GW_FINGERPRINT_LEN);
+    gw_buf_puts(out, "\",\"receipt\":");
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
+                      struct gw_error *err)
+{
+    int rc = write_all(j->fd, data, len);
+    const char *what = "write";
+    if (rc == 0) {
+        uint64_t t0 = now_ns();
+        what = "fdatasync";
+        rc = fdatasync(j->fd) == 0 ? 0 : -errno;
+        if (sync_ns)
+            *sync_ns = now_ns() - t0;
+    }
+    if (rc == 0) {
+        j->size += len;
+        return 0;
+    }
+    /* No partial line may stay behind: cut back to the last whole, durable line. */
+    int cut = ftruncate(j->fd, (off_t)j->size) == 0 && fdatasync(j->fd) == 0;
+    gw_error_set(err, "", "journal: %s: %s failed: %s%s", j->path, what, strerror(-rc),
+                 cut ? "" : " (and truncating back failed)");
+    return rc;
+}
+
+int gw_journal_read(const struct gw_journal *j, uint64_t offset, size_t len, char *out)
+{
+    while (len > 0) {
+        ssize_t n = pread(j->fd, out, len, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        out += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}

@@ -1,0 +1,81 @@
+/* The journal (<state-dir>/journal.jsonl, DESIGN.md §6, docs/decisions.md): replay with torn-tail
+ * repair, epoch records, and durable appends that leave no partial line behind. */
+#ifndef SHARDGATE_GW_JOURNAL_H
+#define SHARDGATE_GW_JOURNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "buf.h"
+#include "error.h"
+#include "topology.h"
+
+#define GW_JOURNAL_FILE "journal.jsonl"
+#define GW_JOURNAL_BROKEN_SUFFIX ".broken"
+
+struct gw_journal {
+    int fd;
+    char *path;        /* <state-dir>/journal.jsonl */
+    uint64_t size;     /* bytes of whole, durable lines; anything past it is cut away */
+    uint64_t last_seq; /* seq of the last receipt record, 0 when there is none */
+    char *epoch;       /* the latest epoch line (no newline), NULL when there is none */
+    size_t epoch_len;
+};
+
+/* A receipt record met during replay; `receipt` is borrowed for the visit only. */
+struct gw_journal_record {
+    size_t line;
+    uint64_t seq;
+    unsigned char fingerprint[GW_FINGERPRINT_LEN];
+    json_t *receipt;
+    uint64_t receipt_offset; /* where the exact receipt bytes are in the file */
+    size_t receipt_len;
+};
+
+/* Called for every receipt record in file order. Returns 0, or a negative code with
+ * err->msg saying what is wrong with the record (the journal adds file and line). */
+typedef int (*gw_journal_visit_fn)(void *ctx, const struct gw_journal_record *rec,
+                                   struct gw_error *err);
+
+/* What the replay cut away, if anything. */
+struct gw_journal_repair {
+    int torn;        /* 1 when a torn last line was moved to journal.jsonl.broken */
+    size_t line;     /* its line number */
+    uint64_t offset; /* where it started: the journal's new length */
+    uint64_t bytes;  /* how many bytes it had */
+};
+
+/* Creates `dir` if needed, opens and locks its journal, replays every record through `visit`
+ * and repairs a torn last line (copied to journal.jsonl.broken, then truncated away).
+ * Returns 0; -EINVAL when a line other than the last is bad (err->msg
+ * "journal: <file>:<line>: <what>"); -EBUSY when another process holds the journal; -errno. */
+int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
+                    struct gw_journal_repair *repair, struct gw_error *err);
+
+void gw_journal_close(struct gw_journal *j);
+
+/* Appends the epoch record of `t` unless it equals the journal's latest epoch. Returns 0 and
+ * *written (0 or 1), or a negative code as gw_journal_append. */
+int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, int *written,
+                           struct gw_error *err);
+
+/* Appends the epoch record line of `t`, without a newline. */
+void gw_journal_epoch_line(struct gw_buf *out, const struct gw_topology *t);
+
+/* Appends the bytes a receipt record starts with, up to and including `"receipt":`. The record
+ * is this prefix, the receipt bytes and "}\n". */
+void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
+                               const unsigned char fingerprint[GW_FINGERPRINT_LEN]);
+
+/* Writes whole lines and fdatasyncs them; *sync_ns (may be NULL) gets the fdatasync time. On
+ * failure the file is truncated back to its last good length and -errno is returned with
+ * err->msg naming the file. Not thread-safe: one writer at a time. */
+int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
+                      struct gw_error *err);
+
+/* Reads `len` bytes at `offset` (a stored receipt). Thread-safe. Returns 0 or -errno. */
+int gw_journal_read(const struct gw_journal *j, uint64_t offset, size_t len, char *out);
+
+#endif

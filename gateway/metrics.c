@@ -1,0 +1,138 @@
+/* Metrics: atomic counters and fixed-bucket histograms, rendered as Prometheus text. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const double bucket_bounds[GW_HISTOGRAM_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+
+static const char *const result_names[GW_RESULT_COUNT] = {"accepted",  "replayed",    "rejected",
+                                                          "in_flight", "unavailable", "error"};
+
+static void histogram_init(struct gw_histogram *h)
+{
+    for (size_t i = 0; i < GW_HISTOGRAM_BUCKETS; i++)
+        atomic_init(&h->buckets[i], 0);
+    atomic_init(&h->count, 0);
+    atomic_init(&h->sum_ns, 0);
+}
+
+void gw_metrics_init(struct gw_metrics *m)
+{
+    for (size_t i = 0; i < GW_RESULT_COUNT; i++)
+        atomic_init(&m->batches[i], 0);
+    atomic_init(&m->changes, 0);
+    atomic_init(&m->commits, 0);
+    atomic_init(&m->records, 0);
+    histogram_init(&m->request);
+    histogram_init(&m->fsync);
+}
+
+void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes)
+{
+    atomic_fetch_add(&m->batches[result], 1);
+    if (result == GW_RESULT_ACCEPTED)
+        atomic_fetch_add(&m->changes, changes);
+}
+
+void gw_metrics_observe(struct gw_histogram *h, uint64_t ns)
+{
+    double s = (double)ns / 1e9;
+    size_t i = 0;
+    while (i < GW_HISTOGRAM_BUCKETS && s > bucket_bounds[i])
+        i++;
+    if (i < GW_HISTOGRAM_BUCKETS)
+        atomic_fetch_add(&h->buckets[i], 1);
+    atomic_fetch_add(&h->count, 1);
+    atomic_fetch_add(&h->sum_ns, ns);
+}
+
+void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns)
+{
+    atomic_fetch_add(&m->commits, 1);
+    atomic_fetch_add(&m->records, records);
+    gw_metrics_observe(&m->fsync, sync_ns);
+}
+
+static void put_f(struct gw_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put_f(struct gw_buf *out, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        gw_buf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static void header(struct gw_buf *out, const char *name, const char *type, const char *help)
+{
+    put_f(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void render_histogram(struct gw_buf *out, const char *name, const char *help,
+                             struct gw_histogram *h)
+{
+    header(out, name, "histogram", help);
+    unsigned long long cum = 0;
+    for (size_t i = 0; i < GW_HISTOGRAM_BUCKETS; i++) {
+        cum += atomic_load(&h->buckets[i]);
+        put_f(out, "%s_bucket{le=\"%g\"} %llu\n", name, bucket_bounds[i], cum);
+    }
+    unsigned long long count = atomic_load(&h->count);
+    put_f(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, count);
+    put_f(out, "%s_sum %.9f\n%s_count %llu\n", name, (double)atomic_load(&h->sum_ns) / 1e9, name,
+          count);
+}
+
+/* A label value: shard ids are [A-Za-z0-9._:-], so they need no escaping. */
+static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
+                                const struct gw_tally *totals, int load)
+{
+    const char *name = load ? "shardgate_shard_load_total" : "shardgate_shard_received_total";
+    header(out, name, "counter",
+           load ? "Sum of change sizes placed on the shard, over every journaled receipt."
+                : "Number of changes placed on the shard, over every journaled receipt.");
+    for (size_t i = 0; i < t->members.count; i++)
+        put_f(out, "%s{shard=\"%s\"} %llu\n", name, t->members.shards[i].id,
+              (unsigned long long)(load ? totals[i].load : totals[i].received));
+}
+
+static void render_ring(struct gw_buf *out, const struct gw_topology *t)
+{
+    header(out, "shardgate_ring_vnodes_total", "gauge", "Points on the ring (online shards).");
+    put_f(out, "shardgate_ring_vnodes_total %zu\n", ring_points_total(t->ring));
+    header(out, "shardgate_ring_info", "gauge", "The ring the gateway places with.");
+    put_f(out, "shardgate_ring_info{id=\"%s\",hash=\"%s\",vnodes=\"%u\"} 1\n", ring_id(t->ring),
+          ring_digest_name(t->contract.digest), (unsigned)t->contract.vnodes);
+    header(out, "shardgate_ring_online_shards", "gauge", "Online shards in the ring.");
+    put_f(out, "shardgate_ring_online_shards %zu\n", ring_shard_count(t->ring));
+}
+
+void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
+                       const struct gw_tally *totals, int ready)
+{
+    header(out, "shardgate_batches_total", "counter", "POST /v1/batches answers by result.");
+    for (size_t i = 0; i < GW_RESULT_COUNT; i++)
+        put_f(out, "shardgate_batches_total{result=\"%s\"} %llu\n", result_names[i],
+              atomic_load(&m->batches[i]));
+    header(out, "shardgate_changes_total", "counter", "Changes in accepted batches.");
+    put_f(out, "shardgate_changes_total %llu\n", atomic_load(&m->changes));
+    render_shard_series(out, t, totals, 1);
+    render_shard_series(out, t, totals, 0);
+    render_ring(out, t);
+    header(out, "shardgate_journal_commits_total", "counter", "Group commits (write + fdatasync).");
+    put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));
+    header(out, "shardgate_journal_records_total", "counter", "Receipt records journaled.");
+    put_f(out, "shardgate_journal_records_total %llu\n", atomic_load(&m->records));
+    header(out, "shardgate_ready", "gauge", "1 when /readyz answers 200.");
+    put_f(out, "shardgate_ready %d\n", ready ? 1 : 0);
+    render_histogram(out, "shardgate_http_request_duration_seconds",
+                     "Time from the request headers to the answer being queued.", &m->request);
+    render_histogram(out, "shardgate_journal_fsync_duration_seconds",
+                     "Time of each journal fdatasync.", &m->fsync);
+}

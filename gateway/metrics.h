@@ -1,0 +1,56 @@
+/* Process metrics and their Prometheus text rendering (format 0.0.4). Lock-free counters. */
+#ifndef SHARDGATE_GW_METRICS_H
+#define SHARDGATE_GW_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "dispatch.h"
+#include "topology.h"
+
+/* How a POST /v1/batches ended; the `result` label of shardgate_batches_total. */
+enum gw_batch_result {
+    GW_RESULT_ACCEPTED,    /* 200, newly journaled */
+    GW_RESULT_REPLAYED,    /* 200, stored receipt */
+    GW_RESULT_REJECTED,    /* 4xx other than 409: invalid, unauthorized, reused, over capacity */
+    GW_RESULT_IN_FLIGHT,   /* 409 */
+    GW_RESULT_UNAVAILABLE, /* 503: no online shard, journal unavailable */
+    GW_RESULT_ERROR,       /* 500 */
+    GW_RESULT_COUNT
+};
+
+#define GW_HISTOGRAM_BUCKETS 14
+
+struct gw_histogram {
+    atomic_ullong buckets[GW_HISTOGRAM_BUCKETS]; /* not cumulative; rendered cumulative */
+    atomic_ullong count;
+    atomic_ullong sum_ns;
+};
+
+struct gw_metrics {
+    atomic_ullong batches[GW_RESULT_COUNT];
+    atomic_ullong changes;       /* changes in accepted batches */
+    atomic_ullong commits;       /* journal group commits */
+    atomic_ullong records;       /* receipt records journaled */
+    struct gw_histogram request; /* every HTTP request, seconds */
+    struct gw_histogram fsync;   /* journal fdatasync, seconds */
+};
+
+void gw_metrics_init(struct gw_metrics *m);
+
+/* Counts a finished POST /v1/batches; `changes` counts only for accepted batches. */
+void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes);
+
+/* Counts one group commit of `records` records whose fdatasync took `sync_ns`. */
+void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns);
+
+void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
+
+/* Appends every series; `totals` holds the cumulative per-shard tallies in membership order,
+ * `ready` the readiness /readyz reports. */
+void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
+                       const struct gw_tally *totals, int ready);
+
+#endif
