@@ -12,6 +12,7 @@ static const struct gw_command commands[] = {
     {"dispatch", "place one batch and print its receipt", gw_usage_dispatch, gw_cmd_dispatch},
     {"ring", "show the ring built from the contract and membership", gw_usage_ring, gw_cmd_ring},
     {"lookup", "show where keys are placed", gw_usage_lookup, gw_cmd_lookup},
+    {"serve", "serve the HTTP API with a durable journal", gw_usage_serve, gw_cmd_serve},
 };
 
 static void usage(FILE *out)

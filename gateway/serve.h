@@ -1,0 +1,114 @@
+/* `shardgate serve` (DESIGN.md §6): the state its request handlers share, and their entry
+ * points. Internal to the serve_*.c files. */
+#ifndef SHARDGATE_GW_SERVE_H
+#define SHARDGATE_GW_SERVE_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+#include "buf.h"
+#include "commit.h"
+#include "idempotency.h"
+#include "journal.h"
+#include "ledger.h"
+#include "metrics.h"
+#include "topology.h"
+
+#define GW_MAX_BODY_DEFAULT (16u << 20)
+#define GW_MAX_CONNECTIONS_DEFAULT 1024
+#define GW_MAX_PER_IP_DEFAULT 256
+#define GW_TIMEOUT_DEFAULT 30
+#define GW_DRAIN_TIMEOUT_S 30
+
+struct gw_serve_options {
+    const char *conf, *shards, *state_dir, *listen, *token_file;
+    uint64_t max_body;
+    size_t max_changes;
+    unsigned threads;
+    unsigned max_connections, max_per_ip, timeout_s;
+};
+
+struct gw_server {
+    struct gw_serve_options opt;
+    struct gw_topology topo;
+    struct gw_journal journal;
+    struct gw_committer committer;
+    struct gw_idem idem;
+    struct gw_ledger ledger;
+    struct gw_metrics metrics;
+    int auth; /* 1 when POST needs the bearer token */
+    unsigned char token_digest[32];
+    struct MHD_Daemon *daemon;
+    atomic_int active;   /* requests between their first handler call and completion */
+    atomic_int replayed; /* 1 once the journal is replayed and the epoch written */
+    atomic_int draining; /* 1 after SIGTERM/SIGINT: answers close their connection */
+};
+
+enum gw_route {
+    GW_ROUTE_OTHER, /* answered by route() once the request is complete */
+    GW_ROUTE_POST_BATCHES,
+};
+
+enum gw_phase { GW_PHASE_NEW, GW_PHASE_BODY, GW_PHASE_COMMITTING, GW_PHASE_ANSWERED };
+
+/* One request, from its first handler call to MHD's completion notice. */
+struct gw_req {
+    struct gw_server *srv;
+    struct MHD_Connection *conn;
+    uint64_t start_ns;
+    char method[16];
+    char path[256];
+    enum gw_route route;
+    enum gw_phase phase;
+    unsigned status;
+    /* POST /v1/batches */
+    struct gw_buf body;
+    int too_large;
+    char batch_id[GW_BATCH_ID_MAX + 1];
+    size_t changes;
+    int counted;
+    enum gw_batch_result result;
+    unsigned char fingerprint[GW_FINGERPRINT_LEN];
+    struct gw_buf receipt;  /* the receipt bytes, then "\n" once durable */
+    struct gw_tally *tally; /* this batch's per-shard tallies, added when durable */
+    struct gw_commit_item item;
+    atomic_int committed; /* set by the journal writer before it resumes the connection */
+    int commit_rc;
+};
+
+/* The MHD callbacks (cls is the gw_server). */
+enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version, const char *data,
+                                size_t *size, void **con_cls);
+void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                        enum MHD_RequestTerminationCode toe);
+
+/* Queues `body` (taken over, even on failure) with status and content type, plus one optional
+ * header (name NULL for none). */
+enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *content_type,
+                                 struct gw_buf *body, const char *header, const char *value);
+
+/* Queues the error body of DESIGN §6 with an optional extra header. */
+enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,
+                               const char *message, const char *path, const char *header,
+                               const char *value);
+
+/* The GET endpoints; `url` is the decoded path. */
+enum MHD_Result gw_serve_get(struct gw_req *r, const char *url);
+
+/* POST /v1/batches, called for every handler call of the request. */
+enum MHD_Result gw_serve_post_batches(struct gw_req *r, const char *data, size_t *size);
+
+/* Appends a stored receipt (read from the journal) and a newline to `body`. Returns 0 or a
+ * negative code. */
+int gw_serve_stored_receipt(struct gw_server *s, struct gw_idem_ref ref, struct gw_buf *body);
+
+/* 1 when /readyz answers 200: journal replayed and writable, ring non-empty. */
+int gw_serve_ready(struct gw_server *s);
+
+uint64_t gw_serve_now_ns(void);
+
+#endif

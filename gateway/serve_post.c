@@ -1,0 +1,275 @@
+/* POST /v1/batches: checks before the body, the body read incrementally under the cap, then
+ * idempotency, dispatch, and a receipt answered only once the journal has it on disk. */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "dispatch.h"
+#include "http.h"
+#include "receipt.h"
+
+static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code, const char *msg,
+                            const char *path)
+{
+    return gw_serve_error(r, status, code, msg, path, NULL, NULL);
+}
+
+static const char *header(struct gw_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static int authorized(struct gw_req *r)
+{
+    const char *token;
+    size_t len;
+    unsigned char digest[32];
+    if (!r->srv->auth)
+        return 1;
+    if (gw_http_bearer(header(r, MHD_HTTP_HEADER_AUTHORIZATION), &token, &len) != 0)
+        return 0;
+    /* Comparing digests keeps the compare constant-time whatever the token lengths. */
+    if (!EVP_Digest(token, len, digest, NULL, EVP_sha256(), NULL))
+        return 0;
+    return CRYPTO_memcmp(digest, r->srv->token_digest, sizeof(digest)) == 0;
+}
+
+static enum MHD_Result too_large(struct gw_req *r)
+{
+    char msg[128];
+    snprintf(msg, sizeof(msg), "request body exceeds --max-body %llu bytes",
+             (unsigned long long)r->srv->opt.max_body);
+    return fail(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg, "");
+}
+
+/* Everything decided from the headers, before a byte of the body is read. */
+static enum MHD_Result begin(struct gw_req *r)
+{
+    if (!authorized(r))
+        return gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+                              "POST needs Authorization: Bearer <token>", "",
+                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (!gw_http_is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                    "Content-Type must be application/json", "");
+    const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t declared = 0;
+    if (cl && gw_http_parse_u64(cl, 0, UINT64_MAX, &declared) == 0 &&
+        declared > r->srv->opt.max_body)
+        return too_large(r);
+    /* Room for the declared body up front (a few MiB at most: a client that only claims a large
+     * body holds little); a chunked body grows as it comes. */
+    if (declared > 0)
+        gw_buf_reserve(&r->body, (size_t)(declared < (4u << 20) ? declared : (4u << 20)));
+    r->phase = GW_PHASE_BODY;
+    return MHD_YES;
+}
+
+/* Takes one piece of the body; past the cap it is dropped, not kept. */
+static void take(struct gw_req *r, const char *data, size_t size)
+{
+    if (!r->too_large && r->body.len + size > r->srv->opt.max_body) {
+        r->too_large = 1;
+        gw_buf_free(&r->body);
+    }
+    if (!r->too_large)
+        gw_buf_append(&r->body, data, size);
+}
+
+/* The journal writer's completion: make the outcome visible, then wake the connection. */
+static void committed(struct gw_commit_item *item, int rc)
+{
+    struct gw_req *r = (struct gw_req *)((char *)item - offsetof(struct gw_req, item));
+    struct gw_server *s = r->srv;
+    size_t len = strlen(r->batch_id);
+    if (rc == 0) {
+        struct gw_idem_ref ref = {item->receipt_offset, item->receipt_len};
+        gw_idem_commit(&s->idem, r->batch_id, len, ref);
+        gw_ledger_add(&s->ledger, r->tally);
+    } else {
+        gw_idem_release(&s->idem, r->batch_id, len);
+    }
+    r->commit_rc = rc;
+    atomic_store(&r->committed, 1);
+    MHD_resume_connection(r->conn);
+}
+
+static enum MHD_Result journal_unavailable(struct gw_req *r)
+{
+    struct gw_committer *c = &r->srv->committer;
+    const char *why = gw_committer_failed(c) ? c->error.msg : "journal: not accepting records";
+    return fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "journal_unavailable", why, "");
+}
+
+static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_dispatch *d)
+{
+    const struct gw_topology *t = &r->srv->topo;
+    char msg[600];
+    size_t n = (size_t)snprintf(msg, sizeof(msg), "refused under DISPATCH_CAPACITY_POLICY=reject:");
+    for (size_t i = 0; i < t->members.count && n < sizeof(msg); i++)
+        if (gw_dispatch_over_capacity(t, d, i))
+            n += (size_t)snprintf(msg + n, sizeof(msg) - n, " %s load %llu > capacity %llu;",
+                                  t->members.shards[i].id, (unsigned long long)d->tally[i].load,
+                                  (unsigned long long)t->members.shards[i].capacity);
+    return fail(r, 422, "over_capacity", msg, "");
+}
+
+static enum MHD_Result submit(struct gw_req *r)
+{
+    r->item = (struct gw_commit_item){.receipt = r->receipt.data,
+                                      .receipt_len = r->receipt.len,
+                                      .fingerprint = r->fingerprint,
+                                      .done = committed};
+    r->phase = GW_PHASE_COMMITTING;
+    MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
+    gw_committer_submit(&r->srv->committer, &r->item);
+    return MHD_YES;
+}
+
+/* Dispatches a batch this request has claimed; every path that does not journal it releases
+ * the claim, so a refused batch leaves no record. */
+static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
+{
+    struct gw_server *s = r->srv;
+    struct gw_dispatch d;
+    struct gw_error err;
+    enum MHD_Result ret = MHD_YES;
+    int refused = 1, rc = -EIO;
+    if (gw_committer_failed(&s->committer))
+        ret = journal_unavailable(r);
+    else if ((rc = gw_dispatch_run(&s->topo, b, &d, &err)) == -ENOENT)
+        ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
+    else if (rc != 0)
+        ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", err.msg, "");
+    else if (!d.ok && d.over_capacity_shards && s->topo.contract.policy == GW_POLICY_REJECT)
+        ret = over_capacity(r, &d);
+    else if (gw_receipt_write(&r->receipt, &s->topo, b, &d), r->receipt.failed)
+        ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    else {
+        r->tally = d.tally; /* kept until the receipt is durable */
+        d.tally = NULL;
+        refused = 0;
+    }
+    if (rc == 0)
+        gw_dispatch_free(&d);
+    if (refused) {
+        gw_idem_release(&s->idem, b->batch_id, b->batch_id_len);
+        return ret;
+    }
+    return submit(r);
+}
+
+static enum MHD_Result replay(struct gw_req *r, struct gw_idem_ref ref)
+{
+    struct gw_buf body;
+    gw_buf_init(&body);
+    if (gw_serve_stored_receipt(r->srv, ref, &body) != 0) {
+        gw_buf_free(&body);
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                    "cannot read the stored receipt from the journal", "");
+    }
+    r->result = GW_RESULT_REPLAYED;
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, "Idempotent-Replayed",
+                            "true");
+}
+
+/* A valid batch: the Idempotency-Key, then what the idempotency table says. */
+static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
+{
+    const char *key = header(r, "Idempotency-Key");
+    char msg[400];
+    if (key && (strlen(key) != b->batch_id_len || memcmp(key, b->batch_id, b->batch_id_len))) {
+        snprintf(msg, sizeof(msg), "Idempotency-Key \"%.128s\" differs from batch_id \"%s\"", key,
+                 r->batch_id);
+        return fail(r, MHD_HTTP_BAD_REQUEST, "idempotency_key_mismatch", msg, "batch_id");
+    }
+    enum gw_idem_verdict verdict;
+    struct gw_idem_ref ref;
+    if (gw_idem_claim(&r->srv->idem, b->batch_id, b->batch_id_len, b->fingerprint, &verdict,
+                      &ref) != 0)
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    switch (verdict) {
+    case GW_IDEM_REPLAY:
+        return replay(r, ref);
+    case GW_IDEM_REUSED:
+        snprintf(msg, sizeof(msg),
+                 "batch_id \"%s\" was already used for a batch with other content", r->batch_id);
+        return fail(r, 422, "batch_id_reused", msg, "batch_id");
+    case GW_IDEM_IN_FLIGHT:
+        snprintf(msg, sizeof(msg), "batch_id \"%s\" is being journaled by another request; retry",
+                 r->batch_id);
+        return fail(r, MHD_HTTP_CONFLICT, "in_flight", msg, "batch_id");
+    case GW_IDEM_NEW:
+        break;
+    }
+    return dispatch(r, b);
+}
+
+/* The batch parser names a syntax error "$: invalid JSON ..."; everything else is schema. */
+static int is_syntax_error(const struct gw_error *err)
+{
+    static const char prefix[] = "$: invalid JSON";
+    return strcmp(err->path, "$") == 0 && strncmp(err->msg, prefix, sizeof(prefix) - 1) == 0;
+}
+
+static enum MHD_Result finish_body(struct gw_req *r)
+{
+    if (r->too_large)
+        return too_large(r);
+    struct gw_batch b;
+    struct gw_error err;
+    int rc = gw_batch_parse(r->body.data ? r->body.data : "", r->body.len, r->srv->opt.max_changes,
+                            &b, &err);
+    gw_buf_free(&r->body);
+    if (rc == -ENOMEM)
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    if (rc != 0)
+        return fail(r, MHD_HTTP_BAD_REQUEST,
+                    is_syntax_error(&err) ? "invalid_json" : "invalid_batch", err.msg, err.path);
+    memcpy(r->batch_id, b.batch_id, b.batch_id_len);
+    r->batch_id[b.batch_id_len] = '\0';
+    r->changes = b.count;
+    memcpy(r->fingerprint, b.fingerprint, sizeof(r->fingerprint));
+    enum MHD_Result ret = decide(r, &b);
+    gw_batch_free(&b);
+    return ret;
+}
+
+/* Called again after the journal writer resumed the connection. */
+static enum MHD_Result answer(struct gw_req *r)
+{
+    if (!atomic_load(&r->committed)) {
+        MHD_suspend_connection(r->conn);
+        return MHD_YES;
+    }
+    if (r->commit_rc != 0)
+        return journal_unavailable(r);
+    gw_buf_puts(&r->receipt, "\n");
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->receipt, NULL, NULL);
+}
+
+enum MHD_Result gw_serve_post_batches(struct gw_req *r, const char *data, size_t *size)
+{
+    switch (r->phase) {
+    case GW_PHASE_NEW:
+        return begin(r);
+    case GW_PHASE_BODY:
+        if (*size == 0)
+            return finish_body(r);
+        take(r, data, *size);
+        *size = 0;
+        return MHD_YES;
+    case GW_PHASE_COMMITTING:
+        return answer(r);
+    case GW_PHASE_ANSWERED:
+        break;
+    }
+    *size = 0;
+    return MHD_YES;
+}
