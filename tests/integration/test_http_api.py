@@ -1,0 +1,297 @@
+"""Every endpoint and every error status of DESIGN §6 over real HTTP, with exact codes/paths."""
+
+import json
+import os
+import socket
+import sys
+
+from gwtest import (Server, batch, case, eq, journal_lines, main, ok, read, run_server, src,
+                    tmpdir, write)
+
+GOLDEN = "tests/golden/sample-0001.receipt.json"
+
+
+@case
+def golden_receipt_equals_cli():
+    cli = run_server(["dispatch", "--conf", src("conf", "dispatch.env"), "--shards",
+                      src("input", "shards.json"), "--batch", src("input", "changes.json")])
+    eq(cli.returncode, 0, "CLI dispatch exit")
+    with Server() as s:
+        r = s.post(read(src("input", "changes.json")))
+        eq(r.status, 200, "POST status")
+        eq(r.headers.get("content-type"), "application/json", "Content-Type")
+        eq(r.body, read(src(GOLDEN)), "HTTP receipt vs golden")
+        eq(r.body, cli.stdout.encode(), "HTTP receipt vs CLI receipt")
+        ok("idempotent-replayed" not in r.headers, "first answer is not a replay")
+        g = s.get("/v1/batches/sample-0001")
+        eq((g.status, g.body), (200, read(src(GOLDEN))), "GET /v1/batches/sample-0001")
+
+
+@case
+def bad_json_and_schema_are_400():
+    with Server() as s:
+        r = s.post(b'{"batch_id": "x", "changes": [')
+        eq(r.status, 400, "syntax error status")
+        eq(r.error(), ("invalid_json", "$"), "syntax error code/path")
+        r = s.post({"batch_id": "x", "changes": [{"id": "a", "key": "k", "size": -1}]})
+        eq(r.status, 400, "schema error status")
+        eq(r.error(), ("invalid_batch", "changes[0].size"), "schema error code/path")
+        eq(r.json()["error"]["message"],
+           "changes[0].size: must be an integer 0..9007199254740991", "schema message")
+        r = s.post({"batch_id": "x", "changes": []})
+        eq(r.error(), ("invalid_batch", "changes"), "empty changes")
+        r = s.post({"batch_id": "bad id!", "changes": [{"id": "a", "key": "k", "size": 1}]})
+        eq(r.error(), ("invalid_batch", "batch_id"), "bad batch_id")
+        r = s.post(b"")
+        eq((r.status, r.error()[0]), (400, "invalid_json"), "empty body")
+        eq(len(journal_lines(s.state_dir)), 1, "rejected batches leave no journal line")
+
+
+@case
+def max_changes_is_enforced():
+    with Server(args=["--max-changes", "2"]) as s:
+        r = s.post(batch("three", n=3))
+        eq((r.status, r.error()), (400, ("invalid_batch", "changes")), "over --max-changes")
+        eq(s.post(batch("two", n=2)).status, 200, "at --max-changes")
+
+
+@case
+def unknown_paths_are_404_and_methods_405():
+    with Server() as s:
+        r = s.get("/nope")
+        eq((r.status, r.error()), (404, ("not_found", "")), "unknown path")
+        r = s.get("/v1/batches/never-posted")
+        eq((r.status, r.error()), (404, ("not_found", "batch_id")), "unknown batch")
+        r = s.request("PUT", "/v1/batches", body=b"{}")
+        eq((r.status, r.error()[0]), (405, "method_not_allowed"), "PUT /v1/batches")
+        eq(r.headers.get("allow"), "POST", "Allow on /v1/batches")
+        r = s.get("/v1/batches")
+        eq((r.status, r.headers.get("allow")), (405, "POST"), "GET /v1/batches")
+        for path in ["/v1/ring", "/v1/shards", "/metrics", "/livez", "/readyz",
+                     "/v1/batches/x", "/v1/lookup"]:
+            r = s.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+            eq((r.status, r.headers.get("allow")), (405, "GET, HEAD"), "POST " + path)
+
+
+@case
+def content_type_must_be_json():
+    with Server() as s:
+        for ct in ["text/plain", "application/jsonx", "application/x-www-form-urlencoded"]:
+            r = s.post(batch("ct"), content_type=ct)
+            eq((r.status, r.error()), (415, ("unsupported_media_type", "")), "Content-Type " + ct)
+        r = s.post(batch("ct"), content_type=None)
+        eq(r.status, 415, "no Content-Type")
+        r = s.post(batch("ct1"), content_type="application/json; charset=utf-8")
+        eq(r.status, 200, "charset parameter allowed")
+        r = s.post(batch("ct2"), content_type="Application/JSON")
+        eq(r.status, 200, "media type is case-insensitive")
+
+
+@case
+def idempotency_key_must_equal_batch_id():
+    with Server() as s:
+        r = s.post(batch("b1"), headers={"Idempotency-Key": "b2"})
+        eq((r.status, r.error()), (400, ("idempotency_key_mismatch", "batch_id")), "mismatch")
+        eq(len(journal_lines(s.state_dir)), 1, "nothing journaled")
+        r = s.post(batch("b1"), headers={"Idempotency-Key": "b1"})
+        eq(r.status, 200, "matching key")
+
+
+def raw_exchange(port, head, chunks=(), read_first=False):
+    """Sends raw request bytes; returns (status, body). With read_first, reads the answer
+    before sending any body chunk (the server must decide from the headers alone)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        sock.sendall(head)
+        if not read_first:
+            for c in chunks:
+                sock.sendall(c)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            got = sock.recv(65536)
+            if not got:
+                break
+            data += got
+        head_part, _, rest = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head_part.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                length = int(v)
+        while len(rest) < length:
+            got = sock.recv(65536)
+            if not got:
+                break
+            rest += got
+        return int(head_part.split(b" ")[1]), rest
+    finally:
+        sock.close()
+
+
+@case
+def body_over_max_body_is_413():
+    with Server(args=["--max-body", "1000"]) as s:
+        head = (b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 5000\r\n\r\n")
+        status, body = raw_exchange(s.port, head, read_first=True)
+        eq(status, 413, "Content-Length over the cap, answered before the body")
+        eq(json.loads(body)["error"]["code"], "payload_too_large", "code")
+        head = (b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        piece = b"x" * 700
+        chunks = [b"%x\r\n%s\r\n" % (len(piece), piece)] * 4 + [b"0\r\n\r\n"]
+        status, body = raw_exchange(s.port, head, chunks)
+        eq(status, 413, "chunked body over the cap")
+        eq(json.loads(body)["error"]["code"], "payload_too_large", "chunked code")
+        small = json.dumps(batch("small")).encode()
+        chunks = [b"%x\r\n%s\r\n" % (len(small), small), b"0\r\n\r\n"]
+        status, body = raw_exchange(s.port, head, chunks)
+        eq(status, 200, "chunked body under the cap")
+        eq(json.loads(body)["batch_id"], "small", "chunked receipt")
+        eq(len(journal_lines(s.state_dir)), 2, "only the accepted batch is journaled")
+
+
+@case
+def auth_on_and_off():
+    d = tmpdir()
+    token = write(os.path.join(d, "token"), "s3cret-token\n")
+    with Server(args=["--token-file", token]) as s:
+        r = s.post(batch("a1"))
+        eq((r.status, r.error()), (401, ("unauthorized", "")), "no token")
+        eq(r.headers.get("www-authenticate"), "Bearer", "WWW-Authenticate")
+        r = s.post(batch("a1"), headers={"Authorization": "Bearer wrong"})
+        eq(r.status, 401, "wrong token")
+        r = s.post(batch("a1"), headers={"Authorization": "Bearer s3cret-token-and-more"})
+        eq(r.status, 401, "longer token")
+        r = s.post(batch("a1"), headers={"Authorization": "Basic czNjcmV0LXRva2Vu"})
+        eq(r.status, 401, "not a bearer")
+        eq(len(journal_lines(s.state_dir)), 1, "unauthorized posts journal nothing")
+        r = s.post(batch("a1"), headers={"Authorization": "Bearer s3cret-token"})
+        eq(r.status, 200, "right token")
+        eq(s.get("/v1/shards").status, 200, "GET needs no token")
+    with Server() as s:
+        eq(s.post(batch("a2")).status, 200, "auth off: no token needed")
+    empty = write(os.path.join(d, "empty"), "\n")
+    r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                    src("input", "shards.json"), "--state-dir", os.path.join(d, "st"),
+                    "--listen", "127.0.0.1:0", "--token-file", empty])
+    eq(r.returncode, 3, "empty token file refuses to start")
+
+
+@case
+def over_capacity_under_reject_is_422():
+    d = tmpdir()
+    conf = write(os.path.join(d, "reject.env"), "DISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
+                 "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=reject\n")
+    with Server(conf=conf) as s:
+        big = {"batch_id": "big", "changes": [{"id": "c1", "key": "order:1001", "size": 21}]}
+        r = s.post(big)
+        eq((r.status, r.error()), (422, ("over_capacity", "")), "over capacity")
+        ok("shard-b" in r.json()["error"]["message"], "message names the shard: %r" % r.body)
+        eq(len(journal_lines(s.state_dir)), 1, "refused batch journals nothing")
+        eq(s.shard_totals()["shard-b"], [0, 0], "refused batch adds no load")
+        fine = {"batch_id": "big", "changes": [{"id": "c1", "key": "order:1001", "size": 20}]}
+        eq(s.post(fine).status, 200, "the batch id is free after a refusal")
+
+
+@case
+def no_online_shard_is_503():
+    d = tmpdir()
+    shards = write(os.path.join(d, "shards.json"), json.dumps({"shards": [
+        {"id": "shard-a", "state": "offline", "capacity": 20},
+        {"id": "shard-b", "state": "draining", "capacity": 20}]}))
+    with Server(shards=shards) as s:
+        r = s.post(batch("n1"))
+        eq((r.status, r.error()), (503, ("no_online_shard", "")), "POST with an empty ring")
+        r = s.get("/v1/lookup?key=k")
+        eq((r.status, r.error()[0]), (503, "no_online_shard"), "lookup with an empty ring")
+        r = s.get("/readyz")
+        eq(r.status, 503, "not ready with an empty ring")
+        eq(r.json()["checks"]["ring"], "empty", "readyz says why")
+        eq(s.get("/livez").status, 200, "still live")
+        eq(len(journal_lines(s.state_dir)), 1, "nothing but the epoch")
+
+
+@case
+def ring_lookup_shards_probes():
+    with Server() as s:
+        r = s.get("/v1/ring")
+        eq(r.status, 200, "GET /v1/ring")
+        ring = r.json()
+        eq((ring["id"], ring["hash"], ring["vnodes"], ring["vnodes_total"], ring["online"]),
+           ("ce0ad72e7a89a4843f1199a33e0c83fcba059cfc", "sha1", 160, 480,
+            ["shard-a", "shard-b", "shard-c"]), "ring summary")
+        ok("points" not in ring, "no points unless asked")
+        pts = s.get("/v1/ring?points=1").json()["points"]
+        eq(len(pts), 480, "points")
+        ok(all(pts[i]["value"] <= pts[i + 1]["value"] for i in range(479)), "points in order")
+        eq(s.get("/v1/ring?points=maybe").status, 400, "bad points value")
+        r = s.get("/v1/lookup?key=order:1001")
+        eq(r.json(), {"key": "order:1001", "hash": 3001802920, "point": 3046879832, "vnode": 15,
+                      "shard": "shard-b", "reason": "ring"}, "golden lookup")
+        eq(s.get("/v1/lookup?key=user%3A842").json()["reason"], "wrap", "escaped key, wrap")
+        r = s.get("/v1/lookup")
+        eq((r.status, r.error()), (400, ("invalid_parameter", "key")), "missing key")
+        shards = s.get("/v1/shards").json()["shards"]
+        eq([(x["id"], x["state"], x["weight"], x["capacity"], x["load_total"],
+             x["received_total"]) for x in shards],
+           [("shard-a", "online", 1, 20, 0, 0), ("shard-b", "online", 1, 20, 0, 0),
+            ("shard-c", "online", 1, 20, 0, 0), ("shard-d", "offline", 1, 20, 0, 0),
+            ("shard-e", "draining", 1, 20, 0, 0)], "shards before any post")
+        eq((s.get("/livez").status, s.get("/readyz").status), (200, 200), "probes")
+        eq(s.request("HEAD", "/livez").status, 200, "HEAD")
+
+
+def metric(text, name):
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return line[len(name) + 1:]
+    raise AssertionError("no series %s in:\n%s" % (name, text))
+
+
+@case
+def metrics_after_known_posts():
+    with Server() as s:
+        eq(s.post(read(src("input", "changes.json"))).status, 200, "accepted")
+        eq(s.post(read(src("input", "changes.json"))).status, 200, "replayed")
+        eq(s.post(b"{").status, 400, "rejected")
+        r = s.get("/metrics")
+        eq(r.status, 200, "GET /metrics")
+        eq(r.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8", "type")
+        t = r.body.decode()
+        eq(metric(t, 'shardgate_batches_total{result="accepted"}'), "1", "accepted")
+        eq(metric(t, 'shardgate_batches_total{result="replayed"}'), "1", "replayed")
+        eq(metric(t, 'shardgate_batches_total{result="rejected"}'), "1", "rejected")
+        eq(metric(t, 'shardgate_batches_total{result="in_flight"}'), "0", "in_flight")
+        eq(metric(t, "shardgate_changes_total"), "8", "changes")
+        for sid, load, recv in [("shard-a", 8, 2), ("shard-b", 6, 2), ("shard-c", 10, 4),
+                                ("shard-d", 0, 0), ("shard-e", 0, 0)]:
+            eq(metric(t, 'shardgate_shard_load_total{shard="%s"}' % sid), str(load), sid)
+            eq(metric(t, 'shardgate_shard_received_total{shard="%s"}' % sid), str(recv), sid)
+        eq(metric(t, "shardgate_ring_vnodes_total"), "480", "vnodes")
+        eq(metric(t, 'shardgate_ring_info{id="ce0ad72e7a89a4843f1199a33e0c83fcba059cfc",'
+                     'hash="sha1",vnodes="160"}'), "1", "ring info")
+        eq(metric(t, "shardgate_journal_fsync_duration_seconds_count"), "1", "one fsync")
+        ok(int(metric(t, "shardgate_http_request_duration_seconds_count")) >= 3, "requests")
+        eq(metric(t, 'shardgate_http_request_duration_seconds_bucket{le="+Inf"}'),
+           metric(t, "shardgate_http_request_duration_seconds_count"), "+Inf bucket = count")
+        for line in t.splitlines():
+            ok(line.startswith("#") or len(line.split(" ")) == 2, "sample line: %r" % line)
+
+
+@case
+def one_log_line_per_request():
+    with Server() as s:
+        s.post(read(src("input", "changes.json")))
+        s.get("/livez")
+        assert s.stop() == 0
+        log = s.request_log()
+        eq([(l["method"], l["path"], l["status"], l["batch_id"], l["changes"]) for l in log],
+           [("POST", "/v1/batches", 200, "sample-0001", 8), ("GET", "/livez", 200, None, 0)],
+           "request log")
+        ok(all(set(l) == {"time", "method", "path", "status", "batch_id", "changes",
+                          "duration_ms"} for l in log), "log fields")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
