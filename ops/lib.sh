@@ -30,3 +30,10 @@ sg_build() {
     cmake -S "$SHARDGATE_ROOT" -B "$dir" "$@" >/dev/null
     cmake --build "$dir" -j "$(nproc)"
 }
+
+# The release build the ops scripts run: build/release.
+sg_build_release() {
+    sg_build "$SHARDGATE_ROOT/build/release" -DCMAKE_BUILD_TYPE=Release >&2
+    SHARDGATE_BIN="$SHARDGATE_ROOT/build/release/gateway/shardgate"
+    SHARDGATE_HEALTH_BIN="$SHARDGATE_ROOT/build/release/health/shardgate-health"
+}
