@@ -120,9 +120,10 @@ int hc_membership_from_json(const json_t *arr, const char *prefix, struct hc_mem
         }
         for (size_t j = 0; j < i; j++) {
             if (hc_shard_cmp(&sh[i], &sh[j]) == 0) {
+                hc_err_set(err, -EINVAL, "%s[%zu].id: duplicate id %s (also %s[%zu])", prefix, i,
+                           sh[i].id, prefix, j);
                 free(sh);
-                return hc_err_set(err, -EINVAL, "%s[%zu].id: duplicate id %s (also %s[%zu])",
-                                  prefix, i, sh[i].id, prefix, j);
+                return -EINVAL;
             }
         }
     }

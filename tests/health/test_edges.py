@@ -40,6 +40,8 @@ while (len(want) < len(ties) or exact is None) and i < 3000000:
     if exact is None and j[0] == h:
         exact = key
         chs.append({"id": "exact", "key": key, "size": 1})
+        # the same key again: its lookup starts on the equal point itself
+        chs.append({"id": "exact-again", "key": key, "size": 2})
     for t in ties:
         if t not in want and pts[t - 1][0] < h <= pts[t][0]:
             want[t] = key
