@@ -52,41 +52,42 @@ def _int_value(text, lo, hi):
     return value if lo <= value <= hi else None
 
 
+VALUE_RULES = {  # key: (allowed values or None for the integer range, "is not ..." text)
+    "DISPATCH_HASH_RING": (("ketama",), "ketama"),
+    "DISPATCH_VNODES": (None, "an integer 1..4096"),
+    "DISPATCH_RING_HASH": (("sha1", "md5"), "one of sha1, md5"),
+    "DISPATCH_CAPACITY_POLICY": (("report", "reject"), "one of report, reject"),
+}
+
+
 def _check_contract_value(key, value):
     """Returns the parsed value or raises ValueError with what is wrong."""
-    if key == "DISPATCH_HASH_RING":
-        if value != "ketama":
-            raise ValueError("DISPATCH_HASH_RING must be ketama, not %r" % value)
-        return value
-    if key == "DISPATCH_VNODES":
-        parsed = _int_value(value, 1, 4096)
-        if parsed is None:
-            raise ValueError("DISPATCH_VNODES must be an integer 1..4096, not %r" % value)
-        return parsed
-    if key == "DISPATCH_RING_HASH":
-        if value not in ("sha1", "md5"):
-            raise ValueError("DISPATCH_RING_HASH must be sha1 or md5, not %r" % value)
-        return value
-    if value not in ("report", "reject"):
-        raise ValueError("DISPATCH_CAPACITY_POLICY must be report or reject, not %r" % value)
-    return value
+    allowed, wanted = VALUE_RULES[key]
+    parsed = _int_value(value, 1, 4096) if allowed is None else (
+        value if value in allowed else None)
+    if parsed is None:
+        raise ValueError('%s: "%s" is not %s' % (key, value[:100], wanted))
+    return parsed
 
 
 def _parse_contract_line(line):
-    """Returns (key, raw value) of one KEY=VALUE line or raises ValueError."""
+    """Returns (key, raw value) of one KEY=VALUE line or raises ValueError. The checks and
+    their order are those of docs/contract.md, so all three readers word errors alike."""
+    if line.startswith("export "):
+        raise ValueError("'export' is not allowed")
     if "=" not in line:
         raise ValueError("expected KEY=VALUE")
+    if line[0] in " \t":
+        raise ValueError("leading whitespace is not allowed")
     key, value = line.split("=", 1)
-    if key.startswith("export ") or key.startswith("export\t"):
-        raise ValueError("'export' is not allowed")
-    if key != key.strip() or value != value.strip():
-        raise ValueError("no spaces are allowed around '=' or at the ends of a line")
-    if not key:
-        raise ValueError("empty key")
-    if value[:1] in ("'", '"') or value[-1:] in ("'", '"'):
-        raise ValueError("quotes are not allowed around %s" % key)
+    if key[-1:] in (" ", "\t") or value[:1] in (" ", "\t"):
+        raise ValueError("no spaces are allowed around '='")
+    if line[-1] in " \t\r":
+        raise ValueError("trailing whitespace is not allowed")
+    if '"' in value or "'" in value:
+        raise ValueError("quotes are not allowed")
     if key not in CONTRACT_KEYS:
-        raise ValueError("unknown key %s" % key)
+        raise ValueError("unknown key %s" % key[:100])
     return key, value
 
 
@@ -95,31 +96,29 @@ def load_contract(path):
     try:
         with open(path, "rb") as f:
             raw = f.read()
-        text = raw.decode("utf-8")
     except OSError as e:
-        raise Unusable("contract: %s:0: cannot read: %s" % (path, e.strerror or e))
-    except UnicodeDecodeError as e:
-        raise Unusable("contract: %s:0: not UTF-8 text (byte %d)" % (path, e.start))
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
+        raise Unusable("contract: %s: cannot read: %s" % (path, e.strerror or e))
+    if b"\0" in raw:
+        raise Unusable("contract: %s:0: the file holds a NUL byte" % path)
+    lines = raw.decode("utf-8", "replace").split("\n")
+    if lines[-1] == "":
         lines.pop()
     contract, seen = {}, {}
     for number, line in enumerate(lines, 1):
-        line = line[:-1] if line.endswith("\r") else line
-        if line.strip() == "" or line.startswith("#"):
+        if line == "" or line.startswith("#"):
             continue
         try:
             key, value = _parse_contract_line(line)
             if key in seen:
                 raise ValueError("duplicate key %s (first on line %d)" % (key, seen[key]))
+            seen[key] = number
             contract[key] = _check_contract_value(key, value)
         except ValueError as e:
             raise Unusable("contract: %s:%d: %s" % (path, number, e))
-        seen[key] = number
     for key in CONTRACT_KEYS:
         if key not in contract:
             # A missing key has no line of its own; name the end of the file.
-            raise Unusable("contract: %s:%d: missing key %s" % (path, len(lines), key))
+            raise Unusable("contract: %s:%d: missing required key %s" % (path, len(lines), key))
     return contract
 
 
@@ -160,24 +159,22 @@ def canonical(obj):
 
 # ---------------------------------------------------------------- shards (§3)
 
-def _check_shard(shard, where, seen_ids):
+def _check_shard(shard, where):
     """Returns a normalized shard dict or raises ValueError("<path>: <what>")."""
     if not isinstance(shard, dict):
         raise ValueError("%s: must be an object" % where)
     for field in shard:
         if field not in SHARD_FIELDS:
-            raise ValueError("%s.%s: unknown field" % (where, field))
-    for field in ("id", "state", "capacity"):
+            raise ValueError("%s.%s: unknown field" % (where, field[:32]))
+    rules = (("id", lambda v: is_name(v, 64), "must be 1..64 bytes of [A-Za-z0-9._:-]"),
+             ("state", lambda v: v in SHARD_STATES, "must be one of online, draining, offline"),
+             ("capacity", lambda v: is_int(v, 0, MAX_SAFE_INT),
+              "must be an integer 0..%d" % MAX_SAFE_INT))
+    for field, valid, what in rules:
         if field not in shard:
             raise ValueError("%s.%s: missing" % (where, field))
-    if not is_name(shard["id"], 64):
-        raise ValueError("%s.id: must be 1..64 bytes of [A-Za-z0-9._:-]" % where)
-    if shard["id"] in seen_ids:
-        raise ValueError("%s.id: duplicate id %s" % (where, shard["id"]))
-    if shard["state"] not in SHARD_STATES:
-        raise ValueError("%s.state: must be one of online, draining, offline" % where)
-    if not is_int(shard["capacity"], 0, MAX_SAFE_INT):
-        raise ValueError("%s.capacity: must be an integer 0..%d" % (where, MAX_SAFE_INT))
+        if not valid(shard[field]):
+            raise ValueError("%s.%s: %s" % (where, field, what))
     weight = shard.get("weight", 1)  # the only defaulted field (DESIGN §3)
     if not is_int(weight, 1, 1000):
         raise ValueError("%s.weight: must be an integer 1..1000" % where)
@@ -185,30 +182,38 @@ def _check_shard(shard, where, seen_ids):
             "weight": weight}
 
 
+def _check_membership(doc):
+    if not isinstance(doc, dict):
+        raise ValueError('$: must be an object {"shards": [...]}')
+    for field in doc:
+        if field != "shards":
+            raise ValueError("%s: unknown field" % (field or '$[""]'))
+    if not isinstance(doc.get("shards"), list):
+        raise ValueError("shards: %s" % ("missing" if "shards" not in doc else "must be an array"))
+    shards = [_check_shard(s, "shards[%d]" % i) for i, s in enumerate(doc["shards"])]
+    first = {}
+    for i, shard in enumerate(shards):
+        if shard["id"] in first:
+            raise ValueError("shards[%d].id: duplicate of shards[%d].id" % (i, first[shard["id"]]))
+        first[shard["id"]] = i
+    return shards
+
+
 def load_shards(path):
     """Reads the membership strictly; raises Unusable with `shards: <file>: <path>: <what>`."""
     try:
         with open(path, "rb") as f:
-            doc = parse_json_bytes(f.read())
+            raw = f.read()
     except OSError as e:
-        raise Unusable("shards: %s: $: cannot read: %s" % (path, e.strerror or e))
-    except ValueError as e:
-        raise Unusable("shards: %s: $: not valid JSON: %s" % (path, e))
+        raise Unusable("shards: %s: cannot read: %s" % (path, e.strerror or e))
     try:
-        if not isinstance(doc, dict):
-            raise ValueError("$: must be an object")
-        for field in doc:
-            if field != "shards":
-                raise ValueError("%s: unknown field" % field)
-        if not isinstance(doc.get("shards"), list):
-            raise ValueError("shards: must be an array")
-        shards, seen = [], set()
-        for i, shard in enumerate(doc["shards"]):
-            shards.append(_check_shard(shard, "shards[%d]" % i, seen))
-            seen.add(shard["id"])
+        doc = parse_json_bytes(raw)
+    except ValueError as e:
+        raise Unusable("shards: %s: $: invalid JSON: %s" % (path, e))
+    try:
+        return _check_membership(doc)
     except ValueError as e:
         raise Unusable("shards: %s: %s" % (path, e))
-    return shards
 
 
 # ---------------------------------------------------------------- the ring (§4)

@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clienttest import case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
+from clienttest import Skip, case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
 
 CONTRACT = ("# test contract\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
             "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
@@ -376,39 +376,63 @@ def contract_error(text, message_after_path, what):
     eq(res.stderr, "contract: %s:%s\n" % (conf, message_after_path), what + ": stderr")
 
 
+# (contract text, the message after "contract: <file>:", what)
+BAD_CONTRACTS = [
+    (CONTRACT.replace("DISPATCH_CAPACITY_POLICY=report\n", ""),
+     "4: missing required key DISPATCH_CAPACITY_POLICY", "missing key"),
+    (CONTRACT.replace("DISPATCH_VNODES=160\n", ""),
+     "4: missing required key DISPATCH_VNODES", "missing VNODES (no default)"),
+    ("", "0: missing required key DISPATCH_HASH_RING", "empty file"),
+    (CONTRACT + "DISPATCH_VNODES=80\n",
+     "6: duplicate key DISPATCH_VNODES (first on line 3)", "duplicate"),
+    (CONTRACT + "DISPATCH_TIMEOUT=5\n", "6: unknown key DISPATCH_TIMEOUT", "unknown key"),
+    (CONTRACT.replace("=160", "=16x"),
+     '3: DISPATCH_VNODES: "16x" is not an integer 1..4096', "non-integer"),
+    (CONTRACT.replace("=160", "=0"), '3: DISPATCH_VNODES: "0" is not an integer 1..4096', "0"),
+    (CONTRACT.replace("=160", "=0160"),
+     '3: DISPATCH_VNODES: "0160" is not an integer 1..4096', "leading zero"),
+    (CONTRACT.replace("=160", "=4097"),
+     '3: DISPATCH_VNODES: "4097" is not an integer 1..4096', "too big"),
+    (CONTRACT.replace("=160", "=+160"),
+     '3: DISPATCH_VNODES: "+160" is not an integer 1..4096', "sign"),
+    (CONTRACT.replace("=sha1", "=sha256"),
+     '4: DISPATCH_RING_HASH: "sha256" is not one of sha1, md5', "hash"),
+    (CONTRACT.replace("=report", "=drop"),
+     '5: DISPATCH_CAPACITY_POLICY: "drop" is not one of report, reject', "policy"),
+    (CONTRACT.replace("=ketama", "=modula"),
+     '2: DISPATCH_HASH_RING: "modula" is not ketama', "algorithm"),
+    (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES ="),
+     "3: no spaces are allowed around '='", "space before ="),
+    (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES= "),
+     "3: no spaces are allowed around '='", "space after ="),
+    (CONTRACT.replace("DISPATCH_VNODES", " DISPATCH_VNODES"),
+     "3: leading whitespace is not allowed", "leading space"),
+    (CONTRACT.replace("=160", "=160 "), "3: trailing whitespace is not allowed", "trailing"),
+    (CONTRACT.replace("\n", "\r\n"), "2: trailing whitespace is not allowed", "CRLF"),
+    (CONTRACT.replace("=sha1", '="sha1"'), "4: quotes are not allowed", "quotes"),
+    (CONTRACT.replace("DISPATCH_VNODES", "export DISPATCH_VNODES"),
+     "3: 'export' is not allowed", "export"),
+    (CONTRACT + "garbage\n", "6: expected KEY=VALUE", "no ="),
+    (CONTRACT + "\0\n", "0: the file holds a NUL byte", "NUL"),
+]
+
+
+def contract_error(text, message_after_path, what):
+    conf = write(os.path.join(tmpdir(), "dispatch.env"), text)
+    res = probe(conf=conf)
+    eq(res.returncode, 3, what + ": exit")
+    eq(res.stdout, "", what + ": stdout")
+    eq(res.stderr, "contract: %s:%s\n" % (conf, message_after_path), what + ": stderr")
+
+
 @case
 def contract_unusable():
-    contract_error(CONTRACT.replace("DISPATCH_CAPACITY_POLICY=report\n", ""),
-                   "4: missing key DISPATCH_CAPACITY_POLICY", "missing key")
-    contract_error(CONTRACT.replace("DISPATCH_VNODES=160\n", ""),
-                   "4: missing key DISPATCH_VNODES", "missing VNODES (no default)")
-    contract_error(CONTRACT + "DISPATCH_VNODES=80\n",
-                   "6: duplicate key DISPATCH_VNODES (first on line 3)", "duplicate")
-    contract_error(CONTRACT + "DISPATCH_TIMEOUT=5\n", "6: unknown key DISPATCH_TIMEOUT",
-                   "unknown key")
-    contract_error(CONTRACT.replace("=160", "=16x"),
-                   "3: DISPATCH_VNODES must be an integer 1..4096, not '16x'", "non-integer")
-    contract_error(CONTRACT.replace("=160", "=0"),
-                   "3: DISPATCH_VNODES must be an integer 1..4096, not '0'", "zero")
-    contract_error(CONTRACT.replace("=160", "=4097"),
-                   "3: DISPATCH_VNODES must be an integer 1..4096, not '4097'", "too big")
-    contract_error(CONTRACT.replace("=sha1", "=sha256"),
-                   "4: DISPATCH_RING_HASH must be sha1 or md5, not 'sha256'", "hash")
-    contract_error(CONTRACT.replace("=report", "=drop"),
-                   "5: DISPATCH_CAPACITY_POLICY must be report or reject, not 'drop'", "policy")
-    contract_error(CONTRACT.replace("=ketama", "=modula"),
-                   "2: DISPATCH_HASH_RING must be ketama, not 'modula'", "algorithm")
-    contract_error(CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES = "),
-                   "3: no spaces are allowed around '=' or at the ends of a line", "spaces")
-    contract_error(CONTRACT.replace("=sha1", '="sha1"'),
-                   "4: quotes are not allowed around DISPATCH_RING_HASH", "quotes")
-    contract_error(CONTRACT.replace("DISPATCH_VNODES", "export DISPATCH_VNODES"),
-                   "3: 'export' is not allowed", "export")
-    contract_error(CONTRACT + "garbage\n", "6: expected KEY=VALUE", "no =")
+    for text, message, what in BAD_CONTRACTS:
+        contract_error(text, message, what)
     missing = os.path.join(tmpdir(), "nope.env")
     res = probe(conf=missing)
     eq((res.returncode, res.stderr),
-       (3, "contract: %s:0: cannot read: No such file or directory\n" % missing), "unreadable")
+       (3, "contract: %s: cannot read: No such file or directory\n" % missing), "unreadable")
 
 
 @case
@@ -434,25 +458,64 @@ def shards_with(index, **fields):
     return json.dumps(doc)
 
 
+BAD_SHARDS = [  # (document, message after "shards: <file>: ", what)
+    (lambda: shards_with(3, state="Offline"),
+     "shards[3].state: must be one of online, draining, offline", "state"),
+    (lambda: shards_with(1, zone="eu"), "shards[1].zone: unknown field", "unknown field"),
+    (lambda: shards_with(2, id="shard-a"), "shards[2].id: duplicate of shards[0].id", "dup"),
+    (lambda: shards_with(2, id="shard c"),
+     "shards[2].id: must be 1..64 bytes of [A-Za-z0-9._:-]", "bad id"),
+    (lambda: shards_with(0, weight=0), "shards[0].weight: must be an integer 1..1000", "w0"),
+    (lambda: shards_with(0, capacity=-1),
+     "shards[0].capacity: must be an integer 0..9007199254740991", "negative"),
+    (lambda: shards_with(0, capacity=True),
+     "shards[0].capacity: must be an integer 0..9007199254740991", "bool"),
+    (lambda: shards_with(4, capacity=20.5),
+     "shards[4].capacity: must be an integer 0..9007199254740991", "float"),
+    (lambda: shards_with(0, capacity=2**53),
+     "shards[0].capacity: must be an integer 0..9007199254740991", "2^53"),
+    (lambda: '{"shards": [{"id": "a", "state": "online"}]}',
+     "shards[0].capacity: missing", "missing capacity"),
+    (lambda: '{"shards": [{"state": "online"}]}', "shards[0].id: missing", "missing id"),
+    (lambda: '[]', '$: must be an object {"shards": [...]}', "array"),
+    (lambda: '{}', "shards: missing", "no shards"),
+    (lambda: '{"shards": {}}', "shards: must be an array", "shards object"),
+    (lambda: '{"shards": [], "zone": 1}', "zone: unknown field", "top-level field"),
+]
+
+
 @case
 def shards_unusable():
-    shards_error(shards_with(3, state="Offline"),
-                 "shards[3].state: must be one of online, draining, offline", "state")
-    shards_error(shards_with(1, zone="eu"), "shards[1].zone: unknown field", "unknown field")
-    shards_error(shards_with(2, id="shard-a"), "shards[2].id: duplicate id shard-a", "dup id")
-    shards_error(shards_with(2, id="shard c"),
-                 "shards[2].id: must be 1..64 bytes of [A-Za-z0-9._:-]", "bad id")
-    shards_error(shards_with(0, weight=0), "shards[0].weight: must be an integer 1..1000", "w0")
-    shards_error(shards_with(0, capacity=-1),
-                 "shards[0].capacity: must be an integer 0..9007199254740991", "negative")
-    shards_error(shards_with(0, capacity=True),
-                 "shards[0].capacity: must be an integer 0..9007199254740991", "bool")
-    shards_error(shards_with(4, capacity=20.5),
-                 "shards[4].capacity: must be an integer 0..9007199254740991", "float")
-    shards_error('{"shards": [{"id": "a", "state": "online"}]}',
-                 "shards[0].capacity: missing", "missing capacity")
-    shards_error('{"shards": []', "$: not valid JSON: Expecting ',' delimiter: "
+    for doc, message, what in BAD_SHARDS:
+        shards_error(doc(), message, what)
+    shards_error('{"shards": []', "$: invalid JSON: Expecting ',' delimiter: "
                  "line 1 column 14 (char 13)", "not JSON")
+    shards_error('{"shards": [], "shards": []}', "$: invalid JSON: duplicate key 'shards'",
+                 "duplicate key")
+    missing = os.path.join(tmpdir(), "missing.json")
+    res = probe(shards=missing)
+    eq((res.returncode, res.stderr),
+       (3, "shards: %s: cannot read: No such file or directory\n" % missing), "unreadable")
+
+
+@case
+def errors_agree_with_gateway():
+    """The probe words an unusable contract or membership exactly as `shardgate` does
+    (docs/contract.md), so an operator sees one message whichever tool found it."""
+    build = os.environ.get("SHARDGATE_BUILD_DIR")
+    gateway = os.path.join(build or "", "gateway", "shardgate")
+    if not build or not os.access(gateway, os.X_OK):
+        raise Skip("needs SHARDGATE_BUILD_DIR with gateway/shardgate (run through ctest)")
+    tmp = tmpdir()
+    cases = [(write(os.path.join(tmp, "c%d.env" % i), text), src("input", "shards.json"), what)
+             for i, (text, _, what) in enumerate(BAD_CONTRACTS)]
+    cases += [(src("conf", "dispatch.env"), write(os.path.join(tmp, "s%d.json" % i), doc()), what)
+              for i, (doc, _, what) in enumerate(BAD_SHARDS)]
+    for conf, shards, what in cases:
+        mine = probe(conf=conf, shards=shards)
+        theirs = run([gateway, "ring", "--conf", conf, "--shards", shards])
+        eq((mine.returncode, mine.stderr), (theirs.returncode, theirs.stderr),
+           what + ": probe vs shardgate ring")
 
 
 @case
