@@ -81,7 +81,11 @@ static int check_fields(json_t *obj, const char *const *allowed, size_t n, const
             i++;
         if (i == n) {
             char path[200];
-            snprintf(path, sizeof(path), "%s%s%.64s", prefix, prefix[0] ? "." : "", field);
+            /* An empty name would leave the path empty; bracket notation still names it. */
+            if (field[0] == '\0')
+                snprintf(path, sizeof(path), "%s[\"\"]", prefix[0] ? prefix : "$");
+            else
+                snprintf(path, sizeof(path), "%s%s%.64s", prefix, prefix[0] ? "." : "", field);
             return bad(err, path, "unknown field");
         }
     }

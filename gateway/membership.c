@@ -76,7 +76,11 @@ static int parse_shard(json_t *obj, const char *name, const char *path, struct g
     {
         if (strcmp(field, "id") && strcmp(field, "state") && strcmp(field, "capacity") &&
             strcmp(field, "weight")) {
-            snprintf(at, sizeof(at), "%s.%.32s", path, field);
+            /* An empty name would leave nothing after the dot; bracket notation names it. */
+            if (field[0] == '\0')
+                snprintf(at, sizeof(at), "%s[\"\"]", path);
+            else
+                snprintf(at, sizeof(at), "%s.%.32s", path, field);
             return fail(err, name, at, "unknown field");
         }
     }
@@ -158,7 +162,7 @@ static int parse_root(json_t *root, const char *name, struct gw_membership *out,
     json_object_foreach(root, field, v)
     {
         if (strcmp(field, "shards") != 0)
-            return fail(err, name, field, "unknown field");
+            return fail(err, name, field[0] ? field : "$[\"\"]", "unknown field");
     }
     json_t *list = json_object_get(root, "shards");
     if (!json_is_array(list))
