@@ -92,7 +92,7 @@ void hc_journal_init(struct hc_journal *j, const char *path, struct hc_verifier 
     j->path = path;
     j->v = v;
     j->own = own;
-    j->threads = hc_parse_threads();
+    hc_parser_init(&j->parser);
 }
 
 /* Forgets everything read (epochs, seq, batch ids, the report) so the file is re-read. */
@@ -120,6 +120,7 @@ void hc_journal_free(struct hc_journal *j)
     hc_journal_forget(j);
     free(j->lines);
     j->lines = NULL;
+    hc_parser_free(&j->parser);
     j->cap_lines = 0;
 }
 
@@ -320,15 +321,14 @@ static int hc_journal_batch(struct hc_journal *j, const char *buf, size_t len, s
         j->lines[i].n = (size_t)(nl - (buf + start));
         start += j->lines[i].n + 1;
     }
-    hc_parse_lines(j->lines, n, j->threads);
+    hc_parse_lines(&j->parser, j->lines, n);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         j->line++;
         if (rc == 0)
             rc = hc_journal_line(j, &j->lines[i], err);
-        json_decref(j->lines[i].doc);
-        j->lines[i].doc = NULL;
     }
+    hc_parse_release(&j->parser, j->lines, n);
     return rc;
 }
 
@@ -382,7 +382,7 @@ int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err)
     j->have_identity = 1;
 
     int rc = 0;
-    size_t cap = 8 << 20, len = 0;
+    size_t cap = 4 << 20, len = 0;
     char *buf = malloc(cap);
     if (buf == NULL) {
         close(fd);

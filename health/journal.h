@@ -31,10 +31,10 @@ struct hc_journal {
     int64_t prev_seq;
     struct hc_batch_set *batches;
     unsigned resets; /* times the file was truncated or replaced and re-read from 0 */
-    /* parsing: lines of the current read batch, parsed on `threads` threads */
+    /* parsing: the lines of the current read batch and the parser they go through */
     struct hc_line *lines;
     size_t cap_lines;
-    unsigned threads;
+    struct hc_parser parser;
 };
 
 /* Prepares a reader; nothing is read yet. own is the service's own contract + shards. */

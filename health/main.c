@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "contract.h"
 #include "journal.h"
 #include "membership.h"
@@ -263,6 +264,7 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
 int main(int argc, char **argv)
 {
     struct hc_args a;
+    hc_arena_install();  /* before any jansson allocation (see arena.h) */
     json_object_seed(0); /* before any thread parses (see parse.h) */
     int code = hc_parse_args(argc, argv, &a);
     if (code >= 0)

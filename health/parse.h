@@ -6,6 +6,10 @@
 
 #include <jansson.h>
 
+#include "arena.h"
+
+#define HC_PARSE_MAX_THREADS 4
+
 struct hc_line {
     const char *p; /* the line, without its newline */
     size_t n;
@@ -13,12 +17,22 @@ struct hc_line {
     json_error_t err;
 };
 
-/* Parses every line (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL), splitting the bytes evenly over
- * up to `threads` threads; falls back to the calling thread alone when a thread cannot be
- * started. json_object_seed() must have run before (jansson's rule for threads). */
-void hc_parse_lines(struct hc_line *lines, size_t n, unsigned threads);
+struct hc_parser {
+    unsigned threads;
+    int use_arenas; /* documents live in arenas (hc_arena_install ran): released by a reset */
+    struct hc_arena arenas[HC_PARSE_MAX_THREADS];
+};
 
-/* Threads worth using here: the online CPUs, at most 4. */
-unsigned hc_parse_threads(void);
+/* Threads: the online CPUs, at most HC_PARSE_MAX_THREADS. */
+void hc_parser_init(struct hc_parser *p);
+void hc_parser_free(struct hc_parser *p);
+
+/* Parses every line (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL), splitting the bytes evenly over
+ * the threads; falls back to the calling thread when a thread cannot be started.
+ * json_object_seed() must have run before (jansson's rule for threads). */
+void hc_parse_lines(struct hc_parser *p, struct hc_line *lines, size_t n);
+
+/* Drops the documents of the last hc_parse_lines; they must not be used after. */
+void hc_parse_release(struct hc_parser *p, struct hc_line *lines, size_t n);
 
 #endif

@@ -112,6 +112,23 @@ static void hc_issues_into(json_t *arr, const struct hc_report *a, const struct 
         json_array_append_new(arr, json_string("no checks ran"));
 }
 
+/* json_dumps' buffer comes from jansson's allocator (which may be the arena-aware one); callers
+ * get a plain malloc'd copy they can free() or hand to libmicrohttpd. */
+static char *hc_dumps(const json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT);
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s);
+    char *copy = malloc(n + 1);
+    if (copy != NULL)
+        memcpy(copy, s, n + 1);
+    json_free_t jfree;
+    json_get_alloc_funcs(NULL, &jfree);
+    jfree(s);
+    return copy;
+}
+
 char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b)
 {
     json_t *o = json_object();
@@ -127,7 +144,7 @@ char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b)
     json_object_set_new(o, "receipts",
                         json_integer((json_int_t)(a->receipts + (b ? b->receipts : 0))));
     json_object_set_new(o, "issues", issues);
-    char *s = json_dumps(o, JSON_COMPACT);
+    char *s = hc_dumps(o);
     json_decref(o);
     return s;
 }
@@ -179,7 +196,7 @@ char *hc_report_health_json(const struct hc_report *a, const struct hc_report *b
     json_object_set_new(o, "status", json_string(pass ? "pass" : "fail"));
     json_object_set_new(o, "checks", checks);
     json_object_set_new(o, "issues", issues);
-    char *s = json_dumps(o, JSON_COMPACT);
+    char *s = hc_dumps(o);
     json_decref(o);
     return s;
 }

@@ -22,10 +22,12 @@ inc=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]*/)?(ring
 up=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./' "$src"/*.c "$src"/*.h || true)
 [ -z "$inc$up" ] && say ok "no #include of ring/ or gateway/ headers in health/" || say FAIL "includes: $inc $up"
 
+nocomment=""
 for f in "$src"/*.c "$src"/*.h; do
-    head -n 1 "$f" | grep -qE '^/\* .+ \*/$' || say FAIL "$f does not open with a one-line comment"
+    head -n 1 "$f" | grep -qE '^/\* .+ \*/$' || nocomment="$nocomment $f"
 done
-say ok "every health/ file opens with a one-line comment"
+[ -z "$nocomment" ] && say ok "every health/ file opens with a one-line comment" ||
+    say FAIL "no one-line opening comment:$nocomment"
 
 cm=$(grep -nE '(ring|gateway)' "$src/CMakeLists.txt" | grep -vE '^[0-9]+:#' | grep -vE 'ring\.c' || true)
 [ -z "$cm" ] && say ok "health/CMakeLists.txt names no ring/gateway target" || say FAIL "cmake: $cm"
