@@ -19,3 +19,6 @@ echo "== build: ASan+UBSan"
 sg_build build/asan -DSHARDGATE_WERROR=ON -DSHARDGATE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 echo "== tests: ASan+UBSan build"
 ctest --test-dir build/asan --output-on-failure -j 2 -LE no_sanitize
+
+echo "== fuzz: every libFuzzer target for 30 s (docs/operations.md, Fuzzing)"
+bash ops/fuzz.sh 30

@@ -1,0 +1,139 @@
+/* Fuzz target: gw_batch_parse on arbitrary bytes, with jansson as reference reader; an accepted
+ * batch is dispatched on the worked example, its receipt must be valid JSON, and the health
+ * service must find nothing wrong with it. */
+#include <errno.h>
+
+#include "batch.h"
+#include "buf.h"
+#include "dispatch.h"
+#include "fuzz_health_epoch.h"
+#include "receipt.h"
+#include "topology.h"
+
+static struct gw_topology *worked_example(void)
+{
+    static struct gw_topology t;
+    static int ready;
+    if (!ready) {
+        struct gw_error err;
+        char conf[4096], shards[4096];
+        snprintf(conf, sizeof(conf), "%s", fuzz_source_path("conf/dispatch.env"));
+        snprintf(shards, sizeof(shards), "%s", fuzz_source_path("input/shards.json"));
+        if (gw_topology_load(conf, shards, &t, &err) != 0)
+            fprintf(stderr, "fuzz: %s\n", err.msg);
+        FUZZ_REQUIRE(ready == 0 && t.ring != NULL);
+        ready = 1;
+    }
+    return &t;
+}
+
+/* The accepted batch obeys DESIGN §5. */
+static void check_batch(const struct gw_batch *b)
+{
+    FUZZ_REQUIRE(gw_name_valid(b->batch_id, b->batch_id_len, GW_BATCH_ID_MAX));
+    FUZZ_REQUIRE(b->count >= 1 && b->count <= GW_MAX_CHANGES_DEFAULT);
+    uint64_t total = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        const struct gw_change *c = &b->changes[i];
+        FUZZ_REQUIRE(c->id_len >= 1 && c->id_len <= GW_CHANGE_ID_MAX);
+        FUZZ_REQUIRE(c->key_len >= 1 && c->key_len <= GW_KEY_MAX);
+        FUZZ_REQUIRE(c->size <= GW_SAFE_INT_MAX);
+        total += c->size;
+    }
+    FUZZ_REQUIRE(total == b->total_size && total <= GW_SAFE_INT_MAX);
+}
+
+/* The receipt parses as JSON, names the batch, holds one placement per change, and the health
+ * service (its own ring, its own readers) agrees with every fact in it. */
+static void check_receipt(const struct gw_buf *out, const struct gw_batch *b,
+                          const struct gw_dispatch *d)
+{
+    FUZZ_REQUIRE(!out->failed);
+    json_error_t jerr;
+    json_t *doc = json_loadb(out->data, out->len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (!doc)
+        fprintf(stderr, "receipt is not JSON: %s at column %d\n", jerr.text, jerr.column);
+    FUZZ_REQUIRE(doc != NULL);
+    json_t *bid = json_object_get(doc, "batch_id");
+    FUZZ_REQUIRE(json_string_length(bid) == b->batch_id_len &&
+                 memcmp(json_string_value(bid), b->batch_id, b->batch_id_len) == 0);
+    FUZZ_REQUIRE(json_array_size(json_object_get(doc, "placements")) == b->count);
+    FUZZ_REQUIRE(json_is_true(json_object_get(doc, "ok")) == (d->ok != 0));
+    struct fuzz_health *h = fuzz_health_get();
+    if (!fuzz_health_verify(h, doc)) {
+        fuzz_health_dump(h);
+        FUZZ_REQUIRE(!"the health service disagrees with a gateway receipt");
+    }
+    json_decref(doc);
+}
+
+/* jansson as the reference reader: the gateway accepts only JSON that jansson reads to the same
+ * values, and never calls JSON that jansson reads "invalid JSON". */
+static void check_against_jansson(const uint8_t *data, size_t size, int rc,
+                                  const struct gw_batch *b, const struct gw_error *err)
+{
+    json_error_t jerr;
+    json_t *ref =
+        json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (rc != 0) {
+        if (ref && strncmp(err->msg, "$: invalid JSON", 15) == 0)
+            fprintf(stderr, "gateway refuses JSON that jansson reads: %s\n", err->msg);
+        FUZZ_REQUIRE(!ref || strncmp(err->msg, "$: invalid JSON", 15) != 0);
+        json_decref(ref);
+        return;
+    }
+    if (!ref)
+        fprintf(stderr, "gateway accepts what jansson refuses: %s at %d:%d\n", jerr.text, jerr.line,
+                jerr.column);
+    FUZZ_REQUIRE(ref != NULL);
+    json_t *id = json_object_get(ref, "batch_id");
+    FUZZ_REQUIRE(json_object_size(ref) == 2 && json_string_length(id) == b->batch_id_len &&
+                 memcmp(json_string_value(id), b->batch_id, b->batch_id_len) == 0);
+    json_t *changes = json_object_get(ref, "changes");
+    FUZZ_REQUIRE(json_array_size(changes) == b->count);
+    for (size_t i = 0; i < b->count; i++) {
+        json_t *c = json_array_get(changes, i);
+        json_t *cid = json_object_get(c, "id"), *key = json_object_get(c, "key");
+        const struct gw_change *g = &b->changes[i];
+        FUZZ_REQUIRE(json_object_size(c) == 3);
+        FUZZ_REQUIRE(json_string_length(cid) == g->id_len &&
+                     memcmp(json_string_value(cid), g->id, g->id_len) == 0);
+        FUZZ_REQUIRE(json_string_length(key) == g->key_len &&
+                     memcmp(json_string_value(key), g->key, g->key_len) == 0);
+        FUZZ_REQUIRE(json_is_integer(json_object_get(c, "size")) &&
+                     (uint64_t)json_integer_value(json_object_get(c, "size")) == g->size);
+    }
+    json_decref(ref);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct gw_topology *t = worked_example();
+    struct gw_batch b;
+    struct gw_error err;
+    memset(&err, 0, sizeof(err));
+    int rc = gw_batch_parse((const char *)data, size, GW_MAX_CHANGES_DEFAULT, &b, &err);
+    check_against_jansson(data, size, rc, &b, &err);
+    if (rc != 0) {
+        /* A refusal names its JSON path and changes nothing (DESIGN §5). */
+        FUZZ_REQUIRE(rc == -EINVAL || rc == -ENOMEM);
+        FUZZ_REQUIRE(b.doc == NULL && b.changes == NULL && b.count == 0);
+        FUZZ_REQUIRE(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+        FUZZ_REQUIRE(memchr(err.path, '\0', sizeof(err.path)) != NULL);
+        FUZZ_REQUIRE(rc != -EINVAL || (err.path[0] != '\0' && err.msg[0] != '\0'));
+        return 0;
+    }
+    check_batch(&b);
+    struct gw_dispatch d;
+    rc = gw_dispatch_run(t, &b, &d, &err);
+    FUZZ_REQUIRE(rc == 0);
+    FUZZ_REQUIRE(d.dispatched == b.count);
+    struct gw_buf out;
+    gw_buf_init(&out);
+    gw_receipt_write(&out, t, &b, &d);
+    check_receipt(&out, &b, &d);
+    gw_buf_free(&out);
+    gw_dispatch_free(&d);
+    gw_batch_free(&b);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/* Fuzz target: gw_contract_parse on arbitrary bytes, cross-checked against the health reader. */
+#include <errno.h>
+
+#include "../../health/contract.h"
+#include "contract.h"
+#include "fuzz_common.h"
+
+static const char *const required_keys[] = {
+    "DISPATCH_HASH_RING=", "DISPATCH_VNODES=", "DISPATCH_RING_HASH=", "DISPATCH_CAPACITY_POLICY="};
+
+/* A contract the gateway accepts must be one the health service accepts with the same values:
+ * otherwise health could not verify a gateway that runs. */
+static void check_health_agrees(const uint8_t *data, size_t size, const struct gw_contract *c)
+{
+    struct hc_contract hc;
+    struct hc_err herr;
+    const char *path = fuzz_scratch_file(".env", data, size);
+    int rc = hc_contract_load(path, &hc, &herr);
+    remove(path);
+    if (rc != 0)
+        fprintf(stderr, "health refuses a contract the gateway accepts: %s\n", herr.msg);
+    FUZZ_REQUIRE(rc == 0);
+    FUZZ_REQUIRE(hc.vnodes == c->vnodes);
+    FUZZ_REQUIRE((hc.hash == HC_HASH_MD5) == (c->digest == RING_MD5));
+    FUZZ_REQUIRE((hc.policy == HC_POLICY_REJECT) == (c->policy == GW_POLICY_REJECT));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct gw_contract c;
+    struct gw_error err;
+    memset(&c, 0xa5, sizeof(c)); /* nothing may be taken from an unset field */
+    memset(&err, 0, sizeof(err));
+    int rc = gw_contract_parse((const char *)data, size, "fuzz.env", &c, &err);
+    if (rc != 0) {
+        /* Every refusal is -EINVAL with "contract: <file>:<line>: <what>" (DESIGN §2). */
+        FUZZ_REQUIRE(rc == -EINVAL);
+        FUZZ_REQUIRE(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
+        FUZZ_REQUIRE(strncmp(err.msg, "contract: fuzz.env:", 19) == 0);
+        FUZZ_REQUIRE(strlen(err.msg) > 19);
+        return 0;
+    }
+    /* No defaults: an accepted contract names every key, and every value is in range. */
+    for (size_t i = 0; i < sizeof(required_keys) / sizeof(required_keys[0]); i++)
+        FUZZ_REQUIRE(fuzz_contains(data, size, required_keys[i]));
+    FUZZ_REQUIRE(c.vnodes >= 1 && c.vnodes <= RING_VNODES_MAX);
+    FUZZ_REQUIRE(c.digest == RING_SHA1 || c.digest == RING_MD5);
+    FUZZ_REQUIRE(c.policy == GW_POLICY_REPORT || c.policy == GW_POLICY_REJECT);
+    check_health_agrees(data, size, &c);
+    return 0;
+}
