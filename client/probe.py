@@ -19,6 +19,7 @@ import argparse
 import bisect
 import hashlib
 import json
+import os
 import re
 import struct
 import sys
@@ -307,6 +308,9 @@ def expected_receipt(contract, shards, batch_id, changes):
     received = {s["id"]: 0 for s in shards}
     placements, dispatched = [], 0
     for change in changes:
+        if "unplaceable" in change:  # already reported; counted, never dispatched
+            placements.append(change["unplaceable"])
+            continue
         h, point, vnode, shard, reason = ring.lookup(change["key"].encode("utf-8"))
         placements.append({"id": change["id"], "key": change["key"], "size": change["size"],
                            "hash": h, "point": point, "vnode": vnode, "shard": shard,
@@ -399,7 +403,7 @@ def _compare_arrays(expected, actual, path, out):
 
 def compare_bytes(expected_text, raw, out):
     """Reports the first byte where the receipt differs from the canonical form."""
-    want = expected_text.encode("utf-8")
+    want = expected_text.encode("utf-8", "surrogatepass")
     if want == raw:
         return
     at = next((i for i, (a, b) in enumerate(zip(want, raw)) if a != b), min(len(want), len(raw)))
@@ -409,29 +413,47 @@ def compare_bytes(expected_text, raw, out):
 
 # ---------------------------------------------------------------- changes
 
+def utf8_len(value):
+    """Byte length of a JSON string, or None for a non-string or one with lone surrogates."""
+    try:
+        return len(value.encode("utf-8")) if isinstance(value, str) else None
+    except UnicodeEncodeError:
+        return None
+
+
+def _len_in(value, lo, hi):
+    n = utf8_len(value)
+    return n is not None and lo <= n <= hi
+
+
 def changes_from_receipt(receipt, out):
-    """Takes id/key/size from the receipt's own placements, reporting ones that break §5."""
+    """Takes id/key/size from the receipt's own placements, reporting ones that break §5.
+    A placement that cannot be placed (no usable key) stays in its position as
+    {"unplaceable": placement}, so the placements after it are still compared 1:1."""
     placements = receipt.get("placements") if isinstance(receipt, dict) else None
     if not isinstance(placements, list):
         return []
     changes, seen = [], set()
     for i, p in enumerate(placements):
-        if not isinstance(p, dict):
-            continue
         where = "placements[%d]" % i
+        if not isinstance(p, dict):
+            out.append((where, "a placement object", show(p, 0)))
+            changes.append({"unplaceable": p})
+            continue
         change = {"id": p.get("id"), "key": p.get("key"), "size": p.get("size")}
-        if not (isinstance(change["id"], str) and 1 <= len(change["id"].encode()) <= 128):
+        if not _len_in(change["id"], 1, 128):
             out.append((where + ".id", "a string of 1..128 bytes", show(p.get("id", MISSING), 0)))
         elif change["id"] in seen:
             out.append((where + ".id", "a unique id", change["id"]))
-        seen.add(change["id"] if isinstance(change["id"], str) else None)
+        else:
+            seen.add(change["id"])
         if not is_int(change["size"], 0, MAX_SAFE_INT):
             out.append((where + ".size", "an integer 0..%d" % MAX_SAFE_INT,
                         show(p.get("size", MISSING), 0)))
-        if not (isinstance(change["key"], str) and 1 <= len(change["key"].encode()) <= 1024):
+        if not _len_in(change["key"], 1, 1024):
             out.append((where + ".key", "a string of 1..1024 bytes",
                         show(p.get("key", MISSING), 0)))
-            continue  # cannot place what has no key; the placement shows up as a mismatch
+            change = {"unplaceable": p}
         changes.append(change)
     return changes
 
@@ -463,9 +485,9 @@ def _batch_problem(doc):
         where = "changes[%d]" % i
         if not isinstance(c, dict) or set(c) != {"id", "key", "size"}:
             return where + ": must be an object with exactly id, key and size"
-        if not isinstance(c["id"], str) or not 1 <= len(c["id"].encode()) <= 128 or c["id"] in ids:
+        if not _len_in(c["id"], 1, 128) or c["id"] in ids:
             return where + ".id: must be a unique string of 1..128 bytes"
-        if not isinstance(c["key"], str) or not 1 <= len(c["key"].encode()) <= 1024:
+        if not _len_in(c["key"], 1, 1024):
             return where + ".key: must be a string of 1..1024 bytes"
         if not is_int(c["size"], 0, MAX_SAFE_INT):
             return where + ".size: must be an integer 0..%d" % MAX_SAFE_INT
@@ -524,7 +546,8 @@ def parse_args(argv):
                "JSON; 3 contract or shards file unusable ('contract: <file>:<line>: <what>', "
                "'shards: <file>: <path>: <what>'); 64 usage; 70 internal error.\n"
                "A missing contract key is reported at the last line of the file.")
-    parser.add_argument("--conf", required=True, help="the contract (conf/dispatch.env)")
+    parser.add_argument("--conf", default=os.environ.get("SHARDGATE_CONF"),
+                        help="the contract (conf/dispatch.env); default $SHARDGATE_CONF")
     parser.add_argument("--shards", required=True, help="the membership (input/shards.json)")
     parser.add_argument("--receipt", required=True, help="the receipt to verify")
     parser.add_argument("--batch", help="the original batch: ids, keys, sizes and order must match")
@@ -537,6 +560,8 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        if not args.conf:
+            raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
         contract = load_contract(args.conf)
         shards = load_shards(args.shards)
     except Unusable as e:
@@ -559,6 +584,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # Receipts may hold any string; a mismatch line must never crash on printing it.
+    sys.stdout.reconfigure(errors="backslashreplace")
     try:
         sys.exit(main())
     except Exception as e:  # a crash must never read as exit 1, "the receipt is bad"

@@ -267,6 +267,27 @@ def receipt_key_changed_without_batch():
 
 
 @case
+def unusable_placement_keeps_the_others_aligned():
+    """A placement that is not an object is reported once; the ones after it are still
+    compared with their own expected values, and it is never counted as dispatched."""
+    r = golden()
+    r["placements"][3] = 7
+    expect_bad(probe(receipt_file(r)), [
+        "placements[3]: expected a placement object actual 7",
+        "shards.shard-a.load: expected 3 actual 8",
+        "shards.shard-a.received: expected 1 actual 2",
+        "counts.dispatched: expected 7 actual 8",
+        "ok: expected false actual true",
+    ], "non-object placement")
+    r = golden()
+    r["placements"][6]["key"] = "\ud800"  # a lone surrogate: not UTF-8, cannot be hashed
+    res = probe(receipt_file(json.dumps(r, separators=(",", ":")) + "\n"))
+    eq(res.returncode, 1, "lone surrogate: exit (stderr %r)" % res.stderr)
+    ok('placements[6].key: expected a string of 1..1024 bytes actual "\\ud800"\n'
+       in res.stdout, res.stdout)
+
+
+@case
 def duplicate_change_ids():
     r = golden()
     r["placements"][3]["id"] = "ch-001"
@@ -436,6 +457,20 @@ def contract_unusable():
 
 
 @case
+def contract_from_environment():
+    script = src("client", "probe.py")
+    rest = ["--shards", src("input", "shards.json"),
+            "--receipt", src("tests", "golden", "sample-0001.receipt.json")]
+    env = dict(os.environ, SHARDGATE_CONF=src("conf", "dispatch.env"))
+    res = run([sys.executable, script] + rest, env=env)
+    eq((res.returncode, res.stdout), (0, "RESULT: OK\n"), "SHARDGATE_CONF names the contract")
+    env.pop("SHARDGATE_CONF")
+    res = run([sys.executable, script] + rest, env=env)
+    eq((res.returncode, res.stderr),
+       (3, "contract: no contract file: pass --conf FILE or set SHARDGATE_CONF\n"), "neither")
+
+
+@case
 def md5_contract_is_usable():
     conf = write(os.path.join(tmpdir(), "md5.env"), CONTRACT.replace("=sha1", "=md5"))
     res = probe(conf=conf)
@@ -541,6 +576,9 @@ def usage_and_help():
     ok("RESULT: BAD" in res.stdout and "--batch" in res.stdout, res.stdout)
     res = run([sys.executable, src("client", "probe.py"), "--conf", "x"])
     eq(res.returncode, 64, "missing arguments exit")
+    res = run([sys.executable, src("client", "probe.py"), "--conf", "x", "--shards", "y",
+               "--receipt", "z", "--bogus"])
+    eq(res.returncode, 64, "unknown option exit")
 
 
 if __name__ == "__main__":
