@@ -67,6 +67,7 @@ struct gw_req {
     /* POST /v1/batches */
     struct gw_buf body;
     int too_large;
+    uint64_t dropped; /* body bytes read and dropped past --max-body */
     char batch_id[GW_BATCH_ID_MAX + 1];
     size_t changes;
     int counted;
@@ -90,6 +91,9 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
  * header (name NULL for none). */
 enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *content_type,
                                  struct gw_buf *body, const char *header, const char *value);
+
+/* Counts a POST /v1/batches result and the request duration in the metrics (once). */
+void gw_serve_count(struct gw_req *r);
 
 /* Queues the error body of DESIGN §6 with an optional extra header. */
 enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,

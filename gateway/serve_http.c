@@ -37,7 +37,7 @@ static enum gw_batch_result result_of(const struct gw_req *r)
 }
 
 /* Counted when the answer is queued, so a client that has its answer sees it in /metrics. */
-static void count(struct gw_req *r)
+void gw_serve_count(struct gw_req *r)
 {
     struct gw_server *s = r->srv;
     gw_metrics_observe(&s->metrics.request, gw_serve_now_ns() - r->start_ns);
@@ -71,7 +71,7 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
     r->phase = GW_PHASE_ANSWERED;
-    count(r);
+    gw_serve_count(r);
     enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     return ret;

@@ -71,15 +71,28 @@ static enum MHD_Result begin(struct gw_req *r)
     return MHD_YES;
 }
 
-/* Takes one piece of the body; past the cap it is dropped, not kept. */
-static void take(struct gw_req *r, const char *data, size_t size)
+/* Takes one piece of the body; past the cap it is dropped, not kept. libmicrohttpd 0.9.75
+ * cannot answer before the body has ended, so an oversized chunked body is read to its end
+ * to answer 413 — but only up to as much again as the cap: past that the connection is closed
+ * without an answer. Returns MHD_YES to go on reading, MHD_NO to close. */
+static enum MHD_Result take(struct gw_req *r, const char *data, size_t size)
 {
-    if (!r->too_large && r->body.len + size > r->srv->opt.max_body) {
+    uint64_t cap = r->srv->opt.max_body;
+    if (!r->too_large && r->body.len + size > cap) {
         r->too_large = 1;
+        r->dropped = r->body.len;
         gw_buf_free(&r->body);
     }
-    if (!r->too_large)
+    if (!r->too_large) {
         gw_buf_append(&r->body, data, size);
+        return MHD_YES;
+    }
+    r->dropped += size;
+    if (r->dropped <= 2 * cap)
+        return MHD_YES;
+    r->status = MHD_HTTP_CONTENT_TOO_LARGE; /* for the log line; no answer can be sent */
+    gw_serve_count(r);
+    return MHD_NO;
 }
 
 /* The journal writer's completion: make the outcome visible, then wake the connection. */
@@ -262,7 +275,8 @@ enum MHD_Result gw_serve_post_batches(struct gw_req *r, const char *data, size_t
     case GW_PHASE_BODY:
         if (*size == 0)
             return finish_body(r);
-        take(r, data, *size);
+        if (take(r, data, *size) != MHD_YES)
+            return MHD_NO;
         *size = 0;
         return MHD_YES;
     case GW_PHASE_COMMITTING:
