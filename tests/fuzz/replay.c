@@ -68,7 +68,8 @@ static long replay_dir(const char *dir)
             abort();
     }
     closedir(d);
-    qsort(names, n, sizeof(*names), by_name);
+    if (n > 1)
+        qsort(names, n, sizeof(*names), by_name);
     long count = 0;
     for (size_t i = 0; i < n; i++) {
         char path[4096];
