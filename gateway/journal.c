@@ -154,7 +154,8 @@ static int replay_line(struct replay *r, const char *line, size_t len, uint64_t 
                        size_t lineno, int *not_json, struct gw_error *err)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* ALLOW_NUL: change ids and keys may hold \u0000 (docs/decisions.md), so receipts may too. */
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     *not_json = root == NULL;
     if (!root) {
         gw_error_set(err, "", "not JSON (column %d: %s)", jerr.column, jerr.text);

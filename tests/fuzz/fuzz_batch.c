@@ -1,12 +1,13 @@
 /* Fuzz target: gw_batch_parse on arbitrary bytes, with jansson as reference reader; an accepted
- * batch is dispatched on the worked example, its receipt must be valid JSON, and the health
- * service must find nothing wrong with it. */
+ * batch is dispatched on the worked example, its receipt must be valid JSON, the health service
+ * must find nothing wrong with it, and its journal record must replay byte for byte. */
 #include <errno.h>
 
 #include "batch.h"
 #include "buf.h"
 #include "dispatch.h"
 #include "fuzz_health_epoch.h"
+#include "fuzz_journal_check.h"
 #include "receipt.h"
 #include "topology.h"
 
@@ -65,6 +66,32 @@ static void check_receipt(const struct gw_buf *out, const struct gw_batch *b,
         FUZZ_REQUIRE(!"the health service disagrees with a gateway receipt");
     }
     json_decref(doc);
+}
+
+/* What the gateway journals for this receipt (the epoch line, then the record as commit.c builds
+ * it) must replay whole, without a torn line, giving back the receipt's exact bytes (DESIGN §6). */
+static void check_journal_round_trip(const struct gw_topology *t, const struct gw_batch *b,
+                                     const struct gw_buf *receipt)
+{
+    struct gw_buf jl;
+    gw_buf_init(&jl);
+    gw_journal_epoch_line(&jl, t);
+    gw_buf_puts(&jl, "\n");
+    gw_journal_receipt_prefix(&jl, 1, b->fingerprint);
+    size_t at = jl.len;
+    gw_buf_append(&jl, receipt->data, receipt->len);
+    gw_buf_puts(&jl, "}\n");
+    FUZZ_REQUIRE(!jl.failed);
+    struct fuzz_replay r;
+    struct gw_journal_repair repair;
+    struct gw_error err;
+    int rc = fuzz_journal_replay((const uint8_t *)jl.data, jl.len, &r, &repair, &err);
+    if (rc != 0 || repair.torn)
+        fprintf(stderr, "journal replay of an acknowledged receipt: %s\n",
+                rc ? err.msg : "cut away as a torn line");
+    FUZZ_REQUIRE(rc == 0 && !repair.torn && r.records == 1);
+    FUZZ_REQUIRE(r.last_offset == at && r.last_len == receipt->len);
+    gw_buf_free(&jl);
 }
 
 /* jansson as the reference reader: the gateway accepts only JSON that jansson reads to the same
@@ -132,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gw_buf_init(&out);
     gw_receipt_write(&out, t, &b, &d);
     check_receipt(&out, &b, &d);
+    check_journal_round_trip(t, &b, &out);
     gw_buf_free(&out);
     gw_dispatch_free(&d);
     gw_batch_free(&b);

@@ -2,11 +2,13 @@
 #ifndef SHARDGATE_FUZZ_COMMON_H
 #define SHARDGATE_FUZZ_COMMON_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef SHARDGATE_SOURCE_DIR
@@ -75,6 +77,20 @@ static inline const char *fuzz_scratch_file(const char *suffix, const uint8_t *d
     FUZZ_REQUIRE(fwrite(data, 1, size, f) == size);
     FUZZ_REQUIRE(fclose(f) == 0);
     return path;
+}
+
+/* A per-process scratch directory, on tmpfs when there is one (the journal fsyncs), created
+ * once. */
+static inline const char *fuzz_scratch_dir(void)
+{
+    static char dir[256];
+    if (!dir[0]) {
+        const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
+        snprintf(dir, sizeof(dir), "%s/shardgate-fuzz-%ld.d", base && base[0] ? base : "/tmp",
+                 (long)getpid());
+        FUZZ_REQUIRE(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    }
+    return dir;
 }
 
 /* 1 when `needle` occurs in data[0..size). */
