@@ -9,7 +9,7 @@ cd "$SHARDGATE_ROOT"
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(contract membership batch health_receipt)
+[ ${#targets[@]} -gt 0 ] || targets=(contract membership batch health_receipt journal)
 case $seconds in '' | *[!0-9]*)
     echo "usage: ops/fuzz.sh [SECONDS] [TARGET...]" >&2
     exit 64
