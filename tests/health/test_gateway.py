@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""health_gateway_journal: journals written by the real gateway (`shardgate serve`) across a
+membership change pass `shardgate-health check`; the same journal with one receipt altered
+fails. Both servers run on ephemeral 127.0.0.1 ports and are always killed."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from hc_testlib import Failures, check_journal, golden_shards, parse_line, tmpdir, write, ketama, CONF
+
+HEALTH, GATEWAY = sys.argv[1], sys.argv[2]
+F = Failures()
+T = tmpdir()
+STATE = os.path.join(T, "state")
+os.makedirs(STATE)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def post(port, batch):
+    req = urllib.request.Request("http://127.0.0.1:%d/v1/batches" % port,
+                                 data=json.dumps(batch).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def run_gateway(shards_path, batches):
+    port = free_port()
+    proc = subprocess.Popen([GATEWAY, "serve", "--conf", CONF, "--shards", shards_path,
+                             "--state-dir", STATE, "--listen", "127.0.0.1:%d" % port],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    codes = []
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/livez" % port, timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        codes = [post(port, b) for b in batches]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return codes
+
+
+def batch(name, n):
+    return {"batch_id": name, "changes": [{"id": "c%d" % i, "key": "%s/k\u00e9\t%d" % (name, i),
+                                           "size": i % 6} for i in range(n)]}
+
+
+sh1 = write(os.path.join(T, "shards1.json"), json.dumps({"shards": golden_shards()}))
+shards2 = golden_shards()
+shards2[3]["state"] = "online"  # shard-d joins
+shards2[0]["weight"] = 2
+sh2 = write(os.path.join(T, "shards2.json"), json.dumps({"shards": shards2}))
+
+codes = run_gateway(sh1, [batch("one-%d" % i, 20 + i) for i in range(5)])
+codes += run_gateway(sh2, [batch("two-%d" % i, 30 + i) for i in range(5)])
+F.check(codes == [200] * 10, "gateway accepted 10 batches over two memberships", str(codes))
+
+journal = os.path.join(STATE, "journal.jsonl")
+rc, out, err = check_journal(HEALTH, journal, shards=sh2)
+doc = parse_line(out)
+F.check(rc == 0 and doc is not None and doc["receipts"] == 10 and doc["status"] == "pass",
+        "real gateway journal over two epochs passes", "rc=%d out=%s err=%s" % (rc, out, err))
+rc, out, err = check_journal(HEALTH, journal, shards=sh1)
+F.check(rc == 2 and "epoch_current: journal: epoch@line" in out,
+        "judged with the old shards file: the latest epoch differs", out[:500])
+
+lines = open(journal, encoding="utf-8").read().splitlines()
+idx = next(i for i, l in enumerate(lines) if '"batch_id":"one-2"' in l)
+rec = json.loads(lines[idx])
+rec["receipt"]["shards"]["shard-a"]["load"] += 1
+lines[idx] = ketama.dumps(rec)
+bad = write(os.path.join(T, "bad.jsonl"), "\n".join(lines) + "\n")
+rc, out, err = check_journal(HEALTH, bad, shards=sh2)
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and any(i.startswith("shard_load: one-2: shards.shard-a.load: expected ")
+                        for i in doc["issues"]), "one altered load in a gateway journal fails", out[:500])
+F.exit()
