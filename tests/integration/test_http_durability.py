@@ -80,6 +80,24 @@ def replay_survives_restart_and_totals_do_not_double():
 
 
 @case
+def odd_keys_survive_restart():
+    """Keys with \\u0000, control characters and UTF-8 are journaled and replayed byte-exact."""
+    d = tmpdir()
+    doc = {"batch_id": "odd", "changes": [
+        {"id": "nul\u0000id", "key": "k\u0000ey", "size": 1},
+        {"id": "ctl", "key": "tab\there\u001f", "size": 2},
+        {"id": "utf8", "key": "clé-日本", "size": 3}]}
+    with Server(state_dir=d) as s:
+        first = s.post(json.dumps(doc, ensure_ascii=False).encode())
+        eq(first.status, 200, "post")
+        eq(s.stop(), 0, "stop")
+    with Server(state_dir=d) as s:
+        r = s.post(json.dumps(doc).encode())
+        eq((r.status, r.body), (200, first.body), "replay after restart, other escaping")
+        eq(r.headers.get("idempotent-replayed"), "true", "replay header")
+
+
+@case
 def new_membership_writes_a_new_epoch():
     d = tmpdir()
     with Server(state_dir=d) as s:
