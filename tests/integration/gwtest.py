@@ -48,8 +48,14 @@ def src(*parts):
     return os.path.join(SRC, *parts)
 
 
+TMPDIRS = []
+
+
 def tmpdir():
-    return tempfile.mkdtemp(prefix="shardgate-http-test-")
+    """A temp dir, removed when the script passes (kept for a look when it fails)."""
+    d = tempfile.mkdtemp(prefix="shardgate-http-test-")
+    TMPDIRS.append(d)
+    return d
 
 
 def write(path, data, mode="w"):
@@ -244,4 +250,9 @@ def main(argv):
             print("FAIL %s (%.1fs)" % (name, time.time() - t0))
             traceback.print_exc()
     print("%d passed, %d failed" % (len(names) - failed, failed))
+    if failed:
+        print("state kept in: %s" % " ".join(TMPDIRS))
+    else:
+        for d in TMPDIRS:
+            shutil.rmtree(d, ignore_errors=True)
     return 1 if failed else 0
