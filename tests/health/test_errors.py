@@ -34,6 +34,9 @@ expect3("conf nowhere", "/nonexistent/dispatch.env", SHARDS,
         "contract: /nonexistent/dispatch.env:0: cannot open: No such file or directory")
 p = conf("missing-key", GOOD[:4])
 expect3("missing key", p, SHARDS, "contract: %s:4: missing required key DISPATCH_CAPACITY_POLICY" % p)
+p = conf("no-vnodes", [GOOD[0], GOOD[1], GOOD[3], GOOD[4]])
+expect3("missing VNODES (no default)", p, SHARDS,
+        "contract: %s:4: missing required key DISPATCH_VNODES" % p)
 p = conf("dup-key", GOOD + ["DISPATCH_VNODES=160"])
 expect3("duplicate key", p, SHARDS, "contract: %s:6: duplicate key DISPATCH_VNODES (first on line 3)" % p)
 p = conf("unknown-key", GOOD + ["DISPATCH_TIMEOUT=3"])
