@@ -84,7 +84,7 @@ static void test_order_and_ties(void)
     struct ring_shard *s = calloc(n, sizeof(*s));
     char(*ids)[16] = calloc(n, 16);
     for (size_t i = 0; i < n; i++) {
-        snprintf(ids[i], 16, "node-%zu", i);
+        snprintf(ids[i], 16, "node-%u", (unsigned)i);
         s[i] = (struct ring_shard){ids[i], strlen(ids[i]), 1};
     }
     struct ring *r = build(RING_SHA1, 160, s, n);
@@ -172,7 +172,7 @@ static void test_empty_and_invalid(void)
 static void names(char (*ids)[16], struct ring_shard *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        snprintf(ids[i], 16, "s%02zu", i);
+        snprintf(ids[i], 16, "s%02u", (unsigned)i);
         s[i] = (struct ring_shard){ids[i], strlen(ids[i]), 1};
     }
 }
