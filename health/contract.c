@@ -8,6 +8,8 @@
 
 enum { K_RING, K_VNODES, K_HASH, K_POLICY, K_COUNT };
 
+#define HC_LINE_MAX 4095 /* bytes of a line without its newline */
+
 static const char *const hc_contract_keys[K_COUNT] = {
     "DISPATCH_HASH_RING",
     "DISPATCH_VNODES",
@@ -120,14 +122,18 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
         return hc_err_set(err, -e, "%s:0: cannot open: %s", path, strerror(e));
     }
     int seen[K_COUNT] = {0};
-    char buf[4096];
+    /* getline, not fgets: it counts the bytes it read, so a NUL inside a line is seen
+     * (with fgets, strlen stopped at the NUL and "16\0000" read as 16). */
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t got;
     long lineno = 0;
     int rc = 0;
     struct hc_err what;
-    while (fgets(buf, sizeof buf, f) != NULL) {
+    while ((got = getline(&buf, &cap, f)) != -1) {
         lineno++;
-        size_t n = strlen(buf);
-        if (n == sizeof buf - 1 && buf[n - 1] != '\n') {
+        size_t n = (size_t)got;
+        if (n - (buf[n - 1] == '\n') >= HC_LINE_MAX) {
             rc = hc_err_set(err, -EINVAL, "%s:%ld: line too long", path, lineno);
             goto out;
         }
@@ -176,6 +182,7 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
         }
     }
 out:
+    free(buf);
     fclose(f);
     return rc;
 }

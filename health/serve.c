@@ -1,6 +1,7 @@
 /* HTTP service (libmicrohttpd): /healthz verifies journal lines appended since the last call. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 struct hc_server {
     struct MHD_Daemon *daemon;
+    pthread_mutex_t lock;    /* one /healthz verifies at a time; /livez never waits for it */
     struct hc_report report; /* cumulative over the journal lines read so far */
     struct hc_verifier verifier;
     struct hc_journal journal;
@@ -71,12 +73,15 @@ static char *hc_dup(const char *s)
     return d;
 }
 
-/* Verifies what was appended since the last call and renders the whole verdict. */
+/* Verifies what was appended since the last call and renders the whole verdict. A large
+ * journal's first request can take seconds; connections have their own threads, so /livez
+ * still answers meanwhile. */
 static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *conn)
 {
     struct hc_err err;
     char extra[600];
     const char *extra_issue = NULL;
+    pthread_mutex_lock(&s->lock);
     int rc = hc_journal_update(&s->journal, 0, &err);
     if (rc != 0) {
         snprintf(extra, sizeof extra, "input: journal: %s", err.msg);
@@ -91,6 +96,7 @@ static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *co
     char *body = hc_report_health_json(&s->report, &end, s->names, s->n_names, extra_issue);
     int pass = rc == 0 && hc_report_pass(&s->report, &end);
     hc_report_free(&end);
+    pthread_mutex_unlock(&s->lock);
     return hc_reply(conn, pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body,
                     "application/health+json");
 }
@@ -149,8 +155,10 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     if (s == NULL)
         return hc_err_set(err, -ENOMEM, "out of memory");
     hc_report_init(&s->report);
+    pthread_mutex_init(&s->lock, NULL);
     rc = hc_verifier_init(&s->verifier, &s->report, cfg->n_criteria, err);
     if (rc != 0) {
+        pthread_mutex_destroy(&s->lock);
         free(s);
         return rc;
     }
@@ -163,9 +171,9 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     addr.sin_port = htons((uint16_t)port);
     inet_pton(AF_INET, host, &addr.sin_addr);
     s->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, hc_handle,
-        s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+        (uint16_t)port, NULL, NULL, hc_handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(64 * 1024), MHD_OPTION_END);
     if (s->daemon == NULL) {
@@ -186,5 +194,6 @@ void hc_serve_stop(struct hc_server *s)
     hc_journal_free(&s->journal);
     hc_verifier_free(&s->verifier);
     hc_report_free(&s->report);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -19,7 +19,7 @@ struct hc_serve_config {
 /* Parses "a.b.c.d:port". Returns 0 or -EINVAL with err filled. */
 int hc_parse_listen(const char *text, char host[64], unsigned *port, struct hc_err *err);
 
-/* Starts listening (one internal thread, so requests are verified one at a time). Returns 0,
+/* Starts listening (a thread per connection; /healthz requests verify one at a time). Returns 0,
  * or a negative errno-style code with err filled. */
 int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, struct hc_err *err);
 void hc_serve_stop(struct hc_server *s);
