@@ -123,7 +123,7 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
     }
     int seen[K_COUNT] = {0};
     /* getline, not fgets: it counts the bytes it read, so a NUL inside a line is seen
-     * (with fgets, strlen stopped at the NUL and "16\0000" read as 16). */
+     * (with fgets, strlen stopped at the NUL, and "16<NUL>0" was read as 16). */
     char *buf = NULL;
     size_t cap = 0;
     ssize_t got;

@@ -102,10 +102,13 @@ static void check_against_jansson(const uint8_t *data, size_t size, int rc,
     json_error_t jerr;
     json_t *ref =
         json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    /* By path "$" and the text: an unknown field may be named "$: invalid JSON...". */
+    int said_invalid =
+        strcmp(err->path, "$") == 0 && strncmp(err->msg, "$: invalid JSON ", 16) == 0;
     if (rc != 0) {
-        if (ref && strncmp(err->msg, "$: invalid JSON", 15) == 0)
+        if (ref && said_invalid)
             fprintf(stderr, "gateway refuses JSON that jansson reads: %s\n", err->msg);
-        FUZZ_REQUIRE(!ref || strncmp(err->msg, "$: invalid JSON", 15) != 0);
+        FUZZ_REQUIRE(!ref || !said_invalid);
         json_decref(ref);
         return;
     }

@@ -25,6 +25,32 @@ static void check_health_agrees(const uint8_t *data, size_t size, const struct g
     FUZZ_REQUIRE((hc.policy == HC_POLICY_REJECT) == (c->policy == GW_POLICY_REJECT));
 }
 
+/* 1 when a line that is not a comment holds a NUL byte. */
+static int nul_outside_comments(const uint8_t *data, size_t size)
+{
+    for (size_t i = 0; i < size;) {
+        const uint8_t *nl = memchr(data + i, '\n', size - i);
+        size_t end = nl ? (size_t)(nl - data) : size;
+        if (data[i] != '#' && memchr(data + i, '\0', end - i))
+            return 1;
+        i = end + 1;
+    }
+    return 0;
+}
+
+/* A NUL byte in a setting is refused by the health reader too, never read as a shorter value. */
+static void check_health_refuses_nul(const uint8_t *data, size_t size)
+{
+    struct hc_contract hc;
+    struct hc_err herr;
+    const char *path = fuzz_scratch_file(".env", data, size);
+    int rc = hc_contract_load(path, &hc, &herr);
+    remove(path);
+    if (rc == 0)
+        fprintf(stderr, "health reads a contract with a NUL byte: vnodes %u\n", hc.vnodes);
+    FUZZ_REQUIRE(rc != 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gw_contract c;
@@ -38,6 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_REQUIRE(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
         FUZZ_REQUIRE(strncmp(err.msg, "contract: fuzz.env:", 19) == 0);
         FUZZ_REQUIRE(strlen(err.msg) > 19);
+        if (nul_outside_comments(data, size))
+            check_health_refuses_nul(data, size);
         return 0;
     }
     /* No defaults: an accepted contract names every key, and every value is in range. */
