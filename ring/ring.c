@@ -4,6 +4,7 @@
  * LE32(H(key)[0..3]) lands on the first point >= its hash, or wraps to point 0. With md5 this
  * is libmemcached's MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED placement at 160 points per server. */
 #define OPENSSL_SUPPRESS_DEPRECATED /* see digest_* below for why the low-level API */
+#define _DEFAULT_SOURCE             /* MADV_HUGEPAGE */
 #include "ring.h"
 
 #include <errno.h>
@@ -11,16 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/mman.h>
+
 #include <openssl/md5.h>
 #include <openssl/sha.h>
 
 #define RING_ID_PREFIX_MAX 64
 #define VNODE_LABEL_MAX (64 + 1 + 10)
-
-struct ring_entry {
-    uint32_t shard;
-    uint32_t vnode;
-};
+#define ONE_BLOCK_MAX 55 /* longest message whose padding fits one 64-byte block */
+#define HUGE_PAGE ((size_t)2 << 20)
 
 struct ring_shard_slot {
     char *id;
@@ -34,10 +34,9 @@ struct ring {
     size_t nshards;
     struct ring_shard_slot *shards; /* in id order */
     size_t npoints;
-    uint32_t *values;           /* point values in ring order: the binary-searched array */
-    struct ring_entry *entries; /* shard and vnode of each point, parallel to values */
-    unsigned bucket_shift;      /* a hash's bucket is hash >> bucket_shift (64-bit shift) */
-    uint32_t *buckets;          /* buckets[b]: first point whose bucket >= b; 2^bits + 1 */
+    struct ring_point *points; /* in ring order; value, shard and vnode share a cache line */
+    unsigned bucket_shift;     /* a hash's bucket is hash >> bucket_shift (64-bit shift) */
+    uint32_t *buckets;         /* buckets[b]: first point whose bucket >= b; 2^bits + 1 */
     char id[RING_ID_HEX_LEN + 1];
 };
 
@@ -45,31 +44,230 @@ struct ring {
  * OpenSSL 3 the one-shot SHA1() and EVP_Digest() fetch the algorithm on every call (about
  * 300 ns); EVP with a pre-fetched EVP_MD needs a context per thread. The low-level calls go
  * straight to the block function, allocate nothing and are thread-safe, which is what the
- * lookup path needs. They are deprecated, not removed, in OpenSSL 3.0. */
+ * lookup path needs. They are deprecated, not removed, in OpenSSL 3.0.
+ *
+ * Keys and vnode labels are short, so most messages fit one block with their padding: those
+ * are padded here and compressed with one SHA1_Transform / MD5_Transform call, which skips
+ * the Update/Final bookkeeping (a third of the cost of hashing a 20-byte key). Every caller
+ * wants the digest as LE32 words (§4), so the digest is returned in that form: `w[j]` is
+ * LE32(d[4j..4j+3]), W words. */
 static size_t digest_len(enum ring_digest digest)
 {
     return digest == RING_MD5 ? MD5_DIGEST_LENGTH : SHA_DIGEST_LENGTH;
 }
 
-static void digest_compute(enum ring_digest digest, const void *data, size_t len,
-                           unsigned char *out)
-{
-    if (digest == RING_MD5) {
-        MD5_CTX ctx;
-        MD5_Init(&ctx);
-        MD5_Update(&ctx, data, len);
-        MD5_Final(out, &ctx);
-    } else {
-        SHA_CTX ctx;
-        SHA1_Init(&ctx);
-        SHA1_Update(&ctx, data, len);
-        SHA1_Final(out, &ctx);
-    }
-}
-
 static uint32_t le32(const unsigned char *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* SHA-1 state words are big-endian digest words; MD5's are little-endian. */
+static void sha1_one_block(const void *data, size_t len, uint32_t *w)
+{
+    unsigned char block[64] = {0};
+    memcpy(block, data, len);
+    block[len] = 0x80;
+    block[62] = (unsigned char)(len >> 5);
+    block[63] = (unsigned char)(len << 3);
+    SHA_CTX ctx;
+    SHA1_Init(&ctx);
+    SHA1_Transform(&ctx, block);
+    const uint32_t h[5] = {ctx.h0, ctx.h1, ctx.h2, ctx.h3, ctx.h4};
+    for (size_t j = 0; j < 5; j++)
+        w[j] = __builtin_bswap32(h[j]);
+}
+
+static void md5_one_block(const void *data, size_t len, uint32_t *w)
+{
+    unsigned char block[64] = {0};
+    memcpy(block, data, len);
+    block[len] = 0x80;
+    block[56] = (unsigned char)(len << 3);
+    block[57] = (unsigned char)(len >> 5);
+    MD5_CTX ctx;
+    MD5_Init(&ctx);
+    MD5_Transform(&ctx, block);
+    w[0] = ctx.A;
+    w[1] = ctx.B;
+    w[2] = ctx.C;
+    w[3] = ctx.D;
+}
+
+/* Messages longer than one block go through Update/Final. */
+static void sha1_words(const void *data, size_t len, uint32_t *w)
+{
+    unsigned char out[SHA_DIGEST_LENGTH];
+    SHA_CTX ctx;
+    if (len <= ONE_BLOCK_MAX) {
+        sha1_one_block(data, len, w);
+        return;
+    }
+    SHA1_Init(&ctx);
+    SHA1_Update(&ctx, data, len);
+    SHA1_Final(out, &ctx);
+    for (size_t j = 0; j < SHA_DIGEST_LENGTH / 4; j++)
+        w[j] = le32(out + 4 * j);
+}
+
+static void md5_words(const void *data, size_t len, uint32_t *w)
+{
+    unsigned char out[MD5_DIGEST_LENGTH];
+    MD5_CTX ctx;
+    if (len <= ONE_BLOCK_MAX) {
+        md5_one_block(data, len, w);
+        return;
+    }
+    MD5_Init(&ctx);
+    MD5_Update(&ctx, data, len);
+    MD5_Final(out, &ctx);
+    for (size_t j = 0; j < MD5_DIGEST_LENGTH / 4; j++)
+        w[j] = le32(out + 4 * j);
+}
+
+/* The one place the contract's digest is chosen, for points and keys alike. */
+static void digest_words(enum ring_digest digest, const void *data, size_t len, uint32_t *w)
+{
+    if (digest == RING_MD5) {
+        md5_words(data, len, w);
+    } else {
+        sha1_words(data, len, w);
+    }
+}
+
+/* MD5 of four one-block messages at once. MD5 is one long dependency chain per message, so a
+ * single digest leaves most of the core idle; four independent chains side by side (the lane
+ * loops below, which compilers also turn into SIMD) finish in little more time than one. This
+ * is RFC 1321's compression function, checked against OpenSSL's MD5 in the bench's --check
+ * mode and against libmemcached on a million keys. Only the first state word is returned:
+ * it is the key hash (LE32 of digest bytes 0..3). */
+#define MD5_LANES 4
+
+/* RFC 1321's round functions and one step, applied to the four lanes' registers x0..x3. */
+#define MD5_F(b, c, d) ((((c) ^ (d)) & (b)) ^ (d))
+#define MD5_G(b, c, d) ((((b) ^ (c)) & (d)) ^ (c))
+#define MD5_H(b, c, d) ((b) ^ (c) ^ (d))
+#define MD5_I(b, c, d) ((c) ^ ((b) | ~(d)))
+#define MD5_STEP(f, a, b, c, d, x, t, s)                                                           \
+    do {                                                                                           \
+        (a) += MD5_##f((b), (c), (d)) + (x) + (t);                                                 \
+        (a) = ((a) << (s) | (a) >> (32 - (s))) + (b);                                              \
+    } while (0)
+#define MD5_STEP4(f, a, b, c, d, k, t, s)                                                          \
+    do {                                                                                           \
+        MD5_STEP(f, a##0, b##0, c##0, d##0, m[k][0], t, s);                                        \
+        MD5_STEP(f, a##1, b##1, c##1, d##1, m[k][1], t, s);                                        \
+        MD5_STEP(f, a##2, b##2, c##2, d##2, m[k][2], t, s);                                        \
+        MD5_STEP(f, a##3, b##3, c##3, d##3, m[k][3], t, s);                                        \
+    } while (0)
+
+/* The 64 steps on four lanes; m[k][l] is message word k of lane l. Returns A of each lane. */
+static void md5_rounds(const uint32_t (*m)[MD5_LANES], uint32_t *out)
+{
+    uint32_t a0 = 0x67452301, a1 = a0, a2 = a0, a3 = a0;
+    uint32_t b0 = 0xefcdab89, b1 = b0, b2 = b0, b3 = b0;
+    uint32_t c0 = 0x98badcfe, c1 = c0, c2 = c0, c3 = c0;
+    uint32_t d0 = 0x10325476, d1 = d0, d2 = d0, d3 = d0;
+    MD5_STEP4(F, a, b, c, d, 0, 0xd76aa478, 7);
+    MD5_STEP4(F, d, a, b, c, 1, 0xe8c7b756, 12);
+    MD5_STEP4(F, c, d, a, b, 2, 0x242070db, 17);
+    MD5_STEP4(F, b, c, d, a, 3, 0xc1bdceee, 22);
+    MD5_STEP4(F, a, b, c, d, 4, 0xf57c0faf, 7);
+    MD5_STEP4(F, d, a, b, c, 5, 0x4787c62a, 12);
+    MD5_STEP4(F, c, d, a, b, 6, 0xa8304613, 17);
+    MD5_STEP4(F, b, c, d, a, 7, 0xfd469501, 22);
+    MD5_STEP4(F, a, b, c, d, 8, 0x698098d8, 7);
+    MD5_STEP4(F, d, a, b, c, 9, 0x8b44f7af, 12);
+    MD5_STEP4(F, c, d, a, b, 10, 0xffff5bb1, 17);
+    MD5_STEP4(F, b, c, d, a, 11, 0x895cd7be, 22);
+    MD5_STEP4(F, a, b, c, d, 12, 0x6b901122, 7);
+    MD5_STEP4(F, d, a, b, c, 13, 0xfd987193, 12);
+    MD5_STEP4(F, c, d, a, b, 14, 0xa679438e, 17);
+    MD5_STEP4(F, b, c, d, a, 15, 0x49b40821, 22);
+    MD5_STEP4(G, a, b, c, d, 1, 0xf61e2562, 5);
+    MD5_STEP4(G, d, a, b, c, 6, 0xc040b340, 9);
+    MD5_STEP4(G, c, d, a, b, 11, 0x265e5a51, 14);
+    MD5_STEP4(G, b, c, d, a, 0, 0xe9b6c7aa, 20);
+    MD5_STEP4(G, a, b, c, d, 5, 0xd62f105d, 5);
+    MD5_STEP4(G, d, a, b, c, 10, 0x02441453, 9);
+    MD5_STEP4(G, c, d, a, b, 15, 0xd8a1e681, 14);
+    MD5_STEP4(G, b, c, d, a, 4, 0xe7d3fbc8, 20);
+    MD5_STEP4(G, a, b, c, d, 9, 0x21e1cde6, 5);
+    MD5_STEP4(G, d, a, b, c, 14, 0xc33707d6, 9);
+    MD5_STEP4(G, c, d, a, b, 3, 0xf4d50d87, 14);
+    MD5_STEP4(G, b, c, d, a, 8, 0x455a14ed, 20);
+    MD5_STEP4(G, a, b, c, d, 13, 0xa9e3e905, 5);
+    MD5_STEP4(G, d, a, b, c, 2, 0xfcefa3f8, 9);
+    MD5_STEP4(G, c, d, a, b, 7, 0x676f02d9, 14);
+    MD5_STEP4(G, b, c, d, a, 12, 0x8d2a4c8a, 20);
+    MD5_STEP4(H, a, b, c, d, 5, 0xfffa3942, 4);
+    MD5_STEP4(H, d, a, b, c, 8, 0x8771f681, 11);
+    MD5_STEP4(H, c, d, a, b, 11, 0x6d9d6122, 16);
+    MD5_STEP4(H, b, c, d, a, 14, 0xfde5380c, 23);
+    MD5_STEP4(H, a, b, c, d, 1, 0xa4beea44, 4);
+    MD5_STEP4(H, d, a, b, c, 4, 0x4bdecfa9, 11);
+    MD5_STEP4(H, c, d, a, b, 7, 0xf6bb4b60, 16);
+    MD5_STEP4(H, b, c, d, a, 10, 0xbebfbc70, 23);
+    MD5_STEP4(H, a, b, c, d, 13, 0x289b7ec6, 4);
+    MD5_STEP4(H, d, a, b, c, 0, 0xeaa127fa, 11);
+    MD5_STEP4(H, c, d, a, b, 3, 0xd4ef3085, 16);
+    MD5_STEP4(H, b, c, d, a, 6, 0x04881d05, 23);
+    MD5_STEP4(H, a, b, c, d, 9, 0xd9d4d039, 4);
+    MD5_STEP4(H, d, a, b, c, 12, 0xe6db99e5, 11);
+    MD5_STEP4(H, c, d, a, b, 15, 0x1fa27cf8, 16);
+    MD5_STEP4(H, b, c, d, a, 2, 0xc4ac5665, 23);
+    MD5_STEP4(I, a, b, c, d, 0, 0xf4292244, 6);
+    MD5_STEP4(I, d, a, b, c, 7, 0x432aff97, 10);
+    MD5_STEP4(I, c, d, a, b, 14, 0xab9423a7, 15);
+    MD5_STEP4(I, b, c, d, a, 5, 0xfc93a039, 21);
+    MD5_STEP4(I, a, b, c, d, 12, 0x655b59c3, 6);
+    MD5_STEP4(I, d, a, b, c, 3, 0x8f0ccc92, 10);
+    MD5_STEP4(I, c, d, a, b, 10, 0xffeff47d, 15);
+    MD5_STEP4(I, b, c, d, a, 1, 0x85845dd1, 21);
+    MD5_STEP4(I, a, b, c, d, 8, 0x6fa87e4f, 6);
+    MD5_STEP4(I, d, a, b, c, 15, 0xfe2ce6e0, 10);
+    MD5_STEP4(I, c, d, a, b, 6, 0xa3014314, 15);
+    MD5_STEP4(I, b, c, d, a, 13, 0x4e0811a1, 21);
+    MD5_STEP4(I, a, b, c, d, 4, 0xf7537e82, 6);
+    MD5_STEP4(I, d, a, b, c, 11, 0xbd3af235, 10);
+    MD5_STEP4(I, c, d, a, b, 2, 0x2ad7d2bb, 15);
+    MD5_STEP4(I, b, c, d, a, 9, 0xeb86d391, 21);
+    out[0] = a0 + 0x67452301;
+    out[1] = a1 + 0x67452301;
+    out[2] = a2 + 0x67452301;
+    out[3] = a3 + 0x67452301;
+}
+
+/* The key hashes of four keys of at most ONE_BLOCK_MAX bytes each. */
+static void md5_hash4(const char *const *key, const size_t *len, uint32_t *out)
+{
+    uint32_t m[16][MD5_LANES];
+    for (int l = 0; l < MD5_LANES; l++) {
+        unsigned char block[64] = {0};
+        memcpy(block, key[l], len[l]);
+        block[len[l]] = 0x80;
+        block[56] = (unsigned char)(len[l] << 3);
+        block[57] = (unsigned char)(len[l] >> 5);
+        for (int k = 0; k < 16; k++)
+            m[k][l] = le32(block + 4 * k);
+    }
+    md5_rounds((const uint32_t(*)[MD5_LANES])m, out);
+}
+
+/* Large arrays (the points and buckets of big rings) go on 2 MiB-aligned memory marked for
+ * transparent huge pages: a lookup on a 10,000-shard ring touches two random lines in 20 MB,
+ * and with 4 KiB pages each touch also misses the TLB. The hint is best effort. */
+static void *big_alloc(size_t bytes)
+{
+    if (bytes < HUGE_PAGE)
+        return malloc(bytes ? bytes : 1);
+    void *p = NULL;
+    size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
 int ring_digest_parse(const char *name, enum ring_digest *out)
@@ -140,51 +338,94 @@ static int copy_shards(struct ring *ring, const struct ring_shard *shards, size_
     return 0;
 }
 
+/* Writes the decimal form of `v` at `out`; returns its length. */
+static size_t put_decimal(char *out, size_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
 /* Appends the points of shard `rank` in vnode order to `out`; returns how many. */
 static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_point *out)
 {
     const struct ring_shard_slot *s = &ring->shards[rank];
     size_t words = digest_len(ring->digest) / 4;
     size_t count = (size_t)ring->vnodes * s->weight;
-    unsigned char label[VNODE_LABEL_MAX], digest[SHA_DIGEST_LENGTH];
+    char label[VNODE_LABEL_MAX + 10];
+    uint32_t w[5];
     memcpy(label, s->id, s->id_len);
     label[s->id_len] = '-';
     for (size_t k = 0, g = 0; k < count; g++) {
-        int n = snprintf((char *)label + s->id_len + 1, 11, "%zu", g);
-        digest_compute(ring->digest, label, s->id_len + 1 + (size_t)n, digest);
+        size_t n = put_decimal(label + s->id_len + 1, g);
+        digest_words(ring->digest, label, s->id_len + 1 + n, w);
         for (size_t j = 0; j < words && k < count; j++, k++)
-            out[k] = (struct ring_point){le32(digest + 4 * j), rank, (uint32_t)k};
+            out[k] = (struct ring_point){w[j], rank, (uint32_t)k};
     }
     return count;
 }
 
-/* Stable LSD radix sort by value, two 16-bit passes. The points arrive in (shard id, vnode)
+#define TOP_BITS 11  /* the one pass over the whole array: 2048 write streams */
+#define LOCAL_BITS 7 /* then three passes of 7 bits within each top group (in L1) */
+
+/* One stable counting-sort pass of `n` points from `src` to `dst` by `bits` bits of the value
+ * from `shift`. Leaves count[d] = the end of digit d's range in dst. */
+static void counting_pass(const struct ring_point *src, struct ring_point *dst, size_t n,
+                          unsigned shift, unsigned bits, uint32_t *count)
+{
+    uint32_t size = 1u << bits, mask = size - 1;
+    memset(count, 0, size * sizeof(*count));
+    for (size_t i = 0; i < n; i++)
+        count[(src[i].value >> shift) & mask]++;
+    for (uint32_t d = 0, sum = 0; d < size; d++) {
+        uint32_t c = count[d];
+        count[d] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+        dst[count[(src[i].value >> shift) & mask]++] = src[i];
+}
+
+/* Sorts one top group of m points from `src` into `dst` by the low 21 bits of the value. */
+static void sort_group(const struct ring_point *src, struct ring_point *dst, size_t m,
+                       struct ring_point *s1, struct ring_point *s2, uint32_t *count)
+{
+    counting_pass(src, s1, m, 0, LOCAL_BITS, count);
+    counting_pass(s1, s2, m, LOCAL_BITS, LOCAL_BITS, count);
+    counting_pass(s2, dst, m, 2 * LOCAL_BITS, LOCAL_BITS, count);
+}
+
+/* Stable radix sort by value: one MSD pass by the top 11 bits into a scratch array, then an
+ * LSD sort of each group (about 800 points at 10,000 shards: it stays in L1) by the low 21
+ * bits back into `points`. Only the first pass scatters across the whole array, and to 2048
+ * streams, which the write-combining buffers and the TLB can follow; two global 16-bit
+ * passes (65536 streams) cost three times as much. The points arrive in (shard id, vnode)
  * order, so stability yields exactly the (value, shard id, vnode) order of §4. */
 static int sort_points(struct ring_point *points, size_t n)
 {
-    struct ring_point *tmp = malloc((n ? n : 1) * sizeof(*tmp));
-    size_t *count = malloc(65536 * sizeof(*count));
-    if (!tmp || !count) {
-        free(tmp);
-        free(count);
-        return -ENOMEM;
+    uint32_t *top = malloc(((size_t)1 << TOP_BITS) * sizeof(*top));
+    uint32_t count[1u << LOCAL_BITS];
+    struct ring_point *tmp = big_alloc(n * sizeof(*tmp)), *s = NULL;
+    if (top && tmp) {
+        counting_pass(points, tmp, n, 32 - TOP_BITS, TOP_BITS, top);
+        size_t most = 0;
+        for (uint32_t g = 0, lo = 0; g < (1u << TOP_BITS); lo = top[g++])
+            most = top[g] - lo > most ? top[g] - lo : most;
+        s = malloc(2 * (most ? most : 1) * sizeof(*s));
+        for (uint32_t g = 0, lo = 0; s && g < (1u << TOP_BITS); lo = top[g++])
+            sort_group(tmp + lo, points + lo, top[g] - lo, s, s + most, count);
     }
-    for (unsigned shift = 0; shift < 32; shift += 16) {
-        memset(count, 0, 65536 * sizeof(*count));
-        for (size_t i = 0; i < n; i++)
-            count[(points[i].value >> shift) & 0xffff]++;
-        for (size_t b = 0, sum = 0; b < 65536; b++) {
-            size_t c = count[b];
-            count[b] = sum;
-            sum += c;
-        }
-        for (size_t i = 0; i < n; i++)
-            tmp[count[(points[i].value >> shift) & 0xffff]++] = points[i];
-        memcpy(points, tmp, n * sizeof(*points));
-    }
+    int rc = top && tmp && s ? 0 : -ENOMEM;
+    free(top);
     free(tmp);
-    free(count);
-    return 0;
+    free(s);
+    return rc;
 }
 
 /* Bucket bits: about four points per bucket, so a lookup reads one bucket slot and then
@@ -202,12 +443,12 @@ static int build_buckets(struct ring *ring)
     unsigned bits = bucket_bits(ring->npoints);
     size_t nb = (size_t)1 << bits;
     ring->bucket_shift = 32 - bits;
-    ring->buckets = malloc((nb + 1) * sizeof(*ring->buckets));
+    ring->buckets = big_alloc((nb + 1) * sizeof(*ring->buckets));
     if (!ring->buckets)
         return -ENOMEM;
     size_t i = 0;
     for (size_t b = 0; b <= nb; b++) {
-        while (i < ring->npoints && ((uint64_t)ring->values[i] >> ring->bucket_shift) < b)
+        while (i < ring->npoints && ((uint64_t)ring->points[i].value >> ring->bucket_shift) < b)
             i++;
         ring->buckets[b] = (uint32_t)i;
     }
@@ -222,24 +463,14 @@ static int build_points(struct ring *ring)
         total += (size_t)ring->vnodes * ring->shards[i].weight;
     if (total > UINT32_MAX)
         return -EINVAL;
-    struct ring_point *points = malloc((total ? total : 1) * sizeof(*points));
-    ring->values = malloc((total ? total : 1) * sizeof(*ring->values));
-    ring->entries = malloc((total ? total : 1) * sizeof(*ring->entries));
-    if (!points || !ring->values || !ring->entries) {
-        free(points);
+    ring->points = big_alloc(total * sizeof(*ring->points));
+    if (!ring->points)
         return -ENOMEM;
-    }
     size_t n = 0;
     for (uint32_t rank = 0; rank < ring->nshards; rank++)
-        n += shard_points(ring, rank, points + n);
-    int rc = sort_points(points, n);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        ring->values[i] = points[i].value;
-        ring->entries[i] = (struct ring_entry){points[i].shard, points[i].vnode};
-    }
-    free(points);
+        n += shard_points(ring, rank, ring->points + n);
     ring->npoints = n;
-    return rc;
+    return sort_points(ring->points, n);
 }
 
 /* The ring id: SHA-1 of "ketama\n<hash>\n<vnodes>\n" and "<id> <weight>\n" per shard. */
@@ -306,29 +537,49 @@ void ring_free(struct ring *ring)
     for (size_t i = 0; i < ring->nshards; i++)
         free(ring->shards[i].id);
     free(ring->shards);
-    free(ring->values);
-    free(ring->entries);
+    free(ring->points);
     free(ring->buckets);
     free(ring);
 }
 
 uint32_t ring_hash_key(const struct ring *ring, const void *key, size_t len)
 {
-    unsigned char digest[SHA_DIGEST_LENGTH];
-    digest_compute(ring->digest, key, len, digest);
-    return le32(digest);
+    uint32_t w[5];
+    digest_words(ring->digest, key, len, w);
+    return w[0]; /* the key hash */
 }
 
-int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out)
+void ring_hash_keys(const struct ring *ring, const char *const *keys, const size_t *lens, size_t n,
+                    uint32_t *hashes)
 {
-    if (ring->npoints == 0)
-        return -ENOENT;
+    size_t i = 0;
+    while (ring->digest == RING_MD5 && i + MD5_LANES <= n) {
+        size_t l = 0;
+        while (l < MD5_LANES && lens[i + l] <= ONE_BLOCK_MAX)
+            l++;
+        if (l < MD5_LANES) { /* a long key: hash it alone and go on after it */
+            hashes[i + l] = ring_hash_key(ring, keys[i + l], lens[i + l]);
+            for (size_t j = 0; j < l; j++)
+                hashes[i + j] = ring_hash_key(ring, keys[i + j], lens[i + j]);
+            i += l + 1;
+            continue;
+        }
+        md5_hash4(keys + i, lens + i, hashes + i);
+        i += MD5_LANES;
+    }
+    for (; i < n; i++)
+        hashes[i] = ring_hash_key(ring, keys[i], lens[i]);
+}
+
+/* The first point >= hash, searched within the hash's bucket. */
+static void place(const struct ring *ring, uint32_t hash, struct ring_placement *out)
+{
     uint64_t bucket = (uint64_t)hash >> ring->bucket_shift;
     size_t lo = ring->buckets[bucket], hi = ring->buckets[bucket + 1];
     /* First value >= hash in [lo, hi); if none, it is hi (the next bucket's first point). */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ring->values[mid] < hash)
+        if (ring->points[mid].value < hash)
             lo = mid + 1;
         else
             hi = mid;
@@ -337,9 +588,43 @@ int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placeme
     if (out->wrapped)
         lo = 0;
     out->hash = hash;
-    out->point = ring->values[lo];
-    out->shard = ring->entries[lo].shard;
-    out->vnode = ring->entries[lo].vnode;
+    out->point = ring->points[lo].value;
+    out->shard = ring->points[lo].shard;
+    out->vnode = ring->points[lo].vnode;
+}
+
+int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out)
+{
+    if (ring->npoints == 0)
+        return -ENOENT;
+    place(ring, hash, out);
+    return 0;
+}
+
+/* How far ahead ring_lookup_hashes prefetches: buckets 2*AHEAD keys ahead, points AHEAD. */
+#define AHEAD 8
+
+static void prefetch_points(const struct ring *ring, uint32_t hash)
+{
+    uint64_t bucket = (uint64_t)hash >> ring->bucket_shift;
+    const struct ring_point *p = ring->points + ring->buckets[bucket];
+    __builtin_prefetch(p);
+    __builtin_prefetch(p + 4);
+}
+
+int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n,
+                       struct ring_placement *out)
+{
+    if (ring->npoints == 0)
+        return -ENOENT;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 * AHEAD < n)
+            __builtin_prefetch(
+                &ring->buckets[(uint64_t)hashes[i + 2 * AHEAD] >> ring->bucket_shift]);
+        if (i + AHEAD < n)
+            prefetch_points(ring, hashes[i + AHEAD]);
+        place(ring, hashes[i], &out[i]);
+    }
     return 0;
 }
 
@@ -367,7 +652,7 @@ size_t ring_points_total(const struct ring *ring)
 
 struct ring_point ring_point_at(const struct ring *ring, size_t i)
 {
-    return (struct ring_point){ring->values[i], ring->entries[i].shard, ring->entries[i].vnode};
+    return ring->points[i];
 }
 
 size_t ring_shard_count(const struct ring *ring)
