@@ -2,7 +2,6 @@
 #include "batch.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include "buf.h"
+#include "json_read.h"
 #include "membership.h"
 
 #define SIZE_RULE "must be an integer 0..9007199254740991"
@@ -53,15 +53,7 @@ static long id_set_insert(struct id_set *set, const struct gw_change *changes, s
     }
 }
 
-static int get_string(json_t *obj, const char *field, size_t max, const char **s, size_t *len)
-{
-    json_t *v = json_object_get(obj, field);
-    if (!json_is_string(v) || json_string_length(v) < 1 || json_string_length(v) > max)
-        return -1;
-    *s = json_string_value(v);
-    *len = json_string_length(v);
-    return 0;
-}
+/* ---- The schema of DESIGN §5 over the parsed document, checked in a fixed order. ---- */
 
 static int bad(struct gw_error *err, const char *path, const char *what)
 {
@@ -69,77 +61,108 @@ static int bad(struct gw_error *err, const char *path, const char *what)
     return -EINVAL;
 }
 
-static int check_fields(json_t *obj, const char *const *allowed, size_t n, const char *prefix,
-                        struct gw_error *err)
+/* The member `name` of object node `obj`, or NULL. */
+static const struct jnode *member(const struct jdoc *d, const struct jnode *obj, const char *name)
 {
-    const char *field;
-    json_t *v;
-    json_object_foreach(obj, field, v)
-    {
-        size_t i = 0;
-        while (i < n && strcmp(field, allowed[i]) != 0)
-            i++;
-        if (i == n) {
-            char path[200];
-            /* An empty name would leave the path empty; bracket notation still names it. */
-            if (field[0] == '\0')
-                snprintf(path, sizeof(path), "%s[\"\"]", prefix[0] ? prefix : "$");
-            else
-                snprintf(path, sizeof(path), "%s%s%.64s", prefix, prefix[0] ? "." : "", field);
+    size_t len = strlen(name);
+    for (uint32_t c = obj->first; c; c = d->nodes[c].next)
+        if (d->nodes[c].key_len == len && memcmp(d->nodes[c].key, name, len) == 0)
+            return &d->nodes[c];
+    return NULL;
+}
+
+/* "changes[<i>].<field>", or "<field>" at the top (i < 0). An empty name would leave the
+ * path empty; bracket notation still names it: changes[<i>][""], $[""]. */
+static void field_path(char *out, size_t cap, long i, const char *field, size_t len)
+{
+    if (len == 0 && i < 0)
+        snprintf(out, cap, "$[\"\"]");
+    else if (len == 0)
+        snprintf(out, cap, "changes[%ld][\"\"]", i);
+    else if (i < 0)
+        snprintf(out, cap, "%.*s", (int)len, field);
+    else
+        snprintf(out, cap, "changes[%ld].%.*s", i, (int)len, field);
+}
+
+/* Every member must be allowed (the first unknown one is named), every allowed one present. */
+static int check_fields(const struct jdoc *d, const struct jnode *obj, const char *const *allowed,
+                        size_t n, long i, struct gw_error *err)
+{
+    char path[200];
+    for (uint32_t c = obj->first; c; c = d->nodes[c].next) {
+        const struct jnode *m = &d->nodes[c];
+        size_t k = 0;
+        while (k < n &&
+               !(strlen(allowed[k]) == m->key_len && memcmp(allowed[k], m->key, m->key_len) == 0))
+            k++;
+        if (k == n) {
+            field_path(path, sizeof(path), i, m->key, m->key_len < 64 ? m->key_len : 64);
             return bad(err, path, "unknown field");
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!json_object_get(obj, allowed[i])) {
-            char path[200];
-            snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "", allowed[i]);
+    for (size_t k = 0; k < n; k++) {
+        if (!member(d, obj, allowed[k])) {
+            field_path(path, sizeof(path), i, allowed[k], strlen(allowed[k]));
             return bad(err, path, "missing");
         }
     }
     return 0;
 }
 
-static int parse_change(json_t *obj, size_t i, struct gw_change *out, struct gw_error *err)
+static int get_string(const struct jnode *v, size_t max, const char **s, size_t *len)
 {
-    static const char *const fields[] = {"id", "key", "size"};
-    char path[64];
-    snprintf(path, sizeof(path), "changes[%zu]", i);
-    if (!json_is_object(obj))
-        return bad(err, path, "must be an object");
-    int rc = check_fields(obj, fields, 3, path, err);
-    if (rc != 0)
-        return rc;
-    snprintf(path, sizeof(path), "changes[%zu].id", i);
-    if (get_string(obj, "id", GW_CHANGE_ID_MAX, &out->id, &out->id_len) != 0)
-        return bad(err, path, "must be a string of 1..128 bytes");
-    snprintf(path, sizeof(path), "changes[%zu].key", i);
-    if (get_string(obj, "key", GW_KEY_MAX, &out->key, &out->key_len) != 0)
-        return bad(err, path, "must be a string of 1..1024 bytes");
-    snprintf(path, sizeof(path), "changes[%zu].size", i);
-    json_t *size = json_object_get(obj, "size");
-    if (!json_is_integer(size) || json_integer_value(size) < 0 ||
-        (uint64_t)json_integer_value(size) > GW_SAFE_INT_MAX)
-        return bad(err, path, SIZE_RULE);
-    out->size = (uint64_t)json_integer_value(size);
+    if (v->type != J_STRING || v->len < 1 || v->len > max)
+        return -1;
+    *s = v->str;
+    *len = v->len;
     return 0;
 }
 
-static int parse_changes(json_t *list, struct gw_batch *out, struct gw_error *err)
+static int bad_change(struct gw_error *err, size_t i, const char *field, const char *what)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "changes[%zu]%s", i, field);
+    return bad(err, path, what);
+}
+
+static int parse_change(const struct jdoc *d, const struct jnode *obj, size_t i,
+                        struct gw_change *out, struct gw_error *err)
+{
+    static const char *const fields[] = {"id", "key", "size"};
+    if (obj->type != J_OBJECT)
+        return bad_change(err, i, "", "must be an object");
+    int rc = check_fields(d, obj, fields, 3, (long)i, err);
+    if (rc != 0)
+        return rc;
+    if (get_string(member(d, obj, "id"), GW_CHANGE_ID_MAX, &out->id, &out->id_len) != 0)
+        return bad_change(err, i, ".id", "must be a string of 1..128 bytes");
+    if (get_string(member(d, obj, "key"), GW_KEY_MAX, &out->key, &out->key_len) != 0)
+        return bad_change(err, i, ".key", "must be a string of 1..1024 bytes");
+    const struct jnode *size = member(d, obj, "size");
+    if (size->type != J_INT || size->num < 0 || (uint64_t)size->num > GW_SAFE_INT_MAX)
+        return bad_change(err, i, ".size", SIZE_RULE);
+    out->size = (uint64_t)size->num;
+    return 0;
+}
+
+static int parse_changes(const struct jdoc *d, const struct jnode *list, struct gw_batch *out,
+                         struct gw_error *err)
 {
     struct id_set set;
     if (id_set_init(&set, out->count) != 0)
         return -ENOMEM;
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < out->count; i++) {
-        rc = parse_change(json_array_get(list, i), i, &out->changes[i], err);
+    uint32_t c = list->first;
+    for (size_t i = 0; rc == 0 && i < out->count; i++, c = d->nodes[c].next) {
+        rc = parse_change(d, &d->nodes[c], i, &out->changes[i], err);
         if (rc != 0)
             break;
         long prev = id_set_insert(&set, out->changes, i);
         if (prev >= 0) {
-            char path[64], what[64];
-            snprintf(path, sizeof(path), "changes[%zu].id", i);
+            char what[64];
             snprintf(what, sizeof(what), "duplicate of changes[%ld].id", prev);
-            rc = bad(err, path, what);
+            rc = bad_change(err, i, ".id", what);
         }
         out->total_size += out->changes[i].size;
         if (rc == 0 && out->total_size > GW_SAFE_INT_MAX)
@@ -149,24 +172,25 @@ static int parse_changes(json_t *list, struct gw_batch *out, struct gw_error *er
     return rc;
 }
 
-static int parse_root(json_t *root, size_t max_changes, struct gw_batch *out, struct gw_error *err)
+static int parse_root(const struct jdoc *d, size_t max_changes, struct gw_batch *out,
+                      struct gw_error *err)
 {
     static const char *const fields[] = {"batch_id", "changes"};
-    if (!json_is_object(root))
+    const struct jnode *root = &d->nodes[0];
+    if (root->type != J_OBJECT)
         return bad(err, "$", "must be an object {\"batch_id\": ..., \"changes\": [...]}");
-    int rc = check_fields(root, fields, 2, "", err);
+    int rc = check_fields(d, root, fields, 2, -1, err);
     if (rc != 0)
         return rc;
-    json_t *id = json_object_get(root, "batch_id");
-    if (!json_is_string(id) ||
-        !gw_name_valid(json_string_value(id), json_string_length(id), GW_BATCH_ID_MAX))
+    const struct jnode *id = member(d, root, "batch_id");
+    if (id->type != J_STRING || !gw_name_valid(id->str, id->len, GW_BATCH_ID_MAX))
         return bad(err, "batch_id", "must be 1..128 bytes of [A-Za-z0-9._:-]");
-    out->batch_id = json_string_value(id);
-    out->batch_id_len = json_string_length(id);
-    json_t *list = json_object_get(root, "changes");
-    if (!json_is_array(list))
+    out->batch_id = id->str;
+    out->batch_id_len = id->len;
+    const struct jnode *list = member(d, root, "changes");
+    if (list->type != J_ARRAY)
         return bad(err, "changes", "must be an array");
-    out->count = json_array_size(list);
+    out->count = list->count;
     if (out->count < 1 || out->count > max_changes) {
         gw_error_set(err, "changes", "must hold 1..%zu changes, not %zu", max_changes, out->count);
         return -EINVAL;
@@ -174,7 +198,7 @@ static int parse_root(json_t *root, size_t max_changes, struct gw_batch *out, st
     out->changes = calloc(out->count, sizeof(*out->changes));
     if (!out->changes)
         return -ENOMEM;
-    return parse_changes(list, out, err);
+    return parse_changes(d, list, out, err);
 }
 
 /* The canonical batch: what "same content" means for idempotency (DESIGN §6). */
@@ -206,15 +230,19 @@ int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_b
                    struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
-    json_error_t jerr;
-    json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (!root) {
-        gw_error_set(err, "$", "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
-                     jerr.text);
-        return -EINVAL;
+    struct jdoc d;
+    int rc = json_read(data, len, &d);
+    if (rc == -EINVAL) {
+        size_t line, column;
+        json_position(data, d.error_at, &line, &column);
+        gw_error_set(err, "$", "invalid JSON at line %zu column %zu: %s", line, column, d.what);
     }
-    out->doc = root;
-    int rc = parse_root(root, max_changes, out, err);
+    if (rc == 0) {
+        out->doc = d.arena; /* the strings of the batch live on in the arena */
+        d.arena = NULL;
+        rc = parse_root(&d, max_changes, out, err);
+    }
+    json_doc_free(&d);
     if (rc == 0)
         rc = compute_fingerprint(out);
     if (rc == -ENOMEM)
@@ -226,7 +254,7 @@ int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_b
 
 void gw_batch_free(struct gw_batch *b)
 {
-    json_decref(b->doc);
+    free(b->doc);
     free(b->changes);
     memset(b, 0, sizeof(*b));
 }
