@@ -209,6 +209,53 @@ int gw_cmd_dispatch(int argc, char **argv)
     return rc;
 }
 
+/* Renders one command's answer into a buffer; returns an exit code. */
+typedef int (*render_fn)(struct gw_buf *out, const struct gw_topology *t, const struct cli_args *a,
+                         char **keys, int nkeys);
+
+/* Loads the topology, renders, and prints the answer only if all of it rendered. */
+static int print_rendered(const struct cli_args *a, render_fn render, char **keys, int nkeys)
+{
+    struct gw_topology t;
+    int rc = gw_cli_load_topology(a->conf, a->shards, &t);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    struct gw_buf out;
+    gw_buf_init(&out);
+    rc = render(&out, &t, a, keys, nkeys);
+    if (rc == GW_EXIT_OK)
+        rc = out.failed ? GW_EXIT_INTERNAL : write_output(NULL, &out);
+    gw_buf_free(&out);
+    gw_topology_free(&t);
+    return rc;
+}
+
+static int render_ring(struct gw_buf *out, const struct gw_topology *t, const struct cli_args *a,
+                       char **keys, int nkeys)
+{
+    (void)keys;
+    (void)nkeys;
+    gw_ring_write(out, t, a->points);
+    gw_buf_puts(out, "\n");
+    return GW_EXIT_OK;
+}
+
+static int render_lookups(struct gw_buf *out, const struct gw_topology *t, const struct cli_args *a,
+                          char **keys, int nkeys)
+{
+    (void)a;
+    for (int i = 0; i < nkeys; i++) {
+        struct ring_placement p;
+        if (ring_lookup(t->ring, keys[i], strlen(keys[i]), &p) != 0) {
+            fprintf(stderr, "lookup: no online shard: the ring is empty\n");
+            return GW_EXIT_NOT_OK;
+        }
+        gw_lookup_write(out, t, keys[i], strlen(keys[i]), &p);
+        gw_buf_puts(out, "\n");
+    }
+    return GW_EXIT_OK;
+}
+
 int gw_cmd_ring(int argc, char **argv)
 {
     struct cli_args a;
@@ -217,18 +264,7 @@ int gw_cmd_ring(int argc, char **argv)
         return rc;
     if (optind < argc)
         return usage_error(gw_usage_ring, "unexpected argument");
-    struct gw_topology t;
-    rc = gw_cli_load_topology(a.conf, a.shards, &t);
-    if (rc != GW_EXIT_OK)
-        return rc;
-    struct gw_buf out;
-    gw_buf_init(&out);
-    gw_ring_write(&out, &t, a.points);
-    gw_buf_puts(&out, "\n");
-    rc = out.failed ? GW_EXIT_INTERNAL : write_output(NULL, &out);
-    gw_buf_free(&out);
-    gw_topology_free(&t);
-    return rc;
+    return print_rendered(&a, render_ring, NULL, 0);
 }
 
 int gw_cmd_lookup(int argc, char **argv)
@@ -239,25 +275,5 @@ int gw_cmd_lookup(int argc, char **argv)
         return rc;
     if (optind >= argc)
         return usage_error(gw_usage_lookup, "at least one KEY is required");
-    struct gw_topology t;
-    rc = gw_cli_load_topology(a.conf, a.shards, &t);
-    if (rc != GW_EXIT_OK)
-        return rc;
-    struct gw_buf out;
-    gw_buf_init(&out);
-    for (int i = optind; i < argc && rc == GW_EXIT_OK; i++) {
-        struct ring_placement p;
-        if (ring_lookup(t.ring, argv[i], strlen(argv[i]), &p) != 0) {
-            fprintf(stderr, "lookup: no online shard: the ring is empty\n");
-            rc = GW_EXIT_NOT_OK;
-            break;
-        }
-        gw_lookup_write(&out, &t, argv[i], strlen(argv[i]), &p);
-        gw_buf_puts(&out, "\n");
-    }
-    if (rc == GW_EXIT_OK)
-        rc = out.failed ? GW_EXIT_INTERNAL : write_output(NULL, &out);
-    gw_buf_free(&out);
-    gw_topology_free(&t);
-    return rc;
+    return print_rendered(&a, render_lookups, argv + optind, argc - optind);
 }
