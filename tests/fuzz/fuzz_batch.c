@@ -106,6 +106,10 @@ static void check_against_jansson(const uint8_t *data, size_t size, int rc,
     int said_invalid =
         strcmp(err->path, "$") == 0 && strncmp(err->msg, "$: invalid JSON ", 16) == 0;
     if (rc != 0) {
+        /* jansson skips a raw NUL byte after a number ({"a": 1<NUL>}), which RFC 8259 does
+         * not allow: a reader stricter there is right, so such inputs are not compared. */
+        if (memchr(data, '\0', size))
+            said_invalid = 0;
         if (ref && said_invalid)
             fprintf(stderr, "gateway refuses JSON that jansson reads: %s\n", err->msg);
         FUZZ_REQUIRE(!ref || !said_invalid);
