@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The benchmark of issue 6: builds with -O2, runs every item, prints the table of figures
+# against targets and writes bench/results/*.json and *.png. Fails if any placement or receipt
+# differs from its reference (a slow figure is reported, not a failure).
+# usage: bench/run.sh [--build-dir DIR] [--rounds N]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+build=$root/build/bench
+rounds=5
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build-dir) build=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    *) echo "usage: bench/run.sh [--build-dir DIR] [--rounds N]" >&2; exit 64 ;;
+    esac
+done
+results=$here/results
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$results"
+(cd "$results" && rm -f ring.json memory_ring.json memory_serve.json gateway.json reference.json \
+    summary.json table.md receipts_equal ./*.dat lookup.png keys_per_shard.png keys_moved.png)
+start=$SECONDS
+
+echo "== build ($build, -O2)"
+cmake -S "$root" -B "$build" -DSHARDGATE_BENCH=ON -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" >/dev/null
+cmake --build "$build" -j2 --target ring_bench gateway_bench shardgate >/dev/null
+
+echo "== items 1-4: ring lookups, libmemcached, build, distribution ($rounds rounds each)"
+"$build/bench/ring_bench" --rounds "$rounds" --json "$results/ring.json"
+
+echo "== item 7: memory"
+"$build/bench/ring_bench" --memory 10000 --json "$results/memory_ring.json"
+if "$build/gateway/shardgate" serve --help >/dev/null 2>&1; then
+    python3 "$here/serve_memory.py" "$build/gateway/shardgate" "$results/memory_serve.json"
+fi
+
+echo "== item 5: gateway in-process against the Python reference (100,000 changes)"
+python3 "$here/gen_batch.py" --out-dir "$work" --changes 100000 --shards 100
+"$build/bench/gateway_bench" --conf "$work/dispatch.env" --shards "$work/shards.json" \
+    --batch "$work/batch.json" --out "$work/c.json" --rounds "$rounds" \
+    --json "$results/gateway.json"
+python3 "$here/reference.py" --conf "$work/dispatch.env" --shards "$work/shards.json" \
+    --batch "$work/batch.json" --out "$work/py.json" --rounds 3 --json "$results/reference.json"
+cmp "$work/c.json" "$work/py.json"
+echo "receipts byte-identical ($(wc -c <"$work/c.json") bytes)"
+touch "$results/receipts_equal"
+
+if [ -x "$here/http_bench.sh" ]; then
+    echo "== item 6: HTTP (bench/http_bench.sh)"
+    "$here/http_bench.sh" || echo "http_bench.sh failed (exit $?)"
+fi
+
+echo "== report ($((SECONDS - start)) s so far)"
+python3 "$here/report.py" "$results"
+echo "bench/run.sh: done in $((SECONDS - start)) s; results in $results"
