@@ -119,7 +119,8 @@ def main():
     results = sys.argv[1]
     r = {name: load(results, name + ".json")
          for name in ("ring", "gateway", "reference", "memory_ring", "memory_serve")}
-    r["receipts_equal"] = os.path.exists(os.path.join(results, "receipts_equal"))
+    receipts = load(results, "receipts.json")
+    r["receipts_equal"] = bool(receipts and receipts["equal"])
     rs = rows(r)
     text = table(rs) + "\n\n" + distribution_table(r["ring"]) + "\n"
     mem = r["memory_ring"]

@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
 (cd "$results" && rm -f ring.json memory_ring.json memory_serve.json gateway.json reference.json \
-    summary.json table.md receipts_equal ./*.dat lookup.png keys_per_shard.png keys_moved.png)
+    summary.json table.md receipts.json ./*.dat lookup.png keys_per_shard.png keys_moved.png)
 start=$SECONDS
 
 echo "== build ($build, -O2)"
@@ -45,8 +45,9 @@ python3 "$here/gen_batch.py" --out-dir "$work" --changes 100000 --shards 100
 python3 "$here/reference.py" --conf "$work/dispatch.env" --shards "$work/shards.json" \
     --batch "$work/batch.json" --out "$work/py.json" --rounds 3 --json "$results/reference.json"
 cmp "$work/c.json" "$work/py.json"
-echo "receipts byte-identical ($(wc -c <"$work/c.json") bytes)"
-touch "$results/receipts_equal"
+bytes=$(wc -c <"$work/c.json")
+echo "receipts byte-identical ($bytes bytes)"
+echo "{\"equal\": true, \"bytes\": $bytes}" >"$results/receipts.json"
 
 if [ -x "$here/http_bench.sh" ]; then
     echo "== item 6: HTTP (bench/http_bench.sh)"
