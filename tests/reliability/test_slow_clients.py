@@ -1,0 +1,289 @@
+"""Slow and hostile clients against the real gateway (all from 127.0.0.1, so the per-IP
+connection limit covers every one of them, the normal client included):
+
+- 200 slowloris connections sending their headers a byte at a time do not keep a normal client
+  from being served within 1 s, when --max-connections-per-ip leaves room for it (256, the
+  default); with a per-IP limit the slow ones fill, the next connection is refused at accept
+  and served again once they go; a connection that stops sending is closed after --timeout;
+- a body over --max-body is cut off without being buffered: a 200 MiB chunked body sent to a
+  server with --max-body 1 MiB is dropped past the cap and the connection closed past twice the
+  cap, and VmHWM grows by a few MiB at most; a declared 200 MiB Content-Length is answered 413
+  before any body byte is read;
+- a client that disconnects mid-body (Content-Length or chunked) leaves nothing behind: no
+  journal line, no idempotency record (the full batch posted afterwards gets a fresh 200
+  without Idempotent-Replayed) and totals that count it once; one that disconnects after a
+  complete body, while its batch is being journaled, gets it journaled exactly once.
+
+Every socket has a timeout and every loop a deadline.
+"""
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+import rtlib
+from rtlib import eq, ok
+from gwtest import Server, batch, case, journal_receipts, read
+
+SLOW = 200
+MIB = 1 << 20
+
+
+def raw_connect(port, timeout=5):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def slow_header(i):
+    pad = "x" * 4000  # never finished within the test at a byte per tick
+    return ("POST /v1/batches HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "X-Slow-%d: %s\r\n" % (i, pad)).encode()
+
+
+class Slowloris:
+    """N connections, each sent one more header byte every `tick` seconds by one thread."""
+
+    def __init__(self, port, n, tick=0.05):
+        self.port, self.n, self.tick = port, n, tick
+        self.socks, self.closed_by_server = [], 0
+        self.stop = threading.Event()
+        self.thread = None
+
+    def open(self):
+        for i in range(self.n):
+            self.socks.append([raw_connect(self.port), slow_header(i), 0])
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        deadline = time.time() + 120
+        while not self.stop.wait(self.tick) and time.time() < deadline:
+            for entry in self.socks:
+                sock, data, pos = entry
+                if sock is None or pos >= len(data):
+                    continue
+                try:
+                    sock.send(data[pos:pos + 1])
+                    entry[2] = pos + 1
+                except OSError:
+                    sock.close()
+                    entry[0] = None
+                    self.closed_by_server += 1
+
+    def still_open(self):
+        """Connections the server has not closed (a non-blocking peek sees EOF or an error)."""
+        n = 0
+        for sock, _, _ in self.socks:
+            if sock is None:
+                continue
+            try:
+                sock.setblocking(False)
+                got = sock.recv(1, socket.MSG_PEEK)
+                n += 0 if got == b"" else 1
+            except BlockingIOError:
+                n += 1
+            except OSError:
+                pass
+            finally:
+                sock.settimeout(5)
+        return n
+
+    def close(self):
+        self.stop.set()
+        if self.thread:
+            self.thread.join(10)
+        for sock, _, _ in self.socks:
+            if sock is not None:
+                sock.close()
+        self.socks = []
+
+
+def timed(fn):
+    t = time.time()
+    r = fn()
+    return r, time.time() - t
+
+
+@case
+def slowloris_does_not_starve_a_normal_client():
+    args = ["--max-connections", "1024", "--max-connections-per-ip", "256", "--timeout", "30"]
+    with Server(args=args) as s:
+        rss0 = rtlib.proc_status_kib(s.proc.pid, "VmRSS")
+        slow = Slowloris(s.port, SLOW).open()
+        try:
+            time.sleep(0.5)
+            worst, n = 0.0, 0
+            deadline = time.time() + 4
+            while time.time() < deadline:
+                r, dt = timed(lambda: s.get("/livez"))
+                eq(r.status, 200, "livez during slowloris")
+                worst = max(worst, dt)
+                r, dt = timed(lambda: s.post(batch("normal-%d" % n)))
+                eq(r.status, 200, "post during slowloris")
+                worst = max(worst, dt)
+                n += 1
+                time.sleep(0.2)
+            open_now = slow.still_open()
+            rss1 = rtlib.proc_status_kib(s.proc.pid, "VmRSS")
+        finally:
+            slow.close()
+        print("slowloris: %d slow connections (%d still open at the end), %d normal "
+              "GET+POST pairs, worst latency %.1f ms, VmRSS %d -> %d kB"
+              % (SLOW, open_now, n, worst * 1000, rss0, rss1), flush=True)
+        eq(open_now, SLOW, "the slow connections were held open (they kept sending)")
+        ok(worst < 1.0, "a normal client is served within 1 s (worst %.3f s)" % worst)
+        eq(len(journal_receipts(s.state_dir)), n, "the normal posts are journaled")
+
+
+def refused(s):
+    """True when a new connection is closed by the server without an answer."""
+    try:
+        r = s.get("/livez")
+        return False if r.status == 200 else True
+    except (ConnectionError, OSError, Exception):
+        return True
+
+
+@case
+def per_ip_limit_refuses_the_excess_then_recovers():
+    limit = 32
+    with Server(args=["--max-connections-per-ip", str(limit), "--timeout", "30"]) as s:
+        slow = Slowloris(s.port, limit).open()
+        try:
+            time.sleep(0.3)
+            ok(refused(s), "connection %d from 127.0.0.1 is refused" % (limit + 1))
+        finally:
+            slow.close()
+        rtlib.wait_until(lambda: not refused(s), 5, "a connection slot after the slow ones left")
+        ok(any("limit" in e.get("message", "").lower() for e in s.events("mhd")),
+           "libmicrohttpd logged the refused connection: %r" % s.events("mhd"))
+
+
+@case
+def stalled_connection_is_closed_after_timeout():
+    with Server(args=["--timeout", "2"]) as s:
+        sock = raw_connect(s.port, timeout=10)
+        sock.sendall(b"POST /v1/batches HTTP/1.1\r\nHost: x\r\n")
+        t = time.time()
+        try:
+            got = sock.recv(1)  # blocks until the server closes (EOF) or 10 s
+        except ConnectionResetError:
+            got = b""
+        dt = time.time() - t
+        sock.close()
+        eq(got, b"", "closed without an answer")
+        ok(1.5 <= dt <= 4.5, "closed after about --timeout 2 s (%.2f s)" % dt)
+        print("timeout: a stalled connection was closed after %.2f s (--timeout 2)" % dt)
+
+
+def chunked_flood(port, total, chunk=64 * 1024):
+    """Sends a chunked body of `total` bytes; returns (bytes sent, error or None)."""
+    sock = raw_connect(port, timeout=10)
+    sock.sendall(b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n")
+    piece = b"%x\r\n" % chunk + b" " * chunk + b"\r\n"
+    sent, err = 0, None
+    try:
+        while sent < total:
+            sock.sendall(piece)
+            sent += chunk
+        sock.sendall(b"0\r\n\r\n")
+        err = "answer: %r" % sock.recv(200)
+    except OSError as e:
+        err = e.__class__.__name__
+    sock.close()
+    return sent, err
+
+
+@case
+def body_over_max_body_is_not_buffered():
+    with Server(args=["--max-body", str(MIB)]) as s:
+        eq(s.post(batch("warm")).status, 200, "warm-up post")
+        before = read(os.path.join(s.state_dir, "journal.jsonl"))
+        hwm0 = rtlib.proc_status_kib(s.proc.pid, "VmHWM")
+        sent, err = chunked_flood(s.port, 200 * MIB)
+        hwm1 = rtlib.proc_status_kib(s.proc.pid, "VmHWM")
+        # A declared length over the cap: 413 before a byte of the body is read.
+        sock = raw_connect(s.port, timeout=10)
+        sock.sendall(b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % (200 * MIB))
+        head = sock.recv(100)
+        sock.close()
+        print("max-body: chunked 200 MiB flood cut off after %.1f MiB sent (%s); VmHWM "
+              "%d -> %d kB (+%.1f MiB); declared 200 MiB answered %r"
+              % (sent / MIB, err, hwm0, hwm1, (hwm1 - hwm0) / 1024.0, head[:12]), flush=True)
+        ok(sent < 64 * MIB, "the server closed the flood early (%d bytes sent)" % sent)
+        ok(hwm1 - hwm0 < 16 * 1024, "VmHWM grew by %d kB, far below the 200 MiB sent at it"
+           % (hwm1 - hwm0))
+        ok(head.startswith(b"HTTP/1.1 413"), "declared length over --max-body: %r" % head)
+        eq(read(os.path.join(s.state_dir, "journal.jsonl")), before, "nothing journaled")
+        eq(s.get("/readyz").status, 200, "still ready")
+
+
+def wait_logged(s, n, what):
+    rtlib.wait_until(lambda: len(s.request_log()) >= n, 5, what)
+
+
+@case
+def disconnect_mid_body_leaves_nothing():
+    with Server() as s:
+        eq(s.post(batch("before")).status, 200, "a first batch")
+        totals = s.shard_totals()
+        path = os.path.join(s.state_dir, "journal.jsonl")
+        journal = read(path)
+        for mode in ("length", "chunked"):
+            bid = "cut-" + mode
+            body = json.dumps(batch(bid, n=40)).encode()
+            logged = len(s.request_log())
+            sock = raw_connect(s.port)
+            head = (b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Idempotency-Key: %s\r\n" % bid.encode())
+            half = body[:len(body) // 2]
+            if mode == "length":
+                sock.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + half)
+            else:
+                sock.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n" +
+                             b"%x\r\n" % len(half) + half + b"\r\n")
+            time.sleep(0.2)
+            sock.close()
+            wait_logged(s, logged + 1, "the cut request's completion")
+            eq(read(path), journal, "no journal line for the cut request (%s)" % mode)
+            eq(s.get("/v1/batches/" + bid).status, 404, "no stored receipt (%s)" % mode)
+            eq(s.shard_totals(), totals, "no load counted (%s)" % mode)
+            r = s.post(body)
+            eq((r.status, r.headers.get("idempotent-replayed")), (200, None),
+               "the full batch afterwards is a fresh 200 (%s)" % mode)
+            ids = [x["receipt"]["batch_id"] for x in journal_receipts(s.state_dir)]
+            eq(ids.count(bid), 1, "journaled once (%s)" % mode)
+            eq(s.shard_totals(), rtlib.journal_totals(s), "totals count it once (%s)" % mode)
+            totals, journal = s.shard_totals(), read(path)
+        rtlib.health_check(s.state_dir)
+
+
+@case
+def disconnect_while_journaling_is_journaled_once():
+    with Server(env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "500"}) as s:
+        body = json.dumps(batch("gone", n=10)).encode()
+        logged = len(s.request_log())
+        sock = raw_connect(s.port)
+        sock.sendall(b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(0.1)
+        sock.close()  # while the writer holds the batch
+        wait_logged(s, logged + 1, "the request's completion")
+        r = s.post(body)
+        eq((r.status, r.headers.get("idempotent-replayed")), (200, "true"),
+           "the complete batch was journaled; the retry gets the stored receipt")
+        ids = [x["receipt"]["batch_id"] for x in journal_receipts(s.state_dir)]
+        eq(ids, ["gone"], "journaled exactly once")
+        eq(s.shard_totals(), rtlib.journal_totals(s), "totals count it once")
+        eq(s.stop(), 0, "clean stop")
+
+
+if __name__ == "__main__":
+    sys.exit(rtlib.main(sys.argv))
