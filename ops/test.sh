@@ -20,5 +20,9 @@ sg_build build/asan -DSHARDGATE_WERROR=ON -DSHARDGATE_SANITIZE=ON -DCMAKE_BUILD_
 echo "== tests: ASan+UBSan build"
 ctest --test-dir build/asan --output-on-failure -j 2 -LE no_sanitize
 
+echo "== reliability: valgrind (plain Debug build) and ThreadSanitizer (docs/operations.md, Reliability)"
+bash ops/valgrind.sh
+bash ops/tsan.sh
+
 echo "== fuzz: every libFuzzer target for 30 s (docs/operations.md, Fuzzing)"
 bash ops/fuzz.sh 30
