@@ -79,16 +79,36 @@ static inline const char *fuzz_scratch_file(const char *suffix, const uint8_t *d
     return path;
 }
 
-/* A per-process scratch directory, on tmpfs when there is one (the journal fsyncs), created
- * once. */
-static inline const char *fuzz_scratch_dir(void)
+static inline char *fuzz_scratch_dir_name(void)
 {
     static char dir[256];
+    return dir;
+}
+
+/* Removes the scratch directory and what the journal may have left in it. */
+static inline void fuzz_scratch_cleanup(void)
+{
+    const char *dir = fuzz_scratch_dir_name();
+    static const char *const names[] = {"journal.jsonl", "journal.jsonl.broken"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        remove(path);
+    }
+    rmdir(dir);
+}
+
+/* A per-process scratch directory, on tmpfs when there is one (the journal fsyncs), created
+ * once and removed at exit. */
+static inline const char *fuzz_scratch_dir(void)
+{
+    char *dir = fuzz_scratch_dir_name();
     if (!dir[0]) {
         const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-        snprintf(dir, sizeof(dir), "%s/shardgate-fuzz-%ld.d", base && base[0] ? base : "/tmp",
+        snprintf(dir, 256, "%s/shardgate-fuzz-%ld.d", base && base[0] ? base : "/tmp",
                  (long)getpid());
         FUZZ_REQUIRE(mkdir(dir, 0700) == 0 || errno == EEXIST);
+        atexit(fuzz_scratch_cleanup);
     }
     return dir;
 }
