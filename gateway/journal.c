@@ -244,13 +244,33 @@ static int replay_all(struct replay *r, const char *data, uint64_t size,
     return 0;
 }
 
+/* Syncs the directory holding `dir`, so that a state dir just created survives a power loss
+ * (its entry lives in the parent; syncing the journal and the state dir does not persist it). */
+static void sync_parent(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    while (n > 0 && dir[n - 1] != '/')
+        n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    char *parent = n == 0 ? strdup(".") : strndup(dir, n);
+    if (parent)
+        sync_dir(parent);
+    free(parent);
+}
+
 /* Opens (creating) and locks the journal file. */
 static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err)
 {
-    if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
+    int created = mkdir(dir, 0750) == 0;
+    if (!created && errno != EEXIST) {
         gw_error_set(err, "", "journal: cannot create state dir %s: %s", dir, strerror(errno));
         return -errno;
     }
+    if (created)
+        sync_parent(dir);
     j->path = join_path(dir, GW_JOURNAL_FILE);
     if (!j->path)
         return -ENOMEM;
