@@ -139,12 +139,17 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
         }
         if (n > 0 && buf[n - 1] == '\n')
             buf[--n] = '\0';
-        if (n > 0 && buf[n - 1] == '\r')
-            buf[--n] = '\0';
-        if (buf[0] == '#' || strspn(buf, " \t") == n)
-            continue;
         if (memchr(buf, '\0', n) != NULL) {
             rc = hc_err_set(err, -EINVAL, "%s:%ld: NUL byte in line", path, lineno);
+            goto out;
+        }
+        if (n == 0 || buf[0] == '#')
+            continue;
+        /* As strict as DESIGN §2: a CRLF line or a blank-looking line of spaces is refused,
+         * never silently trimmed into something the gateway would not accept. */
+        if (strchr(" \t\r", buf[n - 1]) != NULL || buf[0] == ' ' || buf[0] == '\t') {
+            rc = hc_err_set(err, -EINVAL, "%s:%ld: whitespace at the start or end of a line", path,
+                            lineno);
             goto out;
         }
         char *key = NULL, *value = NULL;

@@ -67,6 +67,16 @@ expect3("no =", p, SHARDS, "contract: %s:6: expected KEY=VALUE" % p)
 p = conf("empty", [])
 expect3("empty contract", p, SHARDS, "contract: %s:1: missing required key DISPATCH_HASH_RING" % p)
 
+p = write(os.path.join(T, "crlf.env"), "\r\n".join(GOOD) + "\r\n")
+expect3("CRLF line endings", p, SHARDS,
+        "contract: %s:2: whitespace at the start or end of a line" % p)
+p = conf("blank-spaces", GOOD[:2] + ["   "] + GOOD[2:])
+expect3("a line of spaces", p, SHARDS,
+        "contract: %s:3: whitespace at the start or end of a line" % p)
+p = conf("trailing-space", GOOD[:4] + ["DISPATCH_CAPACITY_POLICY=report "])
+expect3("trailing space", p, SHARDS,
+        "contract: %s:5: whitespace at the start or end of a line" % p)
+
 # no --conf: SHARDGATE_CONF names it; neither -> exit 3
 rc, out, err = run(BIN, ["check", "--shards", SHARDS, "--receipt", GOLDEN])
 F.check(rc == 3 and out == "", "no --conf and no SHARDGATE_CONF -> exit 3", err)
