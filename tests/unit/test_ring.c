@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <openssl/evp.h>
+
 #include "check.h"
 #include "ring.h"
 
@@ -211,6 +213,40 @@ static void test_consistency(void)
     ring_free(eleven);
 }
 
+/* Every hashing path (one-block transform, Update/Final, four interleaved MD5 lanes) gives
+ * LE32 of the first four bytes of the digest OpenSSL's EVP computes, at every key length
+ * around the one-block limit. */
+static void test_key_hash_paths(void)
+{
+    const struct ring_shard s[] = {{"a", 1, 1}};
+    char buf[100][100];
+    const char *keys[100];
+    size_t lens[100];
+    for (size_t i = 0; i < 100; i++) {
+        for (size_t j = 0; j < i; j++)
+            buf[i][j] = (char)(0x20 + (i * 7 + j * 13) % 200);
+        keys[i] = buf[i];
+        lens[i] = i;
+    }
+    for (int d = 0; d < 2; d++) {
+        struct ring *r = build(d ? RING_MD5 : RING_SHA1, 1, s, 1);
+        uint32_t batch[100];
+        ring_hash_keys(r, keys, lens, 100, batch);
+        size_t wrong_single = 0, wrong_batch = 0;
+        for (size_t i = 0; i < 100; i++) {
+            unsigned char md[EVP_MAX_MD_SIZE];
+            EVP_Digest(keys[i], lens[i], md, NULL, d ? EVP_md5() : EVP_sha1(), NULL);
+            uint32_t want = (uint32_t)md[0] | (uint32_t)md[1] << 8 | (uint32_t)md[2] << 16 |
+                            (uint32_t)md[3] << 24;
+            wrong_single += ring_hash_key(r, keys[i], lens[i]) != want;
+            wrong_batch += batch[i] != want;
+        }
+        CHECK_EQ_U64(wrong_single, 0);
+        CHECK_EQ_U64(wrong_batch, 0);
+        ring_free(r);
+    }
+}
+
 int main(void)
 {
     test_golden();
@@ -220,5 +256,6 @@ int main(void)
     test_wrap_and_exact();
     test_empty_and_invalid();
     test_consistency();
+    test_key_hash_paths();
     return CHECK_DONE();
 }
