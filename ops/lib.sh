@@ -6,7 +6,7 @@ SHARDGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian packages the build, the tests and the tools need (DESIGN.md, Dependencies).
 SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev
     libmemcached-dev python3 curl wrk clang libclang-rt-14-dev gnuplot-nox docker-compose
-    valgrind)
+    valgrind strace)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {

@@ -11,7 +11,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 echo "== build: -Werror"
-sg_build build/werror -DSHARDGATE_WERROR=ON
+sg_build build/werror -DSHARDGATE_WERROR=ON -DSHARDGATE_BENCH=ON
 echo "== tests: -Werror build"
 ctest --test-dir build/werror --output-on-failure -j 2
 
