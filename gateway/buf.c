@@ -65,6 +65,12 @@ void gw_buf_u64(struct gw_buf *b, uint64_t v)
     gw_buf_append(b, tmp + sizeof(tmp) - n, n);
 }
 
+void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v)
+{
+    gw_buf_puts(b, text);
+    gw_buf_u64(b, v);
+}
+
 static const char hexdigits[] = "0123456789abcdef";
 
 static int needs_escape(unsigned char c)

@@ -22,6 +22,9 @@ void gw_buf_append(struct gw_buf *b, const void *data, size_t len);
 void gw_buf_puts(struct gw_buf *b, const char *s);
 void gw_buf_u64(struct gw_buf *b, uint64_t v);
 
+/* Appends `text` (JSON punctuation and a key, such as ",\"load\":") and then `v`. */
+void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v);
+
 /* A JSON string literal of `len` raw bytes: `"` and `\` escaped, control characters as \b \f
  * \n \r \t or \u00xx, every other byte (UTF-8 included) as it is. */
 void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len);

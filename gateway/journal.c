@@ -334,8 +334,8 @@ void gw_journal_epoch_line(struct gw_buf *out, const struct gw_topology *t)
 {
     gw_buf_puts(out, "{\"type\":\"epoch\",\"ring_id\":\"");
     gw_buf_puts(out, ring_id(t->ring));
-    gw_buf_puts(out, "\",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":");
-    gw_buf_u64(out, t->contract.vnodes);
+    gw_buf_field_u64(out, "\",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":",
+                     t->contract.vnodes);
     gw_buf_puts(out, ",\"DISPATCH_RING_HASH\":\"");
     gw_buf_puts(out, ring_digest_name(t->contract.digest));
     gw_buf_puts(out, "\",\"DISPATCH_CAPACITY_POLICY\":\"");
@@ -347,10 +347,8 @@ void gw_journal_epoch_line(struct gw_buf *out, const struct gw_topology *t)
         gw_buf_json_string(out, s->id, s->id_len);
         gw_buf_puts(out, ",\"state\":\"");
         gw_buf_puts(out, gw_state_name(s->state));
-        gw_buf_puts(out, "\",\"capacity\":");
-        gw_buf_u64(out, s->capacity);
-        gw_buf_puts(out, ",\"weight\":");
-        gw_buf_u64(out, s->weight);
+        gw_buf_field_u64(out, "\",\"capacity\":", s->capacity);
+        gw_buf_field_u64(out, ",\"weight\":", s->weight);
         gw_buf_puts(out, "}");
     }
     gw_buf_puts(out, "]}");
@@ -387,8 +385,7 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
 void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
                                const unsigned char fingerprint[GW_FINGERPRINT_LEN])
 {
-    gw_buf_puts(out, "{\"type\":\"receipt\",\"seq\":");
-    gw_buf_u64(out, seq);
+    gw_buf_field_u64(out, "{\"type\":\"receipt\",\"seq\":", seq);
     gw_buf_puts(out, ",\"fingerprint\":\"");
     gw_buf_hex(out, fingerprint, GW_FINGERPRINT_LEN);
     gw_buf_puts(out, "\",\"receipt\":");

@@ -12,12 +12,9 @@ static void write_shard_id(struct gw_buf *out, const struct ring *ring, uint32_t
 static void write_placement_tail(struct gw_buf *out, const struct ring *ring,
                                  const struct ring_placement *p)
 {
-    gw_buf_puts(out, ",\"hash\":");
-    gw_buf_u64(out, p->hash);
-    gw_buf_puts(out, ",\"point\":");
-    gw_buf_u64(out, p->point);
-    gw_buf_puts(out, ",\"vnode\":");
-    gw_buf_u64(out, p->vnode);
+    gw_buf_field_u64(out, ",\"hash\":", p->hash);
+    gw_buf_field_u64(out, ",\"point\":", p->point);
+    gw_buf_field_u64(out, ",\"vnode\":", p->vnode);
     gw_buf_puts(out, ",\"shard\":");
     write_shard_id(out, ring, p->shard);
     gw_buf_puts(out, p->wrapped ? ",\"reason\":\"wrap\"}" : ",\"reason\":\"ring\"}");
@@ -28,12 +25,10 @@ static void write_points(struct gw_buf *out, const struct ring *ring)
     gw_buf_puts(out, ",\"points\":[");
     for (size_t i = 0; i < ring_points_total(ring); i++) {
         struct ring_point p = ring_point_at(ring, i);
-        gw_buf_puts(out, i ? ",{\"value\":" : "{\"value\":");
-        gw_buf_u64(out, p.value);
+        gw_buf_field_u64(out, i ? ",{\"value\":" : "{\"value\":", p.value);
         gw_buf_puts(out, ",\"shard\":");
         write_shard_id(out, ring, p.shard);
-        gw_buf_puts(out, ",\"vnode\":");
-        gw_buf_u64(out, p.vnode);
+        gw_buf_field_u64(out, ",\"vnode\":", p.vnode);
         gw_buf_puts(out, "}");
     }
     gw_buf_puts(out, "]");
@@ -46,10 +41,8 @@ void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points)
     gw_buf_puts(out, ring_id(ring));
     gw_buf_puts(out, "\",\"algorithm\":\"ketama\",\"hash\":\"");
     gw_buf_puts(out, ring_digest_name(ring_digest_of(ring)));
-    gw_buf_puts(out, "\",\"vnodes\":");
-    gw_buf_u64(out, ring_vnodes(ring));
-    gw_buf_puts(out, ",\"vnodes_total\":");
-    gw_buf_u64(out, ring_points_total(ring));
+    gw_buf_field_u64(out, "\",\"vnodes\":", ring_vnodes(ring));
+    gw_buf_field_u64(out, ",\"vnodes_total\":", ring_points_total(ring));
     gw_buf_puts(out, ",\"online\":[");
     for (uint32_t s = 0; s < ring_shard_count(ring); s++) {
         if (s)
@@ -80,8 +73,7 @@ static void write_placements(struct gw_buf *out, const struct gw_topology *t,
         gw_buf_json_string(out, c->id, c->id_len);
         gw_buf_puts(out, ",\"key\":");
         gw_buf_json_string(out, c->key, c->key_len);
-        gw_buf_puts(out, ",\"size\":");
-        gw_buf_u64(out, c->size);
+        gw_buf_field_u64(out, ",\"size\":", c->size);
         write_placement_tail(out, t->ring, &d->placements[i]);
     }
     gw_buf_puts(out, "]");
@@ -98,14 +90,10 @@ static void write_shards(struct gw_buf *out, const struct gw_topology *t,
         gw_buf_json_string(out, s->id, s->id_len);
         gw_buf_puts(out, ":{\"state\":\"");
         gw_buf_puts(out, gw_state_name(s->state));
-        gw_buf_puts(out, "\",\"weight\":");
-        gw_buf_u64(out, s->weight);
-        gw_buf_puts(out, ",\"capacity\":");
-        gw_buf_u64(out, s->capacity);
-        gw_buf_puts(out, ",\"load\":");
-        gw_buf_u64(out, d->tally[i].load);
-        gw_buf_puts(out, ",\"received\":");
-        gw_buf_u64(out, d->tally[i].received);
+        gw_buf_field_u64(out, "\",\"weight\":", s->weight);
+        gw_buf_field_u64(out, ",\"capacity\":", s->capacity);
+        gw_buf_field_u64(out, ",\"load\":", d->tally[i].load);
+        gw_buf_field_u64(out, ",\"received\":", d->tally[i].received);
         gw_buf_puts(out, gw_dispatch_over_capacity(t, d, i) ? ",\"over_capacity\":true}"
                                                             : ",\"over_capacity\":false}");
     }
@@ -121,13 +109,9 @@ void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const str
     gw_ring_write(out, t, 0);
     write_placements(out, t, b, d);
     write_shards(out, t, d);
-    gw_buf_puts(out, ",\"capacity\":");
-    gw_buf_u64(out, t->capacity);
-    gw_buf_puts(out, ",\"counts\":{\"changes\":");
-    gw_buf_u64(out, b->count);
-    gw_buf_puts(out, ",\"dispatched\":");
-    gw_buf_u64(out, d->dispatched);
-    gw_buf_puts(out, ",\"over_capacity_shards\":");
-    gw_buf_u64(out, d->over_capacity_shards);
+    gw_buf_field_u64(out, ",\"capacity\":", t->capacity);
+    gw_buf_field_u64(out, ",\"counts\":{\"changes\":", b->count);
+    gw_buf_field_u64(out, ",\"dispatched\":", d->dispatched);
+    gw_buf_field_u64(out, ",\"over_capacity_shards\":", d->over_capacity_shards);
     gw_buf_puts(out, d->ok ? "},\"ok\":true}" : "},\"ok\":false}");
 }

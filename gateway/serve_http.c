@@ -189,15 +189,13 @@ static void log_request(const struct gw_req *r, uint64_t ns)
     gw_buf_json_string(&line, r->method, strlen(r->method));
     gw_buf_puts(&line, ",\"path\":");
     gw_buf_json_string(&line, r->path, strlen(r->path));
-    gw_buf_puts(&line, ",\"status\":");
-    gw_buf_u64(&line, r->status);
+    gw_buf_field_u64(&line, ",\"status\":", r->status);
     gw_buf_puts(&line, ",\"batch_id\":");
     if (r->batch_id[0])
         gw_buf_json_string(&line, r->batch_id, strlen(r->batch_id));
     else
         gw_buf_puts(&line, "null");
-    gw_buf_puts(&line, ",\"changes\":");
-    gw_buf_u64(&line, r->changes);
+    gw_buf_field_u64(&line, ",\"changes\":", r->changes);
     char ms[32];
     snprintf(ms, sizeof(ms), ",\"duration_ms\":%.3f}\n", (double)ns / 1e6);
     gw_buf_puts(&line, ms);

@@ -71,14 +71,10 @@ static enum MHD_Result get_shards(struct gw_req *r)
         gw_buf_json_string(&body, s->id, s->id_len);
         gw_buf_puts(&body, ",\"state\":\"");
         gw_buf_puts(&body, gw_state_name(s->state));
-        gw_buf_puts(&body, "\",\"weight\":");
-        gw_buf_u64(&body, s->weight);
-        gw_buf_puts(&body, ",\"capacity\":");
-        gw_buf_u64(&body, s->capacity);
-        gw_buf_puts(&body, ",\"load_total\":");
-        gw_buf_u64(&body, totals[i].load);
-        gw_buf_puts(&body, ",\"received_total\":");
-        gw_buf_u64(&body, totals[i].received);
+        gw_buf_field_u64(&body, "\",\"weight\":", s->weight);
+        gw_buf_field_u64(&body, ",\"capacity\":", s->capacity);
+        gw_buf_field_u64(&body, ",\"load_total\":", totals[i].load);
+        gw_buf_field_u64(&body, ",\"received_total\":", totals[i].received);
         gw_buf_puts(&body, "}");
     }
     gw_buf_puts(&body, "]}\n");
