@@ -8,6 +8,7 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,8 +353,14 @@ static size_t put_decimal(char *out, size_t v)
     return n;
 }
 
-/* Appends the points of shard `rank` in vnode order to `out`; returns how many. */
-static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_point *out)
+#define TOP_BITS 11 /* the one pass over the whole array: 2048 write streams */
+#define TOP_GROUPS (1u << TOP_BITS)
+#define LOCAL_BITS 7 /* then three passes of 7 bits within each top group (in L1) */
+
+/* Appends the points of shard `rank` in vnode order to `out` and counts them by their top
+ * TOP_BITS bits in `top`; returns how many. */
+static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_point *out,
+                           uint32_t *top)
 {
     const struct ring_shard_slot *s = &ring->shards[rank];
     size_t words = digest_len(ring->digest) / 4;
@@ -365,67 +372,97 @@ static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_p
     for (size_t k = 0, g = 0; k < count; g++) {
         size_t n = put_decimal(label + s->id_len + 1, g);
         digest_words(ring->digest, label, s->id_len + 1 + n, w);
-        for (size_t j = 0; j < words && k < count; j++, k++)
+        for (size_t j = 0; j < words && k < count; j++, k++) {
             out[k] = (struct ring_point){w[j], rank, (uint32_t)k};
+            top[w[j] >> (32 - TOP_BITS)]++;
+        }
     }
     return count;
 }
 
-#define TOP_BITS 11  /* the one pass over the whole array: 2048 write streams */
-#define LOCAL_BITS 7 /* then three passes of 7 bits within each top group (in L1) */
+/* The sort of the §4 order is a stable radix sort by value: one MSD pass by the top 11 bits
+ * into a scratch array, then an LSD sort of each group (about 800 points at 10,000 shards: it
+ * stays in L1) by the low 21 bits back into the points. Only the first pass scatters across
+ * the whole array, and to 2048 streams, which the write-combining buffers and the TLB can
+ * follow; two global 16-bit passes (65536 streams) cost three times as much. The points are
+ * generated in (shard id, vnode) order, so stability yields exactly the (value, shard id,
+ * vnode) order of §4.
+ *
+ * Big rings are built by two threads, each doing one half of every step: point generation
+ * (shards split by point count), the MSD scatter (each half of the generated points goes to
+ * its own offsets in each group, the first half's before the second's, so the scatter stays
+ * stable), and the group sorts (groups split by point count), each followed by the bucket
+ * starts of that group while it is in cache. The halves write disjoint ranges, the join after
+ * each step orders them, and the result does not depend on the split. */
+#define PARALLEL_MIN_POINTS ((size_t)1 << 16) /* below this, a thread costs more than it saves */
+
+struct build_half {
+    struct ring *ring;
+    uint32_t rank_lo, rank_hi;   /* shards [rank_lo, rank_hi) */
+    size_t at, made;             /* its points start at `at`; `made` were generated */
+    uint32_t top[TOP_GROUPS];    /* step 1: top-bits counts; step 2: scatter offsets */
+    struct ring_point *tmp;      /* the MSD scatter's output, shared */
+    const uint32_t *group_end;   /* group_end[g]: end of top group g in tmp, shared */
+    uint32_t group_lo, group_hi; /* top groups [group_lo, group_hi) are theirs to sort */
+    struct ring_point *scratch;  /* 2 * most points */
+    size_t most;
+};
+
+static void *half_generate(void *arg)
+{
+    struct build_half *h = arg;
+    h->made = 0;
+    for (uint32_t rank = h->rank_lo; rank < h->rank_hi; rank++)
+        h->made += shard_points(h->ring, rank, h->ring->points + h->at + h->made, h->top);
+    return NULL;
+}
+
+static void *half_scatter(void *arg)
+{
+    struct build_half *h = arg;
+    const struct ring_point *src = h->ring->points + h->at;
+    for (size_t i = 0; i < h->made; i++)
+        h->tmp[h->top[src[i].value >> (32 - TOP_BITS)]++] = src[i];
+    return NULL;
+}
 
 /* One stable counting-sort pass of `n` points from `src` to `dst` by `bits` bits of the value
- * from `shift`. Leaves count[d] = the end of digit d's range in dst. */
+ * from `shift`, with `count` holding the digits' starts in dst. */
 static void counting_pass(const struct ring_point *src, struct ring_point *dst, size_t n,
                           unsigned shift, unsigned bits, uint32_t *count)
 {
-    uint32_t size = 1u << bits, mask = size - 1;
-    memset(count, 0, size * sizeof(*count));
-    for (size_t i = 0; i < n; i++)
-        count[(src[i].value >> shift) & mask]++;
-    for (uint32_t d = 0, sum = 0; d < size; d++) {
-        uint32_t c = count[d];
-        count[d] = sum;
-        sum += c;
-    }
+    uint32_t mask = (1u << bits) - 1;
     for (size_t i = 0; i < n; i++)
         dst[count[(src[i].value >> shift) & mask]++] = src[i];
 }
 
-/* Sorts one top group of m points from `src` into `dst` by the low 21 bits of the value. */
-static void sort_group(const struct ring_point *src, struct ring_point *dst, size_t m,
-                       struct ring_point *s1, struct ring_point *s2, uint32_t *count)
+/* Exclusive prefix sums of `size` counts. */
+static void prefix_sum(uint32_t *count, size_t size, uint32_t sum)
 {
-    counting_pass(src, s1, m, 0, LOCAL_BITS, count);
-    counting_pass(s1, s2, m, LOCAL_BITS, LOCAL_BITS, count);
-    counting_pass(s2, dst, m, 2 * LOCAL_BITS, LOCAL_BITS, count);
+    for (size_t d = 0; d < size; d++) {
+        uint32_t c = count[d];
+        count[d] = sum;
+        sum += c;
+    }
 }
 
-/* Stable radix sort by value: one MSD pass by the top 11 bits into a scratch array, then an
- * LSD sort of each group (about 800 points at 10,000 shards: it stays in L1) by the low 21
- * bits back into `points`. Only the first pass scatters across the whole array, and to 2048
- * streams, which the write-combining buffers and the TLB can follow; two global 16-bit
- * passes (65536 streams) cost three times as much. The points arrive in (shard id, vnode)
- * order, so stability yields exactly the (value, shard id, vnode) order of §4. */
-static int sort_points(struct ring_point *points, size_t n)
+/* Sorts one top group of m points from `src` into `dst` by the low 21 bits of the value. */
+static void sort_group(const struct ring_point *src, struct ring_point *dst, size_t m,
+                       struct ring_point *s1, struct ring_point *s2)
 {
-    uint32_t *top = malloc(((size_t)1 << TOP_BITS) * sizeof(*top));
-    uint32_t count[1u << LOCAL_BITS];
-    struct ring_point *tmp = big_alloc(n * sizeof(*tmp)), *s = NULL;
-    if (top && tmp) {
-        counting_pass(points, tmp, n, 32 - TOP_BITS, TOP_BITS, top);
-        size_t most = 0;
-        for (uint32_t g = 0, lo = 0; g < (1u << TOP_BITS); lo = top[g++])
-            most = top[g] - lo > most ? top[g] - lo : most;
-        s = malloc(2 * (most ? most : 1) * sizeof(*s));
-        for (uint32_t g = 0, lo = 0; s && g < (1u << TOP_BITS); lo = top[g++])
-            sort_group(tmp + lo, points + lo, top[g] - lo, s, s + most, count);
+    uint32_t count[3][1u << LOCAL_BITS] = {{0}};
+    uint32_t mask = (1u << LOCAL_BITS) - 1;
+    for (size_t i = 0; i < m; i++) {
+        uint32_t v = src[i].value;
+        count[0][v & mask]++;
+        count[1][(v >> LOCAL_BITS) & mask]++;
+        count[2][(v >> 2 * LOCAL_BITS) & mask]++;
     }
-    int rc = top && tmp && s ? 0 : -ENOMEM;
-    free(top);
-    free(tmp);
-    free(s);
-    return rc;
+    for (int p = 0; p < 3; p++)
+        prefix_sum(count[p], 1u << LOCAL_BITS, 0);
+    counting_pass(src, s1, m, 0, LOCAL_BITS, count[0]);
+    counting_pass(s1, s2, m, LOCAL_BITS, LOCAL_BITS, count[1]);
+    counting_pass(s2, dst, m, 2 * LOCAL_BITS, LOCAL_BITS, count[2]);
 }
 
 /* Bucket bits: about four points per bucket, so a lookup reads one bucket slot and then
@@ -438,39 +475,132 @@ static unsigned bucket_bits(size_t npoints)
     return bits;
 }
 
-static int build_buckets(struct ring *ring)
+/* buckets[b] is the first point whose bucket (value >> bucket_shift) is >= b: the number of
+ * points in the buckets before b. `points` are the sorted points [lo, lo + m) whose buckets
+ * are [b0, b0 + nb); the starts of those nb buckets are written, by a histogram and its
+ * prefix sum. */
+static void fill_buckets(const struct ring *ring, const struct ring_point *points, size_t lo,
+                         size_t m, size_t b0, size_t nb)
 {
-    unsigned bits = bucket_bits(ring->npoints);
-    size_t nb = (size_t)1 << bits;
-    ring->bucket_shift = 32 - bits;
-    ring->buckets = big_alloc((nb + 1) * sizeof(*ring->buckets));
-    if (!ring->buckets)
-        return -ENOMEM;
-    size_t i = 0;
-    for (size_t b = 0; b <= nb; b++) {
-        while (i < ring->npoints && ((uint64_t)ring->points[i].value >> ring->bucket_shift) < b)
-            i++;
-        ring->buckets[b] = (uint32_t)i;
+    uint32_t *starts = ring->buckets + b0;
+    memset(starts, 0, nb * sizeof(*starts));
+    for (size_t i = 0; i < m; i++)
+        starts[((uint64_t)points[i].value >> ring->bucket_shift) - b0]++;
+    prefix_sum(starts, nb, (uint32_t)lo);
+}
+
+static void *half_sort(void *arg)
+{
+    struct build_half *h = arg;
+    struct ring *ring = h->ring;
+    size_t per_group = (size_t)1 << (32 - ring->bucket_shift - TOP_BITS);
+    for (uint32_t g = h->group_lo; g < h->group_hi; g++) {
+        size_t lo = g ? h->group_end[g - 1] : 0, m = h->group_end[g] - lo;
+        sort_group(h->tmp + lo, ring->points + lo, m, h->scratch, h->scratch + h->most);
+        fill_buckets(ring, ring->points + lo, lo, m, g * per_group, per_group);
     }
-    ring->buckets[nb] = (uint32_t)ring->npoints;
-    return 0;
+    return NULL;
+}
+
+/* Runs fn(a) in a second thread and fn(b) in this one, or both here (also if the thread
+ * cannot be created: the result is the same, only slower). */
+static void run_halves(void *(*fn)(void *), struct build_half *a, struct build_half *b,
+                       int parallel)
+{
+    pthread_t t;
+    int spawned = parallel && pthread_create(&t, NULL, fn, a) == 0;
+    if (!spawned)
+        fn(a);
+    fn(b);
+    if (spawned)
+        pthread_join(t, NULL);
 }
 
 static int build_points(struct ring *ring)
 {
-    size_t total = 0;
+    size_t total = 0, half = 0;
     for (size_t i = 0; i < ring->nshards; i++)
         total += (size_t)ring->vnodes * ring->shards[i].weight;
     if (total > UINT32_MAX)
         return -EINVAL;
+    unsigned bits = bucket_bits(total);
+    size_t nb = (size_t)1 << bits;
+    ring->bucket_shift = 32 - bits;
     ring->points = big_alloc(total * sizeof(*ring->points));
-    if (!ring->points)
-        return -ENOMEM;
-    size_t n = 0;
-    for (uint32_t rank = 0; rank < ring->nshards; rank++)
-        n += shard_points(ring, rank, ring->points + n);
+    ring->buckets = big_alloc((nb + 1) * sizeof(*ring->buckets));
+    struct build_half *h = calloc(2, sizeof(*h));
+    uint32_t *group_end = malloc(TOP_GROUPS * sizeof(*group_end));
+    struct ring_point *tmp = big_alloc(total * sizeof(*tmp));
+    int rc = -ENOMEM;
+    if (!ring->points || !ring->buckets || !h || !group_end || !tmp)
+        goto out;
+    int parallel = total >= PARALLEL_MIN_POINTS;
+
+    /* Step 1: generate and count the points, shards split in two halves by point count. */
+    uint32_t split = 0;
+    while (split < ring->nshards && 2 * half < total)
+        half += (size_t)ring->vnodes * ring->shards[split++].weight;
+    for (int i = 0; i < 2; i++) {
+        h[i].ring = ring;
+        h[i].tmp = tmp;
+        h[i].group_end = group_end;
+    }
+    h[0].rank_lo = 0, h[0].rank_hi = split, h[0].at = 0;
+    h[1].rank_lo = split, h[1].rank_hi = (uint32_t)ring->nshards, h[1].at = half;
+    run_halves(half_generate, &h[0], &h[1], parallel);
+    if (h[1].made && h[0].made != h[1].at) { /* fewer points than planned: close the gap */
+        memmove(ring->points + h[0].made, ring->points + h[1].at,
+                h[1].made * sizeof(*ring->points));
+        h[1].at = h[0].made;
+    }
+    size_t n = h[0].made + h[1].made;
     ring->npoints = n;
-    return sort_points(ring->points, n);
+
+    /* Step 2: each half's scatter offsets in each group, the first half's first. */
+    size_t most = 0;
+    for (uint32_t g = 0, sum = 0; g < TOP_GROUPS; g++) {
+        uint32_t c0 = h[0].top[g], c1 = h[1].top[g];
+        h[0].top[g] = sum;
+        h[1].top[g] = sum + c0;
+        sum += c0 + c1;
+        group_end[g] = sum;
+        most = c0 + c1 > most ? c0 + c1 : most;
+    }
+    run_halves(half_scatter, &h[0], &h[1], parallel);
+
+    /* Step 3: sort each group back into the points and fill its buckets. */
+    uint32_t gsplit = 0;
+    while (gsplit < TOP_GROUPS && 2 * (size_t)group_end[gsplit] < n)
+        gsplit++;
+    h[0].group_lo = 0, h[0].group_hi = gsplit;
+    h[1].group_lo = gsplit, h[1].group_hi = TOP_GROUPS;
+    for (int i = 0; i < 2; i++) {
+        h[i].most = most ? most : 1;
+        h[i].scratch = malloc(2 * h[i].most * sizeof(*h[i].scratch));
+    }
+    if (!h[0].scratch || !h[1].scratch)
+        goto out;
+    if (bits >= TOP_BITS) { /* each group owns whole buckets */
+        run_halves(half_sort, &h[0], &h[1], parallel && gsplit < TOP_GROUPS);
+    } else { /* a small ring */
+        for (uint32_t g = 0; g < TOP_GROUPS; g++) {
+            size_t lo = g ? group_end[g - 1] : 0;
+            sort_group(tmp + lo, ring->points + lo, group_end[g] - lo, h[0].scratch,
+                       h[0].scratch + h[0].most);
+        }
+        fill_buckets(ring, ring->points, 0, n, 0, nb);
+    }
+    ring->buckets[nb] = (uint32_t)n;
+    rc = 0;
+out:
+    if (h) {
+        free(h[0].scratch);
+        free(h[1].scratch);
+    }
+    free(h);
+    free(group_end);
+    free(tmp);
+    return rc;
 }
 
 /* The ring id: SHA-1 of "ketama\n<hash>\n<vnodes>\n" and "<id> <weight>\n" per shard. */
@@ -517,8 +647,6 @@ int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
         if (rc == -EINVAL)
             snprintf(err->msg, sizeof(err->msg), "more than %u points", UINT32_MAX);
     }
-    if (rc == 0)
-        rc = build_buckets(ring);
     if (rc == -ENOMEM)
         snprintf(err->msg, sizeof(err->msg), "out of memory");
     if (rc != 0) {

@@ -49,7 +49,8 @@ const char *ring_digest_name(enum ring_digest digest);
 /* Builds the ring of `n` online shards with `vnodes` points per unit of weight. Shards may
  * come in any order; ids must be unique. An empty shard list builds an empty ring. Returns 0
  * and the ring in *out, or -EINVAL (bad vnodes, weight or duplicate id) / -ENOMEM with a
- * message in err. */
+ * message in err. Rings of 65,536 points or more are built with one helper thread, joined
+ * before it returns (if it cannot be started, the build runs on the caller's thread alone). */
 int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
                const struct ring_shard *shards, size_t n, struct ring_error *err);
 
