@@ -72,37 +72,43 @@ def rec(seq, tag):
 
 
 # --- an internal error is sticky and skips nothing ------------------------------------------
+with open(BIN, "rb") as f:  # ASan reserves terabytes of shadow: it cannot run under RLIMIT_AS
+    ASAN = b"__asan_init" in f.read()
+if ASAN:
+    print("skip: the out-of-memory case needs a build without ASan")
 journal = write(os.path.join(T, "oom.jsonl"), journal_lines([ketama.epoch_record(RING, C)]))
-proc, port = start(journal, ["--reverify-interval", "60"])
+proc, port = start(journal, ["--reverify-interval", "60"]) if not ASAN else (None, 0)
 try:
-    st, doc = get(port)
-    F.check(st == 200, "epoch only: 200", str(doc)[:300])
-    limit = vm_size(proc.pid) + (6 << 20)  # room to read and parse, not for 12 MB of ring
-    resource.prlimit(proc.pid, resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
-    bad = rec(2, "o")
-    bad["receipt"]["ok"] = False
-    with open(journal, "a") as f:
-        f.write(journal_lines([rec(1, "o"), bad]))
-    st, doc = get(port)
-    oom = "input: journal: out of memory for 1000000 ring points"
-    F.check(st == 503 and oom in doc["issues"], "out of memory while verifying: 503 naming it",
-            "%s %s" % (st, str(doc)[:600]))
-    sts = []
-    for _ in range(3):
+    if not ASAN:
         st, doc = get(port)
-        sts.append(st)
-    F.check(sts == [503] * 3 and oom in doc["issues"], "the error stays on every later call",
-            "%s %s" % (sts, str(doc)[:600]))
-    resource.prlimit(proc.pid, resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    st, doc = get(port)
-    F.check(st == 503 and oom not in doc["issues"] and
-            "ok: o-2: ok: expected true, got false" in doc["issues"] and
-            doc["checks"]["receipts_verified"][0]["observedValue"] == 2,
-            "memory back: full re-read, the receipt after the failed one is judged (not skipped)",
-            "%s %s" % (st, str(doc)[:800]))
+        F.check(st == 200, "epoch only: 200", str(doc)[:300])
+        limit = vm_size(proc.pid) + (6 << 20)  # room to read and parse, not for 12 MB of ring
+        resource.prlimit(proc.pid, resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
+        bad = rec(2, "o")
+        bad["receipt"]["ok"] = False
+        with open(journal, "a") as f:
+            f.write(journal_lines([rec(1, "o"), bad]))
+        st, doc = get(port)
+        oom = "input: journal: out of memory for 1000000 ring points"
+        F.check(st == 503 and oom in doc["issues"], "out of memory while verifying: 503 naming it",
+                "%s %s" % (st, str(doc)[:600]))
+        sts = []
+        for _ in range(3):
+            st, doc = get(port)
+            sts.append(st)
+        F.check(sts == [503] * 3 and oom in doc["issues"], "the error stays on every later call",
+                "%s %s" % (sts, str(doc)[:600]))
+        resource.prlimit(proc.pid, resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        st, doc = get(port)
+        F.check(st == 503 and oom not in doc["issues"] and
+                "ok: o-2: ok: expected true, got false" in doc["issues"] and
+                doc["checks"]["receipts_verified"][0]["observedValue"] == 2,
+                "memory back: full re-read, the receipt after the failed one is judged (not skipped)",
+                "%s %s" % (st, str(doc)[:800]))
 finally:
-    proc.kill()
-    proc.wait(timeout=10)
+    if proc is not None:
+        proc.kill()
+        proc.wait(timeout=10)
 
 # --- an in-place edit of a verified line is found within the interval -----------------------
 journal = write(os.path.join(T, "edit.jsonl"), journal_lines([ketama.epoch_record(RING, C), rec(1, "e")]))
@@ -118,12 +124,13 @@ try:
         f.write('"size":7,')
     t0 = time.monotonic()
     st = 200
-    while st == 200 and time.monotonic() - t0 < 5:
+    bound = 10.0 if ASAN else 2.5  # interval + one full re-verification (ring rebuilt)
+while st == 200 and time.monotonic() - t0 < 12:
         time.sleep(0.2)
         st, doc = get(port)
     took = time.monotonic() - t0
-    F.check(st == 503 and took < 2.5 and any(x.startswith("fingerprint: e-1:") for x in doc["issues"]),
-            "same-length edit found in %.1f s (interval 1 s)" % took, "%s %s" % (st, str(doc)[-600:]))
+    F.check(st == 503 and took < bound and any(x.startswith("fingerprint: e-1:") for x in doc["issues"]),
+            "same-length edit found in %.1f s (interval 1 s, bound %g s)" % (took, bound), "%s %s" % (st, str(doc)[-600:]))
     # an unterminated tail older than the interval is a torn tail
     # (a new inode: the service re-reads it at once, as after a rotation)
     write(journal + ".new", journal_lines([ketama.epoch_record(RING, C), rec(1, "e")]) + '{"type":"rec')
