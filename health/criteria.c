@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rules.h"
 #include "verify.h"
 
 #define HC_I64 "%" PRId64
@@ -450,6 +451,11 @@ static void hc_c_fingerprint(struct hc_run *run)
 {
     char want[65];
     hc_run_count(run, 1);
+    struct hc_str fp = run->rec->fingerprint;
+    if (fp.n != 64 || strspn(fp.p, "0123456789abcdef") < 64) {
+        hc_run_fail(run, "fingerprint: must be 64 lowercase hex digits, got %.*s", HC_S(fp));
+        return;
+    }
     if (hc_fingerprint(run->v->sha256, run->r, want) != 0) {
         hc_run_fail(run, "fingerprint: SHA-256 failed");
         return;
@@ -526,6 +532,8 @@ static void hc_c_epoch_current(struct hc_run *run)
 }
 
 const struct hc_criterion hc_criteria[] = {
+    {"batch_id", HC_SCOPE_BATCH, hc_c_batch_id},
+    {"changes", HC_SCOPE_BATCH, hc_c_changes},
     {"receipt_version", HC_SCOPE_RECEIPT, hc_c_receipt_version},
     {"ring_contract", HC_SCOPE_RECEIPT, hc_c_ring_contract},
     {"ring_online", HC_SCOPE_RECEIPT, hc_c_ring_online},
@@ -550,6 +558,7 @@ const struct hc_criterion hc_criteria[] = {
     {"counts", HC_SCOPE_RECEIPT, hc_c_counts},
     {"capacity_policy", HC_SCOPE_RECEIPT, hc_c_capacity_policy},
     {"ok", HC_SCOPE_RECEIPT, hc_c_ok},
+    {"record_bytes", HC_SCOPE_RECORD, hc_c_record_bytes},
     {"journal_seq", HC_SCOPE_RECORD, hc_c_journal_seq},
     {"journal_epoch", HC_SCOPE_RECORD, hc_c_journal_epoch},
     {"fingerprint", HC_SCOPE_RECORD, hc_c_fingerprint},

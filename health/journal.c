@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "canon.h"
 #include "journal.h"
 
 /* --- the batch ids seen so far: open addressing, FNV-1a --------------------------------- */
@@ -110,6 +111,7 @@ static void hc_journal_forget(struct hc_journal *j)
     j->prev_seq = 0;
     j->offset = 0;
     j->tail_len = 0;
+    j->pending = 0;
     j->line = 0;
     j->have_identity = 0;
     hc_report_reset(j->v->report);
@@ -139,7 +141,8 @@ static int hc_is_hex(const char *s, size_t n)
     return strspn(s, "0123456789abcdef") == n;
 }
 
-static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_err *err)
+static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_str raw,
+                            struct hc_err *err)
 {
     if (j->n_epochs == j->cap_epochs) {
         size_t cap = j->cap_epochs ? j->cap_epochs * 2 : 8;
@@ -183,7 +186,7 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_e
     struct hc_membership m;
     int rc = hc_contract_from_json(json_object_get(rec, "contract"), &c, &what);
     if (rc == 0)
-        rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", &m, &what);
+        rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", c.vnodes, &m, &what);
     if (rc == -ENOMEM)
         return hc_err_set(err, rc, "out of memory");
     if (rc != 0) {
@@ -197,6 +200,12 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_e
     memcpy(ep->recorded_id, recorded, sizeof recorded);
     if (rc != 0)
         return rc;
+    long at = hc_canon_epoch_record(ep, raw);
+    if (at >= 0)
+        hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
+                        "not the bytes the gateway writes for this record (first difference at "
+                        "byte %ld, column %ld)",
+                        at, at + 1);
     hc_verify_epoch(j->v, ep);
     return 0;
 }
@@ -207,7 +216,8 @@ static const char *hc_receipt_ring_id(const json_t *receipt)
     return s ? s : "";
 }
 
-static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc_err *err)
+static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc_str raw,
+                              struct hc_err *err)
 {
     char subject[48];
     snprintf(subject, sizeof subject, "line %ld", j->line);
@@ -228,7 +238,8 @@ static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc
         return 0;
     }
 
-    struct hc_record r = {.line = j->line, .seq = json_integer_value(seq), .prev_seq = j->prev_seq};
+    struct hc_record r = {
+        .line = j->line, .seq = json_integer_value(seq), .prev_seq = j->prev_seq, .raw = raw};
     r.fingerprint = hc_str_of(fp);
     j->prev_seq = r.seq;
 
@@ -282,11 +293,12 @@ static int hc_journal_line(struct hc_journal *j, struct hc_line *l, struct hc_er
         return 0;
     }
     int rc = 0;
+    struct hc_str raw = {l->p, l->n};
     const char *type = json_string_value(json_object_get(rec, "type"));
     if (type != NULL && strcmp(type, "epoch") == 0)
-        rc = hc_journal_epoch(j, rec, err);
+        rc = hc_journal_epoch(j, rec, raw, err);
     else if (type != NULL && strcmp(type, "receipt") == 0)
-        rc = hc_journal_receipt(j, rec, err);
+        rc = hc_journal_receipt(j, rec, raw, err);
     else
         hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
                         "type: must be \"epoch\" or \"receipt\"");
@@ -359,7 +371,8 @@ static void hc_journal_remember_tail(struct hc_journal *j, const char *end, size
     j->tail_len = keep + n;
 }
 
-int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err)
+/* Reads and verifies from j->offset to the end of the file. */
+static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
 {
     int fd = open(j->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -422,13 +435,25 @@ int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err)
         if (rc != 0)
             break;
     }
-    if (rc == 0 && final && len > 0) {
-        char subject[48];
-        snprintf(subject, sizeof subject, "line %ld", j->line + 1);
-        hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
-                        "last line has no newline (torn write)");
-    }
+    j->pending = len;
     free(buf);
     close(fd);
+    return rc;
+}
+
+void hc_journal_reread(struct hc_journal *j)
+{
+    j->reread = 1;
+}
+
+int hc_journal_update(struct hc_journal *j, struct hc_err *err)
+{
+    if (j->reread) {
+        hc_journal_forget(j);
+        j->reread = 0;
+    }
+    int rc = hc_journal_read_new(j, err);
+    if (rc != 0)
+        j->reread = 1;
     return rc;
 }

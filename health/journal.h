@@ -31,6 +31,10 @@ struct hc_journal {
     int64_t prev_seq;
     struct hc_batch_set *batches;
     unsigned resets; /* times the file was truncated or replaced and re-read from 0 */
+    /* set after an error or by hc_journal_reread: the next update forgets everything and reads
+     * from 0, so no line past an error is ever taken as verified */
+    int reread;
+    size_t pending; /* bytes of an unterminated last line after the last update (not judged) */
     /* parsing: the lines of the current read batch and the parser they go through */
     struct hc_line *lines;
     size_t cap_lines;
@@ -43,12 +47,16 @@ void hc_journal_init(struct hc_journal *j, const char *path, struct hc_verifier 
 void hc_journal_free(struct hc_journal *j);
 
 /* Verifies the complete lines appended since the last call. When the file shrank, was replaced
- * (other inode) or rewritten before the offset, all state and v->report are reset and it is
- * read from the start. With final set, an unterminated last line is an issue (check mode);
- * otherwise it is left for the next call (it may still be being written). Returns 0, or a
- * negative errno-style code with err filled when the journal cannot be read (-ENOENT when it
- * does not exist) or verification failed internally (-ENOMEM, -EIO). */
-int hc_journal_update(struct hc_journal *j, int final, struct hc_err *err);
+ * (other inode) or rewritten before the offset, or the last call failed, all state and
+ * v->report are reset and it is read from the start. An unterminated last line is never judged
+ * nor counted: its length is left in j->pending (it may be a group commit in progress; see
+ * docs/operations.md, "The in-progress tail"). Returns 0, or a negative errno-style code with
+ * err filled when the journal cannot be read (-ENOENT when it does not exist) or verification
+ * failed internally (-ENOMEM, -EIO); after an error the next call re-reads from 0. */
+int hc_journal_update(struct hc_journal *j, struct hc_err *err);
+
+/* Makes the next update forget everything and re-verify the whole file. */
+void hc_journal_reread(struct hc_journal *j);
 
 /* What the journal read so far says at its end. */
 void hc_journal_end_state(const struct hc_journal *j, struct hc_journal_end *end);

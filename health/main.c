@@ -26,8 +26,10 @@ enum {
 
 static const char hc_usage[] =
     "usage: shardgate-health check --conf FILE --shards FILE (--receipt FILE | --journal FILE)\n"
+    "                              [--max-changes N]\n"
     "       shardgate-health serve [--listen 127.0.0.1:8081] --conf FILE --shards FILE "
     "--journal FILE\n"
+    "                              [--max-changes N] [--reverify-interval SECONDS]\n"
     "       shardgate-health --help | --version\n"
     "\n"
     "Rebuilds the ketama ring from the contract and shards file with its own code and\n"
@@ -38,13 +40,46 @@ static const char hc_usage[] =
     "       3 contract or shards file unusable; 64 usage.\n"
     "serve  GET /healthz: application/health+json, 200 pass, 503 fail (new journal lines are\n"
     "       verified on each request); GET /livez: 200. Listens on 127.0.0.1:8081 by default.\n"
+    "       The whole journal is re-verified every --reverify-interval seconds (1..60, 60).\n"
+    "--max-changes mirrors the gateway's option (1..10000000, default 100000).\n"
     "\n"
     "--conf defaults to $SHARDGATE_CONF. Issues read \"<criterion>: <subject>: <detail>\".\n";
 
+static int hc_usage_error(const char *fmt, const char *arg);
+
 struct hc_args {
     const char *cmd;
-    const char *conf, *shards, *receipt, *journal, *listen;
+    const char *conf, *shards, *receipt, *journal, *listen, *max_changes, *reverify;
+    size_t max_changes_n;
+    unsigned reverify_s;
 };
+
+/* A decimal integer lo..hi, no sign or leading zero; returns 0 or -1. */
+static int hc_parse_uint(const char *text, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    size_t n = strlen(text);
+    if (n == 0 || n > 9 || strspn(text, "0123456789") != n || (text[0] == '0' && n > 1))
+        return -1;
+    unsigned long v = strtoul(text, NULL, 10);
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Fills the numeric options (defaults: the gateway's --max-changes, a 60 s re-verification). */
+static int hc_parse_numbers(struct hc_args *a)
+{
+    unsigned long v = HC_MAX_CHANGES_DEFAULT;
+    if (a->max_changes != NULL && hc_parse_uint(a->max_changes, 1, 10000000, &v) != 0)
+        return hc_usage_error("--max-changes %s: must be 1..10000000", a->max_changes);
+    a->max_changes_n = v;
+    v = 60;
+    if (a->reverify != NULL && hc_parse_uint(a->reverify, 1, 60, &v) != 0)
+        return hc_usage_error("--reverify-interval %s: must be 1..60 seconds", a->reverify);
+    a->reverify_s = (unsigned)v;
+    return -1;
+}
 
 static int hc_usage_error(const char *fmt, const char *arg)
 {
@@ -77,12 +112,14 @@ static int hc_parse_args(int argc, char **argv, struct hc_args *a)
             fputs(hc_usage, stdout);
             return EXIT_PASS;
         }
-        static const char *const names[] = {"--conf", "--shards", "--receipt", "--journal",
-                                            "--listen"};
-        const char **slots[] = {&a->conf, &a->shards, &a->receipt, &a->journal, &a->listen};
+        static const char *const names[] = {
+            "--conf",   "--shards",      "--receipt",          "--journal",
+            "--listen", "--max-changes", "--reverify-interval"};
+        const char **slots[] = {&a->conf,   &a->shards,      &a->receipt, &a->journal,
+                                &a->listen, &a->max_changes, &a->reverify};
         int k = -1;
         const char *value = NULL;
-        for (int n = 0; n < 5; n++) {
+        for (int n = 0; n < 7; n++) {
             size_t len = strlen(names[n]);
             if (strcmp(opt, names[n]) == 0) {
                 k = n;
@@ -111,11 +148,13 @@ static int hc_parse_args(int argc, char **argv, struct hc_args *a)
         return hc_usage_error("%s", "check needs exactly one of --receipt FILE, --journal FILE");
     if (check && a->listen != NULL)
         return hc_usage_error("%s", "--listen is for serve");
+    if (check && a->reverify != NULL)
+        return hc_usage_error("%s", "--reverify-interval is for serve");
     if (!check && (a->journal == NULL || a->receipt != NULL))
         return hc_usage_error("%s", "serve needs --journal FILE (and no --receipt)");
     if (!check && a->listen == NULL)
         a->listen = "127.0.0.1:8081";
-    return -1;
+    return hc_parse_numbers(a);
 }
 
 /* Reads the contract and shards file into own; returns -1 on success or the exit code. */
@@ -132,7 +171,7 @@ static int hc_load_own(const struct hc_args *a, struct hc_epoch *own)
         fprintf(stderr, "contract: %s\n", err.msg);
         return EXIT_UNUSABLE;
     }
-    if (hc_membership_load(a->shards, &m, &err) != 0) {
+    if (hc_membership_load(a->shards, c.vnodes, &m, &err) != 0) {
         fprintf(stderr, "shards: %s\n", err.msg);
         return EXIT_UNUSABLE;
     }
@@ -191,12 +230,13 @@ static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
         fprintf(stderr, "shardgate-health: %s\n", err.msg);
         return EXIT_INTERNAL;
     }
+    v.max_changes = a->max_changes_n;
     struct hc_journal j;
     hc_journal_init(&j, a->journal, &v, own);
     if (a->receipt != NULL) {
         rc = hc_check_receipt(a->receipt, &v, own, &err);
     } else {
-        rc = hc_journal_update(&j, 1, &err);
+        rc = hc_journal_update(&j, &err);
         if (rc == -ENOMEM || rc == -EIO || rc == -E2BIG) {
             /* internal failure: reported below */
         } else if (rc != 0) {
@@ -212,7 +252,7 @@ static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
         fprintf(stderr, "shardgate-health: %s\n", err.msg);
         goto out;
     }
-    char *line = hc_report_check_json(&report, &end);
+    char *line = hc_report_check_json(&report, &end, j.pending);
     if (line == NULL) {
         fprintf(stderr, "shardgate-health: out of memory\n");
         goto out;
@@ -240,7 +280,8 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct hc_serve_config cfg = {a->listen, a->journal, own, hc_criteria_to_run()};
+    struct hc_serve_config cfg = {a->listen,        a->journal,   own, hc_criteria_to_run(),
+                                  a->max_changes_n, a->reverify_s};
     struct hc_server *s;
     struct hc_err err;
     int rc = hc_serve_start(&cfg, &s, &err);

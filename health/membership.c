@@ -101,8 +101,29 @@ static int hc_shard_from_json(const json_t *o, const char *prefix, size_t i, str
     return 0;
 }
 
-int hc_membership_from_json(const json_t *arr, const char *prefix, struct hc_membership *m,
-                            struct hc_err *err)
+/* Rules R1 and R2 of docs/contract.md (section 2): walking shards[] in file order, the running
+ * sum of capacities (any state) stays <= 2^53-1, and the running sum of VNODES * weight over
+ * online shards stays <= 2^24 ring points. The first shard that goes over is named. */
+static int hc_membership_limits(const struct hc_shard *sh, size_t n, const char *prefix,
+                                unsigned vnodes, struct hc_err *err)
+{
+    uint64_t capacity = 0, points = 0;
+    for (size_t i = 0; i < n; i++) {
+        capacity += (uint64_t)sh[i].capacity; /* each <= 2^53-1: no wrap before the check */
+        if (capacity > (uint64_t)HC_SAFE_INT_MAX)
+            return hc_err_set(err, -EINVAL, "%s[%zu].capacity: sum of capacities exceeds %lld",
+                              prefix, i, HC_SAFE_INT_MAX);
+        if (sh[i].state == HC_STATE_ONLINE)
+            points += (uint64_t)vnodes * sh[i].weight;
+        if (points > HC_RING_POINTS_MAX)
+            return hc_err_set(err, -EINVAL, "%s[%zu].weight: ring exceeds %llu points", prefix, i,
+                              (unsigned long long)HC_RING_POINTS_MAX);
+    }
+    return 0;
+}
+
+int hc_membership_from_json(const json_t *arr, const char *prefix, unsigned vnodes,
+                            struct hc_membership *m, struct hc_err *err)
 {
     m->shards = NULL;
     m->n = 0;
@@ -127,13 +148,19 @@ int hc_membership_from_json(const json_t *arr, const char *prefix, struct hc_mem
             }
         }
     }
+    int rc = hc_membership_limits(sh, n, prefix, vnodes, err);
+    if (rc != 0) {
+        free(sh);
+        return rc;
+    }
     qsort(sh, n, sizeof *sh, hc_shard_cmp);
     m->shards = sh;
     m->n = n;
     return 0;
 }
 
-int hc_membership_load(const char *path, struct hc_membership *m, struct hc_err *err)
+int hc_membership_load(const char *path, unsigned vnodes, struct hc_membership *m,
+                       struct hc_err *err)
 {
     json_error_t jerr;
     struct hc_err what;
@@ -156,7 +183,7 @@ int hc_membership_load(const char *path, struct hc_membership *m, struct hc_err 
         rc = hc_err_set(err, -EINVAL, "%s: $: must be an object with exactly the key \"shards\"",
                         path);
     } else {
-        rc = hc_membership_from_json(json_object_get(root, "shards"), "shards", m, &what);
+        rc = hc_membership_from_json(json_object_get(root, "shards"), "shards", vnodes, m, &what);
         if (rc != 0)
             hc_err_set(err, rc, "%s: %s", path, what.msg);
     }

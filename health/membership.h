@@ -12,6 +12,7 @@
 #define HC_SHARD_ID_MAX 64
 #define HC_WEIGHT_MAX 1000
 #define HC_SAFE_INT_MAX 9007199254740991LL /* 2^53-1 */
+#define HC_RING_POINTS_MAX 16777216ULL     /* 2^24: rule R2 of docs/contract.md */
 
 enum hc_state { HC_STATE_ONLINE, HC_STATE_DRAINING, HC_STATE_OFFLINE };
 
@@ -30,13 +31,16 @@ struct hc_membership {
 };
 
 /* Reads a shards file: an object with exactly the key "shards" holding an array. Returns 0, or
- * a negative errno-style code with err->msg = "<file>: <path>: <what is wrong>". */
-int hc_membership_load(const char *path, struct hc_membership *m, struct hc_err *err);
+ * a negative errno-style code with err->msg = "<file>: <path>: <what is wrong>". vnodes is the
+ * contract's DISPATCH_VNODES, for rule R2. */
+int hc_membership_load(const char *path, unsigned vnodes, struct hc_membership *m,
+                       struct hc_err *err);
 
-/* Validates a JSON array of shard objects; paths in messages are "<prefix>[i].<field>".
+/* Validates a JSON array of shard objects, with rules R1 and R2 (docs/contract.md, section 2)
+ * for a contract of `vnodes`; paths in messages are "<prefix>[i].<field>".
  * Returns 0, or -EINVAL / -ENOMEM with err->msg = "<path>: <what is wrong>". */
-int hc_membership_from_json(const json_t *arr, const char *prefix, struct hc_membership *m,
-                            struct hc_err *err);
+int hc_membership_from_json(const json_t *arr, const char *prefix, unsigned vnodes,
+                            struct hc_membership *m, struct hc_err *err);
 
 void hc_membership_free(struct hc_membership *m);
 

@@ -129,7 +129,8 @@ static char *hc_dumps(const json_t *o)
     return copy;
 }
 
-char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b)
+char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b,
+                           uint64_t pending_tail)
 {
     json_t *o = json_object();
     json_t *issues = json_array();
@@ -143,6 +144,8 @@ char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b)
     json_object_set_new(o, "checks", json_integer((json_int_t)(a->checks + (b ? b->checks : 0))));
     json_object_set_new(o, "receipts",
                         json_integer((json_int_t)(a->receipts + (b ? b->receipts : 0))));
+    if (pending_tail > 0) /* an unterminated last line, neither judged nor counted */
+        json_object_set_new(o, "pending_tail_bytes", json_integer((json_int_t)pending_tail));
     json_object_set_new(o, "issues", issues);
     char *s = hc_dumps(o);
     json_decref(o);
@@ -162,7 +165,8 @@ static json_t *hc_check_entry(uint64_t value, const char *unit, int pass, uint64
 }
 
 char *hc_report_health_json(const struct hc_report *a, const struct hc_report *b,
-                            const char *const *names, size_t n_slots, const char *extra_issue)
+                            const char *const *names, size_t n_slots, const char *extra_issue,
+                            json_t *fields)
 {
     json_t *o = json_object();
     json_t *checks = json_object();
@@ -196,6 +200,9 @@ char *hc_report_health_json(const struct hc_report *a, const struct hc_report *b
     json_object_set_new(o, "status", json_string(pass ? "pass" : "fail"));
     json_object_set_new(o, "checks", checks);
     json_object_set_new(o, "issues", issues);
+    if (fields != NULL)
+        json_object_update(o, fields);
+    json_decref(fields);
     char *s = hc_dumps(o);
     json_decref(o);
     return s;

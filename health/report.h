@@ -37,12 +37,16 @@ void hc_report_issue(struct hc_report *rep, int slot, const char *criterion, con
 int hc_report_pass(const struct hc_report *a, const struct hc_report *b);
 
 /* The `check` output line, {"status","checks","receipts","issues"}, over a and b (b may be
- * NULL). Returns a malloc'd string or NULL on out-of-memory. */
-char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b);
+ * NULL), with "pending_tail_bytes" before "issues" when pending_tail > 0. Returns a malloc'd string
+ * or NULL on out-of-memory. */
+char *hc_report_check_json(const struct hc_report *a, const struct hc_report *b,
+                           uint64_t pending_tail);
 
 /* The /healthz application/health+json body. names[slot] names each slot (NULL: unused).
- * extra_issue, if not NULL, is one more issue (e.g. the journal cannot be read). */
+ * extra_issue, if not NULL, is one more issue (e.g. the journal cannot be read). fields, if
+ * not NULL, is an object whose members are added at the top level (its reference is taken). */
 char *hc_report_health_json(const struct hc_report *a, const struct hc_report *b,
-                            const char *const *names, size_t n_slots, const char *extra_issue);
+                            const char *const *names, size_t n_slots, const char *extra_issue,
+                            json_t *fields);
 
 #endif

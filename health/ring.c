@@ -72,9 +72,9 @@ int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, st
         return rc;
     r->points = malloc((r->vnodes_total ? r->vnodes_total : 1) * sizeof *r->points);
     if (r->points == NULL) {
+        unsigned long long total = (unsigned long long)r->vnodes_total; /* freed just below */
         hc_ring_free(r);
-        return hc_err_set(err, -ENOMEM, "out of memory for %llu ring points",
-                          (unsigned long long)r->vnodes_total);
+        return hc_err_set(err, -ENOMEM, "out of memory for %llu ring points", total);
     }
     size_t words = hc_digest_size(r->key_digest) / 4;
     for (size_t i = 0; i < m->n; i++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
@@ -21,7 +22,90 @@ struct hc_server {
     struct hc_journal journal;
     const char *names[HC_SLOTS_MAX];
     size_t n_names;
+    /* under lock: the last error, kept until a full re-read succeeds (docs/operations.md) */
+    char error[600];
+    time_t last_full; /* wall clock when the last full verification finished; 0: none yet */
+    /* the unterminated tail: where it starts and since when (monotonic s) it has stayed */
+    off_t tail_at;
+    double tail_since;
+    int tail_seen;
+    unsigned reverify_s;
+    /* the re-verification thread */
+    pthread_t reverifier;
+    int reverifier_started, stopping;
+    pthread_cond_t wake;
 };
+
+static double hc_mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Under lock: verifies what is new (everything, after an error or a hc_journal_reread), keeps
+ * an error until a full read succeeds, and follows the unterminated tail. */
+static void hc_server_update(struct hc_server *s)
+{
+    struct hc_err err;
+    struct hc_journal *j = &s->journal;
+    unsigned resets = j->resets;
+    int full = j->offset == 0 || j->reread;
+    int rc = hc_journal_update(j, &err);
+    full = full || j->resets != resets;
+    if (rc != 0) {
+        snprintf(s->error, sizeof s->error, "input: journal: %s", err.msg);
+        return;
+    }
+    if (full) {
+        s->error[0] = '\0';
+        s->last_full = time(NULL);
+    }
+    if (j->pending == 0) {
+        s->tail_seen = 0;
+    } else if (!s->tail_seen || s->tail_at != j->offset) {
+        s->tail_seen = 1;
+        s->tail_at = j->offset;
+        s->tail_since = hc_mono_now();
+    }
+}
+
+/* Re-verifies the whole journal every reverify_s seconds, so an edit of a line verified
+ * before is found within that interval (docs/operations.md, "serve"). */
+static void *hc_reverify_loop(void *arg)
+{
+    struct hc_server *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)s->reverify_s;
+        while (!s->stopping && pthread_cond_timedwait(&s->wake, &s->lock, &until) == 0)
+            ;
+        if (s->stopping)
+            break;
+        hc_journal_reread(&s->journal);
+        hc_server_update(s);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* Under lock: the top-level fields /healthz adds to the health+json body. */
+static json_t *hc_server_fields(const struct hc_server *s)
+{
+    json_t *f = json_object();
+    if (f == NULL)
+        return NULL;
+    char when[32] = "";
+    struct tm tm;
+    if (s->last_full != 0 && gmtime_r(&s->last_full, &tm) != NULL)
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_object_set_new(f, "last_full_verification", when[0] ? json_string(when) : json_null());
+    json_object_set_new(f, "reverify_interval_s", json_integer((json_int_t)s->reverify_s));
+    json_object_set_new(f, "pending_tail_bytes", json_integer((json_int_t)s->journal.pending));
+    return f;
+}
 
 int hc_parse_listen(const char *text, char host[64], unsigned *port, struct hc_err *err)
 {
@@ -75,26 +159,32 @@ static char *hc_dup(const char *s)
 
 /* Verifies what was appended since the last call and renders the whole verdict. A large
  * journal's first request can take seconds; connections have their own threads, so /livez
- * still answers meanwhile. */
+ * still answers meanwhile. An error, or a tail unterminated for longer than the re-verification
+ * interval, fails the verdict. */
 static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *conn)
 {
-    struct hc_err err;
-    char extra[600];
+    char torn[160];
     const char *extra_issue = NULL;
     pthread_mutex_lock(&s->lock);
-    int rc = hc_journal_update(&s->journal, 0, &err);
-    if (rc != 0) {
-        snprintf(extra, sizeof extra, "input: journal: %s", err.msg);
-        extra_issue = extra;
+    hc_server_update(s);
+    if (s->error[0] != '\0') {
+        extra_issue = s->error;
+    } else if (s->tail_seen && hc_mono_now() - s->tail_since > (double)s->reverify_s) {
+        snprintf(torn, sizeof torn,
+                 "journal_line: line %ld: last line has no newline for more than %u s "
+                 "(torn tail, %zu bytes)",
+                 s->journal.line + 1, s->reverify_s, s->journal.pending);
+        extra_issue = torn;
     }
     struct hc_report end;
     struct hc_journal_end state;
     hc_report_init(&end);
     hc_journal_end_state(&s->journal, &state);
-    if (rc == 0)
+    if (s->error[0] == '\0')
         hc_verify_end(&s->verifier, &end, &state);
-    char *body = hc_report_health_json(&s->report, &end, s->names, s->n_names, extra_issue);
-    int pass = rc == 0 && hc_report_pass(&s->report, &end);
+    char *body = hc_report_health_json(&s->report, &end, s->names, s->n_names, extra_issue,
+                                       hc_server_fields(s));
+    int pass = extra_issue == NULL && hc_report_pass(&s->report, &end);
     hc_report_free(&end);
     pthread_mutex_unlock(&s->lock);
     return hc_reply(conn, pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body,
@@ -156,12 +246,16 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
         return hc_err_set(err, -ENOMEM, "out of memory");
     hc_report_init(&s->report);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    s->reverify_s = cfg->reverify_s ? cfg->reverify_s : 60;
     rc = hc_verifier_init(&s->verifier, &s->report, cfg->n_criteria, err);
     if (rc != 0) {
+        pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
         free(s);
         return rc;
     }
+    s->verifier.max_changes = cfg->max_changes ? cfg->max_changes : HC_MAX_CHANGES_DEFAULT;
     hc_journal_init(&s->journal, cfg->journal, &s->verifier, cfg->own);
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
@@ -181,6 +275,12 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
         hc_serve_stop(s);
         return hc_err_set(err, -e, "cannot listen on %s: %s", cfg->listen, strerror(e));
     }
+    rc = pthread_create(&s->reverifier, NULL, hc_reverify_loop, s);
+    if (rc != 0) {
+        hc_serve_stop(s);
+        return hc_err_set(err, -rc, "cannot start the re-verification thread: %s", strerror(rc));
+    }
+    s->reverifier_started = 1;
     *out = s;
     return 0;
 }
@@ -191,9 +291,17 @@ void hc_serve_stop(struct hc_server *s)
         return;
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
+    if (s->reverifier_started) {
+        pthread_mutex_lock(&s->lock);
+        s->stopping = 1;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->reverifier, NULL);
+    }
     hc_journal_free(&s->journal);
     hc_verifier_free(&s->verifier);
     hc_report_free(&s->report);
+    pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

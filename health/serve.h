@@ -14,6 +14,8 @@ struct hc_serve_config {
     const char *journal;        /* journal.jsonl path */
     const struct hc_epoch *own; /* the contract + shards the service read itself */
     size_t n_criteria;          /* how much of the criteria table runs */
+    size_t max_changes;         /* the gateway's --max-changes */
+    unsigned reverify_s;        /* seconds between full re-verifications (and the torn-tail age) */
 };
 
 /* Parses "a.b.c.d:port". Returns 0 or -EINVAL with err filled. */

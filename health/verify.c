@@ -13,6 +13,7 @@ int hc_verifier_init(struct hc_verifier *v, struct hc_report *report, size_t n_c
     memset(v, 0, sizeof *v);
     v->report = report;
     v->n_criteria = n_criteria < hc_criteria_count ? n_criteria : hc_criteria_count;
+    v->max_changes = HC_MAX_CHANGES_DEFAULT;
     return hc_digest_open("SHA256", &v->sha256, err);
 }
 
@@ -207,6 +208,7 @@ int hc_verify_receipt(struct hc_verifier *v, const json_t *doc, struct hc_epoch 
     }
     v->report->placements += r.n_pl;
     struct hc_run run = {.subject = subject, .r = &r, .rec = rec};
+    hc_run_scope(v, v->report, HC_SCOPE_BATCH, &run);
     if (rec != NULL)
         hc_run_scope(v, v->report, HC_SCOPE_RECORD, &run);
     if (ep != NULL && ep->usable) {

@@ -43,6 +43,7 @@ struct hc_record {
     enum hc_epoch_match match;
     const struct hc_epoch *in_force;
     long duplicate_of_line; /* >0: the batch_id already appeared on that line */
+    struct hc_str raw;      /* the line's bytes, without its newline */
 };
 
 /* What a journal knows at its end, for the end-of-journal criteria. */
@@ -77,13 +78,18 @@ struct hc_derived {
 
 struct hc_verifier {
     struct hc_report *report;
-    size_t n_criteria; /* how much of the criteria table runs (0: test hook, nothing) */
+    size_t n_criteria;  /* how much of the criteria table runs (0: test hook, nothing) */
+    size_t max_changes; /* the gateway's --max-changes this journal was written under */
     struct hc_digest *sha256;
     struct hc_derived d;
 };
 
 /* Scopes of the criteria table. */
-enum hc_scope { HC_SCOPE_RECEIPT, HC_SCOPE_RECORD, HC_SCOPE_EPOCH, HC_SCOPE_END };
+/* BATCH: the batch rules the gateway enforces on input, judged on every decoded receipt. */
+enum hc_scope { HC_SCOPE_BATCH, HC_SCOPE_RECEIPT, HC_SCOPE_RECORD, HC_SCOPE_EPOCH, HC_SCOPE_END };
+
+/* The gateway's default --max-changes (docs/contract.md, section 4). */
+#define HC_MAX_CHANGES_DEFAULT 100000
 
 /* Everything a criterion can look at; fields not of its scope are NULL. */
 struct hc_run {

@@ -39,6 +39,13 @@ DEFECTS = [
     ("health-exit-forced-0", "health/main.c",
      "code = hc_report_pass(&report, &end) ? EXIT_PASS : EXIT_FAIL;", "code = EXIT_PASS;",
      HEALTH),
+    # issue 10: health must judge the gateway's byte form, and serve must never move past a line
+    # it did not verify (tests/health/test_rules.py, tests/health/test_serve_errors.py)
+    ("health-skips-canonical-bytes", "health/rules.c",
+     "long at = hc_canon_receipt_record(run->rec, run->r);", "long at = -1;", ("tests",)),
+    ("health-advances-past-unverified-line", "health/journal.c",
+     "    if (rc != 0)\n        j->reread = 1;", "    if (rc != 0)\n        j->reread = 0;",
+     ("tests",)),
     ("contract-default-vnodes", "gateway/contract.c",
      "        if (!p->seen_on[k])\n",
      "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY),

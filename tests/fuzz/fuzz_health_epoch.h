@@ -26,7 +26,7 @@ static inline struct fuzz_health *fuzz_health_get(void)
     snprintf(conf, sizeof(conf), "%s", fuzz_source_path("conf/dispatch.env"));
     snprintf(shards, sizeof(shards), "%s", fuzz_source_path("input/shards.json"));
     FUZZ_REQUIRE(hc_contract_load(conf, &c, &err) == 0);
-    FUZZ_REQUIRE(hc_membership_load(shards, &m, &err) == 0);
+    FUZZ_REQUIRE(hc_membership_load(shards, c.vnodes, &m, &err) == 0);
     FUZZ_REQUIRE(hc_epoch_make(&h.epoch, &c, &m, 0, &err) == 0);
     hc_report_init(&h.report);
     FUZZ_REQUIRE(hc_verifier_init(&h.verifier, &h.report, hc_criteria_count, &err) == 0);
@@ -46,7 +46,7 @@ static inline int fuzz_health_verify(struct fuzz_health *h, const json_t *doc)
     FUZZ_REQUIRE(rc == 0);
     FUZZ_REQUIRE(h->report.receipts == 1);
     /* The check line must stay valid JSON whatever the receipt held. */
-    char *line = hc_report_check_json(&h->report, NULL);
+    char *line = hc_report_check_json(&h->report, NULL, 0);
     FUZZ_REQUIRE(line != NULL);
     json_error_t jerr;
     json_t *parsed = json_loads(line, 0, &jerr);

@@ -103,4 +103,4 @@ def journal_lines(records):
 
 def checks_per_receipt(n_placements, n_shards, in_journal=True):
     """Evaluations the criteria table runs for one receipt (docs/operations.md)."""
-    return 12 + 6 * n_placements + 6 * n_shards + (4 if in_journal else 0)
+    return 14 + 6 * n_placements + 6 * n_shards + (5 if in_journal else 0)

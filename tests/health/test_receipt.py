@@ -14,8 +14,8 @@ B = "sample-0001"
 
 # --- the golden receipt --------------------------------------------------------------------
 rc, out, err = check_receipt(BIN, GOLDEN)
-F.check(rc == 0 and out == '{"status":"pass","checks":90,"receipts":1,"issues":[]}\n',
-        "golden receipt passes with 90 checks", "rc=%d out=%r err=%r" % (rc, out, err))
+F.check(rc == 0 and out == '{"status":"pass","checks":92,"receipts":1,"issues":[]}\n',
+        "golden receipt passes with 92 checks", "rc=%d out=%r err=%r" % (rc, out, err))
 
 
 def pl(r, cid):
