@@ -5,11 +5,9 @@
 # unprivileged; the units are configured with the prefix's bindir, so they match the binaries.
 include(GNUInstallDirs)
 
-set(SHARDGATE_SYSTEMD_UNITDIR "${CMAKE_INSTALL_LIBDIR}/systemd/system" CACHE STRING
+# lib/, not CMAKE_INSTALL_LIBDIR (lib/x86_64-linux-gnu under /usr): /usr/lib/systemd/system.
+set(SHARDGATE_SYSTEMD_UNITDIR "lib/systemd/system" CACHE STRING
     "Where the systemd units are installed, relative to the prefix")
-if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
-  set(SHARDGATE_SYSTEMD_UNITDIR "lib/systemd/system" CACHE STRING "" FORCE)
-endif()
 set(SHARDGATE_PKG_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(SHARDGATE_UNIT_OUT ${CMAKE_CURRENT_BINARY_DIR}/packaging)
 
