@@ -1,5 +1,7 @@
 # shardgate: the gateway (shardgate) and the health service (shardgate-health) in one
 # Debian 12 image. docker-compose.yml runs each as its own service over a shared state volume.
+# Both stages use the same base, debian:12, which ops/image.sh makes locally from the Debian
+# archive when no registry is reachable (docs/operations.md, Packaging and containers).
 
 FROM debian:12 AS build
 RUN apt-get update \
@@ -8,13 +10,14 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-# Only the two programs: tests, fuzzing and benchmarks are not part of the image.
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON \
+# Only the two programs: tests, fuzzing and benchmarks are not part of the image, and
+# SHARDGATE_TESTS=OFF keeps configure from needing the test-only tools (python3).
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARDGATE_TESTS=OFF \
  && cmake --build build -j"$(nproc)" --target shardgate shardgate-health \
  && install -m 0755 build/gateway/shardgate build/health/shardgate-health /usr/local/bin/ \
  && /usr/local/bin/shardgate --version && /usr/local/bin/shardgate-health --version
 
-FROM debian:bookworm-slim AS runtime
+FROM debian:12 AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libssl3 libmicrohttpd12 libjansson4 python3 \

@@ -8,6 +8,12 @@ SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-de
     libmemcached-dev python3 curl wrk clang libclang-rt-14-dev gnuplot-nox docker-compose
     valgrind strace)
 
+# The packaging checks' tools (docs/operations.md, Packaging and containers): containers
+# (podman, a local Debian 12 base image made by mmdebstrap), man page lint, metrics lint,
+# unit verification and the OpenAPI check (python3-jsonschema, python3-yaml).
+SHARDGATE_PACKAGES+=(podman podman-compose catatonit mmdebstrap mandoc prometheus systemd dpkg-dev
+    fakeroot python3-jsonschema python3-yaml)
+
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {
     local missing=() p
@@ -36,4 +42,44 @@ sg_build_release() {
     sg_build "$SHARDGATE_ROOT/build/release" -DCMAKE_BUILD_TYPE=Release >&2
     SHARDGATE_BIN="$SHARDGATE_ROOT/build/release/gateway/shardgate"
     SHARDGATE_HEALTH_BIN="$SHARDGATE_ROOT/build/release/health/shardgate-health"
+}
+
+# Podman as this sandbox needs it: its default ulimits cannot be applied here, so they are
+# cleared in /etc/containers/containers.conf. Idempotent: an existing setting is kept.
+sg_podman_setup() {
+    local conf=/etc/containers/containers.conf sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    if [ -f "$conf" ] && grep -q '^[[:space:]]*default_ulimits' "$conf"; then
+        return 0
+    fi
+    $sudo mkdir -p /etc/containers
+    if [ -f "$conf" ] && grep -q '^\[containers\]' "$conf"; then
+        $sudo sed -i '/^\[containers\]/a default_ulimits = []' "$conf"
+    else
+        printf '[containers]\ndefault_ulimits = []\n' | $sudo tee -a "$conf" >/dev/null
+    fi
+}
+
+# The container tool: docker when its daemon answers, else podman (set up as above).
+sg_container_tool() {
+    if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+        echo docker
+    else
+        sg_podman_setup
+        echo podman
+    fi
+}
+
+# sg_base_image TOOL: makes the local debian:12 base image from the Debian archive when the
+# tool has none (no image registry is needed): mmdebstrap minbase bookworm, then import.
+sg_base_image() {
+    local tool=$1 tar
+    "$tool" image inspect debian:12 >/dev/null 2>&1 && return 0
+    echo "ops: making the debian:12 base image with mmdebstrap" >&2
+    tar=$(mktemp --suffix=.tar)
+    mmdebstrap --quiet --variant=minbase bookworm "$tar" &&
+        "$tool" import --quiet "$tar" debian:12 >/dev/null
+    local rc=$?
+    rm -f "$tar"
+    return $rc
 }

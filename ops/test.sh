@@ -24,5 +24,8 @@ echo "== reliability: valgrind (plain Debug build) and ThreadSanitizer (docs/ope
 bash ops/valgrind.sh
 bash ops/tsan.sh
 
+echo "== packaging: image + docker-compose.yml, .deb installed in a container (docs/operations.md, Packaging and containers)"
+bash ops/image.sh all
+
 echo "== fuzz: every libFuzzer target for 30 s (docs/operations.md, Fuzzing)"
 bash ops/fuzz.sh 30

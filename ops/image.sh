@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The container image and the Debian package, built and run for real
+# (docs/operations.md, Packaging and containers).
+#
+#   ops/image.sh build   builds the Dockerfile as shardgate:latest (podman, or docker when its
+#                        daemon answers), making the local debian:12 base image when missing
+#   ops/image.sh test    build, then runs docker-compose.yml (the gateway and the health
+#                        service over one state volume), POSTs the worked example, expects the golden
+#                        receipt and a passing health verdict, and removes everything
+#   ops/image.sh deb     builds shardgate_<version>_amd64.deb (cpack), checks its dependencies
+#                        and contents, installs it in a fresh debian:12 container and serves
+#                        the worked example from the installed files
+#   ops/image.sh all     build, test, deb
+#
+# `test` runs docker-compose.yml itself with podman-compose (bridge network, ports published on
+# 127.0.0.1 only, free ports chosen per run); `deb` uses a plain container with host
+# networking, its server listening on 127.0.0.1. Everything a run creates is removed on exit,
+# pass or fail (trap). Prints "RESULT: OK" or fails with the reason.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$SHARDGATE_ROOT"
+
+IMAGE=shardgate:latest
+GOLDEN=tests/golden/sample-0001.receipt.json
+RUN_ID="sg-$$"
+TOOL=""
+CLEANUP=()
+
+cleanup() {
+    local c
+    for c in "${CLEANUP[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# A free 127.0.0.1 port (host networking: the containers bind it directly).
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_http URL STATUS SECONDS: polls until URL answers STATUS (bounded).
+wait_http() {
+    local url=$1 want=$2 i got=""
+    for ((i = 0; i < $3 * 5; i++)); do
+        got=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" || true)
+        [ "$got" = "$want" ] && return 0
+        sleep 0.2
+    done
+    fail "$url answered ${got:-nothing}, expected $want within $3 s"
+}
+
+# post_example PORT OUT: POSTs the worked example, writes the body to OUT, prints the status.
+post_example() {
+    curl -sS -o "$2" -w '%{http_code}' --max-time 30 -X POST "http://127.0.0.1:$1/v1/batches" \
+        -H 'Content-Type: application/json' -H 'Idempotency-Key: sample-0001' \
+        --data-binary @input/changes.json
+}
+
+# expect_golden PORT: the worked example answers the golden receipt, twice (the replay too).
+expect_golden() {
+    local out status n
+    out=$(mktemp)
+    CLEANUP+=("rm -f $out")
+    for n in first replay; do
+        status=$(post_example "$1" "$out")
+        [ "$status" = 200 ] || fail "POST worked example ($n): HTTP $status: $(cat "$out")"
+        cmp -s "$out" "$GOLDEN" || fail "POST worked example ($n): receipt differs from $GOLDEN"
+    done
+    echo "ok: the worked example answered the golden receipt (and its replay)"
+}
+
+cmd_build() {
+    TOOL=$(sg_container_tool)
+    sg_base_image "$TOOL"
+    local net=()
+    [ "$TOOL" = podman ] && net=(--network host)
+    echo "== image: $TOOL build -t $IMAGE" >&2
+    "$TOOL" build -q "${net[@]}" -t "$IMAGE" . >/dev/null
+    "$TOOL" run --rm "$IMAGE" shardgate --version
+}
+
+# compose ARGS...: podman-compose, or docker's compose, on docker-compose.yml.
+compose() {
+    if [ "$TOOL" = podman ]; then
+        podman-compose -f docker-compose.yml "$@"
+    elif docker compose version >/dev/null 2>&1; then
+        docker compose -f docker-compose.yml "$@"
+    else
+        docker-compose -f docker-compose.yml "$@"
+    fi
+}
+
+# container_of PROJECT SERVICE: the id of a compose service's container (compose labels).
+container_of() {
+    "$TOOL" ps -a -q --filter "label=com.docker.compose.project=$1" \
+        --filter "label=com.docker.compose.service=$2" | head -n 1
+}
+
+cmd_test() {
+    [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
+    local proj="$RUN_ID" gw hc etc=/etc/shardgate verdict
+    export SHARDGATE_GATEWAY_PORT SHARDGATE_HEALTH_PORT
+    SHARDGATE_GATEWAY_PORT=$(free_port)
+    SHARDGATE_HEALTH_PORT=$(free_port)
+    CLEANUP+=("compose -p $proj down -v" "$TOOL network rm -f ${proj}_default"
+        "$TOOL volume rm -f ${proj}_state")
+    echo "== compose: docker-compose.yml as project $proj (ports $SHARDGATE_GATEWAY_PORT, $SHARDGATE_HEALTH_PORT)" >&2
+    compose -p "$proj" up -d --no-build >/dev/null 2>&1 || fail "compose up"
+    gw=$(container_of "$proj" gateway)
+    hc=$(container_of "$proj" health)
+    [ -n "$gw" ] && [ -n "$hc" ] || fail "compose up did not create both containers"
+    wait_http "http://127.0.0.1:$SHARDGATE_GATEWAY_PORT/readyz" 200 60
+    expect_golden "$SHARDGATE_GATEWAY_PORT"
+    wait_http "http://127.0.0.1:$SHARDGATE_HEALTH_PORT/healthz" 200 60
+    verdict=$("$TOOL" exec "$hc" shardgate-health check --conf $etc/dispatch.env \
+        --shards $etc/shards.json --journal /var/lib/shardgate/journal.jsonl) ||
+        fail "health check in the health container: $verdict"
+    case $verdict in '{"status":"pass"'*) ;; *) fail "health check verdict: $verdict" ;; esac
+    echo "ok: the health container reports pass: $verdict"
+    "$TOOL" exec "$hc" sh -c ': >> /var/lib/shardgate/journal.jsonl' 2>/dev/null &&
+        fail "the health container can write the journal (the volume must be read-only)"
+    "$TOOL" stop -t 30 "$gw" >/dev/null 2>&1
+    [ "$("$TOOL" inspect -f '{{.State.ExitCode}}' "$gw")" = 0 ] || fail "gateway did not exit 0"
+    echo "ok: the gateway container drained and exited 0 on stop"
+}
+
+# deb_build: configures build/deb for /usr, builds the programs, runs cpack; prints the path.
+deb_build() {
+    local dir=build/deb
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARDGATE_TESTS=OFF \
+        -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+    cmake --build "$dir" -j "$(nproc)" --target shardgate shardgate-health >/dev/null
+    (cd "$dir" && cpack -G DEB >/dev/null)
+    local version
+    version=$(sed -n 's/^project(shardgate VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+    local deb="$dir/shardgate_${version}_$(dpkg --print-architecture).deb"
+    [ -f "$deb" ] || fail "cpack did not produce $deb"
+    echo "$deb"
+}
+
+# deb_inspect DEB: the runtime dependencies and the files operators expect.
+deb_inspect() {
+    local deps lib f
+    deps=$(dpkg-deb -f "$1" Depends)
+    for lib in libssl3 libmicrohttpd12 libjansson4 adduser; do
+        grep -qw "$lib" <<<"$deps" || fail "$1: Depends lacks $lib: $deps"
+    done
+    for f in ./usr/bin/shardgate ./usr/bin/shardgate-health ./usr/share/man/man1/shardgate.1 \
+        ./usr/share/man/man1/shardgate-health.1 ./usr/share/man/man5/shardgate-contract.5 \
+        ./usr/lib/systemd/system/shardgate.service ./usr/lib/systemd/system/shardgate-health.service \
+        ./usr/share/shardgate/examples/dispatch.env ./usr/share/shardgate/examples/shards.json \
+        ./usr/share/shardgate/openapi.yaml; do
+        dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "$f" || fail "$1 lacks $f"
+    done
+    echo "ok: $(basename "$1"): Depends: $deps"
+}
+
+cmd_deb() {
+    [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
+    sg_base_image "$TOOL"
+    local deb c="$RUN_ID-deb" port
+    deb=$(deb_build)
+    deb_inspect "$deb"
+    port=$(free_port)
+    CLEANUP+=("$TOOL rm -f -t 0 $c")
+    "$TOOL" run -d --name "$c" --network host -v "$PWD/$deb:/tmp/shardgate.deb:ro" debian:12 \
+        sleep 900 >/dev/null
+    "$TOOL" exec "$c" sh -ec 'apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            /tmp/shardgate.deb >/dev/null' || fail "apt-get install of $deb in debian:12"
+    "$TOOL" exec "$c" sh -ec 'getent passwd shardgate >/dev/null; test -f /etc/shardgate/shards.json
+        test "$(stat -c %U:%a /var/lib/shardgate)" = shardgate:750; shardgate --version' ||
+        fail "postinst: user, /etc/shardgate or /var/lib/shardgate missing"
+    "$TOOL" exec -d "$c" runuser -u shardgate -- /usr/bin/shardgate serve \
+        --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
+        --state-dir /var/lib/shardgate --listen "127.0.0.1:$port" >/dev/null
+    wait_http "http://127.0.0.1:$port/readyz" 200 60
+    expect_golden "$port"
+    "$TOOL" exec "$c" runuser -u shardgate -- /usr/bin/shardgate-health check \
+        --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
+        --journal /var/lib/shardgate/journal.jsonl >/dev/null ||
+        fail "shardgate-health check of the installed package's journal"
+    echo "ok: the .deb installs in debian:12 and serves the worked example; health passes"
+}
+
+case ${1:-all} in
+build) cmd_build ;;
+test) cmd_build && cmd_test ;;
+deb) cmd_deb ;;
+all) cmd_build && cmd_test && cmd_deb ;;
+*)
+    echo "usage: ops/image.sh [build|test|deb|all]" >&2
+    exit 64
+    ;;
+esac
+echo "RESULT: OK"

@@ -1,0 +1,242 @@
+"""Packaging checks (docs/operations.md, Packaging and containers): man pages lint clean,
+docs/openapi.yaml is a valid OpenAPI 3.1 document and live answers of the real server match
+it, a live /metrics passes `promtool check metrics`, and the systemd units verify.
+
+Runs as `python3 test_package.py SHARDGATE_BINARY SOURCE_DIR CASE...` (the gwtest harness);
+SHARDGATE_HEALTH_BIN and SHARDGATE_UNIT_DIR (the configured units) come from the environment.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import jsonschema  # noqa: E402  (Debian: python3-jsonschema)
+import yaml  # noqa: E402  (Debian: python3-yaml)
+
+import gwtest  # noqa: E402
+from gwtest import Server, batch, case, eq, main, ok, read, src, tmpdir, write  # noqa: E402
+
+MAN_PAGES = ["man/shardgate.1", "man/shardgate-health.1", "man/shardgate-contract.5"]
+# Style notes mandoc gives for a page set that is not installed yet; everything else fails.
+MANDOC_ENVIRONMENTAL = ("referenced manual not found", "outdated mandoc.db")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+
+
+@case
+def man_pages_lint_clean():
+    for page in MAN_PAGES:
+        r = run(["mandoc", "-T", "lint", src(page)])
+        notes = [l for l in r.stdout.splitlines() + r.stderr.splitlines()
+                 if l.strip() and not any(e in l for e in MANDOC_ENVIRONMENTAL)]
+        eq(notes, [], "mandoc -T lint %s" % page)
+        r = run(["mandoc", "-T", "lint", "-W", "warning", src(page)])
+        eq((r.returncode, r.stdout + r.stderr), (0, ""), "mandoc -W warning %s" % page)
+
+
+def openapi():
+    with open(src("docs", "openapi.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+def resolve(doc, node):
+    """Follows a local $ref (#/a/b/c) to its target."""
+    while isinstance(node, dict) and "$ref" in node and len(node) == 1:
+        ref = node["$ref"]
+        ok(ref.startswith("#/"), "only local $refs: %s" % ref)
+        target = doc
+        for part in ref[2:].split("/"):
+            ok(isinstance(target, dict) and part in target, "unresolved $ref %s" % ref)
+            target = target[part]
+        node = target
+    return node
+
+
+def all_refs(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$ref":
+                yield v
+            else:
+                yield from all_refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from all_refs(v)
+
+
+def operations(doc):
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            if method in ("get", "post", "put", "delete", "patch", "head", "options"):
+                yield path, method, op
+
+
+def schema_validator(doc, schema):
+    root = dict(schema, components=doc["components"])
+    return jsonschema.Draft202012Validator(root)
+
+
+@case
+def openapi_document_is_valid():
+    doc = openapi()
+    ok(str(doc.get("openapi", "")).startswith("3.1."), "openapi: 3.1.x, got %r" % doc.get("openapi"))
+    ok(doc["info"].get("title") and doc["info"].get("version"), "info.title and info.version")
+    for ref in all_refs(doc):
+        resolve(doc, {"$ref": ref})
+    for name, schema in doc["components"]["schemas"].items():
+        jsonschema.Draft202012Validator.check_schema(schema)
+    for path, method, op in operations(doc):
+        ok(op.get("operationId"), "%s %s: operationId" % (method, path))
+        templated = set(re.findall(r"{([^}]+)}", path))
+        declared = {p["name"] for p in map(lambda p: resolve(doc, p), op.get("parameters", []))
+                    if p["in"] == "path"}
+        eq(declared, templated, "%s %s: path parameters" % (method, path))
+        for status, resp in op["responses"].items():
+            ok(re.fullmatch(r"[1-5][0-9][0-9]", status), "%s %s: status %r" % (method, path, status))
+            resp = resolve(doc, resp)
+            ok(resp.get("description"), "%s %s %s: description" % (method, path, status))
+            for media in resp.get("content", {}).values():
+                jsonschema.Draft202012Validator.check_schema(resolve(doc, media["schema"]))
+    # Every error code and status of docs/api.md's table is in the document.
+    api = read(src("docs", "api.md")).decode()
+    codes_doc = doc["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+    statuses = {s for _, _, op in operations(doc) for s in op["responses"]}
+    for status, code in re.findall(r"^\| (\d{3}) \| `([a-z_]+)` \|", api, re.M):
+        ok(code in codes_doc["description"], "error code %s of docs/api.md in openapi.yaml" % code)
+        ok(status in statuses, "status %s of docs/api.md in openapi.yaml" % status)
+
+
+def path_item_for(doc, path):
+    bare = path.split("?", 1)[0]
+    for template, item in doc["paths"].items():
+        if re.match("^" + re.sub(r"{[^}]+}", "[^/]+", template) + "$", bare):
+            return item
+    return None
+
+
+def check_live(doc, method, path, r):
+    """The answer's status, headers and body are what openapi.yaml says for the operation."""
+    what = "%s %s -> %d" % (method, path, r.status)
+    item = path_item_for(doc, path)
+    op = item and item.get(method.lower())
+    if op is None:
+        # No such path: 404; a documented path without this method: 405 with Allow.
+        eq(r.status, 405 if item else 404, what + ": status for an undocumented operation")
+        resp = resolve(doc, {"$ref": "#/components/responses/"
+                                     + ("MethodNotAllowed" if item else "NotFound")})
+    else:
+        ok(str(r.status) in op["responses"], what + ": status not documented in openapi.yaml")
+        resp = resolve(doc, op["responses"][str(r.status)])
+    for name, h in resp.get("headers", {}).items():
+        if h.get("required"):
+            ok(name.lower() in r.headers, what + ": required header %s" % name)
+        if name.lower() in r.headers:
+            schema_validator(doc, h["schema"]).validate(r.headers[name.lower()])
+    ctype = r.headers.get("content-type", "").split(";")[0].strip()
+    content = resp.get("content", {})
+    ok(ctype in content, what + ": Content-Type %r not in %r" % (ctype, list(content)))
+    body = r.json() if ctype == "application/json" else r.body.decode()
+    errors = sorted(schema_validator(doc, content[ctype]["schema"]).iter_errors(body),
+                    key=lambda e: list(e.path))
+    eq(["%s: %s" % (list(e.path), e.message) for e in errors], [], what + ": body vs schema")
+
+
+@case
+def live_answers_match_openapi():
+    doc = openapi()
+    changes = read(src("input", "changes.json"))
+    j = {"Content-Type": "application/json"}
+    other = batch("sample-0001", n=2)
+    requests = [
+        ("POST", "/v1/batches", changes, j, 200),
+        ("POST", "/v1/batches", changes, j, 200),                   # replay
+        ("POST", "/v1/batches", b"{", j, 400),
+        ("POST", "/v1/batches", b'{"batch_id":"x","changes":[]}', j, 400),
+        ("POST", "/v1/batches", changes, {"Content-Type": "text/plain"}, 415),
+        ("POST", "/v1/batches", changes, dict(j, **{"Idempotency-Key": "other"}), 400),
+        ("POST", "/v1/batches", str.encode(__import__("json").dumps(other)), j, 422),
+        ("POST", "/v1/batches", b"x" * 5000, j, 413),
+        ("GET", "/v1/batches/sample-0001", None, {}, 200),
+        ("GET", "/v1/batches/nope", None, {}, 404),
+        ("GET", "/v1/batches", None, {}, 405),
+        ("DELETE", "/v1/ring", None, {}, 405),
+        ("GET", "/v1/ring", None, {}, 200),
+        ("GET", "/v1/ring?points=1", None, {}, 200),
+        ("GET", "/v1/ring?points=maybe", None, {}, 400),
+        ("GET", "/v1/lookup?key=order%3A1001", None, {}, 200),
+        ("GET", "/v1/lookup", None, {}, 400),
+        ("GET", "/v1/shards", None, {}, 200),
+        ("GET", "/livez", None, {}, 200),
+        ("GET", "/readyz", None, {}, 200),
+        ("GET", "/metrics", None, {}, 200),
+        ("GET", "/no/such/endpoint", None, {}, 404),
+    ]
+    with Server(args=["--max-body", "4096"]) as s:
+        for method, path, body, headers, status in requests:
+            r = s.request(method, path, body=body, headers=headers)
+            eq(r.status, status, "%s %s status" % (method, path))
+            check_live(doc, method, path, r)
+    d = tmpdir()
+    token = write(os.path.join(d, "token"), "pkg-token\n")
+    with Server(args=["--token-file", token]) as s:
+        r = s.post(batch("t1"))
+        eq(r.status, 401, "POST without token")
+        check_live(doc, "POST", "/v1/batches", r)
+        for path in ("/v1/shards", "/v1/ring", "/v1/batches/t1"):
+            check_live(doc, "GET", path, s.get(path))
+    empty = write(os.path.join(d, "shards.json"),
+                  '{"shards":[{"id":"shard-a","state":"offline","capacity":1}]}')
+    with Server(shards=empty) as s:
+        for method, path, body, headers in [("POST", "/v1/batches", changes, j),
+                                            ("GET", "/v1/lookup?key=a", None, {}),
+                                            ("GET", "/readyz", None, {})]:
+            r = s.request(method, path, body=body, headers=headers)
+            eq(r.status, 503, "%s %s on an empty ring" % (method, path))
+            check_live(doc, method, path, r)
+
+
+@case
+def metrics_pass_promtool():
+    with Server() as s:
+        eq(s.post(read(src("input", "changes.json"))).status, 200, "POST the worked example")
+        eq(s.post(b"{").status, 400, "a rejected POST")
+        r = s.get("/metrics")
+        eq(r.status, 200, "GET /metrics")
+    p = run(["promtool", "check", "metrics"], input=r.body.decode())
+    eq((p.returncode, p.stdout + p.stderr), (0, ""), "promtool check metrics on a live /metrics")
+
+
+@case
+def systemd_units_verify():
+    unit_dir = os.environ["SHARDGATE_UNIT_DIR"]
+    health = os.path.abspath(os.environ["SHARDGATE_HEALTH_BIN"])
+    d = tmpdir()
+    for sect, pages in (("man1", MAN_PAGES[:2]), ("man5", MAN_PAGES[2:])):
+        os.makedirs(os.path.join(d, "man", sect))
+        for p in pages:
+            write(os.path.join(d, "man", sect, os.path.basename(p)), read(src(p)), "wb")
+    units = []
+    for name, binary in (("shardgate.service", gwtest.BIN), ("shardgate-health.service", health)):
+        text = read(os.path.join(unit_dir, name)).decode()
+        m = re.search(r"^ExecStart=(\S+)", text, re.M)
+        ok(m and os.path.basename(m.group(1)) == os.path.basename(binary),
+           "%s: ExecStart runs %s" % (name, os.path.basename(binary)))
+        # The installed path is not there in a build tree: point it at the built binary.
+        units.append(write(os.path.join(d, name), text.replace(m.group(1), binary, 1)))
+        for key in ("NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes"):
+            ok(re.search("^" + key + "$", text, re.M), "%s: %s" % (name, key))
+    env = dict(os.environ, MANPATH=os.path.join(d, "man"))
+    r = run(["systemd-analyze", "verify"] + units, env=env)
+    eq((r.returncode, r.stdout + r.stderr), (0, ""), "systemd-analyze verify")
+    for u in units:
+        r = run(["systemd-analyze", "security", "--offline=yes", "--threshold=20", u])
+        eq(r.returncode, 0, "systemd-analyze security %s (exposure <= 2.0):\n%s"
+           % (os.path.basename(u), r.stdout[-400:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
