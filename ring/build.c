@@ -71,13 +71,13 @@ static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_p
     return count;
 }
 
-/* The sort of the §4 order is a stable radix sort by value: one MSD pass by the top 11 bits
- * into a scratch array, then an LSD sort of each group (about 800 points at 10,000 shards: it
- * stays in L1) by the low 21 bits back into the points. Only the first pass scatters across
- * the whole array, and to 2048 streams, which the write-combining buffers and the TLB can
- * follow; two global 16-bit passes (65536 streams) cost three times as much. The points are
+/* The sort of the ring order (docs/contract.md "The ring") is a stable radix sort by value: one MSD
+ * pass by the top 11 bits into a scratch array, then an LSD sort of each group (about 800 points at
+ * 10,000 shards: it stays in L1) by the low 21 bits back into the points. Only the first pass
+ * scatters across the whole array, and to 2048 streams, which the write-combining buffers and the
+ * TLB can follow; two global 16-bit passes (65536 streams) cost three times as much. The points are
  * generated in (shard id, vnode) order, so stability yields exactly the (value, shard id,
- * vnode) order of §4.
+ * vnode) order of the contract.
  *
  * Big rings are built by two threads, each doing one half of every step: point generation
  * (shards split by point count), the MSD scatter (each half of the generated points goes to
