@@ -16,6 +16,7 @@ struct opts {
     int rounds;       /* timed rounds per figure (the median is reported) */
     FILE *json;       /* results, or NULL */
     size_t memory_of; /* --memory N: only measure peak RSS of an N-shard ring */
+    const char *only; /* --only ITEM: run one item (lookup, peer, build, distribution) */
 };
 
 static int failures;
@@ -467,7 +468,7 @@ static int measure_memory(const struct opts *o)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){0, 1000000, 5, NULL, 0};
+    *o = (struct opts){0, 1000000, 5, NULL, 0, NULL};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--check") == 0) {
             o->check = 1;
@@ -479,6 +480,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->keys = strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--memory") == 0 && i + 1 < argc) {
             o->memory_of = strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            o->only = argv[++i];
         } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
             o->json = fopen(argv[++i], "w");
             if (!o->json)
@@ -490,12 +493,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return o->rounds >= 1 && o->rounds <= 32 && o->keys >= 1 ? 0 : -1;
 }
 
+/* Whether item `name` runs: all do unless --only names one. */
+static int wanted(const struct opts *o, const char *name)
+{
+    return !o->only || strcmp(o->only, name) == 0;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
     if (parse_opts(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: ring_bench [--check] [--rounds N<=32] [--keys N] [--json FILE] "
-                        "[--memory SHARDS]\n");
+                        "[--memory SHARDS] [--only lookup|peer|build|distribution]\n");
         return 64;
     }
     if (o.memory_of)
@@ -507,10 +516,14 @@ int main(int argc, char **argv)
                 o.check ? "true" : "false");
     verify_hash_keys(RING_MD5);
     verify_hash_keys(RING_SHA1);
-    bench_lookups(&o, &k);
-    bench_peer(&o, &k);
-    bench_build(&o);
-    bench_distribution(&o, &k);
+    if (wanted(&o, "lookup"))
+        bench_lookups(&o, &k);
+    if (wanted(&o, "peer"))
+        bench_peer(&o, &k);
+    if (wanted(&o, "build"))
+        bench_build(&o);
+    if (wanted(&o, "distribution"))
+        bench_distribution(&o, &k);
     if (o.json) {
         fprintf(o.json, "\"failures\": %d}\n", failures);
         fclose(o.json);

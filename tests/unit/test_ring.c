@@ -136,6 +136,45 @@ static void test_lookup_matches_scan(void)
     }
 }
 
+/* On a ring big enough for the per-group bucket fill (320,000 points), a hash equal to any
+ * point's value, one below it and one above it lands where a walk along the sorted points
+ * says: every bucket edge and every prefetched range is crossed. */
+static void test_big_ring_every_point(void)
+{
+    size_t n = 2000;
+    struct ring_shard *s = calloc(n, sizeof(*s));
+    char(*ids)[16] = calloc(n, 16);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ids[i], 16, "edge-%u", (unsigned)i);
+        s[i] = (struct ring_shard){ids[i], strlen(ids[i]), 1};
+    }
+    struct ring *r = build(RING_SHA1, 160, s, n);
+    size_t total = ring_points_total(r), wrong = 0;
+    for (size_t i = 0; i < total; i++) {
+        uint32_t v = ring_point_at(r, i).value;
+        uint32_t probe[3] = {v - 1, v, v + 1};
+        for (int k = 0; k < 3; k++) {
+            if ((k == 0 && v == 0) || (k == 2 && v == UINT32_MAX))
+                continue;
+            size_t j = k < 2 ? i : i + 1; /* the first point >= probe */
+            while (j > 0 && ring_point_at(r, j - 1).value >= probe[k])
+                j--;
+            while (j < total && ring_point_at(r, j).value < probe[k])
+                j++;
+            struct ring_point want = ring_point_at(r, j == total ? 0 : j);
+            struct ring_placement p;
+            ring_lookup_hash(r, probe[k], &p);
+            wrong += p.point != want.value || p.shard != want.shard || p.vnode != want.vnode ||
+                     p.wrapped != (j == total);
+        }
+    }
+    CHECK_EQ_U64(total, 320000);
+    CHECK_EQ_U64(wrong, 0);
+    ring_free(r);
+    free(s);
+    free(ids);
+}
+
 static void test_wrap_and_exact(void)
 {
     const struct ring_shard s[] = {{"shard-a", 7, 1}, {"shard-b", 7, 1}, {"shard-c", 7, 1}};
@@ -253,6 +292,7 @@ int main(void)
     test_points_per_shard();
     test_order_and_ties();
     test_lookup_matches_scan();
+    test_big_ring_every_point();
     test_wrap_and_exact();
     test_empty_and_invalid();
     test_consistency();
