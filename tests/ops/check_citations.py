@@ -27,7 +27,7 @@ import tempfile
 
 SELF = "tests/ops/check_citations.py"
 # Built from two halves so that this file's own source does not hold the word it forbids.
-OLD_DESIGN = re.compile(r"\b" + "DESI" + r"GN\b")
+OUT_OF_TREE_DOC = re.compile(r"\b" + "DESI" + r"GN\b")
 SECTION = r"§(\d+(?:\.\d+)*)"
 # `docs/x.md §3`, `docs/x.md, §3`, then `, §4`, ` and §5`, `-§6`, `–§6` for the same file.
 CITATION = re.compile(r"(?<![\w/.-])(docs/)?([A-Za-z0-9_-]+)\.md,?\s*" + SECTION +
@@ -36,6 +36,10 @@ CONTINUED = re.compile(SECTION)
 BARE = re.compile(SECTION)
 DOCS_FILE = re.compile(r"(?<![\w/.-])docs/([A-Za-z0-9_-]+)\.md\b")
 MD_LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
+# A citation wrapped by a formatter: the file ends one line, its `§<n>` list opens the next.
+WRAPPED_FILE = re.compile(r"(?<![\w/.-])(?:docs/)?([A-Za-z0-9_-]+)\.md,?\s*$")
+WRAPPED_SECTIONS = re.compile(r"^\s*(?:\*|#+|//|--)?\s*(" + SECTION +
+                              r"(?:\s*(?:,|and|or|-|–|—|to)\s*" + SECTION + r")*)")
 HEADING = re.compile(r"^#{2,6}\s+(\d+(?:\.\d+)*)\.?\s")
 
 
@@ -110,11 +114,15 @@ class Tree:
                 self.fault(rel, n, "cites docs/%s.md §%s, which has no such section" % (doc, num))
 
 
-def check_line(tree, rel, n, line):
+def check_line(tree, rel, n, line, previous):
     own = rel[len("docs/"):-len(".md")] if rel.startswith("docs/") and rel.endswith(".md") else None
-    if OLD_DESIGN.search(line):
+    if OUT_OF_TREE_DOC.search(line):
         tree.fault(rel, n, "refers to the old design document; cite docs/<file>.md §<n>")
     covered = []
+    wrapped, head = WRAPPED_FILE.search(previous), WRAPPED_SECTIONS.match(line)
+    if wrapped and head:
+        tree.cite(rel, n, wrapped.group(1), CONTINUED.findall(head.group(1)))
+        covered.append((head.start(1), head.end(1)))
     for m in CITATION.finditer(line):
         numbers = [m.group(3)] + CONTINUED.findall(m.group(4) or "")
         tree.cite(rel, n, m.group(2), numbers)
@@ -144,16 +152,18 @@ def check(root):
         if rel.startswith("docs/") and rel.endswith(".md"):
             doc_sections(lines, rel, tree.faults)
         for n, line in enumerate(lines, 1):
-            check_line(tree, rel, n, line)
+            check_line(tree, rel, n, line, lines[n - 2] if n > 1 else "")
     return tree.faults
 
 
 SELF_TEST_FILES = {
     "docs/a.md": "# A\n\n## 1. One\n\n### 1.2 Two\n\nSee §1 and [b](b.md).\n```\n## 9. in a fence\n```\n",
     "docs/b.md": "# B\n\n## 1. One\n\nAs docs/a.md §1.2 says; and §7 here.\n\n## 1. Again\n",
-    "good.c": "/* docs/a.md §1, §1.2 and docs/b.md §1; docs/a.md §1-§1.2 */\n",
+    "good.c": ("/* docs/a.md §1, §1.2 and docs/b.md §1; docs/a.md §1-§1.2; wrapped docs/a.md\n"
+               " * §1.2 */\n"),
     "bad.c": ("/* docs/a.md §3 */\n/* docs/nope.md §1 */\n/* see §2 */\n/* DESI" "GN.md §4 */\n"
-              "/* docs/a.md §9 (fenced, not a heading) */\n/* [x](docs/missing.md) */\n"),
+              "/* docs/a.md §9 (fenced, not a heading) */\n/* [x](docs/missing.md) */\n"
+              "/* wrapped docs/a.md\n * §5 */\n"),
 }
 SELF_TEST_WANT = [
     "bad.c:1: cites docs/a.md §3, which has no such section",
@@ -163,6 +173,7 @@ SELF_TEST_WANT = [
     "bad.c:4: docs/" "DESI" "GN.md does not exist",
     "bad.c:5: cites docs/a.md §9, which has no such section",
     "bad.c:6: docs/missing.md does not exist",
+    "bad.c:8: cites docs/a.md §5, which has no such section",
     "docs/b.md:5: cites docs/b.md §7, which has no such section",
     "docs/b.md:7: section 1 is numbered twice (first on line 3)",
 ]
