@@ -4,8 +4,8 @@
 The project's docs are its spec (docs/contract.md, docs/journal.md, docs/api.md,
 docs/operations.md, docs/limits.md, docs/tools.md, docs/decisions.md), each numbered once
 with headings like `## 3. The ring` and `### 3.2 Lookup`. A rule is cited as
-`docs/<file>.md §<n>` (or `§<n>.<m>`); a list or range after it (`§1, §2`, `§1-§5`) cites
-the same file. This check reads every tracked text file and fails, naming file:line, on:
+`docs/<file>.md §<n>` (or `§<n>.<m>`; a Markdown link `[x](x.md) §<n>` too); a list or
+range after it (`§1, §2`, `§1-§5`) cites the same file. This check reads every tracked text file and fails, naming file:line, on:
 
 - a citation of a docs file that does not exist, or of a section with no such heading;
 - a bare `§<n>` outside docs/ that no `docs/<file>.md` names (it is ambiguous);
@@ -30,14 +30,14 @@ SELF = "tests/ops/check_citations.py"
 OUT_OF_TREE_DOC = re.compile(r"\b" + "DESI" + r"GN\b")
 SECTION = r"§(\d+(?:\.\d+)*)"
 # `docs/x.md §3`, `docs/x.md, §3`, then `, §4`, ` and §5`, `-§6`, `–§6` for the same file.
-CITATION = re.compile(r"(?<![\w/.-])(docs/)?([A-Za-z0-9_-]+)\.md,?\s*" + SECTION +
+CITATION = re.compile(r"(?<![\w/.-])(docs/)?([A-Za-z0-9_-]+)\.md\)?,?\s*" + SECTION +
                       r"((?:\s*(?:,|and|or|-|–|—|to)\s*" + SECTION + r")*)")
 CONTINUED = re.compile(SECTION)
 BARE = re.compile(SECTION)
 DOCS_FILE = re.compile(r"(?<![\w/.-])docs/([A-Za-z0-9_-]+)\.md\b")
 MD_LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
 # A citation wrapped by a formatter: the file ends one line, its `§<n>` list opens the next.
-WRAPPED_FILE = re.compile(r"(?<![\w/.-])(?:docs/)?([A-Za-z0-9_-]+)\.md,?\s*$")
+WRAPPED_FILE = re.compile(r"(?<![\w/.-])(?:docs/)?([A-Za-z0-9_-]+)\.md\)?,?\s*$")
 WRAPPED_SECTIONS = re.compile(r"^\s*(?:\*|#+|//|--)?\s*(" + SECTION +
                               r"(?:\s*(?:,|and|or|-|–|—|to)\s*" + SECTION + r")*)")
 HEADING = re.compile(r"^#{2,6}\s+(\d+(?:\.\d+)*)\.?\s")
@@ -158,7 +158,8 @@ def check(root):
 
 SELF_TEST_FILES = {
     "docs/a.md": "# A\n\n## 1. One\n\n### 1.2 Two\n\nSee §1 and [b](b.md).\n```\n## 9. in a fence\n```\n",
-    "docs/b.md": "# B\n\n## 1. One\n\nAs docs/a.md §1.2 says; and §7 here.\n\n## 1. Again\n",
+    "docs/b.md": ("# B\n\n## 1. One\n\nAs docs/a.md §1.2 says; and §7 here.\n\n## 1. Again\n"
+                  "As [a](a.md) §4 says.\n"),
     "good.c": ("/* docs/a.md §1, §1.2 and docs/b.md §1; docs/a.md §1-§1.2; wrapped docs/a.md\n"
                " * §1.2 */\n"),
     "bad.c": ("/* docs/a.md §3 */\n/* docs/nope.md §1 */\n/* see §2 */\n/* DESI" "GN.md §4 */\n"
@@ -176,6 +177,7 @@ SELF_TEST_WANT = [
     "bad.c:8: cites docs/a.md §5, which has no such section",
     "docs/b.md:5: cites docs/b.md §7, which has no such section",
     "docs/b.md:7: section 1 is numbered twice (first on line 3)",
+    "docs/b.md:8: cites docs/a.md §4, which has no such section",
 ]
 
 
