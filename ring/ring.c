@@ -1,4 +1,4 @@
-/* The ketama ring (DESIGN.md §4). Each online shard s of weight w gets vnodes*w points:
+/* The ketama ring (docs/contract.md §3). Each online shard s of weight w gets vnodes*w points:
  * digest d = H(id "-" g) for g = 0, 1, ... yields points g*W+j (W = digest bytes / 4), each
  * LE32(d[4j..4j+3]). Points are ordered by (value, shard id bytes, vnode); a key hashed to
  * LE32(H(key)[0..3]) lands on the first point >= its hash, or wraps to point 0. With md5 this
@@ -50,8 +50,8 @@ struct ring {
  * Keys and vnode labels are short, so most messages fit one block with their padding: those
  * are padded here and compressed with one SHA1_Transform / MD5_Transform call, which skips
  * the Update/Final bookkeeping (a third of the cost of hashing a 20-byte key). Every caller
- * wants the digest as LE32 words (§4), so the digest is returned in that form: `w[j]` is
- * LE32(d[4j..4j+3]), W words. */
+ * wants the digest as LE32 words (docs/contract.md §3), so the digest is returned in that form:
+ * `w[j]` is LE32(d[4j..4j+3]), W words. */
 static size_t digest_len(enum ring_digest digest)
 {
     return digest == RING_MD5 ? MD5_DIGEST_LENGTH : SHA_DIGEST_LENGTH;
@@ -380,13 +380,13 @@ static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_p
     return count;
 }
 
-/* The sort of the §4 order is a stable radix sort by value: one MSD pass by the top 11 bits
- * into a scratch array, then an LSD sort of each group (about 800 points at 10,000 shards: it
- * stays in L1) by the low 21 bits back into the points. Only the first pass scatters across
- * the whole array, and to 2048 streams, which the write-combining buffers and the TLB can
+/* The sort of the docs/contract.md §3 order is a stable radix sort by value: one MSD pass by the
+ * top 11 bits into a scratch array, then an LSD sort of each group (about 800 points at 10,000
+ * shards: it stays in L1) by the low 21 bits back into the points. Only the first pass scatters
+ * across the whole array, and to 2048 streams, which the write-combining buffers and the TLB can
  * follow; two global 16-bit passes (65536 streams) cost three times as much. The points are
  * generated in (shard id, vnode) order, so stability yields exactly the (value, shard id,
- * vnode) order of §4.
+ * vnode) order of docs/contract.md §3.
  *
  * Big rings are built by two threads, each doing one half of every step: point generation
  * (shards split by point count), the MSD scatter (each half of the generated points goes to

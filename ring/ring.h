@@ -1,4 +1,4 @@
-/* libring: the ketama ring of DESIGN.md §4, a pure library (no I/O, no logging). */
+/* libring: the ketama ring of docs/contract.md §3, a pure library (no I/O, no logging). */
 #ifndef SHARDGATE_RING_H
 #define SHARDGATE_RING_H
 
@@ -56,7 +56,7 @@ int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
 
 void ring_free(struct ring *ring);
 
-/* The key hash of §4: LE32 of the first four digest bytes. */
+/* The key hash of docs/contract.md §3: LE32 of the first four digest bytes. */
 uint32_t ring_hash_key(const struct ring *ring, const void *key, size_t len);
 
 /* The key hashes of n keys: hashes[i] = ring_hash_key(keys[i], lens[i]). With md5 it hashes
@@ -91,7 +91,7 @@ const char *ring_shard_id(const struct ring *ring, uint32_t shard);
 size_t ring_shard_id_len(const struct ring *ring, uint32_t shard);
 uint32_t ring_shard_weight(const struct ring *ring, uint32_t shard);
 
-/* The ring id of §4 as 40 lowercase hex digits and a terminating NUL. */
+/* The ring id of docs/contract.md §3 as 40 lowercase hex digits and a terminating NUL. */
 const char *ring_id(const struct ring *ring);
 
 #endif
