@@ -4,8 +4,8 @@
 The same job as gw_batch_parse + gw_dispatch_run + gw_receipt_write, in the standard library
 only (json, hashlib, bisect): strict batch validation (duplicate keys, exact fields, byte
 lengths, unique ids), the SHA-256 fingerprint of the canonical batch, placement on the ketama
-ring of DESIGN.md §4 and the receipt of §5 as compact JSON. The receipt bytes must equal the
-C gateway's; run.sh and check.sh compare them with cmp.
+ring of docs/contract.md §3 and the receipt of docs/contract.md §5 as compact JSON. The
+receipt bytes must equal the C gateway's; run.sh and check.sh compare them with cmp.
 
 The ring is built once, outside the timed job, as the gateway builds it once at start.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""post_batch.py - POST one batch to a shardgate gateway, retrying safely (DESIGN §6, §8).
+"""post_batch.py - POST one batch to a shardgate gateway, retrying safely (docs/api.md §3, docs/tools.md §3).
 
 Every attempt sends the same body and `Idempotency-Key: <batch_id>`, so a retry after a
 lost answer gets the stored receipt back instead of dispatching the batch twice.

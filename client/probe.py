@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""probe.py - independent verifier of a shardgate receipt (DESIGN.md §2-§5, §8).
+"""probe.py - independent verifier of a shardgate receipt (docs/contract.md §1-§5, docs/tools.md §2).
 
 A third implementation of the ketama ring, in the Python standard library only.
 It reads the contract and the membership itself, recomputes every fact of the
@@ -44,7 +44,7 @@ class Unreadable(Exception):
     """A receipt or batch that cannot be read or is not JSON."""
 
 
-# ---------------------------------------------------------------- contract (§2)
+# ---------------------------------------------------------------- contract (docs/contract.md §1)
 
 def _int_value(text, lo, hi):
     if not re.fullmatch(r"0|[1-9][0-9]*", text):
@@ -158,7 +158,7 @@ def canonical(obj):
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
-# ---------------------------------------------------------------- shards (§3)
+# ---------------------------------------------------------------- shards (docs/contract.md §2)
 
 def _check_shard(shard, where):
     """Returns a normalized shard dict or raises ValueError("<path>: <what>")."""
@@ -176,7 +176,7 @@ def _check_shard(shard, where):
             raise ValueError("%s.%s: missing" % (where, field))
         if not valid(shard[field]):
             raise ValueError("%s.%s: %s" % (where, field, what))
-    weight = shard.get("weight", 1)  # the only defaulted field (DESIGN §3)
+    weight = shard.get("weight", 1)  # the only defaulted field (docs/contract.md §2)
     if not is_int(weight, 1, 1000):
         raise ValueError("%s.weight: must be an integer 1..1000" % where)
     return {"id": shard["id"], "state": shard["state"], "capacity": shard["capacity"],
@@ -217,7 +217,7 @@ def load_shards(path):
         raise Unusable("shards: %s: %s" % (path, e))
 
 
-# ---------------------------------------------------------------- the ring (§4)
+# ---------------------------------------------------------------- the ring (docs/contract.md §3)
 
 def digest(algorithm, data):
     return hashlib.new(algorithm, data).digest()
@@ -298,10 +298,10 @@ class Ring:
         return (h,) + self.lookup_hash(h)
 
 
-# ---------------------------------------------------------------- the receipt (§5)
+# ---------------------------------------------------------------- the receipt (docs/contract.md §5)
 
 def expected_receipt(contract, shards, batch_id, changes):
-    """The receipt the gateway must have written for these changes, keys in §5 order."""
+    """The receipt the gateway must have written for these changes, keys in docs/contract.md §5 order."""
     ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
     by_id = {s["id"]: s for s in shards}
     load = {s["id"]: 0 for s in shards}
@@ -427,7 +427,8 @@ def _len_in(value, lo, hi):
 
 
 def changes_from_receipt(receipt, out):
-    """Takes id/key/size from the receipt's own placements, reporting ones that break §5.
+    """Takes id/key/size from the receipt's own placements, reporting ones that break
+    docs/contract.md §4.
     A placement that cannot be placed (no usable key) stays in its position as
     {"unplaceable": placement}, so the placements after it are still compared 1:1."""
     placements = receipt.get("placements") if isinstance(receipt, dict) else None
@@ -459,7 +460,8 @@ def changes_from_receipt(receipt, out):
 
 
 def load_batch(path):
-    """Reads the original batch; raises Unreadable or Unusable on a batch that breaks §5."""
+    """Reads the original batch; raises Unreadable or Unusable on a batch that breaks
+    docs/contract.md §4."""
     try:
         with open(path, "rb") as f:
             doc = parse_json_bytes(f.read())
@@ -539,7 +541,7 @@ def verify(contract, shards, raw, receipt, batch):
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="probe.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Independently recompute a shardgate receipt (DESIGN.md §4, §5) from the "
+        description="Independently recompute a shardgate receipt (docs/contract.md §3, §5) from the "
                     "contract and the membership, and compare it field by field and byte by byte.",
         epilog="Exit: 0 RESULT: OK; 1 RESULT: BAD (N mismatches) with one "
                "'field: expected X actual Y' line each; 2 receipt or batch unreadable or not "

@@ -53,7 +53,8 @@ static long id_set_insert(struct id_set *set, const struct gw_change *changes, s
     }
 }
 
-/* ---- The schema of DESIGN §5 over the parsed document, checked in a fixed order. ---- */
+/* ---- The schema of docs/contract.md §4 over the parsed document, checked in a fixed
+ * order. ---- */
 
 static int bad(struct gw_error *err, const char *path, const char *what)
 {
@@ -201,7 +202,7 @@ static int parse_root(const struct jdoc *d, size_t max_changes, struct gw_batch 
     return parse_changes(d, list, out, err);
 }
 
-/* The canonical batch: what "same content" means for idempotency (DESIGN §6). */
+/* The canonical batch: what "same content" means for idempotency (docs/journal.md §3). */
 static int compute_fingerprint(struct gw_batch *b)
 {
     struct gw_buf c;

@@ -1,4 +1,4 @@
-/* Batches (DESIGN.md §5): strict parsing, every fault named by its JSON path, and the
+/* Batches (docs/contract.md §4): strict parsing, every fault named by its JSON path, and the
  * fingerprint that decides whether two batches have the same content. */
 #ifndef SHARDGATE_GW_BATCH_H
 #define SHARDGATE_GW_BATCH_H

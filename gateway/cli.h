@@ -1,4 +1,4 @@
-/* The `shardgate` commands and their exit codes (DESIGN.md §6). */
+/* The `shardgate` commands and their exit codes (docs/tools.md §1). */
 #ifndef SHARDGATE_GW_CLI_H
 #define SHARDGATE_GW_CLI_H
 

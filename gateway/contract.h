@@ -1,4 +1,4 @@
-/* The contract (conf/dispatch.env, DESIGN.md §2): strict KEY=VALUE, every key required. */
+/* The contract (conf/dispatch.env, docs/contract.md §1): strict KEY=VALUE, every key required. */
 #ifndef SHARDGATE_GW_CONTRACT_H
 #define SHARDGATE_GW_CONTRACT_H
 

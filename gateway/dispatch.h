@@ -1,4 +1,4 @@
-/* Dispatch (DESIGN.md §5): every change placed on the ring, loads summed by size. */
+/* Dispatch (docs/contract.md §5): every change placed on the ring, loads summed by size. */
 #ifndef SHARDGATE_GW_DISPATCH_H
 #define SHARDGATE_GW_DISPATCH_H
 

@@ -1,5 +1,5 @@
-/* The idempotency table (DESIGN.md §6): batch_id -> fingerprint and where its receipt lies in
- * the journal, plus the batch ids still being journaled. Thread-safe. */
+/* The idempotency table (docs/api.md §3, docs/journal.md §5): batch_id -> fingerprint and where its
+ * receipt lies in the journal, plus the batch ids still being journaled. Thread-safe. */
 #ifndef SHARDGATE_GW_IDEMPOTENCY_H
 #define SHARDGATE_GW_IDEMPOTENCY_H
 

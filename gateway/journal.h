@@ -1,5 +1,5 @@
-/* The journal (<state-dir>/journal.jsonl, DESIGN.md §6, docs/decisions.md): replay with torn-tail
- * repair, epoch records, and durable appends that leave no partial line behind. */
+/* The journal (<state-dir>/journal.jsonl, docs/journal.md, docs/decisions.md): replay with
+ * torn-tail repair, epoch records, and durable appends that leave no partial line behind. */
 #ifndef SHARDGATE_GW_JOURNAL_H
 #define SHARDGATE_GW_JOURNAL_H
 

@@ -103,7 +103,7 @@ static int parse_shard(json_t *obj, const char *name, const char *path, struct g
         return fail(err, name, at, "missing");
     if (parse_uint(json_object_get(obj, "capacity"), 0, GW_SAFE_INT_MAX, &out->capacity) != 0)
         return fail(err, name, at, "must be an integer 0..9007199254740991");
-    uint64_t weight = 1; /* the one documented default of the membership (DESIGN §3) */
+    uint64_t weight = 1; /* the one documented default of the membership (docs/contract.md §2) */
     snprintf(at, sizeof(at), "%s.weight", path);
     json_t *w = json_object_get(obj, "weight");
     if (w && parse_uint(w, 1, 1000, &weight) != 0)

@@ -1,4 +1,4 @@
-/* The membership (input/shards.json, DESIGN.md §3): which shards exist, their state,
+/* The membership (input/shards.json, docs/contract.md §2): which shards exist, their state,
  * capacity and weight. */
 #ifndef SHARDGATE_GW_MEMBERSHIP_H
 #define SHARDGATE_GW_MEMBERSHIP_H

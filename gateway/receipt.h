@@ -1,4 +1,4 @@
-/* JSON rendering of ring facts: the receipt (DESIGN.md §5), the ring summary and lookups. */
+/* JSON rendering of ring facts: the receipt (docs/contract.md §5), the ring summary and lookups. */
 #ifndef SHARDGATE_GW_RECEIPT_H
 #define SHARDGATE_GW_RECEIPT_H
 
@@ -8,7 +8,8 @@
 #include "ring.h"
 #include "topology.h"
 
-/* Appends the receipt of a dispatched batch, compact, keys in §5 order, no newline. */
+/* Appends the receipt of a dispatched batch, compact, keys in docs/contract.md §5 order, no
+ * newline. */
 void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
                       const struct gw_dispatch *d);
 

@@ -1,4 +1,4 @@
-/* `shardgate serve` (DESIGN.md §6): the state its request handlers share, and their entry
+/* `shardgate serve` (docs/api.md): the state its request handlers share, and their entry
  * points. Internal to the serve_*.c files. */
 #ifndef SHARDGATE_GW_SERVE_H
 #define SHARDGATE_GW_SERVE_H
@@ -95,7 +95,7 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
 /* Counts a POST /v1/batches result and the request duration in the metrics (once). */
 void gw_serve_count(struct gw_req *r);
 
-/* Queues the error body of DESIGN §6 with an optional extra header. */
+/* Queues the error body of docs/api.md §1 with an optional extra header. */
 enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,
                                const char *message, const char *path, const char *header,
                                const char *value);

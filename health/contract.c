@@ -1,4 +1,4 @@
-/* Contract reader (DESIGN §2): strict KEY=VALUE lines, four required keys, no defaults. */
+/* Contract reader (docs/contract.md §1): strict KEY=VALUE lines, 4 required keys, no defaults. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,8 +145,8 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
         }
         if (n == 0 || buf[0] == '#')
             continue;
-        /* As strict as DESIGN §2: a CRLF line or a blank-looking line of spaces is refused,
-         * never silently trimmed into something the gateway would not accept. */
+        /* As strict as docs/contract.md §1: a CRLF line or a blank-looking line of spaces is
+         * refused, never silently trimmed into something the gateway would not accept. */
         if (strchr(" \t\r", buf[n - 1]) != NULL || buf[0] == ' ' || buf[0] == '\t') {
             rc = hc_err_set(err, -EINVAL, "%s:%ld: whitespace at the start or end of a line", path,
                             lineno);

@@ -1,4 +1,4 @@
-/* The dispatch contract (DESIGN §2) as the health service reads it, with its own parser. */
+/* The contract (docs/contract.md §1) as the health service reads it, with its own parser. */
 #ifndef HC_CONTRACT_H
 #define HC_CONTRACT_H
 

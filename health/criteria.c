@@ -1,4 +1,4 @@
-/* The criteria table (DESIGN §7): every fact a receipt or journal states, judged one by one. */
+/* The criteria table (docs/operations.md §1.3): every fact of a receipt or journal, judged. */
 /* Issue format: "<criterion>: <subject>: <detail>", subject = batch_id, "epoch@line N" or
  * "journal"; details name the field and say "expected X, got Y". */
 #include <inttypes.h>

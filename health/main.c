@@ -33,7 +33,7 @@ static const char hc_usage[] =
     "       shardgate-health --help | --version\n"
     "\n"
     "Rebuilds the ketama ring from the contract and shards file with its own code and\n"
-    "re-derives every fact of every receipt (DESIGN.md section 7).\n"
+    "re-derives every fact of every receipt (docs/operations.md §1).\n"
     "\n"
     "check  prints {\"status\",\"checks\",\"receipts\",\"issues\"} on one line.\n"
     "       exit 0 pass; 2 any issue, no check ran, or the receipt/journal unreadable;\n"
@@ -183,7 +183,7 @@ static int hc_load_own(const struct hc_args *a, struct hc_epoch *own)
     return -1;
 }
 
-/* The test hook of DESIGN §10: SHARDGATE_HEALTH_TEST_EMPTY_CRITERIA=1 runs none of the table,
+/* The test hook of docs/tools.md §5: SHARDGATE_HEALTH_TEST_EMPTY_CRITERIA=1 runs none of the table,
  * which must turn every verdict into "no checks ran" (fail), never into a pass. */
 static size_t hc_criteria_to_run(void)
 {

@@ -1,4 +1,4 @@
-/* Shards file validator (DESIGN §3): ids, states, capacities, weights; kept sorted by id. */
+/* Shards file validator (docs/contract.md §2): ids, states, capacities, weights; sorted by id. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +90,7 @@ static int hc_shard_from_json(const json_t *o, const char *prefix, size_t i, str
     sh->capacity = json_integer_value(cap);
 
     json_t *w = json_object_get(o, "weight");
-    sh->weight = 1; /* the only defaulted field (DESIGN §3) */
+    sh->weight = 1; /* the only defaulted field (docs/contract.md §2) */
     if (w != NULL) {
         if (!json_is_integer(w) || json_integer_value(w) < 1 ||
             json_integer_value(w) > HC_WEIGHT_MAX)

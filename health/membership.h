@@ -1,4 +1,4 @@
-/* The shard membership (DESIGN §3) as the health service reads it, with its own validator. */
+/* The membership (docs/contract.md §2) as the health service reads it, with its own validator. */
 #ifndef HC_MEMBERSHIP_H
 #define HC_MEMBERSHIP_H
 

@@ -1,4 +1,4 @@
-/* A receipt (DESIGN §5) decoded from JSON into plain fields, with its shape checked. */
+/* A receipt (docs/contract.md §5) decoded from JSON into plain fields, with its shape checked. */
 #ifndef HC_RECEIPT_H
 #define HC_RECEIPT_H
 
@@ -43,7 +43,7 @@ struct hc_receipt {
 };
 
 /* Decodes root into r; strings stay owned by root, which must outlive r. Keys must be exactly
- * those of DESIGN §5, in its order, with the right JSON types. Returns 0, or -EINVAL with
+ * those of docs/contract.md §5, in its order, with the right JSON types. Returns 0, or -EINVAL with
  * err->msg = "<path>: <what is wrong>", or -ENOMEM. */
 int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *err);
 void hc_receipt_free(struct hc_receipt *r);

@@ -1,4 +1,4 @@
-/* Ketama ring rebuild, independent of ring/: DESIGN §4, points sorted by (value, id, vnode). */
+/* Ketama ring rebuild, independent of ring/: docs/contract.md §3, points by (value, id, vnode). */
 /* For each online shard s, n = VNODES * weight points; digest g = H(id "-" g) yields points
  * k = g*W + j (j < W = digest/4 words) with value LE32(d[4j..]); lookup is the first point with
  * value >= hash, else point 0 ("wrap"). */
@@ -46,7 +46,8 @@ int hc_ring_id(const struct hc_contract *c, const struct hc_membership *m, char 
     return 0;
 }
 
-/* Point order of DESIGN §4. Shard indices follow id order, so comparing them compares ids. */
+/* Point order of docs/contract.md §3. Shard indices follow id order, so comparing them compares
+ * ids. */
 static int hc_point_cmp(const void *pa, const void *pb)
 {
     const struct hc_point *a = pa, *b = pb;

@@ -1,4 +1,4 @@
-/* The health service's own ketama ring (DESIGN §4): points, id, and batched lookups. */
+/* The health service's own ketama ring (docs/contract.md §3): points, id, and batched lookups. */
 #ifndef HC_RING_H
 #define HC_RING_H
 
@@ -20,7 +20,7 @@ struct hc_ring {
     struct hc_point *points; /* ascending by (value, shard id, vnode) */
     size_t n;
     uint64_t vnodes_total;
-    char id[41];                  /* ring id: lowercase hex SHA-1, DESIGN §4 */
+    char id[41];                  /* ring id: lowercase hex SHA-1, docs/contract.md §3 */
     struct hc_digest *key_digest; /* the contract digest, for key hashes */
 };
 

@@ -150,7 +150,7 @@ void hc_verify_epoch(struct hc_verifier *v, const struct hc_epoch *ep);
 void hc_verify_end(struct hc_verifier *v, struct hc_report *report,
                    const struct hc_journal_end *end);
 
-/* The canonical batch's SHA-256 (DESIGN §6) rebuilt from the receipt, as 64 hex digits. */
+/* The canonical batch's SHA-256 (docs/journal.md §3) rebuilt from the receipt, as 64 hex digits. */
 int hc_fingerprint(struct hc_digest *sha256, const struct hc_receipt *r, char hex[65]);
 
 /* Names of all report slots (criteria then decoding stages), for /healthz. */

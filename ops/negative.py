@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The mutation gate (DESIGN §10): each defect, applied alone to a copy of the tree, must turn
+"""The mutation gate (docs/tools.md §5): each defect, applied alone to a copy of the tree, must turn
 the probe, the health check and the test suite red. A patch that changes nothing, or a
 defect that does not build, is a failure of the gate, not a pass."""
 import json

@@ -49,7 +49,7 @@ def cli_checks():
     r = json.loads(p.stdout)
     check("ring id", r["ring"]["id"], "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc")
     check("vnodes_total counts online shards only", r["ring"]["vnodes_total"], 480)
-    check("placements of §9", [(x["id"], x["shard"], x["vnode"], x["reason"])
+    check("placements of docs/contract.md §6", [(x["id"], x["shard"], x["vnode"], x["reason"])
                                for x in r["placements"]],
           [("ch-001", "shard-b", 15, "ring"), ("ch-002", "shard-c", 2, "ring"),
            ("ch-003", "shard-a", 150, "ring"), ("ch-004", "shard-a", 151, "ring"),

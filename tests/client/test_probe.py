@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The probe as a black box: exit codes and exact output lines (DESIGN §2, §3, §5, §8, §9)."""
+"""The probe as a black box: exit codes and exact output lines
+(docs/contract.md §1, §2, §5, §6, docs/tools.md §2)."""
 
 import contextlib
 import importlib.util
@@ -342,7 +343,7 @@ def non_ascii_keys_are_raw_utf8():
 
 @case
 def membership_leak_sends_ch001_to_shard_d():
-    """DESIGN §9: if shard-d and shard-e were online, ch-001 would go to shard-d."""
+    """docs/contract.md §6: if shard-d and shard-e were online, ch-001 would go to shard-d."""
     with open(src("input", "shards.json")) as f:
         doc = json.load(f)
     for s in doc["shards"]:
@@ -360,7 +361,7 @@ def membership_leak_sends_ch001_to_shard_d():
 
 @case
 def vnodes_divided_moves_ch003_to_ch006():
-    """DESIGN §9: with VNODES divided by 5 (32), exactly ch-003..ch-006 move."""
+    """docs/contract.md §6: with VNODES divided by 5 (32), exactly ch-003..ch-006 move."""
     conf = write(os.path.join(tmpdir(), "d.env"), CONTRACT.replace("=160", "=32"))
     res = probe(conf=conf)
     eq(res.returncode, 1, "exit")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The probe's own ketama ring (DESIGN §4) against the §9 golden table and published values."""
+"""The probe's own ketama ring (docs/contract.md §3) against the docs/contract.md §6 golden
+table and published values."""
 
 import importlib.util
 import os
@@ -8,7 +9,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clienttest import case, eq, ok, src, main  # noqa: E402
 
-# DESIGN.md §9: id, key, size, hash, point, vnode, shard, reason
+# docs/contract.md §6: id, key, size, hash, point, vnode, shard, reason
 GOLDEN = [
     ("ch-001", "order:1001", 4, 3001802920, 3046879832, 15, "shard-b", "ring"),
     ("ch-002", "user:42", 2, 592310701, 593769253, 2, "shard-c", "ring"),
@@ -119,7 +120,7 @@ def points_layout_sha1_and_md5():
     eq(p.key_hash("md5", b"apple"), 3195025439, "md5 key hash of apple")
     sha1 = p.shard_points("sha1", "shard-b", 160)
     eq([v for _, v in sha1], list(range(160)), "sha1 vnodes 0..159")
-    eq(sha1[15][0], 3046879832, "shard-b vnode 15 (ch-001's point, §9)")
+    eq(sha1[15][0], 3046879832, "shard-b vnode 15 (ch-001's point, docs/contract.md §6)")
     eq(len(p.shard_points("sha1", "x", 7)), 7, "a count that is not a multiple of W")
     eq(len(p.shard_points("md5", "x", 7)), 7, "md5 count not a multiple of W")
     ring = p.Ring("md5", 160, [shard("a"), shard("b")])
@@ -145,7 +146,7 @@ def equal_values_are_kept_and_ordered_by_id():
 
 @case
 def design_counterfactuals():
-    """§9: shard-d and shard-e wrongly online send ch-001 to shard-d; VNODES divided by 5
+    """docs/contract.md §6: shard-d and shard-e wrongly online send ch-001 to shard-d; VNODES divided by 5
     moves exactly ch-003..ch-006."""
     p = probe()
     leaky = [dict(s, state="online") for s in worked_example_shards()]

@@ -28,7 +28,7 @@ static struct gw_topology *worked_example(void)
     return &t;
 }
 
-/* The accepted batch obeys DESIGN §5. */
+/* The accepted batch obeys docs/contract.md §4. */
 static void check_batch(const struct gw_batch *b)
 {
     FUZZ_REQUIRE(gw_name_valid(b->batch_id, b->batch_id_len, GW_BATCH_ID_MAX));
@@ -69,7 +69,8 @@ static void check_receipt(const struct gw_buf *out, const struct gw_batch *b,
 }
 
 /* What the gateway journals for this receipt (the epoch line, then the record as commit.c builds
- * it) must replay whole, without a torn line, giving back the receipt's exact bytes (DESIGN §6). */
+ * it) must replay whole, without a torn line, giving back the receipt's exact bytes
+ * (docs/journal.md §5). */
 static void check_journal_round_trip(const struct gw_topology *t, const struct gw_batch *b,
                                      const struct gw_buf *receipt)
 {
@@ -149,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = gw_batch_parse((const char *)data, size, GW_MAX_CHANGES_DEFAULT, &b, &err);
     check_against_jansson(data, size, rc, &b, &err);
     if (rc != 0) {
-        /* A refusal names its JSON path and changes nothing (DESIGN §5). */
+        /* A refusal names its JSON path and changes nothing (docs/contract.md §4). */
         FUZZ_REQUIRE(rc == -EINVAL || rc == -ENOMEM);
         FUZZ_REQUIRE(b.doc == NULL && b.changes == NULL && b.count == 0);
         FUZZ_REQUIRE(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);

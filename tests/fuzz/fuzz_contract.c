@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&err, 0, sizeof(err));
     int rc = gw_contract_parse((const char *)data, size, "fuzz.env", &c, &err);
     if (rc != 0) {
-        /* Every refusal is -EINVAL with "contract: <file>:<line>: <what>" (DESIGN §2). */
+        /* Every refusal is -EINVAL with "contract: <file>:<line>: <what>" (docs/contract.md §1). */
         FUZZ_REQUIRE(rc == -EINVAL);
         FUZZ_REQUIRE(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
         FUZZ_REQUIRE(strncmp(err.msg, "contract: fuzz.env:", 19) == 0);

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&err, 0, sizeof(err));
     int rc = gw_membership_parse((const char *)data, size, "fuzz.json", &m, &err);
     if (rc != 0) {
-        /* Every refusal is -EINVAL with "shards: <file>: <path>: <what>" (DESIGN §3). */
+        /* Every refusal is -EINVAL with "shards: <file>: <path>: <what>" (docs/contract.md §2). */
         FUZZ_REQUIRE(rc == -EINVAL);
         FUZZ_REQUIRE(m.shards == NULL && m.count == 0);
         FUZZ_REQUIRE(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);

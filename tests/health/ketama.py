@@ -1,6 +1,6 @@
-"""Test-side ketama (DESIGN.md section 4) in Python stdlib, independent of health/ and ring/.
+"""Test-side ketama (docs/contract.md §3) in Python stdlib, independent of health/ and ring/.
 
-Builds rings, receipts (DESIGN section 5, bytes as docs/decisions.md) and journals, so the
+Builds rings, receipts (docs/contract.md §5, bytes as docs/decisions.md) and journals, so the
 health service's tests can make large valid inputs and alter exactly one fact of them.
 """
 import bisect
@@ -77,7 +77,7 @@ def dumps(obj):
 
 
 def receipt(ring, batch_id, changes):
-    """The receipt dict, keys in DESIGN section 5 order."""
+    """The receipt dict, keys in docs/contract.md §5 order."""
     placements = []
     load = {s["id"]: 0 for s in ring.shards}
     received = {s["id"]: 0 for s in ring.shards}

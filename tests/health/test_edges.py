@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""health_edges: the ring corners of DESIGN section 4 that small examples never reach: equal
+"""health_edges: the ring corners of docs/contract.md §3 that small examples never reach: equal
 point values (tie order by shard id then vnode), a key hash equal to a point (>=, not >), the
 wrap, md5, weights, and many keys on a large ring. A wrong tie order, '>' for '>=', or a
 broken merge lookup in health/ makes a correct receipt fail here."""
@@ -90,7 +90,7 @@ for hname in ("md5", "sha1"):
                 "%s V=%d weights 3/1/2, draining and offline shards: pass" % (hname, v),
                 "rc=%d out=%s" % (rc, out[:2000]))
 
-# md5 point values equal libmemcached's ketama for V=160 (DESIGN section 4): a known pair from
+# md5 point values equal libmemcached's ketama for V=160 (docs/contract.md §3): a known pair from
 # the md5 of "a-0": digest words give the first four points of shard "a".
 import hashlib
 import struct

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# health_independence: shardgate-health shares no code with ring/ or gateway/ (DESIGN §7):
+# health_independence: shardgate-health shares no code with ring/ or gateway/ (docs/operations.md §1):
 # no ring_/gw_ symbol in the binary, no #include reaching into ring/ or gateway/, no include
 # directory or link of theirs in its build.
 set -u

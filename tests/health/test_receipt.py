@@ -144,7 +144,7 @@ for name, alter, issue in CASES:
             "rc=%d out=%s err=%s" % (rc, out, err))
 
 # A receipt written by a gateway with offline/draining shards in the ring (seed failure 1):
-# every derived fact differs; ch-001 lands on shard-d there (DESIGN section 9).
+# every derived fact differs; ch-001 lands on shard-d there (docs/contract.md §6).
 shards = [dict(s, state="online") for s in __import__("hc_testlib").golden_shards()]
 leaky = ketama.receipt(ketama.Ring("sha1", 160, shards), B, golden()["placements"])
 for s in ("shard-d", "shard-e"):

@@ -1,4 +1,4 @@
-"""Every endpoint and every error status of DESIGN §6 over real HTTP, with exact codes/paths."""
+"""Every endpoint and every error status of docs/api.md over real HTTP, with exact codes/paths."""
 
 import json
 import os

@@ -104,7 +104,8 @@ static void test_golden_receipt(void)
     free(golden);
 }
 
-/* If shard-d and shard-e were (rightly, here) online, ch-001 moves to shard-d (DESIGN §9). */
+/* If shard-d and shard-e were (rightly, here) online, ch-001 moves to shard-d
+ * (docs/contract.md §6). */
 static void test_more_online_moves_placement(void)
 {
     const char *all_online =

@@ -1,6 +1,6 @@
 /* libmemcached as an independent oracle: in md5 mode at 160 points per shard, our placements
- * equal memcached_generate_hash() under MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED (DESIGN §4). No
- * memcached server is involved: libmemcached never connects to compute a placement. */
+ * equal memcached_generate_hash() under MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED (docs/contract.md §3).
+ * No memcached server is involved: libmemcached never connects to compute a placement. */
 #include <libmemcached/memcached.h>
 #include <stdlib.h>
 

@@ -1,4 +1,5 @@
-/* libring: the §9 golden values, the §4 order and wrap, weights, and consistency. */
+/* libring: the docs/contract.md §6 golden values, the docs/contract.md §3 order and wrap, weights,
+ * and consistency. */
 #include <errno.h>
 #include <stdlib.h>
 
