@@ -385,7 +385,9 @@ def post_racing_sigterm():
                 t.start()
             rtlib.wait_until(lambda: len(statuses) >= 20, 30, "POSTs before SIGTERM")
             s.proc.send_signal(signal.SIGTERM)
-            eq(s.stop(), 0, "exit after SIGTERM")
+            rc = s.stop()
+            eq(rc, 0, "exit after SIGTERM; stderr ends:\n%s"
+               % "\n".join(l for l in s.lines if not l.startswith('{"time"'))[-2000:])
             stop.set()
             for t in threads:
                 t.join(30)
