@@ -32,6 +32,7 @@ SHARD_STATES = ("online", "draining", "offline")
 SHARD_FIELDS = ("id", "state", "capacity", "weight")
 NAME_RE = re.compile(r"[A-Za-z0-9._:-]+")
 MAX_SAFE_INT = 2**53 - 1
+MAX_RING_POINTS = 2**24  # rule R2 (docs/contract.md, Membership)
 RECEIPT_VERSION = 1
 MISSING = object()
 
@@ -191,7 +192,13 @@ def _check_membership(doc):
             raise ValueError("%s: unknown field" % (field or '$[""]'))
     if not isinstance(doc.get("shards"), list):
         raise ValueError("shards: %s" % ("missing" if "shards" not in doc else "must be an array"))
-    shards = [_check_shard(s, "shards[%d]" % i) for i, s in enumerate(doc["shards"])]
+    shards, capacity = [], 0
+    for i, s in enumerate(doc["shards"]):
+        shards.append(_check_shard(s, "shards[%d]" % i))
+        capacity += shards[-1]["capacity"]
+        if capacity > MAX_SAFE_INT:  # rule R1 (docs/contract.md, Membership)
+            raise ValueError("shards[%d].capacity: sum of capacities exceeds %d"
+                             % (i, MAX_SAFE_INT))
     first = {}
     for i, shard in enumerate(shards):
         if shard["id"] in first:
@@ -215,6 +222,18 @@ def load_shards(path):
         return _check_membership(doc)
     except ValueError as e:
         raise Unusable("shards: %s: %s" % (path, e))
+
+
+def check_ring_size(path, vnodes, shards):
+    """Rule R2 (docs/contract.md, Membership): walking shards[] in file order, vnodes * weight
+    summed over online shards stays <= 2^24 points. Raises Unusable naming the first over."""
+    points = 0
+    for i, shard in enumerate(shards):
+        if shard["state"] == "online":
+            points += vnodes * shard["weight"]
+            if points > MAX_RING_POINTS:
+                raise Unusable("shards: %s: shards[%d].weight: ring exceeds %d points"
+                               % (path, i, MAX_RING_POINTS))
 
 
 # ---------------------------------------------------------------- the ring (docs/contract.md §3)
@@ -566,6 +585,7 @@ def main(argv=None):
             raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
         contract = load_contract(args.conf)
         shards = load_shards(args.shards)
+        check_ring_size(args.shards, contract["DISPATCH_VNODES"], shards)
     except Unusable as e:
         print(e, file=sys.stderr)
         return EXIT_UNUSABLE

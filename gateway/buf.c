@@ -71,6 +71,23 @@ void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v)
     gw_buf_u64(b, v);
 }
 
+void gw_buf_u128(struct gw_buf *b, gw_u128 v)
+{
+    char tmp[39]; /* 2^128 - 1 has 39 digits */
+    size_t n = 0;
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + (unsigned)(v % 10));
+        v /= 10;
+    } while (v);
+    gw_buf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+void gw_buf_field_u128(struct gw_buf *b, const char *text, gw_u128 v)
+{
+    gw_buf_puts(b, text);
+    gw_buf_u128(b, v);
+}
+
 static const char hexdigits[] = "0123456789abcdef";
 
 static int needs_escape(unsigned char c)

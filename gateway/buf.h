@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Cumulative totals (docs/api.md, GET /v1/shards): exact past 2^64, never wrapped. */
+__extension__ typedef unsigned __int128 gw_u128;
+
 struct gw_buf {
     char *data;
     size_t len;
@@ -24,6 +27,10 @@ void gw_buf_u64(struct gw_buf *b, uint64_t v);
 
 /* Appends `text` (JSON punctuation and a key, such as ",\"load\":") and then `v`. */
 void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v);
+
+/* The exact decimal digits of a 128-bit total (up to 39), and the same after `text`. */
+void gw_buf_u128(struct gw_buf *b, gw_u128 v);
+void gw_buf_field_u128(struct gw_buf *b, const char *text, gw_u128 v);
 
 /* A JSON string literal of `len` raw bytes: `"` and `\` escaped, control characters as \b \f
  * \n \r \t or \u00xx, every other byte (UTF-8 included) as it is. */

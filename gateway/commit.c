@@ -134,15 +134,24 @@ int gw_committer_failed(struct gw_committer *c)
 
 void gw_committer_stop(struct gw_committer *c)
 {
-    if (!c->started)
+    if (!c->started || c->stopped)
         return;
     pthread_mutex_lock(&c->lock);
     c->stopping = 1;
     pthread_cond_signal(&c->wake);
     pthread_mutex_unlock(&c->lock);
     pthread_join(c->thread, NULL);
+    c->stopped = 1;
+}
+
+void gw_committer_destroy(struct gw_committer *c)
+{
+    if (!c->started)
+        return;
+    gw_committer_stop(c);
     pthread_cond_destroy(&c->wake);
     pthread_mutex_destroy(&c->lock);
     gw_buf_free(&c->group);
     c->started = 0;
+    c->stopped = 0;
 }

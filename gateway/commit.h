@@ -41,6 +41,7 @@ struct gw_committer {
     struct gw_commit_item *head, *tail;
     int stopping;
     int started;
+    int stopped;           /* writer joined; lock and wake still valid until gw_committer_destroy */
     atomic_int failed;     /* set for good after the first write or sync failure */
     struct gw_error error; /* what failed (written once, before `failed` is set) */
     struct gw_buf group;
@@ -57,7 +58,12 @@ void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item);
 /* 1 once a write or sync failed: the journal takes no more records. */
 int gw_committer_failed(struct gw_committer *c);
 
-/* Writes everything still queued, then stops the writer thread. */
+/* Writes everything still queued, then stops the writer thread. The lock stays valid: later
+ * submits are refused with -EIO at once, so a request racing the shutdown is safe. */
 void gw_committer_stop(struct gw_committer *c);
+
+/* Stops the writer if needed and frees the lock, condition and buffer. Call only once nothing
+ * can submit any more (the HTTP daemon stopped). */
+void gw_committer_destroy(struct gw_committer *c);
 
 #endif

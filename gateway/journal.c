@@ -1,4 +1,5 @@
-/* The journal: one JSON record per line, replayed strictly; only a torn last line is forgiven. */
+/* The journal: one JSON record per line, replayed strictly; only an unterminated last line (a torn
+ * append) is forgiven. */
 #include "journal.h"
 
 #include <errno.h>
@@ -65,6 +66,23 @@ static int bad(struct gw_error *err, const char *what)
     return -EINVAL;
 }
 
+/* An epoch's membership obeys rules R1 and R2 (docs/contract.md, Membership) like --shards:
+ * otherwise the line is unusable (exit 3), never a crash or an out-of-memory ring. */
+static int check_epoch_membership(json_t *root, struct gw_error *err)
+{
+    json_t *vnodes = json_object_get(json_object_get(root, "contract"), "DISPATCH_VNODES");
+    if (!json_is_integer(vnodes) || json_integer_value(vnodes) < 1 ||
+        json_integer_value(vnodes) > RING_VNODES_MAX)
+        return bad(err, "epoch record: contract.DISPATCH_VNODES must be an integer 1..4096");
+    struct gw_membership m;
+    int rc = gw_membership_from_json(json_object_get(root, "shards"), "epoch record", &m, err);
+    if (rc == 0)
+        rc =
+            gw_membership_check_ring(&m, (uint32_t)json_integer_value(vnodes), "epoch record", err);
+    gw_membership_free(&m);
+    return rc == -ENOMEM ? bad(err, "out of memory") : rc;
+}
+
 static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t len,
                         struct gw_error *err)
 {
@@ -75,6 +93,9 @@ static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t
     if (!json_is_object(json_object_get(root, "contract")) ||
         !json_is_array(json_object_get(root, "shards")))
         return bad(err, "epoch record: needs a contract object and a shards array");
+    int rc = check_epoch_membership(root, err);
+    if (rc != 0)
+        return rc;
     void *ids = realloc(r->epoch_ids, (r->epochs + 1) * sizeof(*r->epoch_ids));
     char *copy = malloc(len ? len : 1);
     if (!ids || !copy) {
@@ -151,15 +172,13 @@ static int replay_receipt(struct replay *r, json_t *root, const char *line, size
     return rc;
 }
 
-/* Replays one line (without its newline). Returns 0, or -EINVAL with the fault in err;
- * *not_json tells a line that is not JSON at all (torn if it is the last). */
+/* Replays one complete line (without its newline). Returns 0, or -EINVAL with the fault in err. */
 static int replay_line(struct replay *r, const char *line, size_t len, uint64_t offset,
-                       size_t lineno, int *not_json, struct gw_error *err)
+                       size_t lineno, struct gw_error *err)
 {
     json_error_t jerr;
     /* ALLOW_NUL: change ids and keys may hold \u0000 (docs/decisions.md), so receipts may too. */
     json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    *not_json = root == NULL;
     if (!root) {
         gw_error_set(err, "", "not JSON (column %d: %s)", jerr.column, jerr.text);
         return -EINVAL;
@@ -191,6 +210,54 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+/* Why an open state-dir file is unusable (not a regular file, someone else's), or NULL. */
+static const char *unusable_file(int fd, char *why, size_t n)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        snprintf(why, n, "%s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(why, n, "not a regular file");
+    else if (st.st_uid != geteuid())
+        snprintf(why, n, "owned by uid %u, not by the effective uid %u", (unsigned)st.st_uid,
+                 (unsigned)geteuid());
+    else
+        return NULL;
+    return why;
+}
+
+/* Opens a file of the state dir without following a symlink and requires a regular file owned
+ * by the effective user. Returns the fd, or -EINVAL (unusable: exit 3) / -errno, err set. */
+static int open_state_file(const char *path, int flags, struct gw_error *err)
+{
+    /* O_NONBLOCK: a FIFO in the journal's place must not block the open; regular files
+     * ignore it. */
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        int e = errno;
+        /* EISDIR: a directory; ENXIO: a FIFO without a reader opened for writing. */
+        int unusable = e == ELOOP || e == EISDIR || e == ENXIO;
+        gw_error_set(err, "", "journal: %s: %s", path,
+                     e == ELOOP ? "is a symbolic link (not followed)"
+                     : unusable ? "not a regular file"
+                                : strerror(e));
+        return unusable ? -EINVAL : -e;
+    }
+    char why[96];
+    if (unusable_file(fd, why, sizeof(why))) {
+        gw_error_set(err, "", "journal: %s: %s", path, why);
+        close(fd);
+        return -EINVAL;
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        gw_error_set(err, "", "journal: %s: %s", path, strerror(e));
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
 /* Moves the torn tail [at, end) to journal.jsonl.broken and truncates it away. */
 static int cut_tail(struct gw_journal *j, const char *data, uint64_t at, uint64_t end,
                     struct gw_error *err)
@@ -200,16 +267,20 @@ static int cut_tail(struct gw_journal *j, const char *data, uint64_t at, uint64_
     int rc = broken ? 0 : -ENOMEM;
     if (broken)
         snprintf(broken, n, "%s%s", j->path, GW_JOURNAL_BROKEN_SUFFIX);
-    int fd = rc == 0 ? open(broken, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640) : -1;
+    int fd = rc == 0 ? open_state_file(broken, O_WRONLY | O_CREAT | O_APPEND, err) : -1;
     if (rc == 0 && fd < 0)
-        rc = -errno;
+        rc = fd;
     if (rc == 0)
         rc = write_all(fd, data + at, (size_t)(end - at));
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     if (rc == 0 && (ftruncate(j->fd, (off_t)at) != 0 || fsync(j->fd) != 0))
         rc = -errno;
-    if (rc != 0)
+    if (rc == -EINVAL) { /* err names the unusable .broken file */
+        char why[sizeof(err->msg)];
+        snprintf(why, sizeof(why), "%s", err->msg);
+        gw_error_set(err, "", "journal: %s: cannot move the torn last line: %.600s", j->path, why);
+    } else if (rc != 0)
         gw_error_set(err, "", "journal: %s: cannot move the torn last line to %s: %s", j->path,
                      broken ? broken : "?", strerror(-rc));
     if (fd >= 0)
@@ -225,14 +296,13 @@ static int replay_all(struct replay *r, const char *data, uint64_t size,
     size_t lineno = 1;
     for (; pos < size; lineno++) {
         const char *nl = memchr(data + pos, '\n', size - pos);
-        int not_json = 0, rc = 0;
-        if (nl)
-            rc = replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, &not_json, err);
-        int last = !nl || (uint64_t)(nl - data) + 1 == size;
-        if (!nl || (rc != 0 && not_json && last)) {
+        /* Only an unterminated last line can be torn: appends write whole lines, so a complete
+         * line that does not replay is damage, never forgiven (docs/operations.md, Journal). */
+        if (!nl) {
             *repair = (struct gw_journal_repair){1, lineno, pos, size - pos};
             return cut_tail(r->j, data, pos, size, err);
         }
+        int rc = replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err);
         if (rc != 0) {
             char what[sizeof(err->msg)];
             snprintf(what, sizeof(what), "%s", err->msg);
@@ -261,6 +331,27 @@ static void sync_parent(const char *dir)
     free(parent);
 }
 
+/* Refuses a state dir others could write into or own (docs/operations.md, State dir). */
+static int check_state_dir(const char *dir, struct gw_error *err)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        gw_error_set(err, "", "journal: state dir %s: %s", dir, strerror(errno));
+        return -EINVAL;
+    }
+    if (!S_ISDIR(st.st_mode))
+        gw_error_set(err, "", "journal: state dir %s: not a directory", dir);
+    else if (st.st_uid != geteuid())
+        gw_error_set(err, "", "journal: state dir %s: owned by uid %u, not by the effective uid %u",
+                     dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        gw_error_set(err, "", "journal: state dir %s: group- or world-writable (mode %04o)", dir,
+                     (unsigned)(st.st_mode & 07777));
+    else
+        return 0;
+    return -EINVAL;
+}
+
 /* Opens (creating) and locks the journal file. */
 static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err)
 {
@@ -271,14 +362,18 @@ static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err
     }
     if (created)
         sync_parent(dir);
+    int rc = check_state_dir(dir, err);
+    if (rc != 0)
+        return rc;
     j->path = join_path(dir, GW_JOURNAL_FILE);
     if (!j->path)
         return -ENOMEM;
     int existed = access(j->path, F_OK) == 0;
-    j->fd = open(j->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    j->fd = open_state_file(j->path, O_RDWR | O_CREAT | O_APPEND, err);
     if (j->fd < 0) {
-        gw_error_set(err, "", "journal: %s: %s", j->path, strerror(errno));
-        return -errno;
+        rc = j->fd;
+        j->fd = -1;
+        return rc;
     }
     struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     if (fcntl(j->fd, F_SETLK, &lk) != 0) {

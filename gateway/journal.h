@@ -41,16 +41,18 @@ typedef int (*gw_journal_visit_fn)(void *ctx, const struct gw_journal_record *re
 
 /* What the replay cut away, if anything. */
 struct gw_journal_repair {
-    int torn;        /* 1 when a torn last line was moved to journal.jsonl.broken */
+    int torn;        /* 1 when an unterminated last line was moved to journal.jsonl.broken */
     size_t line;     /* its line number */
     uint64_t offset; /* where it started: the journal's new length */
     uint64_t bytes;  /* how many bytes it had */
 };
 
 /* Creates `dir` if needed, opens and locks its journal, replays every record through `visit`
- * and repairs a torn last line (copied to journal.jsonl.broken, then truncated away).
- * Returns 0; -EINVAL when a line other than the last is bad (err->msg
- * "journal: <file>:<line>: <what>"); -EBUSY when another process holds the journal; -errno. */
+ * and repairs a torn last line: only an unterminated one (copied to journal.jsonl.broken, then
+ * truncated away). Returns 0; -EINVAL when the journal is unusable: a complete line is bad
+ * (err->msg "journal: <file>:<line>: <what>", the file untouched), or the state dir or a file
+ * in it fails docs/operations.md (State dir requirements); -EBUSY when another process holds
+ * the journal; -errno. */
 int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
                     struct gw_journal_repair *repair, struct gw_error *err);
 

@@ -43,7 +43,7 @@ void gw_ledger_add_one(struct gw_ledger *l, size_t shard, uint64_t load, uint64_
     pthread_mutex_unlock(&l->lock);
 }
 
-void gw_ledger_snapshot(struct gw_ledger *l, struct gw_tally *out)
+void gw_ledger_snapshot(struct gw_ledger *l, struct gw_total *out)
 {
     pthread_mutex_lock(&l->lock);
     memcpy(out, l->totals, l->count * sizeof(*out));

@@ -7,11 +7,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "dispatch.h"
+
+/* One shard's totals: 128-bit, so they stay exact (docs/api.md, GET /v1/shards); a receipt
+ * adds at most 2^64 - 1 to each, so 2^64 receipts cannot wrap them. */
+struct gw_total {
+    gw_u128 load;
+    gw_u128 received;
+};
 
 struct gw_ledger {
     pthread_mutex_t lock;
-    struct gw_tally *totals; /* one per membership shard, in id order */
+    struct gw_total *totals; /* one per membership shard, in id order */
     size_t count;
 };
 
@@ -26,6 +34,6 @@ void gw_ledger_add(struct gw_ledger *l, const struct gw_tally *tally);
 void gw_ledger_add_one(struct gw_ledger *l, size_t shard, uint64_t load, uint64_t received);
 
 /* Copies the totals into `out` (`count` entries). */
-void gw_ledger_snapshot(struct gw_ledger *l, struct gw_tally *out);
+void gw_ledger_snapshot(struct gw_ledger *l, struct gw_total *out);
 
 #endif

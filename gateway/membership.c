@@ -152,6 +152,46 @@ static int sort_unique(struct gw_shard *shards, size_t n, const char *name, stru
     return 0;
 }
 
+/* Rule R1 (docs/contract.md, Membership): every capacity sum stays an exact JSON integer. */
+static int check_capacity_sum(uint64_t *sum, const struct gw_shard *s, const char *name,
+                              struct gw_error *err)
+{
+    *sum += s->capacity; /* each term <= 2^53 - 1 and the sum so far too: cannot wrap */
+    if (*sum <= GW_SAFE_INT_MAX)
+        return 0;
+    char at[48];
+    snprintf(at, sizeof(at), "shards[%zu].capacity", s->file_index);
+    return fail(err, name, at, "sum of capacities exceeds 9007199254740991");
+}
+
+static int parse_list(json_t *list, const char *name, struct gw_membership *out,
+                      struct gw_error *err)
+{
+    if (!json_is_array(list))
+        return fail(err, name, "shards", list ? "must be an array" : "missing");
+    size_t n = json_array_size(list);
+    out->shards = calloc(n ? n : 1, sizeof(*out->shards));
+    if (!out->shards)
+        return fail(err, name, "shards", "out of memory");
+    uint64_t capacity = 0, weight = 0;
+    for (size_t i = 0; i < n; i++) {
+        char at[32];
+        struct gw_shard *s = &out->shards[i];
+        snprintf(at, sizeof(at), "shards[%zu]", i);
+        int rc = parse_shard(json_array_get(list, i), name, at, s, err);
+        if (rc != 0)
+            return rc;
+        s->file_index = i;
+        weight += s->state == GW_STATE_ONLINE ? s->weight : 0;
+        s->online_weight = weight;
+        rc = check_capacity_sum(&capacity, s, name, err);
+        if (rc != 0)
+            return rc;
+    }
+    out->count = n;
+    return sort_unique(out->shards, n, name, err);
+}
+
 static int parse_root(json_t *root, const char *name, struct gw_membership *out,
                       struct gw_error *err)
 {
@@ -164,22 +204,37 @@ static int parse_root(json_t *root, const char *name, struct gw_membership *out,
         if (strcmp(field, "shards") != 0)
             return fail(err, name, field[0] ? field : "$[\"\"]", "unknown field");
     }
-    json_t *list = json_object_get(root, "shards");
-    if (!json_is_array(list))
-        return fail(err, name, "shards", list ? "must be an array" : "missing");
-    size_t n = json_array_size(list);
-    out->shards = calloc(n ? n : 1, sizeof(*out->shards));
-    if (!out->shards)
-        return fail(err, name, "shards", "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        char at[32];
-        snprintf(at, sizeof(at), "shards[%zu]", i);
-        int rc = parse_shard(json_array_get(list, i), name, at, &out->shards[i], err);
-        if (rc != 0)
-            return rc;
+    return parse_list(json_object_get(root, "shards"), name, out, err);
+}
+
+int gw_membership_from_json(json_t *list, const char *name, struct gw_membership *out,
+                            struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = parse_list(list, name, out, err);
+    if (rc != 0)
+        gw_membership_free(out);
+    return rc;
+}
+
+int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, const char *name,
+                             struct gw_error *err)
+{
+    /* The running sum only grows, so the first shard over is the online one, in file order,
+     * with the smallest file index among those over. online_weight <= 1000 * count: no wrap. */
+    size_t first = m->count;
+    for (size_t i = 0; i < m->count; i++) {
+        const struct gw_shard *s = &m->shards[i];
+        if (s->state == GW_STATE_ONLINE &&
+            (uint64_t)vnodes * s->online_weight > GW_RING_POINTS_MAX &&
+            (first == m->count || s->file_index < m->shards[first].file_index))
+            first = i;
     }
-    out->count = n;
-    return sort_unique(out->shards, n, name, err);
+    if (first == m->count)
+        return 0;
+    char at[48];
+    snprintf(at, sizeof(at), "shards[%zu].weight", m->shards[first].file_index);
+    return fail(err, name, at, "ring exceeds 16777216 points");
 }
 
 int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,

@@ -6,10 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "error.h"
 
 #define GW_SHARD_ID_MAX 64
 #define GW_SAFE_INT_MAX 9007199254740991ULL /* 2^53 - 1 */
+#define GW_RING_POINTS_MAX 16777216ULL      /* 2^24: rule R2 of docs/contract.md */
 
 enum gw_shard_state { GW_STATE_ONLINE, GW_STATE_DRAINING, GW_STATE_OFFLINE };
 
@@ -19,6 +22,8 @@ struct gw_shard {
     enum gw_shard_state state;
     uint64_t capacity;
     uint32_t weight;
+    size_t file_index;      /* its place in the file's shards[] */
+    uint64_t online_weight; /* sum of weight over online shards up to it, in file order */
 };
 
 struct gw_membership {
@@ -27,9 +32,20 @@ struct gw_membership {
 };
 
 /* Parses membership JSON; `name` is the file name used in messages. Returns 0, or -EINVAL with
- * err->path the JSON path and err->msg "shards: <name>: <path>: <what>". */
+ * err->path the JSON path and err->msg "shards: <name>: <path>: <what>". Enforces rule R1 of
+ * docs/contract.md (Membership): the running sum of capacity stays <= GW_SAFE_INT_MAX. */
 int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,
                         struct gw_error *err);
+
+/* Parses a `shards` array already read as JSON (an epoch record's), as gw_membership_parse. */
+int gw_membership_from_json(json_t *list, const char *name, struct gw_membership *out,
+                            struct gw_error *err);
+
+/* Rule R2 of docs/contract.md (Membership): walking shards[] in file order, the running sum of
+ * vnodes * weight over online shards stays <= GW_RING_POINTS_MAX. Returns 0, or -EINVAL with
+ * err->msg "shards: <name>: shards[N].weight: ring exceeds 16777216 points". */
+int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, const char *name,
+                             struct gw_error *err);
 
 /* Reads and parses the file at `path`, as gw_membership_parse. */
 int gw_membership_load(const char *path, struct gw_membership *out, struct gw_error *err);

@@ -89,17 +89,20 @@ static void render_histogram(struct gw_buf *out, const char *name, const char *h
           count);
 }
 
-/* A label value: shard ids are [A-Za-z0-9._:-], so they need no escaping. */
+/* A label value: shard ids are [A-Za-z0-9._:-], so they need no escaping. The totals are exact
+ * 128-bit decimals: a counter that wrapped would read as a reset (docs/api.md, GET /metrics). */
 static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
-                                const struct gw_tally *totals, int load)
+                                const struct gw_total *totals, int load)
 {
     const char *name = load ? "shardgate_shard_load_total" : "shardgate_shard_received_total";
     header(out, name, "counter",
            load ? "Sum of change sizes placed on the shard, over every journaled receipt."
                 : "Number of changes placed on the shard, over every journaled receipt.");
-    for (size_t i = 0; i < t->members.count; i++)
-        put_f(out, "%s{shard=\"%s\"} %llu\n", name, t->members.shards[i].id,
-              (unsigned long long)(load ? totals[i].load : totals[i].received));
+    for (size_t i = 0; i < t->members.count; i++) {
+        put_f(out, "%s{shard=\"%s\"} ", name, t->members.shards[i].id);
+        gw_buf_u128(out, load ? totals[i].load : totals[i].received);
+        gw_buf_puts(out, "\n");
+    }
 }
 
 static void render_ring(struct gw_buf *out, const struct gw_topology *t)
@@ -114,7 +117,7 @@ static void render_ring(struct gw_buf *out, const struct gw_topology *t)
 }
 
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
-                       const struct gw_tally *totals, int ready)
+                       const struct gw_total *totals, int ready)
 {
     header(out, "shardgate_batches_total", "counter", "POST /v1/batches answers by result.");
     for (size_t i = 0; i < GW_RESULT_COUNT; i++)

@@ -8,6 +8,7 @@
 
 #include "buf.h"
 #include "dispatch.h"
+#include "ledger.h"
 #include "topology.h"
 
 /* How a POST /v1/batches ended; the `result` label of shardgate_batches_total. */
@@ -48,9 +49,9 @@ void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns)
 
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
 
-/* Appends every series; `totals` holds the cumulative per-shard tallies in membership order,
+/* Appends every series; `totals` holds the cumulative per-shard totals in membership order,
  * `ready` the readiness /readyz reports. */
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
-                       const struct gw_tally *totals, int ready);
+                       const struct gw_total *totals, int ready);
 
 #endif

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "fileio.h"
 #include "http.h"
+#include "log.h"
 #include "membership.h"
 
 const char gw_usage_serve[] =
@@ -152,12 +153,6 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     return -1;
 }
 
-/* One JSON event line on stderr; `fields` is the rest of the object, already JSON. */
-static void log_event(const char *event, const char *fields)
-{
-    fprintf(stderr, "{\"event\":\"%s\"%s%s}\n", event, fields[0] ? "," : "", fields);
-}
-
 static int load_token(struct gw_server *s)
 {
     char *text;
@@ -230,19 +225,27 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
 static void log_replay(const struct gw_server *s, const struct gw_journal_repair *rep,
                        int epoch_written)
 {
-    char f[512];
+    struct gw_buf f;
     if (rep->torn) {
-        snprintf(
-            f, sizeof(f),
-            "\"file\":\"%s\",\"line\":%zu,\"offset\":%llu,\"bytes\":%llu,\"moved_to\":\"%s%s\"",
-            s->journal.path, rep->line, (unsigned long long)rep->offset,
-            (unsigned long long)rep->bytes, s->journal.path, GW_JOURNAL_BROKEN_SUFFIX);
-        log_event("journal_torn_tail_repaired", f);
+        gw_buf_init(&f);
+        gw_log_str(&f, "file", s->journal.path);
+        gw_log_u64(&f, "line", rep->line);
+        gw_log_u64(&f, "offset", rep->offset);
+        gw_log_u64(&f, "bytes", rep->bytes);
+        size_t n = strlen(s->journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
+        char *moved_to = malloc(n);
+        if (moved_to)
+            snprintf(moved_to, n, "%s%s", s->journal.path, GW_JOURNAL_BROKEN_SUFFIX);
+        gw_log_str(&f, "moved_to", moved_to ? moved_to : "?");
+        free(moved_to);
+        gw_log_event("journal_torn_tail_repaired", &f);
     }
-    snprintf(f, sizeof(f), "\"file\":\"%s\",\"receipts\":%llu,\"bytes\":%llu,\"epoch_written\":%s",
-             s->journal.path, (unsigned long long)s->journal.last_seq,
-             (unsigned long long)s->journal.size, epoch_written ? "true" : "false");
-    log_event("journal_replayed", f);
+    gw_buf_init(&f);
+    gw_log_str(&f, "file", s->journal.path);
+    gw_log_u64(&f, "receipts", s->journal.last_seq);
+    gw_log_u64(&f, "bytes", s->journal.size);
+    gw_log_bool(&f, "epoch_written", epoch_written);
+    gw_log_event("journal_replayed", &f);
 }
 
 /* Opens, replays and repairs the journal, then writes the epoch if it changed. */
@@ -270,26 +273,22 @@ static unsigned commit_delay_ms(void)
 {
     const char *v = getenv("SHARDGATE_TEST_COMMIT_DELAY_MS"); /* test only: see docs/api.md */
     uint64_t ms = 0;
-    if (v && gw_http_parse_u64(v, 0, 60000, &ms) == 0 && ms > 0)
-        log_event("test_commit_delay", "\"warning\":\"SHARDGATE_TEST_COMMIT_DELAY_MS is set\"");
+    if (v && gw_http_parse_u64(v, 0, 60000, &ms) == 0 && ms > 0) {
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_str(&f, "warning", "SHARDGATE_TEST_COMMIT_DELAY_MS is set");
+        gw_log_event("test_commit_delay", &f);
+    }
     return (unsigned)ms;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
-    char msg[512];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    size_t n = strlen(msg);
-    while (n > 0 && msg[n - 1] == '\n')
-        msg[--n] = '\0';
-    struct gw_buf b;
-    gw_buf_init(&b);
-    gw_buf_puts(&b, "\"message\":");
-    gw_buf_json_string(&b, msg, n);
-    gw_buf_append(&b, "", 1);
-    log_event("mhd", b.failed ? "" : b.data);
-    gw_buf_free(&b);
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_vformat(&f, "message", fmt, ap); /* whole, however long */
+    gw_log_event("mhd", &f);
 }
 
 static int start_daemon(struct gw_server *s)
@@ -314,11 +313,14 @@ static int start_daemon(struct gw_server *s)
         return GW_EXIT_INTERNAL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    char host[INET_ADDRSTRLEN], f[128];
+    char host[INET_ADDRSTRLEN], address[INET_ADDRSTRLEN + 8];
     inet_ntop(AF_INET, &addr.sin_addr, host, sizeof(host));
-    snprintf(f, sizeof(f), "\"address\":\"%s:%u\"", host,
+    snprintf(address, sizeof(address), "%s:%u", host,
              info ? (unsigned)info->port : (unsigned)ntohs(addr.sin_port));
-    log_event("listening", f);
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "address", address);
+    gw_log_event("listening", &f);
     return GW_EXIT_OK;
 }
 
@@ -329,7 +331,10 @@ static void sleep_ms(unsigned ms)
 }
 
 /* Stops taking connections, lets requests in progress finish (their receipts are journaled
- * by the writer, which is still running), then flushes the writer and stops. */
+ * by the writer, which is still running), then stops the writer: from then on a POST racing
+ * the shutdown on a kept-alive connection is refused (503), its mutex still alive. Then the
+ * HTTP daemon stops (every handler thread joined) and only then is the committer destroyed
+ * (docs/operations.md, Shutdown). */
 static void drain(struct gw_server *s)
 {
     atomic_store(&s->draining, 1);
@@ -339,13 +344,16 @@ static void drain(struct gw_server *s)
         sleep_ms(10);
         waited += 10;
     }
-    char f[96];
-    snprintf(f, sizeof(f), "\"in_flight_left\":%d,\"waited_ms\":%u", atomic_load(&s->active),
-             waited);
-    log_event("drained", f);
+    struct gw_buf f;
+    gw_buf_init(&f);
+    int left = atomic_load(&s->active);
+    gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
+    gw_log_u64(&f, "waited_ms", waited);
+    gw_log_event("drained", &f);
     gw_committer_stop(&s->committer);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    gw_committer_destroy(&s->committer);
     if (listen_fd != MHD_INVALID_SOCKET)
         close(listen_fd);
 }
@@ -385,9 +393,10 @@ static int setup(struct gw_server *s)
 
 static void teardown(struct gw_server *s)
 {
+    gw_committer_stop(&s->committer);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
-    gw_committer_stop(&s->committer);
+    gw_committer_destroy(&s->committer);
     if (s->journal.path)
         gw_journal_close(&s->journal);
     gw_idem_free(&s->idem);
@@ -416,14 +425,15 @@ int gw_cmd_serve(int argc, char **argv)
     rc = setup(s);
     if (rc == GW_EXIT_OK) {
         int sig = wait_for_signal(&set);
-        char f[64];
-        snprintf(f, sizeof(f), "\"signal\":\"%s\"", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        log_event("stopping", f);
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_str(&f, "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        gw_log_event("stopping", &f);
         drain(s);
         rc = GW_EXIT_OK;
     }
     teardown(s);
     if (rc == GW_EXIT_OK)
-        log_event("stopped", "");
+        gw_log_event("stopped", NULL);
     return rc;
 }

@@ -57,7 +57,7 @@ static enum MHD_Result get_lookup(struct gw_req *r)
 static enum MHD_Result get_shards(struct gw_req *r)
 {
     const struct gw_membership *m = &r->srv->topo.members;
-    struct gw_tally *totals = calloc(m->count ? m->count : 1, sizeof(*totals));
+    struct gw_total *totals = calloc(m->count ? m->count : 1, sizeof(*totals));
     struct gw_buf body;
     gw_buf_init(&body);
     if (!totals)
@@ -73,8 +73,9 @@ static enum MHD_Result get_shards(struct gw_req *r)
         gw_buf_puts(&body, gw_state_name(s->state));
         gw_buf_field_u64(&body, "\",\"weight\":", s->weight);
         gw_buf_field_u64(&body, ",\"capacity\":", s->capacity);
-        gw_buf_field_u64(&body, ",\"load_total\":", totals[i].load);
-        gw_buf_field_u64(&body, ",\"received_total\":", totals[i].received);
+        /* Exact big integers, never wrapped (docs/api.md, GET /v1/shards). */
+        gw_buf_field_u128(&body, ",\"load_total\":", totals[i].load);
+        gw_buf_field_u128(&body, ",\"received_total\":", totals[i].received);
         gw_buf_puts(&body, "}");
     }
     gw_buf_puts(&body, "]}\n");
@@ -138,7 +139,7 @@ static enum MHD_Result get_metrics(struct gw_req *r)
 {
     struct gw_server *s = r->srv;
     size_t n = s->topo.members.count;
-    struct gw_tally *totals = calloc(n ? n : 1, sizeof(*totals));
+    struct gw_total *totals = calloc(n ? n : 1, sizeof(*totals));
     struct gw_buf body;
     gw_buf_init(&body);
     if (!totals) {

@@ -28,7 +28,7 @@ int gw_topology_build(const struct gw_contract *contract, struct gw_membership *
             continue;
         online[k] = (struct ring_shard){s->id, s->id_len, s->weight};
         out->member_of[k++] = (uint32_t)i; /* both lists are in id order */
-        out->capacity += s->capacity;
+        out->capacity += s->capacity;      /* <= 2^53 - 1 by rule R1 (docs/contract.md) */
     }
     struct ring_error rerr;
     int rc = ring_build(&out->ring, contract->digest, contract->vnodes, online, k, &rerr);
@@ -49,6 +49,10 @@ int gw_topology_load(const char *conf_path, const char *shards_path, struct gw_t
     int rc = gw_contract_load(conf_path, &contract, err);
     if (rc == 0)
         rc = gw_membership_load(shards_path, &members, err);
+    if (rc == 0 && gw_membership_check_ring(&members, contract.vnodes, shards_path, err) != 0) {
+        gw_membership_free(&members);
+        rc = -EINVAL;
+    }
     if (rc == 0)
         rc = gw_topology_build(&contract, &members, out, err);
     return rc;

@@ -49,6 +49,21 @@ DEFECTS = [
     ("contract-default-vnodes", "gateway/contract.c",
      "        if (!p->seen_on[k])\n",
      "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY),
+    # Issue #10: a complete, newline-terminated bad last line must stop the start (exit 3),
+    # never be moved to .broken as if torn (tests/reliability/test_hostile_state.py).
+    ("complete-line-forgiven-as-torn", "gateway/journal.c",
+     "        int rc = replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err);\n",
+     "        int rc = replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err);\n"
+     "        if (rc != 0 && (uint64_t)(nl - data) + 1 == size) {\n"
+     "            *repair = (struct gw_journal_repair){1, lineno, pos, size - pos};\n"
+     "            return cut_tail(r->j, data, pos, size, err);\n"
+     "        }\n", ("tests",)),
+    ("capacity-sum-unchecked", "gateway/membership.c",
+     "        rc = check_capacity_sum(&capacity, s, name, err);", "        rc = 0;", ("tests",)),
+    ("journal-symlink-followed", "gateway/journal.c",
+     "flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC", "flags | O_NONBLOCK | O_CLOEXEC", ("tests",)),
+    ("totals-wrap-at-2^64", "gateway/ledger.h", "    gw_u128 load;", "    uint64_t load;",
+     ("tests",)),
 ]
 
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"

@@ -494,6 +494,15 @@ def shards_with(index, **fields):
     return json.dumps(doc)
 
 
+def many_shards(n, capacity=1, weight=1, offline=0):
+    """n shards in file order, the first `offline` of them offline (ids sort against file
+    order, so a message naming file order is told from one naming id order)."""
+    return json.dumps({"shards": [{"id": "s%04d" % (n - i), "capacity": capacity,
+                                   "weight": weight,
+                                   "state": "offline" if i < offline else "online"}
+                                  for i in range(n)]})
+
+
 BAD_SHARDS = [  # (document, message after "shards: <file>: ", what)
     (lambda: shards_with(3, state="Offline"),
      "shards[3].state: must be one of online, draining, offline", "state"),
@@ -517,6 +526,17 @@ BAD_SHARDS = [  # (document, message after "shards: <file>: ", what)
     (lambda: '{}', "shards: missing", "no shards"),
     (lambda: '{"shards": {}}', "shards: must be an array", "shards object"),
     (lambda: '{"shards": [], "zone": 1}', "zone: unknown field", "top-level field"),
+    # Rules R1 and R2 (docs/contract.md, Membership): named at the first shard over, in file order.
+    (lambda: shards_with(1, capacity=2**53 - 1),
+     "shards[1].capacity: sum of capacities exceeds 9007199254740991", "R1 sum"),
+    (lambda: shards_with(3, capacity=2**53 - 20),
+     "shards[3].capacity: sum of capacities exceeds 9007199254740991", "R1 counts offline"),
+    (lambda: many_shards(1025, capacity=2**53 - 1),
+     "shards[1].capacity: sum of capacities exceeds 9007199254740991", "R1 1025 x 2^53-1"),
+    (lambda: many_shards(105, weight=1000),
+     "shards[104].weight: ring exceeds 16777216 points", "R2 ring points"),
+    (lambda: many_shards(115, weight=1000, offline=10),
+     "shards[114].weight: ring exceeds 16777216 points", "R2 counts online only"),
 ]
 
 

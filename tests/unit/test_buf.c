@@ -1,7 +1,8 @@
-/* The streamed JSON writer: escaping and integers, byte for byte. */
+/* The streamed JSON writer: escaping and integers, byte for byte; the ledger's exact totals. */
 #include <stdint.h>
 
 #include "buf.h"
+#include "ledger.h"
 #include "check.h"
 
 static const char *render_string(struct gw_buf *b, const char *s, size_t len)
@@ -64,10 +65,49 @@ static void test_integers(void)
     gw_buf_free(&b);
 }
 
+/* 128-bit totals are printed exactly (docs/api.md, GET /v1/shards): past 2^64, and at the top. */
+static void test_u128(void)
+{
+    struct gw_buf b;
+    gw_buf_init(&b);
+    gw_buf_u128(&b, 0);
+    gw_buf_field_u128(&b, ",", (gw_u128)UINT64_MAX + 1);
+    gw_buf_field_u128(&b, ",", (gw_u128)2050 * 9007199254740991ULL);
+    gw_buf_field_u128(&b, ",", ~(gw_u128)0);
+    gw_buf_append(&b, "", 1);
+    CHECK_EQ_STR(b.data, "0,18446744073709551616,18464758472219031550,"
+                         "340282366920938463463374607431768211455");
+    gw_buf_free(&b);
+}
+
+/* 2,050 receipts of load 2^53 - 1 on one shard pass 2^64; the ledger keeps the exact sum. */
+static void test_ledger_past_2_64(void)
+{
+    struct gw_ledger l;
+    CHECK_EQ_U64(gw_ledger_init(&l, 2), 0);
+    struct gw_tally tally[2] = {{9007199254740991ULL, 1}, {0, 0}};
+    for (int i = 0; i < 2049; i++)
+        gw_ledger_add(&l, tally);
+    gw_ledger_add_one(&l, 0, 9007199254740991ULL, 1);
+    struct gw_total totals[2];
+    gw_ledger_snapshot(&l, totals);
+    struct gw_buf b;
+    gw_buf_init(&b);
+    gw_buf_u128(&b, totals[0].load);
+    gw_buf_field_u128(&b, " ", totals[0].received);
+    gw_buf_field_u128(&b, " ", totals[1].load);
+    gw_buf_append(&b, "", 1);
+    CHECK_EQ_STR(b.data, "18464758472219031550 2050 0");
+    gw_buf_free(&b);
+    gw_ledger_free(&l);
+}
+
 int main(void)
 {
     test_escaping();
     test_every_control_byte();
     test_integers();
+    test_u128();
+    test_ledger_past_2_64();
     return CHECK_DONE();
 }
