@@ -98,12 +98,23 @@ static void skip_ws(struct reader *r)
         r->p++;
 }
 
+/* Room for every node a budget allows at once (a value takes two bytes at least): growing by
+ * doubling would copy, and hold old and new arrays together, at the worst moment. Pages not
+ * used are never touched. */
+static size_t first_capacity(const struct reader *r)
+{
+    size_t most = (size_t)(r->end - r->start) / 2 + 2;
+    if (r->limits.max_values && r->limits.max_values < most)
+        most = r->limits.max_values;
+    return r->limits.max_values ? most : 1024;
+}
+
 /* A new node of `type`; returns its index, or 0 (never a new node's index) when out of memory. */
 static uint32_t new_node(struct reader *r, uint32_t type)
 {
     struct jdoc *d = r->d;
     if (d->count == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 1024;
+        size_t cap = r->cap ? 2 * r->cap : first_capacity(r);
         struct jnode *nodes = cap <= UINT32_MAX ? realloc(d->nodes, cap * sizeof(*nodes)) : NULL;
         if (!nodes) {
             r->no_mem = 1;
