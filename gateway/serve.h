@@ -125,6 +125,9 @@ int gw_body_begin(struct gw_req *r, uint64_t declared);
 enum MHD_Result gw_body_take(struct gw_req *r, const char *data, size_t size);
 /* Answers a body that was dropped (r->drop != GW_BODY_KEPT): 413, 503 or 500. */
 enum MHD_Result gw_body_refuse(struct gw_req *r);
+/* Drops `size` bytes of a body no endpoint reads; MHD_NO (close) past --max-body or
+ * --body-timeout. */
+enum MHD_Result gw_body_ignore(struct gw_req *r, size_t size);
 /* 503 body_budget_exhausted with Retry-After. */
 enum MHD_Result gw_body_budget_exhausted(struct gw_req *r);
 /* Frees the body and returns its share of the budget (safe at completion). */

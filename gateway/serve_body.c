@@ -100,6 +100,24 @@ enum MHD_Result gw_body_take(struct gw_req *r, const char *data, size_t size)
     return MHD_NO;
 }
 
+/* A body where none is expected is read and dropped, but not without end: past --max-body or
+ * --body-timeout (counted from the first byte) the connection is closed. */
+enum MHD_Result gw_body_ignore(struct gw_req *r, size_t size)
+{
+    uint64_t now = gw_serve_now_ns();
+    if (!r->deadline_ns)
+        r->deadline_ns = now + (uint64_t)r->srv->opt.body_timeout_s * 1000000000ULL;
+    r->dropped += size;
+    unsigned cut = now >= r->deadline_ns               ? MHD_HTTP_REQUEST_TIMEOUT
+                   : r->dropped > r->srv->opt.max_body ? MHD_HTTP_CONTENT_TOO_LARGE
+                                                       : 0;
+    if (!cut)
+        return MHD_YES;
+    r->status = cut; /* for the log line; no answer can be sent */
+    gw_serve_count(r);
+    return MHD_NO;
+}
+
 enum MHD_Result gw_body_budget_exhausted(struct gw_req *r)
 {
     char msg[160];

@@ -160,8 +160,9 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
     if (r->route == GW_ROUTE_POST_BATCHES)
         return gw_serve_post_batches(r, data, size);
     if (*size > 0) {
-        *size = 0; /* a body where none is expected is read and ignored */
-        return MHD_YES;
+        size_t n = *size;
+        *size = 0; /* a body where none is expected is read and ignored, within limits */
+        return gw_body_ignore(r, n);
     }
     return r->phase == GW_PHASE_ANSWERED ? MHD_YES : route(r, url, method);
 }

@@ -9,7 +9,7 @@ token and token files an operator got slightly wrong.
   with Retry-After, a chunked body that crosses it is dropped and never parsed, and once the
   holders are gone a POST succeeds;
 - a body not complete --body-timeout seconds after its headers is cut (trickled or stalled),
-  logged as 408;
+  logged as 408; a body sent where none is read is closed past --max-body;
 - with --token-file every endpoint but /livez and /readyz (and /metrics with --metrics-open)
   needs the token: a table of path -> status without, with a wrong and with the right token;
 - token files with blanks around the token work with the plain token, and blank, multi-line
@@ -216,6 +216,31 @@ def trickled_body_is_cut_at_the_deadline():
             wait_logged(s, logged + 1, "the cut request's log line")
             eq(s.request_log()[-1]["status"], 408, "%s is logged as 408" % what)
         eq(s.post(batch("ok")).status, 200, "a whole body is served")
+
+
+@case
+def ignored_body_is_not_read_without_end():
+    """A body sent to an endpoint that reads none is dropped, but only up to --max-body."""
+    with Server(args=["--max-body", str(MIB)]) as s:
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        sock.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        piece, sent, err = b"%x\r\n" % (64 * 1024) + b" " * (64 * 1024) + b"\r\n", 0, None
+        try:
+            while sent < 64 * MIB:
+                sock.sendall(piece)
+                sent += 64 * 1024
+            sock.sendall(b"0\r\n\r\n")
+            err = "answered: %r" % sock.recv(40)
+        except OSError as e:
+            err = e.__class__.__name__
+        sock.close()
+        print("ignored body: closed after %.1f MiB sent (%s)" % (sent / MIB, err))
+        ok(sent < 16 * MIB, "closed soon past --max-body 1 MiB, not after %d bytes (%s)"
+           % (sent, err))
+        rtlib.wait_until(lambda: any(l["path"] == "/livez" for l in s.request_log()), 5,
+                         "its log line")
+        eq([l["status"] for l in s.request_log() if l["path"] == "/livez"], [413], "logged 413")
+        eq(s.get("/livez").status, 200, "still serving")
 
 
 TOKEN = "s3cret-token"
