@@ -7,7 +7,8 @@ token and token files an operator got slightly wrong.
   each; the RSS check is skipped under sanitizers, LOAD_RSS_CHECK=0);
 - bodies in flight share --max-body-inflight: past it a POST gets 503 body_budget_exhausted
   with Retry-After, a chunked body that crosses it is dropped and never parsed, and once the
-  holders are gone a POST succeeds;
+  holders are gone a POST succeeds; a body whose buffer cannot grow (out of memory, ASan
+  builds only) is answered 500 and its prefix never parsed;
 - a body not complete --body-timeout seconds after its headers is cut (trickled or stalled),
   logged as 408; a body sent where none is read is closed past --max-body;
 - with --token-file every endpoint but /livez and /readyz (and /metrics with --metrics-open)
@@ -27,6 +28,7 @@ import time
 
 import rtlib
 from rtlib import eq, ok
+import gwtest
 from gwtest import Server, batch, case, journal_receipts, read, run_server, src, tmpdir, write
 
 MIB = 1 << 20
@@ -216,6 +218,33 @@ def trickled_body_is_cut_at_the_deadline():
             wait_logged(s, logged + 1, "the cut request's log line")
             eq(s.request_log()[-1]["status"], 408, "%s is logged as 408" % what)
         eq(s.post(batch("ok")).status, 200, "a whole body is served")
+
+
+def asan_build():
+    with open(gwtest.BIN, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+@case
+def failed_body_append_is_never_parsed():
+    """Out of memory while a body grows: 500, and the part received is not parsed. A real
+    allocation failure needs ASan's allocator (max_allocation_size_mb): skipped elsewhere."""
+    if not asan_build():
+        print("skipped: needs an ASan build (ASAN_OPTIONS=max_allocation_size_mb)")
+        return
+    env = {"ASAN_OPTIONS": ":".join(x for x in [os.environ.get("ASAN_OPTIONS"), "detect_leaks=0",
+                                                "allocator_may_return_null=1",
+                                                "max_allocation_size_mb=3"] if x)}
+    with Server(env=env, args=["--max-body", str(8 * MIB)]) as s:
+        # A valid batch, then blanks: growing the body past 2 MiB fails, and the 2 MiB received
+        # would parse as the batch.
+        body = json.dumps(batch("prefix")).encode() + b" " * (6 * MIB)
+        head, rest = chunked_post(s.port, body, chunk=100000)
+        ok(head.startswith(b"HTTP/1.1 500"), "out of memory mid-body: %r" % head[:40])
+        eq(json.loads(rest)["error"], {"code": "internal", "path": "",
+                                       "message": "out of memory while reading the request body"},
+           "its error")
+        eq(journal_receipts(s.state_dir), [], "the prefix was not journaled")
 
 
 @case
