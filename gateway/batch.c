@@ -227,7 +227,7 @@ static int compute_fingerprint(struct gw_batch *b)
     return rc;
 }
 
-/* What the reader may build for a batch (docs/api.md, "Limits"): no valid batch has more
+/* What the reader may build for a batch (docs/api.md §3.1): no valid batch has more
  * values than 3 + 4 per change, nor more than one per 7 bytes (a change takes 30 bytes at
  * least), nor more array elements than changes; 64 spare values keep small documents' own
  * errors. The reader stops at the first value past these, so its nodes (48 bytes a value)

@@ -1,4 +1,4 @@
-/* The bearer token of `shardgate serve --token-file` (docs/api.md, "Authentication"): which
+/* The bearer token of `shardgate serve --token-file` (docs/api.md §11): which
  * requests need it and how it is compared. */
 #include "serve.h"
 

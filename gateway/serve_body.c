@@ -1,6 +1,6 @@
 /* The body of POST /v1/batches while it is read: the --max-body cap, the in-flight budget
  * every body shares (--max-body-inflight) and the whole-body deadline (--body-timeout);
- * docs/api.md, "POST /v1/batches", and docs/operations.md, "Limits". */
+ * docs/api.md §3 and §3.1, docs/operations.md §5.3. */
 #include "serve.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* The bearer token file of `shardgate serve --token-file` (docs/api.md, "Authentication"). */
+/* The bearer token file of `shardgate serve --token-file` (docs/api.md §11). */
 #ifndef SHARDGATE_GW_TOKEN_H
 #define SHARDGATE_GW_TOKEN_H
 
