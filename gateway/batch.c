@@ -227,17 +227,41 @@ static int compute_fingerprint(struct gw_batch *b)
     return rc;
 }
 
+/* What the reader may build for a batch (docs/api.md §3.1): no valid batch has more
+ * values than 3 + 4 per change, nor more than one per 7 bytes (a change takes 30 bytes at
+ * least), nor more array elements than changes; 64 spare values keep small documents' own
+ * errors. The reader stops at the first value past these, so its nodes (48 bytes a value)
+ * are bounded by the schema, not by the body. */
+static struct json_limits batch_limits(size_t len, size_t max_changes)
+{
+    size_t by_changes = 3 + 4 * max_changes, by_bytes = 64 + len / 7;
+    return (struct json_limits){.max_values = by_changes < by_bytes ? by_changes : by_bytes,
+                                .max_elements = max_changes};
+}
+
+static void report_read_error(const char *data, const struct jdoc *d, int rc, size_t max_changes,
+                              struct gw_error *err)
+{
+    size_t line, column;
+    if (rc == -E2BIG) {
+        gw_error_set(err, d->path, "%s: a batch holds at most %zu changes of 3 fields", d->what,
+                     max_changes);
+    } else if (rc == -EINVAL) {
+        json_position(data, d->error_at, &line, &column);
+        gw_error_set(err, "$", "invalid JSON at line %zu column %zu: %s", line, column, d->what);
+    }
+}
+
 int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_batch *out,
                    struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
     struct jdoc d;
-    int rc = json_read(data, len, &d);
-    if (rc == -EINVAL) {
-        size_t line, column;
-        json_position(data, d.error_at, &line, &column);
-        gw_error_set(err, "$", "invalid JSON at line %zu column %zu: %s", line, column, d.what);
-    }
+    struct json_limits limits = batch_limits(len, max_changes);
+    int rc = json_read(data, len, &limits, &d);
+    report_read_error(data, &d, rc, max_changes, err);
+    if (rc == -E2BIG)
+        rc = -EINVAL;
     if (rc == 0) {
         out->doc = d.arena; /* the strings of the batch live on in the arena */
         d.arena = NULL;

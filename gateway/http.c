@@ -38,21 +38,29 @@ int gw_http_is_json(const char *content_type)
     return *rest == '\0' || *rest == ';';
 }
 
+static int is_token_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+void gw_http_trim(const char **s, size_t *len)
+{
+    while (*len > 0 && is_token_space(**s)) {
+        (*s)++;
+        (*len)--;
+    }
+    while (*len > 0 && is_token_space((*s)[*len - 1]))
+        (*len)--;
+}
+
 int gw_http_bearer(const char *authorization, const char **token, size_t *len)
 {
     if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
         return -ENOENT;
-    const char *t = authorization + 7;
-    while (is_space(*t))
-        t++;
-    size_t n = strlen(t);
-    while (n > 0 && is_space(t[n - 1]))
-        n--;
-    if (n == 0)
-        return -ENOENT;
-    *token = t;
-    *len = n;
-    return 0;
+    *token = authorization + 7;
+    *len = strlen(*token);
+    gw_http_trim(token, len);
+    return *len == 0 ? -ENOENT : 0;
 }
 
 int gw_http_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)

@@ -17,8 +17,13 @@ void gw_http_error_body(struct gw_buf *out, const char *code, const char *messag
  * "; charset=utf-8" allowed), else 0. NULL is not JSON. */
 int gw_http_is_json(const char *content_type);
 
-/* Finds the token of an "Authorization: Bearer <token>" value. Returns 0 and the token
- * (not NUL-terminated at *len), or -ENOENT when the value is missing or not a bearer. */
+/* Narrows [*s, *s + *len) to leave out leading and trailing spaces, tabs, CRs and LFs: the
+ * one trim of a bearer token, in the Authorization header and in --token-file alike. */
+void gw_http_trim(const char **s, size_t *len);
+
+/* Finds the token of an "Authorization: Bearer <token>" value (trimmed by gw_http_trim). Returns 0
+ * and the token (not NUL-terminated at *len), or -ENOENT when the value is missing or not a bearer.
+ */
 int gw_http_bearer(const char *authorization, const char **token, size_t *len);
 
 /* Parses "HOST:PORT" (an IPv4 literal or "localhost", port 0..65535; 0 picks a free one).

@@ -13,6 +13,14 @@
 #define MAX_DEPTH 512
 #define LINEAR_DUP_CHECK 64 /* objects with more members are checked by sorting at the end */
 
+/* Where the reader is: the member name or array index at each depth, for a budget's path. */
+struct path_step {
+    const char *key;
+    uint32_t key_len;
+    uint32_t index;
+    int member;
+};
+
 struct reader {
     const unsigned char *start, *p, *end;
     struct jdoc *d;
@@ -20,6 +28,10 @@ struct reader {
     char *out;  /* next free byte of the arena */
     int depth;
     int no_mem;
+    int over_budget;
+    struct json_limits limits;
+    size_t elements; /* array elements read so far, over every array */
+    struct path_step steps[MAX_DEPTH + 1];
 };
 
 static int fail_at(struct reader *r, const unsigned char *at, const char *fmt, ...)
@@ -47,6 +59,33 @@ static const char *describe(const struct reader *r, const unsigned char *at, cha
     return buf;
 }
 
+/* The JSON path of the value being read, in the notation of batch errors: "$" for the root,
+ * "changes[3].id", "$[7]" for an element of a top-level array, [""] for an empty name. */
+static void format_path(const struct reader *r, int depth, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, depth == 0 ? "$" : "");
+    for (int i = 1; i <= depth && n < cap; i++) {
+        const struct path_step *s = &r->steps[i];
+        const char *root = i == 1 ? "$" : "";
+        int k = s->key_len < 64 ? (int)s->key_len : 64;
+        if (!s->member)
+            n += (size_t)snprintf(out + n, cap - n, "%s[%u]", root, s->index);
+        else if (s->key_len == 0)
+            n += (size_t)snprintf(out + n, cap - n, "%s[\"\"]", root);
+        else
+            n += (size_t)snprintf(out + n, cap - n, "%s%.*s", i == 1 ? "" : ".", k, s->key);
+    }
+}
+
+/* Stops the read where the document goes past a budget; the path names the value about to be
+ * read (`depth` = r->depth) or the array it would be added to (r->depth - 1). */
+static int past_budget(struct reader *r, int depth, const char *what, size_t limit)
+{
+    r->over_budget = 1;
+    format_path(r, depth, r->d->path, sizeof(r->d->path));
+    return fail_at(r, r->p, "more than %zu %s in the document", limit, what);
+}
+
 static int unexpected(struct reader *r, const char *expected)
 {
     char buf[32];
@@ -59,12 +98,23 @@ static void skip_ws(struct reader *r)
         r->p++;
 }
 
+/* Room for every node a budget allows at once (a value takes two bytes at least): growing by
+ * doubling would copy, and hold old and new arrays together, at the worst moment. Pages not
+ * used are never touched. */
+static size_t first_capacity(const struct reader *r)
+{
+    size_t most = (size_t)(r->end - r->start) / 2 + 2;
+    if (r->limits.max_values && r->limits.max_values < most)
+        most = r->limits.max_values;
+    return r->limits.max_values ? most : 1024;
+}
+
 /* A new node of `type`; returns its index, or 0 (never a new node's index) when out of memory. */
 static uint32_t new_node(struct reader *r, uint32_t type)
 {
     struct jdoc *d = r->d;
     if (d->count == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 1024;
+        size_t cap = r->cap ? 2 * r->cap : first_capacity(r);
         struct jnode *nodes = cap <= UINT32_MAX ? realloc(d->nodes, cap * sizeof(*nodes)) : NULL;
         if (!nodes) {
             r->no_mem = 1;
@@ -301,6 +351,9 @@ static int read_array(struct reader *r, uint32_t node)
         return 0;
     }
     for (;;) {
+        if (r->limits.max_elements && ++r->elements > r->limits.max_elements)
+            return past_budget(r, r->depth - 1, "array elements", r->limits.max_elements);
+        r->steps[r->depth] = (struct path_step){.index = r->d->nodes[node].count};
         if (read_value(r, &child) != 0)
             return -1;
         link_child(r, node, &last, child);
@@ -379,6 +432,7 @@ static int read_member(struct reader *r, uint32_t node, uint32_t *last)
         return unexpected(r, "':' after a member name");
     r->p++;
     skip_ws(r);
+    r->steps[r->depth] = (struct path_step){.key = key, .key_len = key_len, .member = 1};
     if (read_value(r, &child) != 0)
         return -1;
     r->d->nodes[child].key = key;
@@ -428,6 +482,8 @@ static int read_value(struct reader *r, uint32_t *out)
     if (r->p >= r->end)
         return unexpected(r, "a JSON value");
     unsigned char c = *r->p;
+    if (r->limits.max_values && r->d->count >= r->limits.max_values)
+        return past_budget(r, r->depth, "values", r->limits.max_values);
     uint32_t node = new_node(r, J_NULL);
     if (r->no_mem)
         return -1;
@@ -447,36 +503,44 @@ static int read_value(struct reader *r, uint32_t *out)
     return read_literal(r, node);
 }
 
-int json_read(const char *data, size_t len, struct jdoc *d)
+/* The document at r->start..r->end, into r->d; r->d->arena already allocated. */
+static int read_document(struct reader *r)
+{
+    uint32_t root;
+    r->out = r->d->arena;
+    skip_ws(r);
+    int rc = read_value(r, &root);
+    if (rc == 0) {
+        skip_ws(r);
+        if (r->p < r->end)
+            rc = unexpected(r, "the end of the document");
+    }
+    if (r->no_mem)
+        return -ENOMEM;
+    return rc == 0 ? 0 : r->over_budget ? -E2BIG : -EINVAL;
+}
+
+int json_read(const char *data, size_t len, const struct json_limits *limits, struct jdoc *d)
 {
     memset(d, 0, sizeof(*d));
-    struct reader r = {(const unsigned char *)data,
-                       (const unsigned char *)data,
-                       (const unsigned char *)data + len,
-                       d,
-                       0,
-                       NULL,
-                       0,
-                       0};
     if (len >= UINT32_MAX) {
-        fail_at(&r, r.p, "a document of 4 GiB or more");
+        snprintf(d->what, sizeof(d->what), "a document of 4 GiB or more");
         return -EINVAL;
     }
+    struct reader *r = calloc(1, sizeof(*r)); /* ~12 KiB of path steps: not on the stack */
     d->arena = malloc(len + 1);
-    if (!d->arena)
+    if (!r || !d->arena) {
+        free(r);
         return -ENOMEM;
-    r.out = d->arena;
-    uint32_t root;
-    skip_ws(&r);
-    int rc = read_value(&r, &root);
-    if (rc == 0) {
-        skip_ws(&r);
-        if (r.p < r.end)
-            rc = unexpected(&r, "the end of the document");
     }
-    if (r.no_mem)
-        return -ENOMEM;
-    return rc == 0 ? 0 : -EINVAL;
+    r->start = r->p = (const unsigned char *)data;
+    r->end = r->start + len;
+    r->d = d;
+    if (limits)
+        r->limits = *limits;
+    int rc = read_document(r);
+    free(r);
+    return rc;
 }
 
 void json_doc_free(struct jdoc *d)

@@ -26,15 +26,26 @@ struct jdoc {
     struct jnode *nodes;
     size_t count;
     char *arena;     /* every string of the document; the caller may take it over */
-    size_t error_at; /* on -EINVAL: byte offset of the fault */
-    char what[160];  /* on -EINVAL: what is wrong there */
+    size_t error_at; /* on -EINVAL or -E2BIG: byte offset of the fault */
+    char what[160];  /* on -EINVAL or -E2BIG: what is wrong there */
+    char path[160];  /* on -E2BIG: JSON path of the value past the budget ("changes[3].id") */
+};
+
+/* Budgets that stop the reader as soon as the document holds more than its caller could
+ * accept, so that what it builds is bounded by the caller's schema, not by the input
+ * (0: no budget). */
+struct json_limits {
+    size_t max_values;   /* values in the whole document (one node each) */
+    size_t max_elements; /* array elements, summed over every array of the document */
 };
 
 /* Reads one JSON document of `len` bytes. Any value may be at the top. Rejects duplicate
  * member names, invalid UTF-8, lone surrogates, control characters in strings, integers
  * outside int64, nesting deeper than 512, \u0000 in member names and anything after the
- * document. Returns 0, -EINVAL (d->what, d->error_at) or -ENOMEM; always json_doc_free(). */
-int json_read(const char *data, size_t len, struct jdoc *d);
+ * document. Stops at the first value past a budget of `limits` (NULL: none). Returns 0,
+ * -EINVAL (d->what, d->error_at), -E2BIG (d->what, d->error_at, d->path) or -ENOMEM;
+ * always json_doc_free(). */
+int json_read(const char *data, size_t len, const struct json_limits *limits, struct jdoc *d);
 
 void json_doc_free(struct jdoc *d);
 

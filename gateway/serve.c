@@ -9,26 +9,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
-#include <openssl/evp.h>
 
 #include "cli.h"
-#include "fileio.h"
 #include "http.h"
 #include "log.h"
 #include "membership.h"
+#include "token.h"
 
 const char gw_usage_serve[] =
     "usage: shardgate serve --conf FILE --shards FILE --state-dir DIR [--listen HOST:PORT]\n"
     "                       [--token-file FILE] [--max-body BYTES] [--max-changes N]\n"
     "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
-    "                       [--timeout SECONDS]\n"
+    "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
+    "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
-    "          --max-connections-per-ip 256, --timeout 30. --conf defaults to $SHARDGATE_CONF.\n"
+    "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
+    "          --body-timeout 60. --conf defaults to $SHARDGATE_CONF.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
     "      64 usage, 1 internal error (cannot listen, state dir unwritable).\n";
 
@@ -44,6 +46,9 @@ enum {
     OPT_MAX_CONN,
     OPT_MAX_PER_IP,
     OPT_TIMEOUT,
+    OPT_MAX_BODY_INFLIGHT,
+    OPT_BODY_TIMEOUT,
+    OPT_METRICS_OPEN,
     OPT_HELP
 };
 
@@ -70,6 +75,13 @@ static int set_number(struct gw_serve_options *o, int c, const char *arg)
     switch (c) {
     case OPT_MAX_BODY:
         return number_option("max-body", arg, 1, 1ULL << 32, &o->max_body);
+    case OPT_MAX_BODY_INFLIGHT:
+        return number_option("max-body-inflight", arg, 1, 1ULL << 40, &o->max_body_inflight);
+    case OPT_BODY_TIMEOUT:
+        if (number_option("body-timeout", arg, 1, 3600, &v))
+            return -1;
+        o->body_timeout_s = (unsigned)v;
+        return 0;
     case OPT_MAX_CHANGES:
         if (number_option("max-changes", arg, 1, 10000000, &v))
             return -1;
@@ -113,6 +125,9 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
         {"max-connections", required_argument, 0, OPT_MAX_CONN},
         {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
+        {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
+        {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
         {"help", no_argument, 0, OPT_HELP},
         {0, 0, 0, 0}};
     *o = (struct gw_serve_options){.listen = "127.0.0.1:8080",
@@ -121,7 +136,9 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .threads = 2,
                                    .max_connections = GW_MAX_CONNECTIONS_DEFAULT,
                                    .max_per_ip = GW_MAX_PER_IP_DEFAULT,
-                                   .timeout_s = GW_TIMEOUT_DEFAULT};
+                                   .timeout_s = GW_TIMEOUT_DEFAULT,
+                                   .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
+                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT};
     optind = 1;
     opterr = 0;
     int c;
@@ -138,7 +155,9 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
         }
         if (c == '?')
             return usage_error("unknown option or missing value");
-        if (slot)
+        if (c == OPT_METRICS_OPEN)
+            o->metrics_open = 1;
+        else if (slot)
             *slot = optarg;
         else if (set_number(o, c, optarg) != 0)
             return GW_EXIT_USAGE;
@@ -153,27 +172,32 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     return -1;
 }
 
+/* A token file others may read is a secret others may know: said once, at start. */
+static void warn_token_readable(const char *path, mode_t mode)
+{
+    struct gw_buf f;
+    char m[8];
+    gw_buf_init(&f);
+    gw_log_str(&f, "file", path);
+    snprintf(m, sizeof(m), "%04o", (unsigned)(mode & 07777));
+    gw_log_str(&f, "mode", m);
+    gw_log_str(&f, "warning", "the token file is readable by group or others: chmod 600 it");
+    gw_log_event("token_file_readable", &f);
+}
+
 static int load_token(struct gw_server *s)
 {
-    char *text;
-    size_t len;
-    int rc = gw_file_read(s->opt.token_file, &text, &len);
+    struct gw_error err;
+    mode_t mode = 0;
+    int rc = gw_token_load(s->opt.token_file, s->token_digest, &mode, &err);
     if (rc != 0) {
-        fprintf(stderr, "token: %s: cannot read: %s\n", s->opt.token_file, strerror(-rc));
-        return GW_EXIT_UNUSABLE;
+        fprintf(stderr, "%s\n", err.msg);
+        return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_UNUSABLE;
     }
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
-        len--;
-    if (len == 0 || memchr(text, '\n', len)) {
-        fprintf(stderr, "token: %s: must hold one non-empty line\n", s->opt.token_file);
-        free(text);
-        return GW_EXIT_UNUSABLE;
-    }
-    rc = EVP_Digest(text, len, s->token_digest, NULL, EVP_sha256(), NULL) ? 0 : -1;
-    OPENSSL_cleanse(text, len);
-    free(text);
+    if (mode & (S_IRGRP | S_IROTH))
+        warn_token_readable(s->opt.token_file, mode);
     s->auth = 1;
-    return rc == 0 ? GW_EXIT_OK : GW_EXIT_INTERNAL;
+    return GW_EXIT_OK;
 }
 
 static int compare_shard_id(const void *key, const void *elem)

@@ -160,8 +160,9 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
     if (r->route == GW_ROUTE_POST_BATCHES)
         return gw_serve_post_batches(r, data, size);
     if (*size > 0) {
-        *size = 0; /* a body where none is expected is read and ignored */
-        return MHD_YES;
+        size_t n = *size;
+        *size = 0; /* a body where none is expected is read and ignored, within limits */
+        return gw_body_ignore(r, n);
     }
     return r->phase == GW_PHASE_ANSWERED ? MHD_YES : route(r, url, method);
 }
@@ -208,13 +209,16 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe)
 {
     (void)conn;
-    (void)toe;
     struct gw_server *s = cls;
     struct gw_req *r = *con_cls;
     if (!r)
         return;
-    log_request(r, gw_serve_now_ns() - r->start_ns);
-    gw_buf_free(&r->body);
+    uint64_t now = gw_serve_now_ns();
+    if (r->phase == GW_PHASE_BODY && r->status == 0 &&
+        toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
+        r->status = r->deadline_ns && now >= r->deadline_ns ? MHD_HTTP_REQUEST_TIMEOUT : 0;
+    log_request(r, now - r->start_ns);
+    gw_body_release(r);
     gw_buf_free(&r->receipt);
     free(r->tally);
     free(r);

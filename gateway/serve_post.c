@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include "dispatch.h"
 #include "http.h"
 #include "receipt.h"
@@ -25,74 +22,30 @@ static const char *header(struct gw_req *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-static int authorized(struct gw_req *r)
-{
-    const char *token;
-    size_t len;
-    unsigned char digest[32];
-    if (!r->srv->auth)
-        return 1;
-    if (gw_http_bearer(header(r, MHD_HTTP_HEADER_AUTHORIZATION), &token, &len) != 0)
-        return 0;
-    /* Comparing digests keeps the compare constant-time whatever the token lengths. */
-    if (!EVP_Digest(token, len, digest, NULL, EVP_sha256(), NULL))
-        return 0;
-    return CRYPTO_memcmp(digest, r->srv->token_digest, sizeof(digest)) == 0;
-}
-
-static enum MHD_Result too_large(struct gw_req *r)
-{
-    char msg[128];
-    snprintf(msg, sizeof(msg), "request body exceeds --max-body %llu bytes",
-             (unsigned long long)r->srv->opt.max_body);
-    return fail(r, MHD_HTTP_CONTENT_TOO_LARGE, "payload_too_large", msg, "");
-}
-
 /* Everything decided from the headers, before a byte of the body is read. */
 static enum MHD_Result begin(struct gw_req *r)
 {
-    if (!authorized(r))
-        return gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized",
-                              "POST needs Authorization: Bearer <token>", "",
-                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (!gw_serve_authorized(r))
+        return gw_serve_unauthorized(r);
     if (!gw_http_is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                     "Content-Type must be application/json", "");
     const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t declared = 0;
     if (cl && gw_http_parse_u64(cl, 0, UINT64_MAX, &declared) == 0 &&
-        declared > r->srv->opt.max_body)
-        return too_large(r);
-    /* Room for the declared body up front (a few MiB at most: a client that only claims a large
-     * body holds little); a chunked body grows as it comes. */
+        declared > r->srv->opt.max_body) {
+        r->drop = GW_BODY_TOO_LARGE;
+        return gw_body_refuse(r);
+    }
+    if (gw_body_begin(r, declared) != 0)
+        return gw_body_budget_exhausted(r);
+    /* Room for the whole declared body up front, as the budget holds it: growing by doubling
+     * would copy and hold two buffers at once. Pages not yet received are never touched; a
+     * chunked body grows as it comes. */
     if (declared > 0)
-        gw_buf_reserve(&r->body, (size_t)(declared < (4u << 20) ? declared : (4u << 20)));
+        gw_buf_reserve(&r->body, (size_t)declared);
     r->phase = GW_PHASE_BODY;
     return MHD_YES;
-}
-
-/* Takes one piece of the body; past the cap it is dropped, not kept. libmicrohttpd 0.9.75
- * cannot answer before the body has ended, so an oversized chunked body is read to its end
- * to answer 413 — but only up to as much again as the cap: past that the connection is closed
- * without an answer. Returns MHD_YES to go on reading, MHD_NO to close. */
-static enum MHD_Result take(struct gw_req *r, const char *data, size_t size)
-{
-    uint64_t cap = r->srv->opt.max_body;
-    if (!r->too_large && r->body.len + size > cap) {
-        r->too_large = 1;
-        r->dropped = r->body.len;
-        gw_buf_free(&r->body);
-    }
-    if (!r->too_large) {
-        gw_buf_append(&r->body, data, size);
-        return MHD_YES;
-    }
-    r->dropped += size;
-    if (r->dropped <= 2 * cap)
-        return MHD_YES;
-    r->status = MHD_HTTP_CONTENT_TOO_LARGE; /* for the log line; no answer can be sent */
-    gw_serve_count(r);
-    return MHD_NO;
 }
 
 /* The journal writer's completion: make the outcome visible, then wake the connection. */
@@ -233,13 +186,13 @@ static int is_syntax_error(const struct gw_error *err)
 
 static enum MHD_Result finish_body(struct gw_req *r)
 {
-    if (r->too_large)
-        return too_large(r);
+    if (r->drop != GW_BODY_KEPT)
+        return gw_body_refuse(r);
     struct gw_batch b;
     struct gw_error err;
     int rc = gw_batch_parse(r->body.data ? r->body.data : "", r->body.len, r->srv->opt.max_changes,
                             &b, &err);
-    gw_buf_free(&r->body);
+    gw_body_done(r);
     if (rc == -ENOMEM)
         return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     if (rc != 0)
@@ -275,7 +228,7 @@ enum MHD_Result gw_serve_post_batches(struct gw_req *r, const char *data, size_t
     case GW_PHASE_BODY:
         if (*size == 0)
             return finish_body(r);
-        if (take(r, data, *size) != MHD_YES)
+        if (gw_body_take(r, data, *size) != MHD_YES)
             return MHD_NO;
         *size = 0;
         return MHD_YES;

@@ -155,6 +155,8 @@ static enum MHD_Result get_metrics(struct gw_req *r)
 
 enum MHD_Result gw_serve_get(struct gw_req *r, const char *url)
 {
+    if (!gw_serve_get_authorized(r, url))
+        return gw_serve_unauthorized(r);
     if (strcmp(url, "/v1/ring") == 0)
         return get_ring(r);
     if (strcmp(url, "/v1/lookup") == 0)

@@ -189,7 +189,10 @@ def auth_on_and_off():
         eq(len(journal_lines(s.state_dir)), 1, "unauthorized posts journal nothing")
         r = s.post(batch("a1"), headers={"Authorization": "Bearer s3cret-token"})
         eq(r.status, 200, "right token")
-        eq(s.get("/v1/shards").status, 200, "GET needs no token")
+        eq(s.get("/v1/shards").status, 401, "GET of shard data needs the token too")
+        eq(s.get("/v1/shards", headers={"Authorization": "Bearer s3cret-token"}).status, 200,
+           "GET with the token")
+        eq(s.get("/livez").status, 200, "probes need no token")
     with Server() as s:
         eq(s.post(batch("a2")).status, 200, "auth off: no token needed")
     empty = write(os.path.join(d, "empty"), "\n")

@@ -1,0 +1,51 @@
+/* The bearer token of `shardgate serve --token-file` (docs/api.md §11): which
+ * requests need it and how it is compared. */
+#include "serve.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "http.h"
+
+int gw_serve_authorized(struct gw_req *r)
+{
+    const char *token;
+    size_t len;
+    unsigned char digest[32];
+    if (!r->srv->auth)
+        return 1;
+    const char *value =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (gw_http_bearer(value, &token, &len) != 0)
+        return 0;
+    /* Comparing digests keeps the compare constant-time whatever the token lengths. */
+    if (!EVP_Digest(token, len, digest, NULL, EVP_sha256(), NULL))
+        return 0;
+    return CRYPTO_memcmp(digest, r->srv->token_digest, sizeof(digest)) == 0;
+}
+
+/* Endpoints anyone may read while a token is configured: the probes, and /metrics with
+ * --metrics-open. Every other one shows receipts, shards or the ring. */
+static int open_endpoint(const struct gw_server *s, const char *url)
+{
+    if (strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
+        return 1;
+    return strcmp(url, "/metrics") == 0 && s->opt.metrics_open;
+}
+
+int gw_serve_get_authorized(struct gw_req *r, const char *url)
+{
+    return open_endpoint(r->srv, url) || gw_serve_authorized(r);
+}
+
+enum MHD_Result gw_serve_unauthorized(struct gw_req *r)
+{
+    char msg[320];
+    snprintf(msg, sizeof(msg), "%s needs Authorization: Bearer <token>",
+             strcmp(r->method, MHD_HTTP_METHOD_POST) == 0 ? "POST" : r->path);
+    return gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized", msg, "",
+                          MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+}
