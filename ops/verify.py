@@ -153,7 +153,7 @@ def http_checks():
         st, _, r = s.request("GET", "/v1/lookup?key=order:1001")
         check("lookup order:1001", (st, json.loads(r)["shard"]), (200, "shard-b"))
         check("/metrics has vnodes_total 480",
-              b"shardgate_ring_vnodes_total 480" in s.request("GET", "/metrics")[2], True)
+              b"shardgate_ring_points 480" in s.request("GET", "/metrics")[2], True)
         check("SIGTERM exits 0", s.stop(), 0)
         s = Server(state).start()
         st, h, r = s.request("POST", "/v1/batches", body, json_h)

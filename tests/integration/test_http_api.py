@@ -292,7 +292,7 @@ def metrics_after_known_posts():
                                 ("shard-d", 0, 0), ("shard-e", 0, 0)]:
             eq(metric(t, 'shardgate_shard_load_total{shard="%s"}' % sid), str(load), sid)
             eq(metric(t, 'shardgate_shard_received_total{shard="%s"}' % sid), str(recv), sid)
-        eq(metric(t, "shardgate_ring_vnodes_total"), "480", "vnodes")
+        eq(metric(t, "shardgate_ring_points"), "480", "vnodes")
         eq(metric(t, 'shardgate_ring_info{id="ce0ad72e7a89a4843f1199a33e0c83fcba059cfc",'
                      'hash="sha1",vnodes="160"}'), "1", "ring info")
         eq(metric(t, "shardgate_journal_fsync_duration_seconds_count"), "1", "one fsync")
