@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fnv.h"
+
 struct gw_idem_entry {
     struct gw_idem_entry *next;
     uint64_t hash;
@@ -14,14 +16,6 @@ struct gw_idem_entry {
     size_t len;
     char id[]; /* not NUL-terminated */
 };
-
-static uint64_t hash_id(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
 
 int gw_idem_init(struct gw_idem *t)
 {
@@ -105,7 +99,7 @@ int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
                   const unsigned char fingerprint[GW_FINGERPRINT_LEN],
                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     int rc = 0;
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
@@ -127,7 +121,7 @@ int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
 
 void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry *e = *slot_of(t, id, len, h);
     if (e && !e->durable) {
@@ -140,7 +134,7 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
 
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
     struct gw_idem_entry *e = *slot;
@@ -155,7 +149,7 @@ void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
 int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
                    const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
     int rc = *slot ? -EEXIST : add_entry(t, slot, id, len, h, fingerprint);
@@ -171,7 +165,7 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
 
 int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref *ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry *e = *slot_of(t, id, len, h);
     int rc = e && e->durable ? 0 : -ENOENT;

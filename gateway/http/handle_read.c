@@ -1,7 +1,8 @@
-/* The read-only endpoints of `shardgate serve`: ring, lookup, shards, batches, probes, metrics. */
-#include "serve.h"
+/* The read-only endpoints of `shardgate serve` over placement and receipts: ring, lookup,
+ * shards and stored batches (docs/api.md §4 to §7). */
+#include "request.h"
 
-#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,8 +21,9 @@ static enum MHD_Result no_online_shard(struct gw_req *r)
                           NULL);
 }
 
-static enum MHD_Result get_ring(struct gw_req *r)
+enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
 {
+    (void)rest;
     const char *points = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "points");
     int with_points = points && (strcmp(points, "1") == 0 || strcmp(points, "true") == 0);
     if (points && !with_points && strcmp(points, "0") != 0 && strcmp(points, "false") != 0)
@@ -34,8 +36,9 @@ static enum MHD_Result get_ring(struct gw_req *r)
     return json_ok(r, MHD_HTTP_OK, &body);
 }
 
-static enum MHD_Result get_lookup(struct gw_req *r)
+enum MHD_Result gw_handle_lookup(struct gw_req *r, const char *rest)
 {
+    (void)rest;
     const char *key = NULL;
     size_t len = 0;
     if (MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, "key", 3, &key, &len) !=
@@ -54,8 +57,9 @@ static enum MHD_Result get_lookup(struct gw_req *r)
     return json_ok(r, MHD_HTTP_OK, &body);
 }
 
-static enum MHD_Result get_shards(struct gw_req *r)
+enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 {
+    (void)rest;
     const struct gw_membership *m = &r->srv->topo.members;
     struct gw_total *totals = calloc(m->count ? m->count : 1, sizeof(*totals));
     struct gw_buf body;
@@ -83,20 +87,22 @@ static enum MHD_Result get_shards(struct gw_req *r)
     return json_ok(r, MHD_HTTP_OK, &body);
 }
 
-/* Reads a stored receipt out of the journal into `body`, followed by a newline. */
-int gw_serve_stored_receipt(struct gw_server *s, struct gw_idem_ref ref, struct gw_buf *body)
+/* The stored receipt and a newline, read from the journal (docs/api.md §3 and §4). */
+enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
+                                         const char *header, const char *value)
 {
-    int rc = gw_buf_reserve(body, ref.len + 1);
-    if (rc == 0)
-        rc = gw_journal_read(&s->journal, ref.offset, ref.len, body->data + body->len);
-    if (rc != 0)
-        return rc;
-    body->len += ref.len;
-    gw_buf_puts(body, "\n");
-    return body->failed ? -ENOMEM : 0;
+    struct gw_buf body;
+    gw_buf_init(&body);
+    if (gw_journal_copy(&r->srv->journal, ref.offset, ref.len, &body) != 0) {
+        gw_buf_free(&body);
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                              "cannot read the stored receipt from the journal", "", NULL, NULL);
+    }
+    gw_buf_puts(&body, "\n");
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, header, value);
 }
 
-static enum MHD_Result get_batch(struct gw_req *r, const char *id)
+enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
 {
     struct gw_idem_ref ref;
     size_t len = strlen(id);
@@ -106,66 +112,5 @@ static enum MHD_Result get_batch(struct gw_req *r, const char *id)
         return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "batch_id", NULL, NULL);
     }
     snprintf(r->batch_id, sizeof(r->batch_id), "%s", id);
-    struct gw_buf body;
-    gw_buf_init(&body);
-    if (gw_serve_stored_receipt(r->srv, ref, &body) != 0) {
-        gw_buf_free(&body);
-        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-                              "cannot read the stored receipt from the journal", "", NULL, NULL);
-    }
-    return json_ok(r, MHD_HTTP_OK, &body);
-}
-
-static enum MHD_Result get_probe(struct gw_req *r, int ready_probe)
-{
-    struct gw_server *s = r->srv;
-    struct gw_buf body;
-    gw_buf_init(&body);
-    if (!ready_probe) {
-        gw_buf_puts(&body, "{\"status\":\"live\"}\n");
-        return json_ok(r, MHD_HTTP_OK, &body);
-    }
-    int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->committer);
-    int ring = ring_points_total(s->topo.ring) > 0;
-    int ready = replayed && !failed && ring;
-    gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
-    gw_buf_puts(&body, ",\"checks\":{\"journal\":\"");
-    gw_buf_puts(&body, !replayed ? "replaying" : failed ? "unavailable" : "ok");
-    gw_buf_puts(&body, ring ? "\",\"ring\":\"ok\"}}\n" : "\",\"ring\":\"empty\"}}\n");
-    return json_ok(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &body);
-}
-
-static enum MHD_Result get_metrics(struct gw_req *r)
-{
-    struct gw_server *s = r->srv;
-    size_t n = s->topo.members.count;
-    struct gw_total *totals = calloc(n ? n : 1, sizeof(*totals));
-    struct gw_buf body;
-    gw_buf_init(&body);
-    if (!totals) {
-        body.failed = 1;
-    } else {
-        gw_ledger_snapshot(&s->ledger, totals);
-        gw_metrics_render(&body, &s->metrics, &s->topo, totals, gw_serve_ready(s));
-    }
-    free(totals);
-    return gw_serve_respond(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, NULL,
-                            NULL);
-}
-
-enum MHD_Result gw_serve_get(struct gw_req *r, const char *url)
-{
-    if (!gw_serve_get_authorized(r, url))
-        return gw_serve_unauthorized(r);
-    if (strcmp(url, "/v1/ring") == 0)
-        return get_ring(r);
-    if (strcmp(url, "/v1/lookup") == 0)
-        return get_lookup(r);
-    if (strcmp(url, "/v1/shards") == 0)
-        return get_shards(r);
-    if (strcmp(url, "/metrics") == 0)
-        return get_metrics(r);
-    if (strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
-        return get_probe(r, url[1] == 'r');
-    return get_batch(r, url + strlen("/v1/batches/"));
+    return gw_answer_stored_receipt(r, ref, NULL, NULL);
 }

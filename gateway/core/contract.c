@@ -148,8 +148,10 @@ int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_
     if (memchr(text, '\0', len))
         return fail(&p, 0, "the file holds a NUL byte", "");
     char *copy = malloc(len + 1);
-    if (!copy)
-        return fail(&p, 0, "out of memory", "");
+    if (!copy) {
+        fail(&p, 0, "out of memory", "");
+        return -ENOMEM; /* exit 1, not 3: the file may be fine (docs/decisions.md §12) */
+    }
     memcpy(copy, text, len);
     copy[len] = '\0';
     int rc = 0;

@@ -3,14 +3,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
+#include "timing.h"
 
 static void finish(struct gw_commit_item *list, int rc)
 {
@@ -71,7 +65,7 @@ static void *writer_main(void *arg)
             break;
         pthread_mutex_unlock(&c->lock);
         if (c->delay_ms)
-            sleep_ms(c->delay_ms);
+            gw_sleep_ms(c->delay_ms);
         pthread_mutex_lock(&c->lock);
         struct gw_commit_item *list = c->head;
         c->head = c->tail = NULL;
