@@ -1,6 +1,7 @@
 /* The idempotency table: a chained hash map under one mutex (lookups are short). */
 #include "idempotency.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,7 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
     uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry *e = *slot_of(t, id, len, h);
+    assert(e && !e->durable); /* only a claim (in flight) becomes durable */
     if (e && !e->durable) {
         e->durable = 1;
         e->ref = ref;
@@ -138,6 +140,7 @@ void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
     struct gw_idem_entry *e = *slot;
+    assert(e && !e->durable); /* only a claim is dropped: a durable id stays for good */
     if (e && !e->durable) {
         *slot = e->next;
         free(e);
@@ -159,6 +162,7 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
         e->ref = ref;
         t->durable++;
     }
+    assert(t->durable <= t->count);
     pthread_mutex_unlock(&t->lock);
     return rc;
 }

@@ -2,6 +2,7 @@
  * append) is forgiven. */
 #include "journal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -175,6 +176,7 @@ static int replay_receipt(struct replay *r, json_t *root, const char *line, size
     int rc = check_receipt_bytes(r, rec, line, len, err);
     if (rc == 0)
         rc = r->visit(r->ctx, rec, err);
+    assert(rec->seq == r->j->last_seq + 1); /* seq +1 per receipt (docs/decisions.md §2) */
     if (rc == 0)
         r->j->last_seq = rec->seq;
     return rc;
