@@ -4,11 +4,6 @@
 
 #include <stdlib.h>
 
-static enum MHD_Result json_ok(struct gw_req *r, unsigned status, struct gw_buf *body)
-{
-    return gw_serve_respond(r, status, "application/json", body, NULL, NULL);
-}
-
 int gw_serve_ready(struct gw_server *s)
 {
     return atomic_load(&s->replayed) && !gw_committer_failed(&s->committer) &&
@@ -21,7 +16,7 @@ enum MHD_Result gw_handle_livez(struct gw_req *r, const char *rest)
     struct gw_buf body;
     gw_buf_init(&body);
     gw_buf_puts(&body, "{\"status\":\"live\"}\n");
-    return json_ok(r, MHD_HTTP_OK, &body);
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
 enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
@@ -37,7 +32,7 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     gw_buf_puts(&body, ",\"checks\":{\"journal\":\"");
     gw_buf_puts(&body, !replayed ? "replaying" : failed ? "unavailable" : "ok");
     gw_buf_puts(&body, ring ? "\",\"ring\":\"ok\"}}\n" : "\",\"ring\":\"empty\"}}\n");
-    return json_ok(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &body);
+    return gw_serve_json(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &body);
 }
 
 enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)

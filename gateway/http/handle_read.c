@@ -9,11 +9,6 @@
 #include "membership.h"
 #include "receipt.h"
 
-static enum MHD_Result json_ok(struct gw_req *r, unsigned status, struct gw_buf *body)
-{
-    return gw_serve_respond(r, status, "application/json", body, NULL, NULL);
-}
-
 static enum MHD_Result no_online_shard(struct gw_req *r)
 {
     return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard",
@@ -33,7 +28,7 @@ enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
     gw_buf_init(&body);
     gw_ring_write(&body, &r->srv->topo, with_points);
     gw_buf_puts(&body, "\n");
-    return json_ok(r, MHD_HTTP_OK, &body);
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
 enum MHD_Result gw_handle_lookup(struct gw_req *r, const char *rest)
@@ -54,7 +49,7 @@ enum MHD_Result gw_handle_lookup(struct gw_req *r, const char *rest)
     gw_buf_init(&body);
     gw_lookup_write(&body, &r->srv->topo, key, len, &p);
     gw_buf_puts(&body, "\n");
-    return json_ok(r, MHD_HTTP_OK, &body);
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
 enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
@@ -84,7 +79,7 @@ enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
     }
     gw_buf_puts(&body, "]}\n");
     free(totals);
-    return json_ok(r, MHD_HTTP_OK, &body);
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
 /* The stored receipt and a newline, read from the journal (docs/api.md §3 and §4). */

@@ -84,6 +84,9 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
 /* Counts a POST /v1/batches result and the request duration in the metrics (once). */
 void gw_serve_count(struct gw_req *r);
 
+/* Queues a JSON body (taken over) with status and no extra header. */
+enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body);
+
 /* Queues the error body of docs/api.md §1 with an optional extra header. */
 enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,
                                const char *message, const char *path, const char *header,

@@ -68,3 +68,8 @@ enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *co
     gw_http_error_body(&body, code, message, path);
     return gw_serve_respond(r, status, "application/json", &body, header, value);
 }
+
+enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body)
+{
+    return gw_serve_respond(r, status, "application/json", body, NULL, NULL);
+}
