@@ -4,7 +4,7 @@
 SHARDGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Debian packages the build, the tests and the tools need (docs/tools.md §7).
-SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev
+SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev
     libmemcached-dev python3 curl wrk clang libclang-rt-14-dev gnuplot-nox docker-compose
     valgrind strace)
 

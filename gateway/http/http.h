@@ -2,7 +2,9 @@
 #ifndef SHARDGATE_GW_HTTP_H
 #define SHARDGATE_GW_HTTP_H
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,8 +28,12 @@ void gw_http_trim(const char **s, size_t *len);
  */
 int gw_http_bearer(const char *authorization, const char **token, size_t *len);
 
-/* Parses "HOST:PORT" (an IPv4 literal or "localhost", port 0..65535; 0 picks a free one).
- * Returns 0, or -EINVAL with a message in err. */
-int gw_http_parse_listen(const char *text, struct sockaddr_in *out, struct gw_error *err);
+/* Parses "HOST:PORT" (an IPv4 literal or "localhost") or "[IPv6]:PORT" (port 0..65535; 0 picks
+ * a free one) into `out` (docs/api.md). Returns 0, or -EINVAL with a message in err. */
+int gw_http_parse_listen(const char *text, struct sockaddr_storage *out, struct gw_error *err);
+
+/* Writes `addr` as "a.b.c.d:PORT" or "[v6]:PORT" into `out` (at least GW_HTTP_ADDRESS_MAX). */
+#define GW_HTTP_ADDRESS_MAX (INET6_ADDRSTRLEN + 8)
+void gw_http_format_address(const struct sockaddr_storage *addr, char *out);
 
 #endif

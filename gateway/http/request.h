@@ -16,6 +16,7 @@
 #include "journal.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "notify.h"
 #include "server.h"
 #include "topology.h"
 
@@ -30,6 +31,7 @@ struct gw_server {
     int auth; /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
     struct MHD_Daemon *daemon;
+    struct gw_notify notify;        /* the service manager's READY/STOPPING/WATCHDOG (sd_notify) */
     atomic_int active;              /* requests between their first handler call and completion */
     atomic_int replayed;            /* 1 once the journal is replayed and the epoch written */
     atomic_int draining;            /* 1 after SIGTERM/SIGINT: answers close their connection */

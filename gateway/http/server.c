@@ -16,6 +16,7 @@
 #include "exit.h"
 #include "http.h"
 #include "log.h"
+#include "notify.h"
 #include "number.h"
 #include "timing.h"
 #include "token.h"
@@ -70,16 +71,29 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     gw_log_event("mhd", &f);
 }
 
+/* The address the daemon really listens on (the port the kernel picked for port 0). */
+static void bound_address(struct gw_server *s, struct sockaddr_storage *addr)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    uint16_t port = htons(info ? info->port : 0);
+    if (!info)
+        return;
+    if (addr->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)addr)->sin6_port = port;
+    else
+        ((struct sockaddr_in *)addr)->sin_port = port;
+}
+
 static int start_daemon(struct gw_server *s)
 {
     struct gw_error err;
-    struct sockaddr_in addr;
+    struct sockaddr_storage addr;
     if (gw_http_parse_listen(s->opt.listen, &addr, &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_USAGE;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG;
+                     MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, gw_serve_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads,
@@ -91,15 +105,19 @@ static int start_daemon(struct gw_server *s)
         fprintf(stderr, "shardgate: cannot listen on %s\n", s->opt.listen);
         return GW_EXIT_INTERNAL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    char host[INET_ADDRSTRLEN], address[INET_ADDRSTRLEN + 8];
-    inet_ntop(AF_INET, &addr.sin_addr, host, sizeof(host));
-    snprintf(address, sizeof(address), "%s:%u", host,
-             info ? (unsigned)info->port : (unsigned)ntohs(addr.sin_port));
+    bound_address(s, &addr);
+    char address[GW_HTTP_ADDRESS_MAX];
+    gw_http_format_address(&addr, address);
     struct gw_buf f;
     gw_buf_init(&f);
     gw_log_str(&f, "address", address);
     gw_log_event("listening", &f);
+    socklen_t len =
+        addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (gw_notify_ready(&s->notify, (struct sockaddr *)&addr, len) != 0) {
+        fprintf(stderr, "shardgate: cannot start the watchdog thread\n");
+        return GW_EXIT_INTERNAL;
+    }
     return GW_EXIT_OK;
 }
 
@@ -205,6 +223,7 @@ int gw_server_run(const struct gw_serve_options *opt)
         gw_buf_init(&f);
         gw_log_str(&f, "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
         gw_log_event("stopping", &f);
+        gw_notify_stopping(&s->notify);
         drain(s);
     }
     teardown(s);
