@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "arena.h"
 #include "contract.h"
 #include "journal.h"
@@ -270,6 +272,22 @@ out:
     return code;
 }
 
+/* One JSON line on stderr: every string escaped by jansson, whatever its bytes, never cut (sized
+ * first, then dumped into our own buffer: jansson's allocator here is the arena's). */
+static void hc_log_listening(const char *listen, const char *journal)
+{
+    json_t *o = json_pack("{s:s, s:s?, s:s?}", "msg", "listening", "listen", listen, "journal",
+                          journal);
+    size_t n = o ? json_dumpb(o, NULL, 0, JSON_COMPACT) : 0;
+    char *line = n ? malloc(n) : NULL;
+    if (line && json_dumpb(o, line, n, JSON_COMPACT) == n)
+        fprintf(stderr, "%.*s\n", (int)n, line);
+    else
+        fprintf(stderr, "{\"msg\":\"listening\"}\n");
+    free(line);
+    json_decref(o);
+}
+
 static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
 {
     /* Block the stop signals before the server thread starts, so only sigwait sees them. */
@@ -293,8 +311,7 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
         fprintf(stderr, "shardgate-health: %s\n", err.msg);
         return EXIT_INTERNAL;
     }
-    fprintf(stderr, "{\"msg\":\"listening\",\"listen\":\"%s\",\"journal\":\"%s\"}\n", a->listen,
-            a->journal);
+    hc_log_listening(a->listen, a->journal);
     int sig = 0;
     sigwait(&stop, &sig);
     fprintf(stderr, "{\"msg\":\"stopping\",\"signal\":%d}\n", sig);

@@ -107,21 +107,51 @@ static json_t *hc_server_fields(const struct hc_server *s)
     return f;
 }
 
-int hc_parse_listen(const char *text, char host[64], unsigned *port, struct hc_err *err)
+/* Splits "HOST:PORT" or "[HOST]:PORT" into host and port text. */
+static int split_listen(const char *text, char host[64], const char **port, struct hc_err *err)
 {
     const char *colon = strrchr(text, ':');
-    if (colon == NULL || colon == text || (size_t)(colon - text) >= 64)
-        return hc_err_set(err, -EINVAL, "--listen %s: expected IPv4:PORT", text);
-    memcpy(host, text, (size_t)(colon - text));
-    host[colon - text] = '\0';
-    struct in_addr a;
-    if (inet_pton(AF_INET, host, &a) != 1)
-        return hc_err_set(err, -EINVAL, "--listen %s: %s is not an IPv4 address", text, host);
-    const char *p = colon + 1;
+    const char *start = text, *end = colon;
+    if (text[0] == '[') {
+        end = strchr(text, ']');
+        if (end == NULL || end[1] != ':')
+            return hc_err_set(err, -EINVAL, "--listen %s: expected [IPv6]:PORT", text);
+        start = text + 1;
+        colon = end + 1;
+    }
+    if (colon == NULL || end == start || (size_t)(end - start) >= 64)
+        return hc_err_set(err, -EINVAL, "--listen %s: expected IPv4:PORT or [IPv6]:PORT", text);
+    memcpy(host, start, (size_t)(end - start));
+    host[end - start] = '\0';
+    *port = colon + 1;
+    return 0;
+}
+
+int hc_parse_listen(const char *text, struct sockaddr_storage *out, struct hc_err *err)
+{
+    char host[64];
+    const char *p = NULL;
+    int rc = split_listen(text, host, &p, err);
+    if (rc != 0)
+        return rc;
     if (*p == '\0' || strspn(p, "0123456789") != strlen(p) || strlen(p) > 5 || atoi(p) > 65535)
         return hc_err_set(err, -EINVAL, "--listen %s: port must be 0..65535", text);
-    *port = (unsigned)atoi(p);
-    return 0;
+    uint16_t port = htons((uint16_t)atoi(p));
+    memset(out, 0, sizeof *out);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)out;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
+    if (text[0] != '[' && inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = port;
+        return 0;
+    }
+    if (text[0] == '[' && inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = port;
+        return 0;
+    }
+    return hc_err_set(err, -EINVAL, "--listen %s: %s is not an %s address", text, host,
+                      text[0] == '[' ? "IPv6" : "IPv4");
 }
 
 static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, char *body,
@@ -236,9 +266,8 @@ static enum MHD_Result hc_handle(void *cls, struct MHD_Connection *conn, const c
 
 int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, struct hc_err *err)
 {
-    char host[64];
-    unsigned port;
-    int rc = hc_parse_listen(cfg->listen, host, &port, err);
+    struct sockaddr_storage addr;
+    int rc = hc_parse_listen(cfg->listen, &addr, err);
     if (rc != 0)
         return rc;
     struct hc_server *s = calloc(1, sizeof *s);
@@ -259,14 +288,10 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     hc_journal_init(&s->journal, cfg->journal, &s->verifier, cfg->own);
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)port);
-    inet_pton(AF_INET, host, &addr.sin_addr);
+    unsigned v6 = addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
     s->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
-        (uint16_t)port, NULL, NULL, hc_handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | v6, 0,
+        NULL, NULL, hc_handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(64 * 1024), MHD_OPTION_END);

@@ -3,6 +3,7 @@
 #define HC_SERVE_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "error.h"
 #include "verify.h"
@@ -18,8 +19,9 @@ struct hc_serve_config {
     unsigned reverify_s;        /* seconds between full re-verifications (and the torn-tail age) */
 };
 
-/* Parses "a.b.c.d:port". Returns 0 or -EINVAL with err filled. */
-int hc_parse_listen(const char *text, char host[64], unsigned *port, struct hc_err *err);
+/* Parses "IPv4:PORT" or "[IPv6]:PORT" (docs/operations.md §1.1). Returns 0 or -EINVAL with err
+ * filled. */
+int hc_parse_listen(const char *text, struct sockaddr_storage *out, struct hc_err *err);
 
 /* Starts listening (a thread per connection; /healthz requests verify one at a time). Returns 0,
  * or a negative errno-style code with err filled. */

@@ -176,11 +176,14 @@ def health_says_fail(health, conf, receipt):
 GATE_EXCLUDED = "http|property|bench|fuzz_regress|ops|package"
 
 
-def tests_red(build, catchers=None):
+def tests_red(build, catchers=None, show=False):
     """Red when any test of the gate's suite fails: the expected catchers first, then the rest."""
     if catchers and sh(["ctest", "--test-dir", build, "-j2", "-R", catchers]).returncode != 0:
         return True
     p = sh(["ctest", "--test-dir", build, "-j2", "--stop-on-failure", "-LE", GATE_EXCLUDED])
+    if p.returncode != 0 and show:
+        failed = [l for l in p.stdout.decode(errors="replace").splitlines() if "***" in l]
+        print("the suite is red on the unmutated tree:\n" + "\n".join(failed))
     return p.returncode != 0
 
 
@@ -237,7 +240,7 @@ def main():
         if not build_tree(src, build):
             print("the unmutated tree does not build")
             return 1
-        if probe_red(build, work) or health_red_clean(build, work) or tests_red(build):
+        if probe_red(build, work) or health_red_clean(build, work) or tests_red(build, show=True):
             print("the unmutated tree is already red: the gate would prove nothing")
             return 1
         results = [run_defect(i + 1, d, src, build, work) for i, d in chosen]

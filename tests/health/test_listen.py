@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""shardgate-health serve --listen: IPv4 and [IPv6] loopback, exact refusals of bad addresses,
+and a start-up log line that stays one JSON object whatever bytes the paths hold."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BIN = sys.argv[1]
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+CONF = os.path.join(ROOT, "conf", "dispatch.env")
+SHARDS = os.path.join(ROOT, "input", "shards.json")
+failures = []
+passes = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    (passes if cond else failures).append(what)
+
+
+def free_port(family, host):
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def serve(listen, journal):
+    return subprocess.Popen([BIN, "serve", "--listen", listen, "--conf", CONF, "--shards", SHARDS,
+                             "--journal", journal], stderr=subprocess.PIPE, text=True)
+
+
+def get_status(url, deadline=10.0):
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except OSError:
+            if time.monotonic() > end:
+                return None
+            time.sleep(0.05)
+
+
+def stop(p):
+    p.terminate()
+    _, err = p.communicate(timeout=10)
+    return err
+
+
+def listens_on(listen, url_host, family, host):
+    port = free_port(family, host)
+    with tempfile.TemporaryDirectory() as d:
+        journal = os.path.join(d, 'odd "name\\.jsonl')
+        open(journal, "w").close()
+        p = serve(listen % port, journal)
+        status = get_status("http://%s:%d/livez" % (url_host, port))
+        err = stop(p)
+    check(status == 200, "%s: /livez answers 200 (got %s)" % (listen % port, status))
+    first = err.splitlines()[0] if err else ""
+    try:
+        line = json.loads(first)
+    except ValueError:
+        line = None
+    check(line == {"msg": "listening", "listen": listen % port, "journal": journal},
+          "%s: the start line is one JSON object with the paths whole: %r" % (listen % port, first))
+
+
+def refused(listen, message):
+    p = subprocess.run([BIN, "serve", "--listen", listen, "--conf", CONF, "--shards", SHARDS,
+                        "--journal", "/nonexistent"], capture_output=True, text=True, timeout=10)
+    check(p.returncode == 64 and p.stderr == "shardgate-health: " + message + "\n",
+          "--listen %s: exit 64 and %r (got %d, %r)" % (listen, message, p.returncode, p.stderr))
+
+
+listens_on("127.0.0.1:%d", "127.0.0.1", socket.AF_INET, "127.0.0.1")
+listens_on("[::1]:%d", "[::1]", socket.AF_INET6, "::1")
+refused("[::1:8081", "--listen [::1:8081: expected [IPv6]:PORT")
+refused("[127.0.0.1]:8081", "--listen [127.0.0.1]:8081: 127.0.0.1 is not an IPv6 address")
+refused("::1:8081", "--listen ::1:8081: ::1 is not an IPv4 address")
+refused("localhost:8081", "--listen localhost:8081: localhost is not an IPv4 address")
+refused("[::1]:65536", "--listen [::1]:65536: port must be 0..65535")
+print("%d passed, %d failed" % (len(passes), len(failures)))
+sys.exit(1 if failures else 0)
