@@ -114,6 +114,49 @@ static int hc_contract_line(char *line, char **key, char **value, struct hc_err 
     return 0;
 }
 
+/* One line of the contract file (its newline cut off, `n` bytes): comments and blank lines
+ * are skipped, anything else must be a new, known KEY=VALUE. */
+static int hc_contract_take_line(const char *path, long lineno, char *buf, size_t n,
+                                 int seen[K_COUNT], struct hc_contract *c, struct hc_err *err)
+{
+    struct hc_err what;
+    if (memchr(buf, '\0', n) != NULL)
+        return hc_err_set(err, -EINVAL, "%s:%ld: NUL byte in line", path, lineno);
+    if (n == 0 || buf[0] == '#')
+        return 0;
+    /* As strict as docs/contract.md §1: a CRLF line or a blank-looking line of spaces is
+     * refused, never silently trimmed into something the gateway would not accept. */
+    if (strchr(" \t\r", buf[n - 1]) != NULL || buf[0] == ' ' || buf[0] == '\t')
+        return hc_err_set(err, -EINVAL, "%s:%ld: whitespace at the start or end of a line", path,
+                          lineno);
+    char *key = NULL, *value = NULL;
+    int rc = hc_contract_line(buf, &key, &value, &what);
+    if (rc != 0)
+        return hc_err_set(err, rc, "%s:%ld: %s", path, lineno, what.msg);
+    int k = hc_key_index(key);
+    if (k < 0)
+        return hc_err_set(err, -EINVAL, "%s:%ld: unknown key %s", path, lineno, key);
+    if (seen[k])
+        return hc_err_set(err, -EINVAL, "%s:%ld: duplicate key %s (first on line %d)", path, lineno,
+                          key, seen[k]);
+    seen[k] = (int)lineno;
+    rc = hc_contract_set(c, k, value, &what);
+    if (rc != 0)
+        return hc_err_set(err, rc, "%s:%ld: %s", path, lineno, what.msg);
+    return 0;
+}
+
+/* Every key was given, after the last line. */
+static int hc_contract_complete(const char *path, long lineno, const int seen[K_COUNT],
+                                struct hc_err *err)
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (!seen[k])
+            return hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
+                              hc_contract_keys[k]);
+    return 0;
+}
+
 int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err)
 {
     FILE *f = fopen(path, "r");
@@ -129,64 +172,21 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
     ssize_t got;
     long lineno = 0;
     int rc = 0;
-    struct hc_err what;
-    while ((got = getline(&buf, &cap, f)) != -1) {
+    while (rc == 0 && (got = getline(&buf, &cap, f)) != -1) {
         lineno++;
         size_t n = (size_t)got;
         if (n - (buf[n - 1] == '\n') >= HC_LINE_MAX) {
             rc = hc_err_set(err, -EINVAL, "%s:%ld: line too long", path, lineno);
-            goto out;
+            break;
         }
         if (n > 0 && buf[n - 1] == '\n')
             buf[--n] = '\0';
-        if (memchr(buf, '\0', n) != NULL) {
-            rc = hc_err_set(err, -EINVAL, "%s:%ld: NUL byte in line", path, lineno);
-            goto out;
-        }
-        if (n == 0 || buf[0] == '#')
-            continue;
-        /* As strict as docs/contract.md §1: a CRLF line or a blank-looking line of spaces is
-         * refused, never silently trimmed into something the gateway would not accept. */
-        if (strchr(" \t\r", buf[n - 1]) != NULL || buf[0] == ' ' || buf[0] == '\t') {
-            rc = hc_err_set(err, -EINVAL, "%s:%ld: whitespace at the start or end of a line", path,
-                            lineno);
-            goto out;
-        }
-        char *key = NULL, *value = NULL;
-        rc = hc_contract_line(buf, &key, &value, &what);
-        if (rc != 0) {
-            hc_err_set(err, rc, "%s:%ld: %s", path, lineno, what.msg);
-            goto out;
-        }
-        int k = hc_key_index(key);
-        if (k < 0) {
-            rc = hc_err_set(err, -EINVAL, "%s:%ld: unknown key %s", path, lineno, key);
-            goto out;
-        }
-        if (seen[k]) {
-            rc = hc_err_set(err, -EINVAL, "%s:%ld: duplicate key %s (first on line %d)", path,
-                            lineno, key, seen[k]);
-            goto out;
-        }
-        seen[k] = (int)lineno;
-        rc = hc_contract_set(c, k, value, &what);
-        if (rc != 0) {
-            hc_err_set(err, rc, "%s:%ld: %s", path, lineno, what.msg);
-            goto out;
-        }
+        rc = hc_contract_take_line(path, lineno, buf, n, seen, c, err);
     }
-    if (ferror(f)) {
+    if (rc == 0 && ferror(f))
         rc = hc_err_set(err, -EIO, "%s:%ld: read error", path, lineno);
-        goto out;
-    }
-    for (int k = 0; k < K_COUNT; k++) {
-        if (!seen[k]) {
-            rc = hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
-                            hc_contract_keys[k]);
-            goto out;
-        }
-    }
-out:
+    if (rc == 0)
+        rc = hc_contract_complete(path, lineno, seen, err);
     free(buf);
     fclose(f);
     return rc;

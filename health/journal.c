@@ -141,8 +141,8 @@ static int hc_is_hex(const char *s, size_t n)
     return strspn(s, "0123456789abcdef") == n;
 }
 
-static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_str raw,
-                            struct hc_err *err)
+/* Appends a new, empty epoch for the current line; returns 0 or -ENOMEM with err set. */
+static int hc_journal_new_epoch(struct hc_journal *j, struct hc_epoch **out, struct hc_err *err)
 {
     if (j->n_epochs == j->cap_epochs) {
         size_t cap = j->cap_epochs ? j->cap_epochs * 2 : 8;
@@ -157,11 +157,13 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_s
         return hc_err_set(err, -ENOMEM, "out of memory");
     ep->line = j->line;
     j->epochs[j->n_epochs++] = ep;
+    *out = ep;
+    return 0;
+}
 
-    char subject[48];
-    snprintf(subject, sizeof subject, "epoch@line %ld", j->line);
-    struct hc_err what;
-    const json_t *id = json_object_get(rec, "ring_id");
+/* The last key of an epoch record that is not one of its four, or NULL. */
+static const char *hc_epoch_unknown_key(const json_t *rec)
+{
     const char *bad = NULL;
     const char *key;
     json_t *val;
@@ -171,6 +173,21 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_s
             strcmp(key, "contract") != 0 && strcmp(key, "shards") != 0)
             bad = key;
     }
+    return bad;
+}
+
+static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_str raw,
+                            struct hc_err *err)
+{
+    struct hc_epoch *ep = NULL;
+    int rc = hc_journal_new_epoch(j, &ep, err);
+    if (rc != 0)
+        return rc;
+    char subject[48];
+    snprintf(subject, sizeof subject, "epoch@line %ld", j->line);
+    struct hc_err what;
+    const json_t *id = json_object_get(rec, "ring_id");
+    const char *bad = hc_epoch_unknown_key(rec);
     if (bad != NULL) {
         hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
                         "%s: unknown key", bad);
@@ -184,7 +201,7 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_s
     snprintf(ep->recorded_id, sizeof ep->recorded_id, "%s", json_string_value(id));
     struct hc_contract c;
     struct hc_membership m;
-    int rc = hc_contract_from_json(json_object_get(rec, "contract"), &c, &what);
+    rc = hc_contract_from_json(json_object_get(rec, "contract"), &c, &what);
     if (rc == 0)
         rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", c.vnodes, &m, &what);
     if (rc == -ENOMEM)
@@ -214,6 +231,32 @@ static const char *hc_receipt_ring_id(const json_t *receipt)
 {
     const char *s = json_string_value(json_object_get(json_object_get(receipt, "ring"), "id"));
     return s ? s : "";
+}
+
+/* The epoch in force is the latest before the receipt; a receipt naming an earlier epoch's
+ * ring is judged against that epoch (and flagged), one naming none against the epoch in
+ * force, one before any epoch against the service's own contract + shards. Sets r->match and
+ * r->in_force; returns the epoch to judge against. */
+static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const char *rid, struct hc_record *r)
+{
+    if (j->n_epochs == 0) {
+        r->match = HC_MATCH_NO_EPOCH;
+        return (struct hc_epoch *)j->own;
+    }
+    struct hc_epoch *in_force = j->epochs[j->n_epochs - 1];
+    r->in_force = in_force;
+    if (strcmp(rid, in_force->recorded_id) == 0) {
+        r->match = HC_MATCH_IN_FORCE;
+        return in_force;
+    }
+    r->match = HC_MATCH_NONE;
+    for (size_t i = j->n_epochs - 1; i-- > 0;) {
+        if (strcmp(rid, j->epochs[i]->recorded_id) == 0) {
+            r->match = HC_MATCH_EARLIER;
+            return j->epochs[i];
+        }
+    }
+    return in_force;
 }
 
 static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc_str raw,
@@ -253,31 +296,7 @@ static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc
             return hc_err_set(err, -ENOMEM, "out of memory");
         r.duplicate_of_line = dup;
     }
-
-    /* The epoch in force is the latest before the receipt; a receipt naming an earlier epoch's
-     * ring is judged against that epoch (and flagged), one naming none against the epoch in
-     * force, one before any epoch against the service's own contract + shards. */
-    struct hc_epoch *against = (struct hc_epoch *)j->own;
-    const char *rid = hc_receipt_ring_id(receipt);
-    if (j->n_epochs == 0) {
-        r.match = HC_MATCH_NO_EPOCH;
-    } else {
-        struct hc_epoch *in_force = j->epochs[j->n_epochs - 1];
-        r.in_force = in_force;
-        against = in_force;
-        if (strcmp(rid, in_force->recorded_id) == 0) {
-            r.match = HC_MATCH_IN_FORCE;
-        } else {
-            r.match = HC_MATCH_NONE;
-            for (size_t i = j->n_epochs - 1; i-- > 0;) {
-                if (strcmp(rid, j->epochs[i]->recorded_id) == 0) {
-                    r.match = HC_MATCH_EARLIER;
-                    against = j->epochs[i];
-                    break;
-                }
-            }
-        }
-    }
+    struct hc_epoch *against = hc_receipt_epoch(j, hc_receipt_ring_id(receipt), &r);
     return hc_verify_receipt(j->v, receipt, against, &r, subject, err);
 }
 
@@ -371,8 +390,9 @@ static void hc_journal_remember_tail(struct hc_journal *j, const char *end, size
     j->tail_len = keep + n;
 }
 
-/* Reads and verifies from j->offset to the end of the file. */
-static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
+/* Opens the journal; a file that was replaced, cut or rewritten since the last read is read
+ * again from its start. Returns the fd, or a negative code with err set. */
+static int hc_journal_open_same(struct hc_journal *j, struct hc_err *err)
 {
     int fd = open(j->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -393,7 +413,15 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
     j->dev = st.st_dev;
     j->ino = st.st_ino;
     j->have_identity = 1;
+    return fd;
+}
 
+/* Reads and verifies from j->offset to the end of the file. */
+static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
+{
+    int fd = hc_journal_open_same(j, err);
+    if (fd < 0)
+        return fd;
     int rc = 0;
     size_t cap = 4 << 20, len = 0;
     char *buf = malloc(cap);

@@ -91,6 +91,64 @@ static int hc_usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
+/* Takes the option at argv[*i] (and its value); returns -1 to go on, else the exit code. */
+static int hc_parse_option(int argc, char **argv, int *i, struct hc_args *a)
+{
+    const char *opt = argv[*i];
+    if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+        fputs(hc_usage, stdout);
+        return EXIT_PASS;
+    }
+    static const char *const names[] = {
+        "--conf",   "--shards",      "--receipt",          "--journal",
+        "--listen", "--max-changes", "--reverify-interval"};
+    const char **slots[] = {&a->conf,   &a->shards,      &a->receipt, &a->journal,
+                            &a->listen, &a->max_changes, &a->reverify};
+    int k = -1;
+    const char *value = NULL;
+    for (int n = 0; n < 7; n++) {
+        size_t len = strlen(names[n]);
+        if (strcmp(opt, names[n]) == 0) {
+            k = n;
+            if (*i + 1 >= argc)
+                return hc_usage_error("%s needs a value", opt);
+            value = argv[++*i];
+        } else if (strncmp(opt, names[n], len) == 0 && opt[len] == '=') {
+            k = n;
+            value = opt + len + 1;
+        }
+        if (k >= 0)
+            break;
+    }
+    if (k < 0)
+        return hc_usage_error("unknown option %s", opt);
+    if (*slots[k] != NULL)
+        return hc_usage_error("%s given twice", names[k]);
+    *slots[k] = value;
+    return -1;
+}
+
+/* The options each command needs and refuses; returns -1 when they fit, else the exit code. */
+static int hc_check_args(struct hc_args *a)
+{
+    if (a->conf == NULL)
+        a->conf = getenv("SHARDGATE_CONF");
+    int check = strcmp(a->cmd, "check") == 0;
+    if (a->shards == NULL)
+        return hc_usage_error("%s", "--shards FILE is required");
+    if (check && (a->receipt == NULL) == (a->journal == NULL))
+        return hc_usage_error("%s", "check needs exactly one of --receipt FILE, --journal FILE");
+    if (check && a->listen != NULL)
+        return hc_usage_error("%s", "--listen is for serve");
+    if (check && a->reverify != NULL)
+        return hc_usage_error("%s", "--reverify-interval is for serve");
+    if (!check && (a->journal == NULL || a->receipt != NULL))
+        return hc_usage_error("%s", "serve needs --journal FILE (and no --receipt)");
+    if (!check && a->listen == NULL)
+        a->listen = "127.0.0.1:8081";
+    return -1;
+}
+
 /* Parses argv into a; returns -1 when parsed, else the exit code to leave with. */
 static int hc_parse_args(int argc, char **argv, struct hc_args *a)
 {
@@ -109,54 +167,12 @@ static int hc_parse_args(int argc, char **argv, struct hc_args *a)
     if (strcmp(a->cmd, "check") != 0 && strcmp(a->cmd, "serve") != 0)
         return hc_usage_error("unknown command %s", a->cmd);
     for (int i = 2; i < argc; i++) {
-        const char *opt = argv[i];
-        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
-            fputs(hc_usage, stdout);
-            return EXIT_PASS;
-        }
-        static const char *const names[] = {
-            "--conf",   "--shards",      "--receipt",          "--journal",
-            "--listen", "--max-changes", "--reverify-interval"};
-        const char **slots[] = {&a->conf,   &a->shards,      &a->receipt, &a->journal,
-                                &a->listen, &a->max_changes, &a->reverify};
-        int k = -1;
-        const char *value = NULL;
-        for (int n = 0; n < 7; n++) {
-            size_t len = strlen(names[n]);
-            if (strcmp(opt, names[n]) == 0) {
-                k = n;
-                if (i + 1 >= argc)
-                    return hc_usage_error("%s needs a value", opt);
-                value = argv[++i];
-            } else if (strncmp(opt, names[n], len) == 0 && opt[len] == '=') {
-                k = n;
-                value = opt + len + 1;
-            }
-            if (k >= 0)
-                break;
-        }
-        if (k < 0)
-            return hc_usage_error("unknown option %s", opt);
-        if (*slots[k] != NULL)
-            return hc_usage_error("%s given twice", names[k]);
-        *slots[k] = value;
+        int rc = hc_parse_option(argc, argv, &i, a);
+        if (rc != -1)
+            return rc;
     }
-    if (a->conf == NULL)
-        a->conf = getenv("SHARDGATE_CONF");
-    int check = strcmp(a->cmd, "check") == 0;
-    if (a->shards == NULL)
-        return hc_usage_error("%s", "--shards FILE is required");
-    if (check && (a->receipt == NULL) == (a->journal == NULL))
-        return hc_usage_error("%s", "check needs exactly one of --receipt FILE, --journal FILE");
-    if (check && a->listen != NULL)
-        return hc_usage_error("%s", "--listen is for serve");
-    if (check && a->reverify != NULL)
-        return hc_usage_error("%s", "--reverify-interval is for serve");
-    if (!check && (a->journal == NULL || a->receipt != NULL))
-        return hc_usage_error("%s", "serve needs --journal FILE (and no --receipt)");
-    if (!check && a->listen == NULL)
-        a->listen = "127.0.0.1:8081";
-    return hc_parse_numbers(a);
+    int rc = hc_check_args(a);
+    return rc != -1 ? rc : hc_parse_numbers(a);
 }
 
 /* Reads the contract and shards file into own; returns -1 on success or the exit code. */

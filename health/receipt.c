@@ -117,19 +117,10 @@ static int hc_decode_shard(const char *id, const json_t *o, struct hc_rshard *s,
     return rc;
 }
 
-int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *err)
+static int hc_decode_ring(const json_t *root, struct hc_receipt *r, struct hc_err *err)
 {
-    memset(r, 0, sizeof *r);
-    int rc = hc_keys(root, "$", hc_top_keys, HC_N(hc_top_keys), err);
-    rc = rc ? rc : hc_int(root, "$", "receipt_version", &r->version, err);
-    rc = rc ? rc : hc_string(root, "$", "batch_id", &r->batch_id, err);
-    rc = rc ? rc : hc_int(root, "$", "capacity", &r->capacity, err);
-    rc = rc ? rc : hc_bool(root, "$", "ok", &r->ok, err);
-    if (rc != 0)
-        return rc;
-
     const json_t *ring = json_object_get(root, "ring");
-    rc = hc_keys(ring, "ring", hc_ring_keys, HC_N(hc_ring_keys), err);
+    int rc = hc_keys(ring, "ring", hc_ring_keys, HC_N(hc_ring_keys), err);
     rc = rc ? rc : hc_string(ring, "ring", "id", &r->ring_id, err);
     rc = rc ? rc : hc_string(ring, "ring", "algorithm", &r->algorithm, err);
     rc = rc ? rc : hc_string(ring, "ring", "hash", &r->hash, err);
@@ -150,15 +141,21 @@ int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *e
             return hc_err_set(err, -EINVAL, "ring.online[%zu]: must be a string", i);
         r->online[i] = hc_str_of(s);
     }
+    return 0;
+}
 
+static int hc_decode_counts(const json_t *root, struct hc_receipt *r, struct hc_err *err)
+{
     const json_t *counts = json_object_get(root, "counts");
-    rc = hc_keys(counts, "counts", hc_counts_keys, HC_N(hc_counts_keys), err);
+    int rc = hc_keys(counts, "counts", hc_counts_keys, HC_N(hc_counts_keys), err);
     rc = rc ? rc : hc_int(counts, "counts", "changes", &r->changes, err);
     rc = rc ? rc : hc_int(counts, "counts", "dispatched", &r->dispatched, err);
     rc = rc ? rc : hc_int(counts, "counts", "over_capacity_shards", &r->over_capacity_shards, err);
-    if (rc != 0)
-        return rc;
+    return rc;
+}
 
+static int hc_decode_placements(const json_t *root, struct hc_receipt *r, struct hc_err *err)
+{
     const json_t *pl = json_object_get(root, "placements");
     if (!json_is_array(pl))
         return hc_err_set(err, -EINVAL, "placements: must be an array");
@@ -167,11 +164,15 @@ int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *e
     if (r->pl == NULL)
         return hc_err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < r->n_pl; i++) {
-        rc = hc_decode_placement(json_array_get(pl, i), i, &r->pl[i], err);
+        int rc = hc_decode_placement(json_array_get(pl, i), i, &r->pl[i], err);
         if (rc != 0)
             return rc;
     }
+    return 0;
+}
 
+static int hc_decode_shards(const json_t *root, struct hc_receipt *r, struct hc_err *err)
+{
     const json_t *sh = json_object_get(root, "shards");
     if (!json_is_object(sh))
         return hc_err_set(err, -EINVAL, "shards: must be an object");
@@ -185,11 +186,26 @@ int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *e
         struct hc_rshard *s = &r->sh[r->n_sh++];
         s->id.p = id;
         s->id.n = strlen(id);
-        rc = hc_decode_shard(id, v, s, err);
+        int rc = hc_decode_shard(id, v, s, err);
         if (rc != 0)
             return rc;
     }
     return 0;
+}
+
+int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *err)
+{
+    memset(r, 0, sizeof *r);
+    int rc = hc_keys(root, "$", hc_top_keys, HC_N(hc_top_keys), err);
+    rc = rc ? rc : hc_int(root, "$", "receipt_version", &r->version, err);
+    rc = rc ? rc : hc_string(root, "$", "batch_id", &r->batch_id, err);
+    rc = rc ? rc : hc_int(root, "$", "capacity", &r->capacity, err);
+    rc = rc ? rc : hc_bool(root, "$", "ok", &r->ok, err);
+    rc = rc ? rc : hc_decode_ring(root, r, err);
+    rc = rc ? rc : hc_decode_counts(root, r, err);
+    rc = rc ? rc : hc_decode_placements(root, r, err);
+    rc = rc ? rc : hc_decode_shards(root, r, err);
+    return rc;
 }
 
 void hc_receipt_free(struct hc_receipt *r)

@@ -30,8 +30,4 @@ int gw_http_bearer(const char *authorization, const char **token, size_t *len);
  * Returns 0, or -EINVAL with a message in err. */
 int gw_http_parse_listen(const char *text, struct sockaddr_in *out, struct gw_error *err);
 
-/* Parses a decimal unsigned integer in min..max with nothing around it. Returns 0 or
- * -EINVAL. */
-int gw_http_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out);
-
 #endif

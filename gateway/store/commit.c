@@ -1,16 +1,11 @@
 /* The journal writer thread: take every queued receipt, write them as one, sync once. */
 #include "commit.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
+#include "timing.h"
 
 static void finish(struct gw_commit_item *list, int rc)
 {
@@ -37,6 +32,17 @@ static int build_group(struct gw_committer *c, struct gw_commit_item *list)
     return c->group.failed ? -ENOMEM : 0;
 }
 
+#ifndef NDEBUG
+/* The group's seqs follow the journal's last one by exactly +1 each (docs/decisions.md §2). */
+static int seqs_follow(const struct gw_commit_item *list, uint64_t last_seq)
+{
+    for (const struct gw_commit_item *it = list; it; it = it->next)
+        if (it->seq != ++last_seq)
+            return 0;
+    return 1;
+}
+#endif
+
 static int commit_group(struct gw_committer *c, struct gw_commit_item *list, size_t n)
 {
     struct gw_error err;
@@ -48,6 +54,7 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, siz
         rc = gw_journal_append(c->journal, c->group.data, c->group.len, &sync_ns, &err);
     }
     if (rc == 0) {
+        assert(seqs_follow(list, c->journal->last_seq));
         c->journal->last_seq += n;
         gw_metrics_commit(c->metrics, n, sync_ns);
     } else if (rc != -ENOMEM) {
@@ -58,6 +65,19 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, siz
     if (c->group.cap > (64u << 20))
         gw_buf_free(&c->group);
     return rc;
+}
+
+/* Counts the items the writer took; the list ends exactly at the tail it took with it. */
+static size_t count_group(const struct gw_commit_item *list, const struct gw_commit_item *tail)
+{
+    size_t n = 0;
+    const struct gw_commit_item *last = NULL;
+    for (const struct gw_commit_item *it = list; it; it = it->next, n++)
+        last = it;
+    assert(last == tail);
+    (void)tail;
+    (void)last;
+    return n;
 }
 
 static void *writer_main(void *arg)
@@ -71,14 +91,12 @@ static void *writer_main(void *arg)
             break;
         pthread_mutex_unlock(&c->lock);
         if (c->delay_ms)
-            sleep_ms(c->delay_ms);
+            gw_sleep_ms(c->delay_ms);
         pthread_mutex_lock(&c->lock);
-        struct gw_commit_item *list = c->head;
-        c->head = c->tail = NULL;
+        struct gw_commit_item *list = c->head, *tail = c->tail;
+        c->head = c->tail = NULL; /* the writer owns head..tail now, nobody else */
         pthread_mutex_unlock(&c->lock);
-        size_t n = 0;
-        for (struct gw_commit_item *it = list; it; it = it->next)
-            n++;
+        size_t n = count_group(list, tail);
         int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list, n);
         finish(list, rc);
         pthread_mutex_lock(&c->lock);
@@ -111,10 +129,12 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
 
 void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
 {
+    assert(item->done != NULL);
     item->next = NULL;
     pthread_mutex_lock(&c->lock);
     int refuse = c->stopping;
     if (!refuse) {
+        assert(item != c->tail && (!c->tail) == (!c->head)); /* queued once, list well formed */
         if (c->tail)
             c->tail->next = item;
         else

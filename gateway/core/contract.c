@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "number.h"
 
 enum contract_key { KEY_RING, KEY_VNODES, KEY_HASH, KEY_POLICY, KEY_COUNT };
 
@@ -36,28 +37,20 @@ const char *gw_policy_name(enum gw_policy policy)
     return policy == GW_POLICY_REJECT ? "reject" : "report";
 }
 
-/* Decimal integer lo..hi with no sign, spaces or leading zeros. Returns 0 or -1. */
-static int parse_range(const char *v, long lo, long hi, long *out)
+/* Decimal integer lo..hi with no sign, spaces or leading zeros (docs/contract.md §1): the one
+ * integer parser, plus the contract's own rule against leading zeros. Returns 0 or -1. */
+static int parse_range(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    if (!v[0] || strlen(v) > 9 || (v[0] == '0' && v[1]))
+    if (v[0] == '0' && v[1])
         return -1;
-    long n = 0;
-    for (const char *c = v; *c; c++) {
-        if (*c < '0' || *c > '9')
-            return -1;
-        n = n * 10 + (*c - '0');
-    }
-    if (n < lo || n > hi)
-        return -1;
-    *out = n;
-    return 0;
+    return gw_parse_u64(v, lo, hi, out) == 0 ? 0 : -1;
 }
 
 static int set_value(struct contract_parse *p, enum contract_key key, const char *v)
 {
     char detail[160];
     snprintf(detail, sizeof(detail), "%s: \"%.100s\" is not ", key_names[key], v);
-    long n;
+    uint64_t n;
     switch (key) {
     case KEY_RING:
         return strcmp(v, "ketama") == 0 ? 0 : fail(p, p->lineno, detail, "ketama");
@@ -148,8 +141,10 @@ int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_
     if (memchr(text, '\0', len))
         return fail(&p, 0, "the file holds a NUL byte", "");
     char *copy = malloc(len + 1);
-    if (!copy)
-        return fail(&p, 0, "out of memory", "");
+    if (!copy) {
+        fail(&p, 0, "out of memory", "");
+        return -ENOMEM; /* exit 1, not 3: the file may be fine (docs/decisions.md §12) */
+    }
     memcpy(copy, text, len);
     copy[len] = '\0';
     int rc = 0;

@@ -4,13 +4,7 @@
 
 #include <stdio.h>
 
-enum gw_exit {
-    GW_EXIT_OK = 0,
-    GW_EXIT_INTERNAL = 1,
-    GW_EXIT_NOT_OK = 2,   /* receipt not ok, or the batch invalid */
-    GW_EXIT_UNUSABLE = 3, /* contract or membership unusable */
-    GW_EXIT_USAGE = 64,
-};
+#include "exit.h"
 
 struct gw_command {
     const char *name;
@@ -31,9 +25,5 @@ extern const char gw_usage_serve[];
 
 /* The contract path: --conf if given, else $SHARDGATE_CONF, else NULL. */
 const char *gw_conf_path(const char *from_option);
-
-/* Loads the topology or prints why not; returns GW_EXIT_OK or GW_EXIT_UNUSABLE. */
-struct gw_topology;
-int gw_cli_load_topology(const char *conf, const char *shards, struct gw_topology *t);
 
 #endif

@@ -1,10 +1,12 @@
 /* The body of POST /v1/batches while it is read: the --max-body cap, the in-flight budget
  * every body shares (--max-body-inflight) and the whole-body deadline (--body-timeout);
  * docs/api.md §3 and §3.1, docs/operations.md §5.3. */
-#include "serve.h"
+#include "request.h"
 
 #include <errno.h>
 #include <stdio.h>
+
+#include "timing.h"
 
 #define RETRY_AFTER_S "1"
 
@@ -45,7 +47,7 @@ static void limit_idle_timeout(struct gw_req *r, uint64_t now)
 
 int gw_body_begin(struct gw_req *r, uint64_t declared)
 {
-    uint64_t now = gw_serve_now_ns();
+    uint64_t now = gw_now_ns();
     r->deadline_ns = now + (uint64_t)r->srv->opt.body_timeout_s * 1000000000ULL;
     if (declared > 0 && charge(r, declared) != 0)
         return -EBUSY;
@@ -79,7 +81,7 @@ static void keep(struct gw_req *r, const char *data, size_t size)
  * answer. So is a body still incomplete at its deadline. */
 enum MHD_Result gw_body_take(struct gw_req *r, const char *data, size_t size)
 {
-    uint64_t now = gw_serve_now_ns();
+    uint64_t now = gw_now_ns();
     unsigned cut = 0;
     if (now >= r->deadline_ns)
         cut = MHD_HTTP_REQUEST_TIMEOUT;
@@ -104,7 +106,7 @@ enum MHD_Result gw_body_take(struct gw_req *r, const char *data, size_t size)
  * --body-timeout (counted from the first byte) the connection is closed. */
 enum MHD_Result gw_body_ignore(struct gw_req *r, size_t size)
 {
-    uint64_t now = gw_serve_now_ns();
+    uint64_t now = gw_now_ns();
     if (!r->deadline_ns)
         r->deadline_ns = now + (uint64_t)r->srv->opt.body_timeout_s * 1000000000ULL;
     r->dropped += size;

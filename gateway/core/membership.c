@@ -40,6 +40,13 @@ static int fail(struct gw_error *err, const char *name, const char *path, const 
     return -EINVAL;
 }
 
+/* Out of memory says nothing about the file: -ENOMEM, exit 1 (docs/decisions.md §12). */
+static int no_memory(struct gw_error *err, const char *name)
+{
+    fail(err, name, "shards", "out of memory");
+    return -ENOMEM;
+}
+
 static int parse_state(json_t *v, enum gw_shard_state *out)
 {
     const char *s = json_string_value(v);
@@ -133,7 +140,7 @@ static int sort_unique(struct gw_shard *shards, size_t n, const char *name, stru
 {
     struct gw_shard *sorted = malloc((n ? n : 1) * sizeof(*sorted));
     if (!sorted)
-        return fail(err, name, "shards", "out of memory");
+        return no_memory(err, name);
     memcpy(sorted, shards, n * sizeof(*sorted));
     qsort(sorted, n, sizeof(*sorted), shard_compare);
     for (size_t i = 1; i < n; i++) {
@@ -172,7 +179,7 @@ static int parse_list(json_t *list, const char *name, struct gw_membership *out,
     size_t n = json_array_size(list);
     out->shards = calloc(n ? n : 1, sizeof(*out->shards));
     if (!out->shards)
-        return fail(err, name, "shards", "out of memory");
+        return no_memory(err, name);
     uint64_t capacity = 0, weight = 0;
     for (size_t i = 0; i < n; i++) {
         char at[32];

@@ -78,6 +78,9 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
                       struct gw_error *err);
 
 /* Reads `len` bytes at `offset` (a stored receipt). Thread-safe. Returns 0 or -errno. */
+/* Appends `len` bytes read at `offset` to `out`. Returns 0, -ENOMEM or a read error. */
+int gw_journal_copy(const struct gw_journal *j, uint64_t offset, size_t len, struct gw_buf *out);
+
 int gw_journal_read(const struct gw_journal *j, uint64_t offset, size_t len, char *out);
 
 #endif

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "dispatch.h"
 #include "fileio.h"
+#include "number.h"
 #include "receipt.h"
 #include "topology.h"
 
@@ -47,20 +48,6 @@ const char *gw_conf_path(const char *from_option)
         return from_option;
     const char *env = getenv("SHARDGATE_CONF");
     return env && env[0] ? env : NULL;
-}
-
-int gw_cli_load_topology(const char *conf, const char *shards, struct gw_topology *t)
-{
-    struct gw_error err;
-    if (!conf) {
-        fprintf(stderr, "contract: no contract file: pass --conf FILE or set SHARDGATE_CONF\n");
-        return GW_EXIT_UNUSABLE;
-    }
-    if (gw_topology_load(conf, shards, t, &err) != 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        return GW_EXIT_UNUSABLE;
-    }
-    return GW_EXIT_OK;
 }
 
 static int usage_error(const char *usage, const char *what)
@@ -101,9 +88,8 @@ static int parse_args(int argc, char **argv, const char *allowed, const char *us
         else if (c == OPT_POINTS)
             a->points = 1;
         else if (c == OPT_MAX) {
-            char *end;
-            unsigned long long n = strtoull(optarg, &end, 10);
-            if (*end || n < 1 || n > 10000000)
+            uint64_t n;
+            if (gw_parse_u64(optarg, 1, 10000000, &n) != 0)
                 return usage_error(usage, "--max-changes must be 1..10000000");
             a->max_changes = (size_t)n;
         }
@@ -196,7 +182,7 @@ int gw_cmd_dispatch(int argc, char **argv)
     if (!a.batch)
         return usage_error(gw_usage_dispatch, "--batch FILE is required");
     struct gw_topology t;
-    rc = gw_cli_load_topology(a.conf, a.shards, &t);
+    rc = gw_exit_load_topology(a.conf, a.shards, &t);
     if (rc != GW_EXIT_OK)
         return rc;
     struct gw_batch b;
@@ -217,7 +203,7 @@ typedef int (*render_fn)(struct gw_buf *out, const struct gw_topology *t, const 
 static int print_rendered(const struct cli_args *a, render_fn render, char **keys, int nkeys)
 {
     struct gw_topology t;
-    int rc = gw_cli_load_topology(a->conf, a->shards, &t);
+    int rc = gw_exit_load_topology(a->conf, a->shards, &t);
     if (rc != GW_EXIT_OK)
         return rc;
     struct gw_buf out;

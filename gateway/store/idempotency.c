@@ -1,9 +1,12 @@
 /* The idempotency table: a chained hash map under one mutex (lookups are short). */
 #include "idempotency.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "fnv.h"
 
 struct gw_idem_entry {
     struct gw_idem_entry *next;
@@ -14,14 +17,6 @@ struct gw_idem_entry {
     size_t len;
     char id[]; /* not NUL-terminated */
 };
-
-static uint64_t hash_id(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
 
 int gw_idem_init(struct gw_idem *t)
 {
@@ -105,7 +100,7 @@ int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
                   const unsigned char fingerprint[GW_FINGERPRINT_LEN],
                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     int rc = 0;
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
@@ -127,9 +122,10 @@ int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
 
 void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry *e = *slot_of(t, id, len, h);
+    assert(e && !e->durable); /* only a claim (in flight) becomes durable */
     if (e && !e->durable) {
         e->durable = 1;
         e->ref = ref;
@@ -140,10 +136,11 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
 
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
     struct gw_idem_entry *e = *slot;
+    assert(e && !e->durable); /* only a claim is dropped: a durable id stays for good */
     if (e && !e->durable) {
         *slot = e->next;
         free(e);
@@ -155,7 +152,7 @@ void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
 int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
                    const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
     int rc = *slot ? -EEXIST : add_entry(t, slot, id, len, h, fingerprint);
@@ -165,13 +162,14 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
         e->ref = ref;
         t->durable++;
     }
+    assert(t->durable <= t->count);
     pthread_mutex_unlock(&t->lock);
     return rc;
 }
 
 int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref *ref)
 {
-    uint64_t h = hash_id(id, len);
+    uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry *e = *slot_of(t, id, len, h);
     int rc = e && e->durable ? 0 : -ENOENT;

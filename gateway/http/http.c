@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "number.h"
+
 void gw_http_error_body(struct gw_buf *out, const char *code, const char *message, const char *path)
 {
     gw_buf_puts(out, "{\"error\":{\"code\":");
@@ -63,26 +65,13 @@ int gw_http_bearer(const char *authorization, const char **token, size_t *len)
     return *len == 0 ? -ENOENT : 0;
 }
 
-int gw_http_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out)
-{
-    if (!text || *text < '0' || *text > '9')
-        return -EINVAL;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || *end || v < min || v > max)
-        return -EINVAL;
-    *out = v;
-    return 0;
-}
-
 int gw_http_parse_listen(const char *text, struct sockaddr_in *out, struct gw_error *err)
 {
     const char *colon = strrchr(text, ':');
     char host[64];
     uint64_t port;
     size_t n = colon ? (size_t)(colon - text) : 0;
-    if (!colon || n == 0 || n >= sizeof(host) || gw_http_parse_u64(colon + 1, 0, 65535, &port)) {
+    if (!colon || n == 0 || n >= sizeof(host) || gw_parse_u64(colon + 1, 0, 65535, &port)) {
         gw_error_set(err, "", "--listen: \"%s\" is not HOST:PORT (port 0..65535)", text);
         return -EINVAL;
     }

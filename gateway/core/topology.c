@@ -49,10 +49,8 @@ int gw_topology_load(const char *conf_path, const char *shards_path, struct gw_t
     int rc = gw_contract_load(conf_path, &contract, err);
     if (rc == 0)
         rc = gw_membership_load(shards_path, &members, err);
-    if (rc == 0 && gw_membership_check_ring(&members, contract.vnodes, shards_path, err) != 0) {
+    if (rc == 0 && (rc = gw_membership_check_ring(&members, contract.vnodes, shards_path, err)))
         gw_membership_free(&members);
-        rc = -EINVAL;
-    }
     if (rc == 0)
         rc = gw_topology_build(&contract, &members, out, err);
     return rc;

@@ -107,7 +107,8 @@ static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
 
 static void render_ring(struct gw_buf *out, const struct gw_topology *t)
 {
-    header(out, "shardgate_ring_points", "gauge", "Points on the ring (VNODES x weight over the online shards).");
+    header(out, "shardgate_ring_points", "gauge",
+           "Points on the ring (VNODES x weight over the online shards).");
     put_f(out, "shardgate_ring_points %zu\n", ring_points_total(t->ring));
     header(out, "shardgate_ring_info", "gauge", "The ring the gateway places with.");
     put_f(out, "shardgate_ring_info{id=\"%s\",hash=\"%s\",vnodes=\"%u\"} 1\n", ring_id(t->ring),

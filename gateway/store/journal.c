@@ -2,6 +2,7 @@
  * append) is forgiven. */
 #include "journal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "timing.h"
 
 /* Replay state: what the lines so far established. */
 struct replay {
@@ -66,6 +68,13 @@ static int bad(struct gw_error *err, const char *what)
     return -EINVAL;
 }
 
+/* Out of memory is -ENOMEM, never a fault of the file: exit 1 (docs/decisions.md §12). */
+static int no_memory(struct gw_error *err)
+{
+    gw_error_set(err, "", "journal: out of memory");
+    return -ENOMEM;
+}
+
 /* An epoch's membership obeys rules R1 and R2 (docs/contract.md, Membership) like --shards:
  * otherwise the line is unusable (exit 3), never a crash or an out-of-memory ring. */
 static int check_epoch_membership(json_t *root, struct gw_error *err)
@@ -80,7 +89,7 @@ static int check_epoch_membership(json_t *root, struct gw_error *err)
         rc =
             gw_membership_check_ring(&m, (uint32_t)json_integer_value(vnodes), "epoch record", err);
     gw_membership_free(&m);
-    return rc == -ENOMEM ? bad(err, "out of memory") : rc;
+    return rc;
 }
 
 static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t len,
@@ -102,7 +111,7 @@ static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t
         free(copy);
         if (ids)
             r->epoch_ids = ids;
-        return bad(err, "out of memory");
+        return no_memory(err);
     }
     r->epoch_ids = ids;
     memcpy(r->epoch_ids[r->epochs++], json_string_value(id), RING_ID_HEX_LEN + 1);
@@ -128,7 +137,7 @@ static int check_receipt_bytes(struct replay *r, struct gw_journal_record *rec, 
     gw_buf_reset(&r->prefix);
     gw_journal_receipt_prefix(&r->prefix, rec->seq, rec->fingerprint);
     if (r->prefix.failed)
-        return bad(err, "out of memory");
+        return no_memory(err);
     size_t n = r->prefix.len;
     if (len < n + 3 || memcmp(line, r->prefix.data, n) != 0 || line[n] != '{' ||
         line[len - 2] != '}' || line[len - 1] != '}')
@@ -167,6 +176,7 @@ static int replay_receipt(struct replay *r, json_t *root, const char *line, size
     int rc = check_receipt_bytes(r, rec, line, len, err);
     if (rc == 0)
         rc = r->visit(r->ctx, rec, err);
+    assert(rec->seq == r->j->last_seq + 1); /* seq +1 per receipt (docs/decisions.md §2) */
     if (rc == 0)
         r->j->last_seq = rec->seq;
     return rc;
@@ -367,7 +377,7 @@ static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err
         return rc;
     j->path = join_path(dir, GW_JOURNAL_FILE);
     if (!j->path)
-        return -ENOMEM;
+        return no_memory(err);
     int existed = access(j->path, F_OK) == 0;
     j->fd = open_state_file(j->path, O_RDWR | O_CREAT | O_APPEND, err);
     if (j->fd < 0) {
@@ -393,8 +403,10 @@ int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn v
     j->fd = -1;
     int rc = open_file(j, dir, err);
     struct stat st;
-    if (rc == 0 && fstat(j->fd, &st) != 0)
+    if (rc == 0 && fstat(j->fd, &st) != 0) {
         rc = -errno;
+        gw_error_set(err, "", "journal: %s: cannot stat: %s", j->path, strerror(-rc));
+    }
     void *data = NULL;
     if (rc == 0 && st.st_size > 0) {
         data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, j->fd, 0);
@@ -472,7 +484,7 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
         }
     }
     if (rc == -ENOMEM)
-        gw_error_set(err, "", "journal: out of memory");
+        no_memory(err);
     gw_buf_free(&line);
     return rc;
 }
@@ -486,24 +498,17 @@ void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
     gw_buf_puts(out, "\",\"receipt\":");
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err)
 {
     int rc = write_all(j->fd, data, len);
     const char *what = "write";
     if (rc == 0) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = gw_now_ns();
         what = "fdatasync";
         rc = fdatasync(j->fd) == 0 ? 0 : -errno;
         if (sync_ns)
-            *sync_ns = now_ns() - t0;
+            *sync_ns = gw_now_ns() - t0;
     }
     if (rc == 0) {
         j->size += len;
@@ -513,6 +518,16 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
     int cut = ftruncate(j->fd, (off_t)j->size) == 0 && fdatasync(j->fd) == 0;
     gw_error_set(err, "", "journal: %s: %s failed: %s%s", j->path, what, strerror(-rc),
                  cut ? "" : " (and truncating back failed)");
+    return rc;
+}
+
+int gw_journal_copy(const struct gw_journal *j, uint64_t offset, size_t len, struct gw_buf *out)
+{
+    int rc = gw_buf_reserve(out, len);
+    if (rc == 0)
+        rc = gw_journal_read(j, offset, len, out->data + out->len);
+    if (rc == 0)
+        out->len += len;
     return rc;
 }
 

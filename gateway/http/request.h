@@ -1,7 +1,8 @@
-/* `shardgate serve` (docs/api.md): the state its request handlers share, and their entry
- * points. Internal to the serve_*.c files. */
-#ifndef SHARDGATE_GW_SERVE_H
-#define SHARDGATE_GW_SERVE_H
+/* `shardgate serve` inside (docs/api.md): the state its request handlers share, and the calls
+ * between the files of http/. Internal to http/: the commands see server.h only.
+ * Calls go one way: routes.c -> handle_*.c -> response.c (a leaf) and body.c. */
+#ifndef SHARDGATE_GW_REQUEST_H
+#define SHARDGATE_GW_REQUEST_H
 
 #include <microhttpd.h>
 #include <stdatomic.h>
@@ -15,26 +16,8 @@
 #include "journal.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "server.h"
 #include "topology.h"
-
-#define GW_MAX_BODY_DEFAULT (16u << 20)
-#define GW_MAX_CONNECTIONS_DEFAULT 1024
-#define GW_MAX_PER_IP_DEFAULT 256
-#define GW_TIMEOUT_DEFAULT 30
-#define GW_DRAIN_TIMEOUT_S 30
-#define GW_MAX_BODY_INFLIGHT_DEFAULT (256ull << 20)
-#define GW_BODY_TIMEOUT_DEFAULT 60
-
-struct gw_serve_options {
-    const char *conf, *shards, *state_dir, *listen, *token_file;
-    uint64_t max_body;
-    size_t max_changes;
-    unsigned threads;
-    unsigned max_connections, max_per_ip, timeout_s;
-    uint64_t max_body_inflight; /* body bytes all requests may hold at once */
-    unsigned body_timeout_s;    /* a body not complete this long after its headers is cut */
-    int metrics_open;           /* 1: /metrics needs no token */
-};
 
 struct gw_server {
     struct gw_serve_options opt;
@@ -53,11 +36,6 @@ struct gw_server {
     _Atomic uint64_t body_inflight; /* body bytes held or reserved by requests */
 };
 
-enum gw_route {
-    GW_ROUTE_OTHER, /* answered by route() once the request is complete */
-    GW_ROUTE_POST_BATCHES,
-};
-
 enum gw_phase { GW_PHASE_NEW, GW_PHASE_BODY, GW_PHASE_COMMITTING, GW_PHASE_ANSWERED };
 
 /* Why a body is being read and dropped instead of kept (answered once it has ended). */
@@ -70,7 +48,7 @@ struct gw_req {
     uint64_t start_ns;
     char method[16];
     char path[256];
-    enum gw_route route;
+    const struct gw_route *route; /* NULL until routed (a stream route at the first call) */
     enum gw_phase phase;
     unsigned status;
     /* POST /v1/batches */
@@ -91,7 +69,7 @@ struct gw_req {
     int commit_rc;
 };
 
-/* The MHD callbacks (cls is the gw_server). */
+/* The MHD callbacks (cls is the gw_server): routes.c and request.c. */
 enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const char *url,
                                 const char *method, const char *version, const char *data,
                                 size_t *size, void **con_cls);
@@ -106,6 +84,9 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
 /* Counts a POST /v1/batches result and the request duration in the metrics (once). */
 void gw_serve_count(struct gw_req *r);
 
+/* Queues a JSON body (taken over) with status and no extra header. */
+enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body);
+
 /* Queues the error body of docs/api.md §1 with an optional extra header. */
 enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,
                                const char *message, const char *path, const char *header,
@@ -113,12 +94,12 @@ enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *co
 
 /* 1 when the request may proceed: no token is configured, or its bearer token is right. */
 int gw_serve_authorized(struct gw_req *r);
-/* 1 when GET `url` may be answered: an open endpoint, or gw_serve_authorized. */
-int gw_serve_get_authorized(struct gw_req *r, const char *url);
+/* 1 when the route may be called: open to anyone, or gw_serve_authorized. */
+int gw_serve_route_authorized(struct gw_req *r, const struct gw_route *route);
 /* 401 unauthorized with WWW-Authenticate: Bearer. */
 enum MHD_Result gw_serve_unauthorized(struct gw_req *r);
 
-/* The body of POST /v1/batches (serve_body.c). Reserves a declared length in the in-flight
+/* The body of POST /v1/batches (body.c). Reserves a declared length in the in-flight
  * budget and starts the body deadline; -EBUSY when the budget has no room for it. */
 int gw_body_begin(struct gw_req *r, uint64_t declared);
 /* Takes one piece of the body; MHD_NO closes the connection. */
@@ -136,19 +117,51 @@ void gw_body_release(struct gw_req *r);
  * From the access handler only. */
 void gw_body_done(struct gw_req *r);
 
-/* The GET endpoints; `url` is the decoded path. */
-enum MHD_Result gw_serve_get(struct gw_req *r, const char *url);
+/* Who may call an endpoint while a token is configured (docs/api.md §11). */
+enum gw_access {
+    GW_ACCESS_TOKEN,        /* the bearer token */
+    GW_ACCESS_OPEN,         /* anyone: the probes */
+    GW_ACCESS_METRICS_OPEN, /* anyone with --metrics-open, else the token */
+};
 
-/* POST /v1/batches, called for every handler call of the request. */
-enum MHD_Result gw_serve_post_batches(struct gw_req *r, const char *data, size_t *size);
+/* Answers a complete request; `rest` is the path after a prefix route's prefix ("" else). */
+typedef enum MHD_Result (*gw_answer_fn)(struct gw_req *r, const char *rest);
+/* Takes every handler call of a request whose body it reads as it comes. */
+typedef enum MHD_Result (*gw_stream_fn)(struct gw_req *r, const char *data, size_t *size);
 
-/* Appends a stored receipt (read from the journal) and a newline to `body`. Returns 0 or a
- * negative code. */
-int gw_serve_stored_receipt(struct gw_server *s, struct gw_idem_ref ref, struct gw_buf *body);
+/* One line of the route table (routes.c): the only list of endpoints. */
+struct gw_route {
+    const char *method; /* "GET" answers HEAD too */
+    const char *path;
+    int prefix; /* 1: path is a prefix followed by at least one byte */
+    enum gw_access access;
+    gw_answer_fn answer; /* exactly one of answer and stream */
+    gw_stream_fn stream;
+};
+
+/* The handlers (one file per family): handle_read.c, handle_probe.c, handle_post.c. */
+enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_lookup(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_batch(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_livez(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size);
+
+/* Queues a stored receipt (read from the journal) and a newline with status 200 and one
+ * optional header, or the 500 that says it cannot be read (handle_read.c). */
+enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
+                                         const char *header, const char *value);
 
 /* 1 when /readyz answers 200: journal replayed and writable, ring non-empty. */
 int gw_serve_ready(struct gw_server *s);
 
-uint64_t gw_serve_now_ns(void);
+/* Request lifetime (request.c). */
+struct gw_req *gw_req_new(struct gw_server *s, struct MHD_Connection *conn, const char *url,
+                          const char *method);
+/* Journal replay into the idempotency table and the totals, then the epoch (replay.c).
+ * Returns an exit code (enum gw_exit). */
+int gw_server_open_journal(struct gw_server *s);
 
 #endif

@@ -1,6 +1,6 @@
 /* The bearer token of `shardgate serve --token-file` (docs/api.md §11): which
  * requests need it and how it is compared. */
-#include "serve.h"
+#include "request.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,17 +28,18 @@ int gw_serve_authorized(struct gw_req *r)
 }
 
 /* Endpoints anyone may read while a token is configured: the probes, and /metrics with
- * --metrics-open. Every other one shows receipts, shards or the ring. */
-static int open_endpoint(const struct gw_server *s, const char *url)
+ * --metrics-open (the route table says which). Every other one shows or writes receipts,
+ * shards or the ring. */
+static int open_route(const struct gw_server *s, const struct gw_route *route)
 {
-    if (strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0)
+    if (route->access == GW_ACCESS_OPEN)
         return 1;
-    return strcmp(url, "/metrics") == 0 && s->opt.metrics_open;
+    return route->access == GW_ACCESS_METRICS_OPEN && s->opt.metrics_open;
 }
 
-int gw_serve_get_authorized(struct gw_req *r, const char *url)
+int gw_serve_route_authorized(struct gw_req *r, const struct gw_route *route)
 {
-    return open_endpoint(r->srv, url) || gw_serve_authorized(r);
+    return open_route(r->srv, route) || gw_serve_authorized(r);
 }
 
 enum MHD_Result gw_serve_unauthorized(struct gw_req *r)

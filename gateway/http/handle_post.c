@@ -1,6 +1,6 @@
 /* POST /v1/batches: checks before the body, the body read incrementally under the cap, then
  * idempotency, dispatch, and a receipt answered only once the journal has it on disk. */
-#include "serve.h"
+#include "request.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 
 #include "dispatch.h"
 #include "http.h"
+#include "number.h"
 #include "receipt.h"
 
 static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code, const char *msg,
@@ -25,15 +26,12 @@ static const char *header(struct gw_req *r, const char *name)
 /* Everything decided from the headers, before a byte of the body is read. */
 static enum MHD_Result begin(struct gw_req *r)
 {
-    if (!gw_serve_authorized(r))
-        return gw_serve_unauthorized(r);
     if (!gw_http_is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                     "Content-Type must be application/json", "");
     const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
     uint64_t declared = 0;
-    if (cl && gw_http_parse_u64(cl, 0, UINT64_MAX, &declared) == 0 &&
-        declared > r->srv->opt.max_body) {
+    if (cl && gw_parse_u64(cl, 0, UINT64_MAX, &declared) == 0 && declared > r->srv->opt.max_body) {
         r->drop = GW_BODY_TOO_LARGE;
         return gw_body_refuse(r);
     }
@@ -133,16 +131,8 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
 
 static enum MHD_Result replay(struct gw_req *r, struct gw_idem_ref ref)
 {
-    struct gw_buf body;
-    gw_buf_init(&body);
-    if (gw_serve_stored_receipt(r->srv, ref, &body) != 0) {
-        gw_buf_free(&body);
-        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-                    "cannot read the stored receipt from the journal", "");
-    }
-    r->result = GW_RESULT_REPLAYED;
-    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, "Idempotent-Replayed",
-                            "true");
+    r->result = GW_RESULT_REPLAYED; /* counted only if the answer is 200 */
+    return gw_answer_stored_receipt(r, ref, "Idempotent-Replayed", "true");
 }
 
 /* A valid batch: the Idempotency-Key, then what the idempotency table says. */
@@ -220,7 +210,7 @@ static enum MHD_Result answer(struct gw_req *r)
     return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->receipt, NULL, NULL);
 }
 
-enum MHD_Result gw_serve_post_batches(struct gw_req *r, const char *data, size_t *size)
+enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size)
 {
     switch (r->phase) {
     case GW_PHASE_NEW:

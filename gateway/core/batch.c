@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 
 #include "buf.h"
+#include "fnv.h"
 #include "json_read.h"
 #include "membership.h"
 
@@ -19,14 +20,6 @@ struct id_set {
     uint32_t *slots; /* change index + 1, 0 when empty */
     size_t mask;
 };
-
-static uint64_t fnv1a(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
 
 static int id_set_init(struct id_set *set, size_t n)
 {
@@ -42,7 +35,7 @@ static int id_set_init(struct id_set *set, size_t n)
 static long id_set_insert(struct id_set *set, const struct gw_change *changes, size_t i)
 {
     const struct gw_change *c = &changes[i];
-    for (size_t s = fnv1a(c->id, c->id_len) & set->mask;; s = (s + 1) & set->mask) {
+    for (size_t s = gw_fnv1a(c->id, c->id_len) & set->mask;; s = (s + 1) & set->mask) {
         if (set->slots[s] == 0) {
             set->slots[s] = (uint32_t)i + 1;
             return -1;

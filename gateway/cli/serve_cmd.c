@@ -1,0 +1,166 @@
+/* `shardgate serve`: its usage and options (docs/api.md); the server itself is http/. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "number.h"
+#include "server.h"
+
+const char gw_usage_serve[] =
+    "usage: shardgate serve --conf FILE --shards FILE --state-dir DIR [--listen HOST:PORT]\n"
+    "                       [--token-file FILE] [--max-body BYTES] [--max-changes N]\n"
+    "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
+    "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
+    "                       [--body-timeout SECONDS] [--metrics-open]\n"
+    "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
+    "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
+    "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
+    "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
+    "          --body-timeout 60. --conf defaults to $SHARDGATE_CONF.\n"
+    "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
+    "      64 usage, 1 internal error (cannot listen, state dir unwritable).\n";
+
+enum {
+    OPT_CONF = 256,
+    OPT_SHARDS,
+    OPT_STATE,
+    OPT_LISTEN,
+    OPT_TOKEN,
+    OPT_MAX_BODY,
+    OPT_MAX_CHANGES,
+    OPT_THREADS,
+    OPT_MAX_CONN,
+    OPT_MAX_PER_IP,
+    OPT_TIMEOUT,
+    OPT_MAX_BODY_INFLIGHT,
+    OPT_BODY_TIMEOUT,
+    OPT_METRICS_OPEN,
+    OPT_HELP
+};
+
+static int usage_error(const char *what)
+{
+    fprintf(stderr, "shardgate: %s\n%s", what, gw_usage_serve);
+    return GW_EXIT_USAGE;
+}
+
+/* A numeric option in min..max; returns 0 or prints why not. */
+static int number_option(const char *name, const char *text, uint64_t min, uint64_t max,
+                         uint64_t *out)
+{
+    if (gw_parse_u64(text, min, max, out) == 0)
+        return 0;
+    fprintf(stderr, "shardgate: --%s must be an integer %llu..%llu, not \"%s\"\n", name,
+            (unsigned long long)min, (unsigned long long)max, text);
+    return -1;
+}
+
+static int set_number(struct gw_serve_options *o, int c, const char *arg)
+{
+    uint64_t v;
+    switch (c) {
+    case OPT_MAX_BODY:
+        return number_option("max-body", arg, 1, 1ULL << 32, &o->max_body);
+    case OPT_MAX_BODY_INFLIGHT:
+        return number_option("max-body-inflight", arg, 1, 1ULL << 40, &o->max_body_inflight);
+    case OPT_BODY_TIMEOUT:
+        if (number_option("body-timeout", arg, 1, 3600, &v))
+            return -1;
+        o->body_timeout_s = (unsigned)v;
+        return 0;
+    case OPT_MAX_CHANGES:
+        if (number_option("max-changes", arg, 1, 10000000, &v))
+            return -1;
+        o->max_changes = (size_t)v;
+        return 0;
+    case OPT_THREADS:
+        if (number_option("threads", arg, 1, 256, &v))
+            return -1;
+        o->threads = (unsigned)v;
+        return 0;
+    case OPT_MAX_CONN:
+        if (number_option("max-connections", arg, 1, 100000, &v))
+            return -1;
+        o->max_connections = (unsigned)v;
+        return 0;
+    case OPT_MAX_PER_IP:
+        if (number_option("max-connections-per-ip", arg, 1, 100000, &v))
+            return -1;
+        o->max_per_ip = (unsigned)v;
+        return 0;
+    default:
+        if (number_option("timeout", arg, 1, 3600, &v))
+            return -1;
+        o->timeout_s = (unsigned)v;
+        return 0;
+    }
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, struct gw_serve_options *o)
+{
+    static const struct option options[] = {
+        {"conf", required_argument, 0, OPT_CONF},
+        {"shards", required_argument, 0, OPT_SHARDS},
+        {"state-dir", required_argument, 0, OPT_STATE},
+        {"listen", required_argument, 0, OPT_LISTEN},
+        {"token-file", required_argument, 0, OPT_TOKEN},
+        {"max-body", required_argument, 0, OPT_MAX_BODY},
+        {"max-changes", required_argument, 0, OPT_MAX_CHANGES},
+        {"threads", required_argument, 0, OPT_THREADS},
+        {"max-connections", required_argument, 0, OPT_MAX_CONN},
+        {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
+        {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
+        {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
+        {"help", no_argument, 0, OPT_HELP},
+        {0, 0, 0, 0}};
+    *o = (struct gw_serve_options){.listen = "127.0.0.1:8080",
+                                   .max_body = GW_MAX_BODY_DEFAULT,
+                                   .max_changes = GW_MAX_CHANGES_DEFAULT,
+                                   .threads = 2,
+                                   .max_connections = GW_MAX_CONNECTIONS_DEFAULT,
+                                   .max_per_ip = GW_MAX_PER_IP_DEFAULT,
+                                   .timeout_s = GW_TIMEOUT_DEFAULT,
+                                   .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
+                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        const char **slot = c == OPT_CONF     ? &o->conf
+                            : c == OPT_SHARDS ? &o->shards
+                            : c == OPT_STATE  ? &o->state_dir
+                            : c == OPT_LISTEN ? &o->listen
+                            : c == OPT_TOKEN  ? &o->token_file
+                                              : NULL;
+        if (c == OPT_HELP) {
+            fputs(gw_usage_serve, stdout);
+            return GW_EXIT_OK;
+        }
+        if (c == '?')
+            return usage_error("unknown option or missing value");
+        if (c == OPT_METRICS_OPEN)
+            o->metrics_open = 1;
+        else if (slot)
+            *slot = optarg;
+        else if (set_number(o, c, optarg) != 0)
+            return GW_EXIT_USAGE;
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument");
+    o->conf = gw_conf_path(o->conf);
+    if (!o->shards)
+        return usage_error("--shards FILE is required");
+    if (!o->state_dir)
+        return usage_error("--state-dir DIR is required");
+    return -1;
+}
+
+int gw_cmd_serve(int argc, char **argv)
+{
+    struct gw_serve_options opt;
+    int rc = parse_options(argc, argv, &opt);
+    return rc >= 0 ? rc : gw_server_run(&opt);
+}

@@ -1,0 +1,19 @@
+/* The monotonic clock and an EINTR-safe sleep (docs/decisions.md §12). */
+#include "timing.h"
+
+#include <errno.h>
+#include <time.h>
+
+uint64_t gw_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void gw_sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}

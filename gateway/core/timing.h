@@ -1,0 +1,13 @@
+/* The gateway's one monotonic clock and its one sleep. */
+#ifndef SHARDGATE_GW_TIMING_H
+#define SHARDGATE_GW_TIMING_H
+
+#include <stdint.h>
+
+/* Nanoseconds on CLOCK_MONOTONIC: for durations and deadlines, never for wall time. */
+uint64_t gw_now_ns(void);
+
+/* Sleeps `ms` milliseconds in full: a signal that interrupts it does not cut it short. */
+void gw_sleep_ms(unsigned ms);
+
+#endif

@@ -1,0 +1,55 @@
+/* The endpoints for orchestrators and monitoring: /livez, /readyz and /metrics
+ * (docs/api.md §8 to §10). */
+#include "request.h"
+
+#include <stdlib.h>
+
+int gw_serve_ready(struct gw_server *s)
+{
+    return atomic_load(&s->replayed) && !gw_committer_failed(&s->committer) &&
+           ring_points_total(s->topo.ring) > 0;
+}
+
+enum MHD_Result gw_handle_livez(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_buf_puts(&body, "{\"status\":\"live\"}\n");
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
+}
+
+enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    struct gw_server *s = r->srv;
+    struct gw_buf body;
+    gw_buf_init(&body);
+    int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->committer);
+    int ring = ring_points_total(s->topo.ring) > 0;
+    int ready = replayed && !failed && ring;
+    gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
+    gw_buf_puts(&body, ",\"checks\":{\"journal\":\"");
+    gw_buf_puts(&body, !replayed ? "replaying" : failed ? "unavailable" : "ok");
+    gw_buf_puts(&body, ring ? "\",\"ring\":\"ok\"}}\n" : "\",\"ring\":\"empty\"}}\n");
+    return gw_serve_json(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &body);
+}
+
+enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    struct gw_server *s = r->srv;
+    size_t n = s->topo.members.count;
+    struct gw_total *totals = calloc(n ? n : 1, sizeof(*totals));
+    struct gw_buf body;
+    gw_buf_init(&body);
+    if (!totals) {
+        body.failed = 1;
+    } else {
+        gw_ledger_snapshot(&s->ledger, totals);
+        gw_metrics_render(&body, &s->metrics, &s->topo, totals, gw_serve_ready(s));
+    }
+    free(totals);
+    return gw_serve_respond(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, NULL,
+                            NULL);
+}

@@ -1,0 +1,75 @@
+/* Answers: every response of `shardgate serve` is queued here, and counted in the metrics
+ * once. A leaf: it calls no handler and no route. */
+#include "request.h"
+
+#include "http.h"
+#include "timing.h"
+
+static enum gw_batch_result result_of(const struct gw_req *r)
+{
+    if (r->status == MHD_HTTP_OK)
+        return r->result == GW_RESULT_REPLAYED ? GW_RESULT_REPLAYED : GW_RESULT_ACCEPTED;
+    if (r->status == MHD_HTTP_CONFLICT)
+        return GW_RESULT_IN_FLIGHT;
+    if (r->status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        return GW_RESULT_UNAVAILABLE;
+    if (r->status >= 500 || r->status == 0)
+        return GW_RESULT_ERROR;
+    return GW_RESULT_REJECTED;
+}
+
+/* Counted when the answer is queued, so a client that has its answer sees it in /metrics. */
+void gw_serve_count(struct gw_req *r)
+{
+    struct gw_server *s = r->srv;
+    gw_metrics_observe(&s->metrics.request, gw_now_ns() - r->start_ns);
+    if (r->route && r->route->stream) /* POST /v1/batches: the batch metrics (docs/api.md §8) */
+        gw_metrics_batch(&s->metrics, result_of(r), r->changes);
+}
+
+enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *content_type,
+                                 struct gw_buf *body, const char *header, const char *value)
+{
+    if (body->failed) {
+        gw_buf_free(body);
+        gw_buf_puts(body, "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\","
+                          "\"path\":\"\"}}\n");
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        content_type = "application/json";
+        header = NULL;
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(body->len, body->data, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        gw_buf_free(body);
+        return MHD_NO;
+    }
+    body->data = NULL; /* the response owns it now */
+    gw_buf_free(body);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (header)
+        MHD_add_response_header(resp, header, value);
+    if (atomic_load(&r->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    r->status = status;
+    r->phase = GW_PHASE_ANSWERED;
+    gw_serve_count(r);
+    enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,
+                               const char *message, const char *path, const char *header,
+                               const char *value)
+{
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_http_error_body(&body, code, message, path);
+    return gw_serve_respond(r, status, "application/json", &body, header, value);
+}
+
+enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body)
+{
+    return gw_serve_respond(r, status, "application/json", body, NULL, NULL);
+}

@@ -1,0 +1,119 @@
+/* The route table of `shardgate serve`: the one list of its endpoints (docs/api.md), who may
+ * call each, and the 404 and 405 answers for everything else. */
+#include "request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct gw_route routes[] = {
+    {"POST", "/v1/batches", 0, GW_ACCESS_TOKEN, NULL, gw_handle_post_batches},
+    {"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL},
+    {"GET", "/v1/ring", 0, GW_ACCESS_TOKEN, gw_handle_ring, NULL},
+    {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL},
+    {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL},
+    {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL},
+    {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL},
+    {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL},
+};
+#define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+
+/* The rest of `url` after the route's path, or NULL when the route is not for this path. */
+static const char *path_rest(const struct gw_route *route, const char *url)
+{
+    size_t n = strlen(route->path);
+    if (!route->prefix)
+        return strcmp(url, route->path) == 0 ? url + n : NULL;
+    return strncmp(url, route->path, n) == 0 && url[n] != '\0' ? url + n : NULL;
+}
+
+static int method_matches(const struct gw_route *route, const char *method)
+{
+    if (strcmp(method, route->method) == 0)
+        return 1;
+    return strcmp(route->method, "GET") == 0 && strcmp(method, "HEAD") == 0;
+}
+
+/* The route for method and url, or NULL; *same_path is a route for the path whatever its
+ * method (NULL when no route has the path). */
+static const struct gw_route *find_route(const char *url, const char *method, const char **rest,
+                                         const struct gw_route **same_path)
+{
+    *same_path = NULL;
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        const char *tail = path_rest(&routes[i], url);
+        if (!tail)
+            continue;
+        *same_path = &routes[i];
+        if (method_matches(&routes[i], method)) {
+            *rest = tail;
+            return &routes[i];
+        }
+    }
+    return NULL;
+}
+
+/* 405 with the methods the path takes, or 404 when no route has the path. */
+static enum MHD_Result no_route(struct gw_req *r, const char *url, const char *method,
+                                const struct gw_route *same_path)
+{
+    char msg[320];
+    if (!same_path) {
+        snprintf(msg, sizeof(msg), "no such endpoint: %.200s", url);
+        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "", NULL, NULL);
+    }
+    int get = strcmp(same_path->method, "GET") == 0;
+    snprintf(msg, sizeof(msg), "%s is not allowed on %.200s", method, url);
+    return gw_serve_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed", msg, "",
+                          MHD_HTTP_HEADER_ALLOW, get ? "GET, HEAD" : same_path->method);
+}
+
+/* Answers a complete request that no stream route took, so that its (ignored) body has been
+ * read and the connection stays open for the next request. */
+static enum MHD_Result answer(struct gw_req *r, const char *url, const char *method)
+{
+    const char *rest = "";
+    const struct gw_route *same_path;
+    const struct gw_route *route = find_route(url, method, &rest, &same_path);
+    if (!route)
+        return no_route(r, url, method, same_path);
+    r->route = route;
+    if (!gw_serve_route_authorized(r, route))
+        return gw_serve_unauthorized(r);
+    return route->answer(r, rest);
+}
+
+/* The stream route for this request, if it has one: known from the first handler call. */
+static const struct gw_route *stream_route(const char *url, const char *method)
+{
+    const char *rest;
+    const struct gw_route *same_path;
+    const struct gw_route *route = find_route(url, method, &rest, &same_path);
+    return route && route->stream ? route : NULL;
+}
+
+enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version, const char *data,
+                                size_t *size, void **con_cls)
+{
+    (void)version;
+    struct gw_req *r = *con_cls;
+    if (!r) {
+        r = gw_req_new(cls, conn, url, method);
+        if (!r)
+            return MHD_NO;
+        *con_cls = r;
+        r->route = stream_route(url, method);
+        if (!r->route)
+            return MHD_YES; /* answered once the request is complete */
+        if (!gw_serve_route_authorized(r, r->route))
+            return gw_serve_unauthorized(r);
+    }
+    if (r->route && r->route->stream)
+        return r->route->stream(r, data, size);
+    if (*size > 0) {
+        size_t n = *size;
+        *size = 0; /* a body where none is expected is read and ignored, within limits */
+        return gw_body_ignore(r, n);
+    }
+    return r->phase == GW_PHASE_ANSWERED ? MHD_YES : answer(r, url, method);
+}

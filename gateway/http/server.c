@@ -1,0 +1,214 @@
+/* `shardgate serve` from start to stop: token, topology, journal replay, the MHD daemon, and a
+ * drain on SIGTERM/SIGINT (docs/api.md §13). With the commands, the only place of the service
+ * that picks exit codes. */
+#include "request.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include "exit.h"
+#include "http.h"
+#include "log.h"
+#include "number.h"
+#include "timing.h"
+#include "token.h"
+
+/* A token file others may read is a secret others may know: said once, at start. */
+static void warn_token_readable(const char *path, mode_t mode)
+{
+    struct gw_buf f;
+    char m[8];
+    gw_buf_init(&f);
+    gw_log_str(&f, "file", path);
+    snprintf(m, sizeof(m), "%04o", (unsigned)(mode & 07777));
+    gw_log_str(&f, "mode", m);
+    gw_log_str(&f, "warning", "the token file is readable by group or others: chmod 600 it");
+    gw_log_event("token_file_readable", &f);
+}
+
+static int load_token(struct gw_server *s)
+{
+    struct gw_error err;
+    mode_t mode = 0;
+    int rc = gw_token_load(s->opt.token_file, s->token_digest, &mode, &err);
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_UNUSABLE;
+    }
+    if (mode & (S_IRGRP | S_IROTH))
+        warn_token_readable(s->opt.token_file, mode);
+    s->auth = 1;
+    return GW_EXIT_OK;
+}
+
+static unsigned commit_delay_ms(void)
+{
+    const char *v = getenv("SHARDGATE_TEST_COMMIT_DELAY_MS"); /* test only: see docs/api.md */
+    uint64_t ms = 0;
+    if (v && gw_parse_u64(v, 0, 60000, &ms) == 0 && ms > 0) {
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_str(&f, "warning", "SHARDGATE_TEST_COMMIT_DELAY_MS is set");
+        gw_log_event("test_commit_delay", &f);
+    }
+    return (unsigned)ms;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_vformat(&f, "message", fmt, ap); /* whole, however long */
+    gw_log_event("mhd", &f);
+}
+
+static int start_daemon(struct gw_server *s)
+{
+    struct gw_error err;
+    struct sockaddr_in addr;
+    if (gw_http_parse_listen(s->opt.listen, &addr, &err) != 0) {
+        fprintf(stderr, "shardgate: %s\n", err.msg);
+        return GW_EXIT_USAGE;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG;
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, gw_serve_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads,
+        MHD_OPTION_CONNECTION_LIMIT, s->opt.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        s->opt.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, s->opt.timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+        gw_serve_completed, s, MHD_OPTION_END);
+    if (!s->daemon) {
+        fprintf(stderr, "shardgate: cannot listen on %s\n", s->opt.listen);
+        return GW_EXIT_INTERNAL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    char host[INET_ADDRSTRLEN], address[INET_ADDRSTRLEN + 8];
+    inet_ntop(AF_INET, &addr.sin_addr, host, sizeof(host));
+    snprintf(address, sizeof(address), "%s:%u", host,
+             info ? (unsigned)info->port : (unsigned)ntohs(addr.sin_port));
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "address", address);
+    gw_log_event("listening", &f);
+    return GW_EXIT_OK;
+}
+
+/* Stops taking connections, lets requests in progress finish (their receipts are journaled
+ * by the writer, which is still running), then stops the writer: from then on a POST racing
+ * the shutdown on a kept-alive connection is refused (503), its mutex still alive. Then the
+ * HTTP daemon stops (every handler thread joined) and only then is the committer destroyed
+ * (docs/operations.md, Shutdown). */
+static void drain(struct gw_server *s)
+{
+    atomic_store(&s->draining, 1);
+    MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
+    unsigned waited = 0;
+    while (atomic_load(&s->active) > 0 && waited < GW_DRAIN_TIMEOUT_S * 1000) {
+        gw_sleep_ms(10);
+        waited += 10;
+    }
+    struct gw_buf f;
+    gw_buf_init(&f);
+    int left = atomic_load(&s->active);
+    gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
+    gw_log_u64(&f, "waited_ms", waited);
+    gw_log_event("drained", &f);
+    gw_committer_stop(&s->committer);
+    MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+    gw_committer_destroy(&s->committer);
+    if (listen_fd != MHD_INVALID_SOCKET)
+        close(listen_fd);
+}
+
+static int wait_for_signal(const sigset_t *set)
+{
+    int sig = 0;
+    while (sigwait(set, &sig) != 0)
+        ;
+    return sig;
+}
+
+/* Sets everything up in order; returns GW_EXIT_OK to serve, else the exit code. */
+static int setup(struct gw_server *s)
+{
+    int rc = s->opt.token_file ? load_token(s) : GW_EXIT_OK;
+    if (rc == GW_EXIT_OK)
+        rc = gw_exit_load_topology(s->opt.conf, s->opt.shards, &s->topo);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    gw_metrics_init(&s->metrics);
+    if (gw_idem_init(&s->idem) != 0 || gw_ledger_init(&s->ledger, s->topo.members.count) != 0) {
+        fprintf(stderr, "shardgate: out of memory\n");
+        return GW_EXIT_INTERNAL;
+    }
+    rc = gw_server_open_journal(s);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    struct gw_error err;
+    if (gw_committer_start(&s->committer, &s->journal, &s->metrics, commit_delay_ms(), &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return GW_EXIT_INTERNAL;
+    }
+    atomic_store(&s->replayed, 1);
+    return start_daemon(s);
+}
+
+static void teardown(struct gw_server *s)
+{
+    gw_committer_stop(&s->committer);
+    if (s->daemon)
+        MHD_stop_daemon(s->daemon);
+    gw_committer_destroy(&s->committer);
+    if (s->journal.path)
+        gw_journal_close(&s->journal);
+    gw_idem_free(&s->idem);
+    gw_ledger_free(&s->ledger);
+    if (s->topo.ring)
+        gw_topology_free(&s->topo);
+}
+
+/* Every thread started after this inherits the mask, so only sigwait() sees the signals. */
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a file size limit makes write() fail with EFBIG instead */
+}
+
+int gw_server_run(const struct gw_serve_options *opt)
+{
+    static struct gw_server server; /* one per process; MHD threads point into it */
+    struct gw_server *s = &server;
+    memset(s, 0, sizeof(*s));
+    s->opt = *opt;
+    sigset_t set;
+    block_signals(&set);
+    s->journal.fd = -1;
+    int rc = setup(s);
+    if (rc == GW_EXIT_OK) {
+        int sig = wait_for_signal(&set);
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_str(&f, "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        gw_log_event("stopping", &f);
+        drain(s);
+    }
+    teardown(s);
+    if (rc == GW_EXIT_OK)
+        gw_log_event("stopped", NULL);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* `shardgate serve` seen from the commands: its options and one call that runs it. */
+#ifndef SHARDGATE_GW_SERVER_H
+#define SHARDGATE_GW_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "batch.h"
+
+#define GW_MAX_BODY_DEFAULT (16u << 20)
+#define GW_MAX_CONNECTIONS_DEFAULT 1024
+#define GW_MAX_PER_IP_DEFAULT 256
+#define GW_TIMEOUT_DEFAULT 30
+#define GW_DRAIN_TIMEOUT_S 30
+#define GW_MAX_BODY_INFLIGHT_DEFAULT (256ull << 20)
+#define GW_BODY_TIMEOUT_DEFAULT 60
+
+struct gw_serve_options {
+    const char *conf, *shards, *state_dir, *listen, *token_file;
+    uint64_t max_body;
+    size_t max_changes;
+    unsigned threads;
+    unsigned max_connections, max_per_ip, timeout_s;
+    uint64_t max_body_inflight; /* body bytes all requests may hold at once */
+    unsigned body_timeout_s;    /* a body not complete this long after its headers is cut */
+    int metrics_open;           /* 1: /metrics needs no token */
+};
+
+/* Serves until SIGTERM/SIGINT, then drains (docs/api.md §13). Returns the exit code
+ * (enum gw_exit): 0 after a drain, else why it could not start. */
+int gw_server_run(const struct gw_serve_options *opt);
+
+#endif

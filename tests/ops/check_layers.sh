@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The gateway's layering holds (README.md, Layout; docs/decisions.md §12):
+#   core < store < http < cli, and a file includes headers of its own layer or of lower ones;
+#   core/ includes neither <microhttpd.h> nor <pthread.h>; store/ does not include <microhttpd.h>;
+#   no "../" includes (they would step around the layers); every source file lives in a layer.
+# usage: check_layers.sh ROOT     prints every violation, then RESULT: OK or RESULT: BAD
+#        check_layers.sh --self-test   proves each rule catches a planted violation
+set -u
+LAYERS=(core store http cli)
+
+rank_of() { # layer name -> its rank, or nothing
+    local i
+    for i in "${!LAYERS[@]}"; do [ "${LAYERS[$i]}" = "$1" ] && echo "$i"; done
+}
+
+# check ROOT: prints one line per violation; returns the number found (capped at 255).
+check() {
+    local gw="$1/gateway" bad=0 f layer rank inc owner orank
+    for f in "$gw"/*.[ch]; do
+        [ -e "$f" ] || continue
+        echo "${f#$1/}: outside every layer (core/, store/, http/, cli/)"
+        bad=$((bad + 1))
+    done
+    for layer in "${LAYERS[@]}"; do
+        rank=$(rank_of "$layer")
+        for f in "$gw/$layer"/*.[ch]; do
+            [ -e "$f" ] || continue
+            if [ "$rank" -eq 0 ] && grep -Eq '^#[[:space:]]*include[[:space:]]*<(microhttpd|pthread)\.h>' "$f"; then
+                echo "${f#$1/}: core/ includes microhttpd.h or pthread.h"
+                bad=$((bad + 1))
+            fi
+            if [ "$rank" -eq 1 ] && grep -Eq '^#[[:space:]]*include[[:space:]]*<microhttpd\.h>' "$f"; then
+                echo "${f#$1/}: store/ includes microhttpd.h"
+                bad=$((bad + 1))
+            fi
+            while IFS= read -r inc; do
+                if [[ "$inc" == */* ]]; then
+                    echo "${f#$1/}: includes \"$inc\": a path steps around the layers"
+                    bad=$((bad + 1))
+                    continue
+                fi
+                owner=""
+                for l in "${LAYERS[@]}"; do [ -e "$gw/$l/$inc" ] && owner="$l"; done
+                [ -n "$owner" ] || continue # ring.h, or a header of the same name elsewhere
+                orank=$(rank_of "$owner")
+                if [ "$orank" -gt "$rank" ]; then
+                    echo "${f#$1/}: includes $owner/$inc, a layer above $layer/"
+                    bad=$((bad + 1))
+                fi
+            done < <(sed -n 's/^#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+        done
+    done
+    return $((bad > 255 ? 255 : bad))
+}
+
+# Plants one violation in a minimal tree; the check must find it.
+expect_caught() {
+    local what="$1" file="$2" line="$3" tmp
+    tmp=$(mktemp -d)
+    mkdir -p "$tmp/gateway/core" "$tmp/gateway/store" "$tmp/gateway/http" "$tmp/gateway/cli"
+    echo '#include "buf.h"' >"$tmp/gateway/store/journal.c"
+    touch "$tmp/gateway/core/buf.h" "$tmp/gateway/store/journal.h" "$tmp/gateway/http/request.h"
+    mkdir -p "$(dirname "$tmp/gateway/$file")"
+    echo "$line" >>"$tmp/gateway/$file"
+    if check "$tmp" >/dev/null; then
+        echo "self-test: NOT caught: $what"
+        rm -rf "$tmp"
+        return 1
+    fi
+    rm -rf "$tmp"
+    echo "self-test: caught: $what"
+}
+
+self_test() {
+    local tmp fails=0
+    tmp=$(mktemp -d)
+    mkdir -p "$tmp/gateway/core" "$tmp/gateway/store"
+    echo '#include "buf.h"' >"$tmp/gateway/store/journal.c"
+    touch "$tmp/gateway/core/buf.h"
+    check "$tmp" || { echo "self-test: a clean tree fails"; fails=1; }
+    rm -rf "$tmp"
+    expect_caught "core includes pthread.h" core/buf.c '#include <pthread.h>' || fails=1
+    expect_caught "core includes microhttpd.h" core/buf.c '#include <microhttpd.h>' || fails=1
+    expect_caught "store includes microhttpd.h" store/commit.c '#include <microhttpd.h>' || fails=1
+    expect_caught "core includes a store header" core/batch.c '#include "journal.h"' || fails=1
+    expect_caught "store includes an http header" store/ledger.c '#include "request.h"' || fails=1
+    expect_caught "a path include" http/x.c '#include "../core/buf.h"' || fails=1
+    expect_caught "a file outside the layers" serve.c '#include "buf.h"' || fails=1
+    [ "$fails" -eq 0 ] && echo "RESULT: OK" || echo "RESULT: BAD"
+    return "$fails"
+}
+
+if [ "${1:-}" = "--self-test" ]; then
+    self_test
+    exit $?
+fi
+[ $# -eq 1 ] || { echo "usage: check_layers.sh ROOT | --self-test" >&2; exit 64; }
+if check "$1"; then
+    echo "RESULT: OK"
+else
+    echo "RESULT: BAD"
+    exit 1
+fi
