@@ -101,6 +101,13 @@ def run(args, timeout=60, **kw):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def run_gateway(*args, timeout=60, **kw):
+    """Runs `shardgate ARGS...` to completion without $SHARDGATE_CONF in its environment."""
+    env = dict(os.environ)
+    env.pop("SHARDGATE_CONF", None)
+    return run([BIN] + list(args), timeout=timeout, env=env, **kw)
+
+
 def run_server(args, timeout=30, **kw):
     """Runs `shardgate ARGS` to completion (for servers expected to refuse to start)."""
     return run([BIN] + args, timeout=timeout, **kw)
