@@ -31,13 +31,14 @@ trap 'rm -rf "$work"' EXIT
 failed=0
 summary=()
 for t in "${targets[@]}"; do
-    src=tests/fuzz/corpus/$t
-    [ -d "$src" ] || { echo "fuzz: no corpus for $t" >&2; exit 64; }
-    # New corpus entries go to the temporary copy, never into the source tree.
+    # Seeds: corpus/$t (inputs in no case folder), the copies of the case folders' inputs the
+    # build made (build/fuzz/tests/fuzz/corpus/$t) and regressions/$t. New corpus entries go to
+    # the temporary copy, never into the source tree.
     mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
-    cp "$src"/* "$work/$t/corpus/"
-    find "tests/fuzz/regressions/$t" -maxdepth 1 -type f ! -name '.*' \
-        -exec cp {} "$work/$t/corpus/" \; 2>/dev/null || true
+    for src in "tests/fuzz/corpus/$t" "build/fuzz/tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t"; do
+        [ -d "$src" ] && find "$src" -maxdepth 1 -type f ! -name '.*' -exec cp {} "$work/$t/corpus/" \;
+    done
+    [ -n "$(ls -A "$work/$t/corpus")" ] || { echo "fuzz: no seeds for $t" >&2; exit 64; }
     dict=tests/fuzz/json.dict
     [ "$t" = contract ] && dict=tests/fuzz/env.dict
     echo "== fuzz: $t for ${seconds}s"

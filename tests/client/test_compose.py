@@ -15,7 +15,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clienttest import Skip, case, eq, ok, run, src, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import Skip, case, eq, ok, run, src, main  # noqa: E402
 
 
 def compose_config():
@@ -45,7 +46,7 @@ def blocks(text, indent):
     return {k: "\n".join(v) for k, v in out.items()}
 
 
-@case
+@case("compose_config")
 def compose_config_is_complete():
     top = blocks(compose_config(), 0)
     ok("services" in top and "volumes" in top, "top-level keys: %s" % list(top))
@@ -89,7 +90,7 @@ class Answer(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@case
+@case("compose_config")
 def gateway_healthcheck_is_green_only_on_200():
     command = gateway_healthcheck_command()
     eq(command[:3], ["CMD", "python3", "-c"], "healthcheck form")
@@ -125,7 +126,7 @@ BASE_OR_SANITIZER = re.compile(
     r"^(libc|libm|libpthread|libdl|librt|ld-linux[^.]*|libasan|libubsan|liblsan|libgcc_s)\.so")
 
 
-@case
+@case("dockerfile")
 def dockerfile_matches_the_build():
     """The Dockerfile installs build/gateway/shardgate and build/health/shardgate-health
     and its runtime stage has a package for every library they link."""
@@ -156,7 +157,7 @@ def dockerfile_matches_the_build():
                % (RUNTIME_PACKAGE[lib], lib))
 
 
-@case
+@case("dockerfile")
 def dockerignore_keeps_build_trees_out():
     with open(src(".dockerignore"), encoding="utf-8") as f:
         lines = {l.strip() for l in f if l.strip() and not l.startswith("#")}
@@ -165,4 +166,4 @@ def dockerignore_keeps_build_trees_out():
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, ("source",)))

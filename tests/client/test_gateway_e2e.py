@@ -15,7 +15,8 @@ import threading
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clienttest import Skip, case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import Skip, case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
 
 STARTUP_TIMEOUT = 20
 
@@ -105,7 +106,7 @@ def probe(receipt_path):
                 "--batch", src("input", "changes.json")])
 
 
-@case
+@case("gateway_e2e")
 def lost_answer_is_retried_into_one_receipt():
     state = tmpdir()
     with Gateway(state) as gw:
@@ -138,7 +139,7 @@ def lost_answer_is_retried_into_one_receipt():
     eq(json.loads(res.stdout)["status"], "pass", "health status")
 
 
-@case
+@case("gateway_e2e")
 def gateway_4xx_are_not_retried():
     state = tmpdir()
     tmp = tmpdir()
@@ -160,7 +161,7 @@ def gateway_4xx_are_not_retried():
     eq(len(journal_receipts(state)), 1, "rejected batches change nothing")
 
 
-@case
+@case("gateway_e2e")
 def bearer_token_reaches_the_gateway():
     state = tmpdir()
     token = write(os.path.join(tmpdir(), "token"), "e2e-token-123\n")
@@ -173,4 +174,4 @@ def bearer_token_reaches_the_gateway():
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, ("source",)))

@@ -10,7 +10,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clienttest import case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
 
 RECEIPT = b'{"receipt_version":1,"batch_id":"sample-0001","ok":true}\n'
 
@@ -100,7 +101,7 @@ def assert_success(res, what):
     eq(res.stdout, RECEIPT.decode(), what + ": receipt on stdout")
 
 
-@case
+@case("post_batch_retry")
 def retry_503_then_200():
     with ScriptedServer([503, 200]) as server:
         res = post(server.url)
@@ -110,7 +111,7 @@ def retry_503_then_200():
     ok("Authorization" not in server.requests[0]["headers"], "no token, no Authorization")
 
 
-@case
+@case("post_batch_retry")
 def retry_409_then_200():
     with ScriptedServer([409, 200]) as server:
         res = post(server.url)
@@ -118,7 +119,7 @@ def retry_409_then_200():
     assert_same_request_each_time(server, 2, "409 then 200")
 
 
-@case
+@case("post_batch_no_retry_4xx")
 def no_retry_on_400():
     with ScriptedServer([400, 200]) as server:
         res = post(server.url)
@@ -128,7 +129,7 @@ def no_retry_on_400():
     assert_same_request_each_time(server, 1, "400")
 
 
-@case
+@case("post_batch_no_retry_4xx")
 def no_retry_on_other_4xx():
     for status in (401, 404, 413, 415, 422):
         with ScriptedServer([status, 200]) as server:
@@ -137,7 +138,7 @@ def no_retry_on_other_4xx():
         assert_same_request_each_time(server, 1, str(status))
 
 
-@case
+@case("post_batch_retry")
 def retry_dropped_connection_then_200():
     with ScriptedServer(["drop", 200]) as server:
         res = post(server.url)
@@ -146,7 +147,7 @@ def retry_dropped_connection_then_200():
     ok("attempt 1/3: connection failed" in res.stderr, res.stderr)
 
 
-@case
+@case("post_batch_exhausted")
 def always_500_gives_up_after_3():
     with ScriptedServer([500]) as server:
         res = post(server.url)
@@ -156,7 +157,7 @@ def always_500_gives_up_after_3():
     ok("attempt 3/3: HTTP 500" in res.stderr and "giving up" in res.stderr, res.stderr)
 
 
-@case
+@case("post_batch_exhausted")
 def attempts_option():
     with ScriptedServer([502]) as server:
         res = post(server.url, "--attempts", "5")
@@ -168,7 +169,7 @@ def attempts_option():
     assert_same_request_each_time(server, 1, "--attempts 1")
 
 
-@case
+@case("post_batch_exhausted")
 def backoff_grows_exponentially():
     """base 0.2: waits are in [0.1, 0.2] then [0.2, 0.4] (jitter keeps at least half)."""
     with ScriptedServer([503]) as server:
@@ -180,7 +181,7 @@ def backoff_grows_exponentially():
     ok(0.2 <= t[2] - t[1] < 1.5, "second wait %.3f" % (t[2] - t[1]))
 
 
-@case
+@case("post_batch_retry")
 def retry_after_is_honoured():
     with ScriptedServer([(503, {"Retry-After": "1"}), 200]) as server:
         res = post(server.url, "--backoff-max", "5")
@@ -190,7 +191,7 @@ def retry_after_is_honoured():
     ok(1.0 <= wait < 3.0, "waited %.3f for Retry-After: 1" % wait)
 
 
-@case
+@case("post_batch_exhausted")
 def connection_refused_gives_up():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -201,7 +202,7 @@ def connection_refused_gives_up():
     eq(res.stderr.count("connection failed"), 3, "refused: 3 attempts in %r" % res.stderr)
 
 
-@case
+@case("post_batch_usage")
 def bearer_token():
     token = write(os.path.join(tmpdir(), "token"), "s3cret-token\n")
     with ScriptedServer([200]) as server:
@@ -210,7 +211,7 @@ def bearer_token():
     eq(server.requests[0]["headers"].get("Authorization"), "Bearer s3cret-token", "header")
 
 
-@case
+@case("post_batch_usage")
 def usage_errors():
     script = src("client", "post_batch.py")
     res = run([sys.executable, script, "--help"])
@@ -246,7 +247,7 @@ def stop(proc):
         return proc.communicate()[1]
 
 
-@case
+@case("drop_proxy")
 def drop_proxy_loses_the_first_answer():
     """The upstream handles the first request, the client never hears; the retry goes
     through the proxy in full and gets the answer."""
@@ -263,7 +264,7 @@ def drop_proxy_loses_the_first_answer():
     ok("connection 2: relayed" in log, log)
 
 
-@case
+@case("drop_proxy")
 def drop_proxy_relays_after_drops():
     with ScriptedServer([200]) as server:
         proc, port = start_proxy(server.port, drop=0)
@@ -276,4 +277,4 @@ def drop_proxy_relays_after_drops():
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, ("source",)))

@@ -11,7 +11,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clienttest import Skip, case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import Skip, case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
 
 CONTRACT = ("# test contract\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
             "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
@@ -65,12 +66,12 @@ def expect_ok(result, what):
     eq(result.stderr, "", what + ": stderr")
 
 
-@case
+@case("probe_golden")
 def golden_receipt_ok():
     expect_ok(probe(), "golden receipt with the shipped conf/ and input/")
 
 
-@case
+@case("probe_golden")
 def golden_receipt_with_batch_ok():
     expect_ok(probe(batch=src("input", "changes.json")), "golden receipt with --batch")
 
@@ -139,7 +140,7 @@ TAMPERS = [
 ]
 
 
-@case
+@case("probe_tamper")
 def tamper_matrix():
     for name, mutate, lines in TAMPERS:
         r = golden()
@@ -157,7 +158,7 @@ def _paths(node, prefix=()):
             yield from _paths(v, prefix + (i,))
 
 
-@case
+@case("probe_wrong_types")
 def wrong_types_are_mismatches_not_crashes():
     """Every node of the golden receipt replaced by every wrong JSON type: always exit 1.
     Runs the probe in-process (its main()) because there are a few thousand cases."""
@@ -192,7 +193,7 @@ def wrong_types_are_mismatches_not_crashes():
     ok(checked > 1000, "checked %d mutations" % checked)
 
 
-@case
+@case("probe_tamper")
 def tamper_consistent_move_to_offline_shard():
     """A tamper that keeps loads and counts consistent is still caught at the placement."""
     r = golden()
@@ -208,7 +209,7 @@ def tamper_consistent_move_to_offline_shard():
     ], "consistent move to shard-d")
 
 
-@case
+@case("probe_tamper")
 def missing_fields():
     r = golden()
     del r["counts"]["dispatched"]
@@ -219,7 +220,7 @@ def missing_fields():
     ], "missing fields")
 
 
-@case
+@case("probe_tamper")
 def tamper_against_batch():
     batch = src("input", "changes.json")
     r = golden()
@@ -256,7 +257,7 @@ def tamper_against_batch():
        "swapped placements: id line in %r" % res.stdout)
 
 
-@case
+@case("probe_tamper")
 def receipt_key_changed_without_batch():
     """Without --batch the key is taken from the receipt, so its placement must follow it."""
     r = golden()
@@ -267,7 +268,7 @@ def receipt_key_changed_without_batch():
     ok("placements[1].hash: expected " in res.stdout, res.stdout)
 
 
-@case
+@case("probe_tamper")
 def unusable_placement_keeps_the_others_aligned():
     """A placement that is not an object is reported once; the ones after it are still
     compared with their own expected values, and it is never counted as dispatched."""
@@ -288,7 +289,7 @@ def unusable_placement_keeps_the_others_aligned():
        in res.stdout, res.stdout)
 
 
-@case
+@case("probe_tamper")
 def duplicate_change_ids():
     r = golden()
     r["placements"][3]["id"] = "ch-001"
@@ -296,7 +297,7 @@ def duplicate_change_ids():
                "duplicate id")
 
 
-@case
+@case("probe_bytes")
 def bytes_and_key_order():
     text = golden_text()
     expect_bad(probe(receipt_file(text.replace('"ok":true', '"ok": true'))),
@@ -312,7 +313,7 @@ def bytes_and_key_order():
     ], "top-level key order")
 
 
-@case
+@case("probe_bytes")
 def non_ascii_keys_are_raw_utf8():
     tmp = tmpdir()
     batch = {"batch_id": "utf8-1", "changes": [{"id": "c1", "key": "clé:ü", "size": 3}]}
@@ -341,7 +342,7 @@ def non_ascii_keys_are_raw_utf8():
     ok(res.stdout.splitlines()[1].startswith("bytes["), res.stdout)
 
 
-@case
+@case("probe_membership")
 def membership_leak_sends_ch001_to_shard_d():
     """docs/contract.md §6: if shard-d and shard-e were online, ch-001 would go to shard-d."""
     with open(src("input", "shards.json")) as f:
@@ -359,7 +360,7 @@ def membership_leak_sends_ch001_to_shard_d():
     ok("capacity: expected 100 actual 60" in lines, res.stdout)
 
 
-@case
+@case("probe_membership")
 def vnodes_divided_moves_ch003_to_ch006():
     """docs/contract.md §6: with VNODES divided by 5 (32), exactly ch-003..ch-006 move."""
     conf = write(os.path.join(tmpdir(), "d.env"), CONTRACT.replace("=160", "=32"))
@@ -370,7 +371,7 @@ def vnodes_divided_moves_ch003_to_ch006():
     eq(moved, ["placements[2]", "placements[3]", "placements[4]", "placements[5]"], "moved")
 
 
-@case
+@case("probe_membership")
 def ok_is_computed_not_read():
     """A shard over its capacity makes ok false even though the receipt says true."""
     with open(src("input", "shards.json")) as f:
@@ -447,7 +448,7 @@ def contract_error(text, message_after_path, what):
     eq(res.stderr, "contract: %s:%s\n" % (conf, message_after_path), what + ": stderr")
 
 
-@case
+@case("probe_contract")
 def contract_unusable():
     for text, message, what in BAD_CONTRACTS:
         contract_error(text, message, what)
@@ -457,7 +458,7 @@ def contract_unusable():
        (3, "contract: %s: cannot read: No such file or directory\n" % missing), "unreadable")
 
 
-@case
+@case("probe_contract")
 def contract_from_environment():
     script = src("client", "probe.py")
     rest = ["--shards", src("input", "shards.json"),
@@ -471,7 +472,7 @@ def contract_from_environment():
        (3, "contract: no contract file: pass --conf FILE or set SHARDGATE_CONF\n"), "neither")
 
 
-@case
+@case("probe_membership")
 def md5_contract_is_usable():
     conf = write(os.path.join(tmpdir(), "md5.env"), CONTRACT.replace("=sha1", "=md5"))
     res = probe(conf=conf)
@@ -540,7 +541,7 @@ BAD_SHARDS = [  # (document, message after "shards: <file>: ", what)
 ]
 
 
-@case
+@case("probe_shards")
 def shards_unusable():
     for doc, message, what in BAD_SHARDS:
         shards_error(doc(), message, what)
@@ -554,7 +555,7 @@ def shards_unusable():
        (3, "shards: %s: cannot read: No such file or directory\n" % missing), "unreadable")
 
 
-@case
+@case("probe_errors_agree")
 def errors_agree_with_gateway():
     """The probe words an unusable contract or membership exactly as `shardgate` does
     (docs/contract.md), so an operator sees one message whichever tool found it."""
@@ -574,7 +575,7 @@ def errors_agree_with_gateway():
            what + ": probe vs shardgate ring")
 
 
-@case
+@case("probe_unreadable")
 def receipt_unreadable():
     tmp = tmpdir()
     for name, content in [("missing", None), ("empty", ""), ("truncated", golden_text()[:100]),
@@ -590,7 +591,7 @@ def receipt_unreadable():
     eq(probe(receipt=path).returncode, 2, "invalid UTF-8")
 
 
-@case
+@case("probe_unreadable")
 def usage_and_help():
     res = run([sys.executable, src("client", "probe.py"), "--help"])
     eq(res.returncode, 0, "--help exit")
@@ -603,4 +604,4 @@ def usage_and_help():
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, ("source",)))

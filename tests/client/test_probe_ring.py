@@ -7,7 +7,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clienttest import case, eq, ok, src, main  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import case, eq, ok, src, main  # noqa: E402
 
 # docs/contract.md §6: id, key, size, hash, point, vnode, shard, reason
 GOLDEN = [
@@ -38,7 +39,7 @@ def worked_example_shards():
             shard("shard-e", "draining")]
 
 
-@case
+@case("probe_ring")
 def golden_table_all_rows():
     p = probe()
     ring = p.Ring("sha1", 160, worked_example_shards())
@@ -46,7 +47,7 @@ def golden_table_all_rows():
         eq(ring.lookup(key.encode()), (h, point, vnode, sid, reason), "%s %s" % (cid, key))
 
 
-@case
+@case("probe_ring")
 def golden_ring_summary():
     p = probe()
     ring = p.Ring("sha1", 160, worked_example_shards())
@@ -57,7 +58,7 @@ def golden_ring_summary():
     eq(ring.entries, sorted(ring.entries), "ring sorted")
 
 
-@case
+@case("probe_ring")
 def golden_receipt_from_contract():
     p = probe()
     contract = p.load_contract(src("conf", "dispatch.env"))
@@ -70,7 +71,7 @@ def golden_receipt_from_contract():
         eq(p.canonical(r), f.read(), "the probe's receipt is the golden receipt byte for byte")
 
 
-@case
+@case("probe_ring")
 def lookup_boundaries():
     """>= not >: a hash equal to a point lands on that point; above the last point wraps
     to the first point, not the last."""
@@ -90,7 +91,7 @@ def lookup_boundaries():
     eq(ring.lookup_hash(2**32 - 1)[3], "wrap", "max hash")
 
 
-@case
+@case("probe_ring")
 def only_online_shards_and_weights_multiply():
     p = probe()
     shards = [shard("a", weight=3), shard("b"), shard("c", "draining", weight=5),
@@ -107,7 +108,7 @@ def only_online_shards_and_weights_multiply():
     eq(empty.lookup(b"k")[1:], (None, None, None, None), "empty ring places nothing")
 
 
-@case
+@case("probe_ring")
 def points_layout_sha1_and_md5():
     """W words per digest, LE32, vnode k = g*W + j; md5 values published by twemproxy and
     libmemcached (tests/hash_results.h): ketama_hash("server1-8", 0) == 3853726576,
@@ -128,7 +129,7 @@ def points_layout_sha1_and_md5():
        "ring id text (SHA-1 whatever the ring hash)")
 
 
-@case
+@case("probe_ring")
 def equal_values_are_kept_and_ordered_by_id():
     """Many shards make 32-bit point collisions certain; none may be dropped, and ties
     are ordered by shard id bytes, then vnode."""
@@ -144,7 +145,7 @@ def equal_values_are_kept_and_ordered_by_id():
        "id order is bytewise, shorter first")
 
 
-@case
+@case("probe_ring")
 def design_counterfactuals():
     """docs/contract.md §6: shard-d and shard-e wrongly online send ch-001 to shard-d; VNODES divided by 5
     moves exactly ch-003..ch-006."""
@@ -157,4 +158,4 @@ def design_counterfactuals():
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, ("source",)))

@@ -7,7 +7,9 @@ import json
 import os
 import sys
 
-from hc_testlib import Failures, check_receipt, parse_line, tmpdir, write, ketama
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, check_receipt, parse_line, tmpdir, write)  # noqa: E402
+import ketama  # noqa: E402
 
 BIN = sys.argv[1]
 F = Failures()

@@ -5,7 +5,8 @@ import json
 import os
 import sys
 
-from hc_testlib import Failures, run, parse_line, tmpdir, write, CONF, SHARDS, GOLDEN
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, run_tool, parse_line, tmpdir, write, CONF, SHARDS, GOLDEN)  # noqa: E402
 
 BIN = sys.argv[1]
 F = Failures()
@@ -13,7 +14,7 @@ T = tmpdir()
 
 
 def check(conf, shards, receipt=GOLDEN, env=None):
-    return run(BIN, ["check", "--conf", conf, "--shards", shards, "--receipt", receipt], env)
+    return run_tool(BIN, ["check", "--conf", conf, "--shards", shards, "--receipt", receipt], env)
 
 
 def expect3(name, conf, shards, message, env=None):
@@ -78,9 +79,9 @@ expect3("trailing space", p, SHARDS,
         "contract: %s:5: whitespace at the start or end of a line" % p)
 
 # no --conf: SHARDGATE_CONF names it; neither -> exit 3
-rc, out, err = run(BIN, ["check", "--shards", SHARDS, "--receipt", GOLDEN])
+rc, out, err = run_tool(BIN, ["check", "--shards", SHARDS, "--receipt", GOLDEN])
 F.check(rc == 3 and out == "", "no --conf and no SHARDGATE_CONF -> exit 3", err)
-rc, out, err = run(BIN, ["check", "--shards", SHARDS, "--receipt", GOLDEN], {"SHARDGATE_CONF": CONF})
+rc, out, err = run_tool(BIN, ["check", "--shards", SHARDS, "--receipt", GOLDEN], {"SHARDGATE_CONF": CONF})
 F.check(rc == 0, "SHARDGATE_CONF names the contract", out + err)
 
 
@@ -139,11 +140,11 @@ for name, args in [("no args", []), ("unknown command", ["verify"]),
                    ("no shards", ["check", "--conf", CONF, "--receipt", GOLDEN]),
                    ("missing value", ["check", "--conf"]),
                    ("serve without journal", ["serve", "--conf", CONF, "--shards", SHARDS])]:
-    rc, out, err = run(BIN, args)
+    rc, out, err = run_tool(BIN, args)
     F.check(rc == 64 and "usage:" in err, "usage: %s -> 64" % name, "rc=%d err=%r" % (rc, err))
-rc, out, err = run(BIN, ["--help"])
+rc, out, err = run_tool(BIN, ["--help"])
 F.check(rc == 0 and out.startswith("usage: shardgate-health check"), "--help -> 0", out)
-rc, out, err = run(BIN, ["check", "--help"])
+rc, out, err = run_tool(BIN, ["check", "--help"])
 F.check(rc == 0 and "usage:" in out, "check --help -> 0", out)
 
 # --- cannot judge -------------------------------------------------------------------------------

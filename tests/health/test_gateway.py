@@ -11,7 +11,9 @@ import time
 import urllib.error
 import urllib.request
 
-from hc_testlib import Failures, check_journal, golden_shards, parse_line, tmpdir, write, ketama, CONF
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, check_journal, golden_shards, parse_line, tmpdir, write, CONF)  # noqa: E402
+import ketama  # noqa: E402
 
 HEALTH, GATEWAY = sys.argv[1], sys.argv[2]
 F = Failures()

@@ -5,7 +5,8 @@ import os
 import subprocess
 import sys
 
-from hc_testlib import Failures, check_journal, checks_per_receipt
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, check_journal, checks_per_receipt)  # noqa: E402
 
 BIN, OUT = sys.argv[1], sys.argv[2]
 F = Failures()

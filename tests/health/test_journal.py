@@ -5,8 +5,10 @@ duplicate batch ids, torn and bad lines, missing or empty journals fail."""
 import os
 import sys
 
-from hc_testlib import (Failures, check_journal, deep, golden_shards, journal_lines, parse_line,
-                        tmpdir, write, changes, checks_per_receipt, ketama, CONF, SHARDS)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, check_journal, deep, golden_shards, journal_text, parse_line, tmpdir,
+                    write, changes, checks_per_receipt, CONF, SHARDS)  # noqa: E402
+import ketama  # noqa: E402
 
 BIN = sys.argv[1]
 F = Failures()
@@ -25,7 +27,7 @@ def receipts(ring, n, start_seq=1, per=5, tag="b"):
 
 
 def jcheck(name, records, conf=CONF, shards=SHARDS, raw=None):
-    path = write(os.path.join(T, name + ".jsonl"), raw if raw is not None else journal_lines(records))
+    path = write(os.path.join(T, name + ".jsonl"), raw if raw is not None else journal_text(records))
     rc, out, err = check_journal(BIN, path, conf=conf, shards=shards)
     return rc, out, err, parse_line(out)
 
@@ -142,7 +144,7 @@ rc, out, err, doc = jcheck("odd-keys", [epoch, ketama.receipt_record(1, odd)])
 F.check(rc == 0, "keys with escapes and UTF-8 hash and fingerprint like decisions.md", out + err)
 
 # --- lines ----------------------------------------------------------------------------------
-text = journal_lines([epoch] + recs)
+text = journal_text([epoch] + recs)
 # an unterminated last line may be a group commit in progress: neither judged nor counted,
 # reported as pending_tail_bytes (docs/operations.md, "The in-progress tail")
 rc, out, err, doc = jcheck("torn-last-line", None, raw=text + '{"type":"receipt","seq":21,')
@@ -152,14 +154,14 @@ F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"pending_
 bad_tail = deep(recs)
 bad_tail[19]["receipt"]["ok"] = False
 rc, out, err, doc = jcheck("bad-line-then-tail", None,
-                           raw=journal_lines([epoch] + bad_tail) + '{"type":"receipt","seq":21,')
+                           raw=journal_text([epoch] + bad_tail) + '{"type":"receipt","seq":21,')
 F.check(rc == 2 and doc is not None and doc.get("pending_tail_bytes") == 27 and
         "ok: b-0019: ok: expected true, got false" in doc["issues"],
         "in-progress tail after a bad complete line: exit 2 by the complete lines", out + err)
 expect_issue("not-json", None, "journal_line: line 3: not JSON: '[' or '{' expected near 'garbage' (column 7)",
-             raw=journal_lines([epoch, recs[0]]) + "garbage\n" + journal_lines(recs[1:]))
+             raw=journal_text([epoch, recs[0]]) + "garbage\n" + journal_text(recs[1:]))
 expect_issue("unknown-type", None, 'journal_line: line 2: type: must be "epoch" or "receipt"',
-             raw=journal_lines([epoch, {"type": "note"}]))
+             raw=journal_text([epoch, {"type": "note"}]))
 rc, out, err, doc = jcheck("empty", None, raw="")
 F.check(rc == 2 and doc is not None and doc["issues"] ==
         ["epoch_current: journal: epoch: no epoch record in the journal"],

@@ -10,17 +10,12 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import CONF, SHARDS, Failures  # noqa: E402
+
 BIN = sys.argv[1]
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-CONF = os.path.join(ROOT, "conf", "dispatch.env")
-SHARDS = os.path.join(ROOT, "input", "shards.json")
-failures = []
-passes = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    (passes if cond else failures).append(what)
+results = Failures()
+check = results.check
 
 
 def free_port(family, host):
@@ -86,5 +81,4 @@ refused("[127.0.0.1]:8081", "--listen [127.0.0.1]:8081: 127.0.0.1 is not an IPv6
 refused("::1:8081", "--listen ::1:8081: ::1 is not an IPv4 address")
 refused("localhost:8081", "--listen localhost:8081: localhost is not an IPv4 address")
 refused("[::1]:65536", "--listen [::1]:65536: port must be 0..65535")
-print("%d passed, %d failed" % (len(passes), len(failures)))
-sys.exit(1 if failures else 0)
+results.exit()

@@ -4,8 +4,9 @@ catches a receipt altered in exactly one field (exit 2, exact issue string)."""
 import os
 import sys
 
-from hc_testlib import (Failures, check_receipt, deep, golden, parse_line, tmpdir, write,
-                        ketama, GOLDEN)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, check_receipt, deep, golden, parse_line, tmpdir, write, GOLDEN)  # noqa: E402
+import ketama  # noqa: E402
 
 BIN = sys.argv[1]
 F = Failures()
@@ -145,7 +146,7 @@ for name, alter, issue in CASES:
 
 # A receipt written by a gateway with offline/draining shards in the ring (seed failure 1):
 # every derived fact differs; ch-001 lands on shard-d there (docs/contract.md §6).
-shards = [dict(s, state="online") for s in __import__("hc_testlib").golden_shards()]
+shards = [dict(s, state="online") for s in __import__("sgtest").golden_shards()]
 leaky = ketama.receipt(ketama.Ring("sha1", 160, shards), B, golden()["placements"])
 for s in ("shard-d", "shard-e"):
     leaky["shards"][s]["state"] = {"shard-d": "offline", "shard-e": "draining"}[s]
@@ -156,7 +157,7 @@ F.check(rc == 2 and "placement_online: %s: ch-001 shard: shard-d is offline, not
         in doc["issues"], "offline shards in the ring are caught", out)
 
 # VNODES divided by the number of shards (seed failure 2): 160/5 = 32 points per shard.
-div = ketama.receipt(ketama.Ring("sha1", 32, __import__("hc_testlib").golden_shards()), B,
+div = ketama.receipt(ketama.Ring("sha1", 32, __import__("sgtest").golden_shards()), B,
                      golden()["placements"])
 div["ring"]["vnodes"] = 160
 path = write(os.path.join(T, "divided.json"), ketama.dumps(div) + "\n")

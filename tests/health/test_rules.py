@@ -13,8 +13,10 @@ import subprocess
 import sys
 import time
 
-from hc_testlib import (Failures, check_journal, deep, golden_shards, journal_lines, parse_line,
-                        tmpdir, write, changes, ketama, CONF, SHARDS)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, check_journal, deep, golden_shards, journal_text, parse_line, tmpdir,
+                    write, changes, CONF, SHARDS)  # noqa: E402
+import ketama  # noqa: E402
 
 BIN = sys.argv[1]
 GATEWAY = sys.argv[2] if len(sys.argv) > 2 else None
@@ -84,10 +86,10 @@ def with_receipt(mutate, fix_fingerprint=True):
     mutate(recs[1]["receipt"])
     if fix_fingerprint:
         recs[1]["fingerprint"] = ketama.fingerprint(recs[1]["receipt"])
-    return journal_lines([EPOCH] + recs)
+    return journal_text([EPOCH] + recs)
 
 
-CLEAN = journal_lines([EPOCH] + RECS)
+CLEAN = journal_text([EPOCH] + RECS)
 rc, out, doc = health("clean", CLEAN)
 F.check(rc == 0, "clean journal passes", out)
 if GATEWAY:
@@ -166,15 +168,15 @@ case("receipt-version-3", with_receipt(lambda r: r.update(receipt_version=3)),
 # --- record fields --------------------------------------------------------------------------
 recs = deep(RECS)
 recs[2]["seq"] = 4
-case("seq-not-plus-1", journal_lines([EPOCH] + recs),
+case("seq-not-plus-1", journal_text([EPOCH] + recs),
      "journal_seq: r-02: seq: expected 3, got 4 (receipts missing)")
 recs = deep(RECS)
 recs[2]["seq"] = 1
-case("seq-not-increasing", journal_lines([EPOCH] + recs),
+case("seq-not-increasing", journal_text([EPOCH] + recs),
      "journal_seq: r-02: seq: 1 is not greater than the previous seq 2")
 recs = deep(RECS)
 recs[1]["fingerprint"] = recs[1]["fingerprint"].upper()
-case("fingerprint-not-hex", journal_lines([EPOCH] + recs),
+case("fingerprint-not-hex", journal_text([EPOCH] + recs),
      "fingerprint: r-01: fingerprint: must be 64 lowercase hex digits, got %s" % recs[1]["fingerprint"])
 
 # --- R1 / R2 --------------------------------------------------------------------------------
@@ -198,7 +200,7 @@ F.check(p.returncode == 3 and p.stderr.decode() == want, "R2 in the shards file:
 ep = {"type": "epoch", "ring_id": "0" * 40, "contract": ketama.contract(vnodes=4096),
       "shards": sorted(many, key=lambda s: s["id"])}
 t0 = time.monotonic()
-rc, out, doc = health("r2-epoch", journal_lines([ep]))
+rc, out, doc = health("r2-epoch", journal_text([ep]))
 took = time.monotonic() - t0
 with open(BIN, "rb") as f:  # an ASan build runs about 8x slower; its bound is 5 s
     bound = 5.0 if b"__asan_init" in f.read() else 1.0
@@ -207,7 +209,7 @@ F.check(rc == 2 and doc is not None and
         "R2 in an epoch record (4097 x 1000 x 4096): exit 2 in %.2f s (< %g s)" % (took, bound), out[:500])
 ep = deep(EPOCH)
 ep["shards"].append({"id": "zz", "state": "offline", "capacity": 2 ** 53 - 1, "weight": 1})
-case("r1-epoch", journal_lines([ep] + RECS),
+case("r1-epoch", journal_text([ep] + RECS),
      "epoch_record: epoch@line 1: shards[5].capacity: sum of capacities exceeds 9007199254740991")
 
 F.exit()

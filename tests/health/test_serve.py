@@ -13,8 +13,10 @@ import time
 import urllib.error
 import urllib.request
 
-from hc_testlib import (Failures, changes, deep, golden_shards, journal_lines, tmpdir, write,
-                        ketama, CONF, SHARDS)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, changes, deep, golden_shards, journal_text, tmpdir, write, CONF,
+                    SHARDS)  # noqa: E402
+import ketama  # noqa: E402
 
 BIN = sys.argv[1]
 F = Failures()
@@ -46,7 +48,7 @@ def records(n, start=1, tag="s"):
 
 journal = os.path.join(T, "journal.jsonl")
 epoch = ketama.epoch_record(RING, C)
-write(journal, journal_lines([epoch] + records(10)))
+write(journal, journal_text([epoch] + records(10)))
 
 port = free_port()
 proc = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--conf", CONF,
@@ -79,7 +81,7 @@ try:
 
     # append more good receipts: only new lines are verified (counts grow by exactly them)
     with open(journal, "a") as f:
-        f.write(journal_lines(records(2, start=11)))
+        f.write(journal_text(records(2, start=11)))
     st, _, body = get(port, "/healthz")
     doc = json.loads(body)
     F.check(st == 200 and doc["checks"]["receipts_verified"][0]["observedValue"] == 12,
@@ -108,7 +110,7 @@ try:
     F.check(st == 503 and body.count(issue) == 1, "the issue stays, reported once", body[:300])
 
     # truncation: a shorter journal is re-read from 0
-    write(journal, journal_lines([epoch] + records(3)))
+    write(journal, journal_text([epoch] + records(3)))
     st, _, body = get(port, "/healthz")
     doc = json.loads(body)
     F.check(st == 200 and doc["checks"]["receipts_verified"][0]["observedValue"] == 3,
@@ -117,14 +119,14 @@ try:
     # rewritten in place to the same or larger size: the bytes before the offset changed
     bad3 = records(3)
     bad3[1]["receipt"]["ok"] = False
-    write(journal, journal_lines([epoch] + bad3 + records(2, start=4)))
+    write(journal, journal_text([epoch] + bad3 + records(2, start=4)))
     st, _, body = get(port, "/healthz")
     F.check(st == 503 and "ok: s-002: ok: expected true, got false" in body,
             "journal rewritten in place is re-read", body[:500])
 
     # rotation: a new file (other inode) under the name
     tmp = journal + ".new"
-    write(tmp, journal_lines([epoch] + records(1)))
+    write(tmp, journal_text([epoch] + records(1)))
     os.rename(tmp, journal)
     st, _, body = get(port, "/healthz")
     F.check(st == 200 and json.loads(body)["checks"]["receipts_verified"][0]["observedValue"] == 1,
@@ -143,7 +145,7 @@ try:
     sh_d = deep(golden_shards())
     sh_d[3]["state"] = "online"
     rd = ketama.Ring("sha1", 160, sh_d)
-    write(journal, journal_lines([ketama.epoch_record(rd, C)]))
+    write(journal, journal_text([ketama.epoch_record(rd, C)]))
     st, _, body = get(port, "/healthz")
     F.check(st == 503 and "epoch_current: journal: epoch@line 1 shards.shard-d.state: journal "
             "online, shards file offline" in body, "foreign membership in the journal: 503", body[:500])
@@ -168,7 +170,7 @@ finally:
         print("server stderr:", err[-3000:])
 
 # the emptied-criteria hook turns /healthz red, never green
-write(journal, journal_lines([epoch] + records(2)))
+write(journal, journal_text([epoch] + records(2)))
 port = free_port()
 env = dict(os.environ, SHARDGATE_HEALTH_TEST_EMPTY_CRITERIA="1")
 proc = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--conf", CONF,

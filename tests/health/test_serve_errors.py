@@ -15,7 +15,9 @@ import time
 import urllib.error
 import urllib.request
 
-from hc_testlib import Failures, changes, deep, journal_lines, tmpdir, write, ketama
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failures, changes, deep, journal_text, tmpdir, write)  # noqa: E402
+import ketama  # noqa: E402
 
 BIN = sys.argv[1]
 F = Failures()
@@ -76,7 +78,7 @@ with open(BIN, "rb") as f:  # ASan reserves terabytes of shadow: it cannot run u
     ASAN = b"__asan_init" in f.read()
 if ASAN:
     print("skip: the out-of-memory case needs a build without ASan")
-journal = write(os.path.join(T, "oom.jsonl"), journal_lines([ketama.epoch_record(RING, C)]))
+journal = write(os.path.join(T, "oom.jsonl"), journal_text([ketama.epoch_record(RING, C)]))
 proc, port = start(journal, ["--reverify-interval", "60"]) if not ASAN else (None, 0)
 try:
     if not ASAN:
@@ -87,7 +89,7 @@ try:
         bad = rec(2, "o")
         bad["receipt"]["ok"] = False
         with open(journal, "a") as f:
-            f.write(journal_lines([rec(1, "o"), bad]))
+            f.write(journal_text([rec(1, "o"), bad]))
         st, doc = get(port)
         oom = "input: journal: out of memory for 1000000 ring points"
         F.check(st == 503 and oom in doc["issues"], "out of memory while verifying: 503 naming it",
@@ -111,7 +113,7 @@ finally:
         proc.wait(timeout=10)
 
 # --- an in-place edit of a verified line is found within the interval -----------------------
-journal = write(os.path.join(T, "edit.jsonl"), journal_lines([ketama.epoch_record(RING, C), rec(1, "e")]))
+journal = write(os.path.join(T, "edit.jsonl"), journal_text([ketama.epoch_record(RING, C), rec(1, "e")]))
 proc, port = start(journal, ["--reverify-interval", "1"])
 try:
     st, doc = get(port)
@@ -133,7 +135,7 @@ try:
             "same-length edit found in %.1f s (interval 1 s, bound %g s)" % (took, bound), "%s %s" % (st, str(doc)[-600:]))
     # an unterminated tail older than the interval is a torn tail
     # (a new inode: the service re-reads it at once, as after a rotation)
-    write(journal + ".new", journal_lines([ketama.epoch_record(RING, C), rec(1, "e")]) + '{"type":"rec')
+    write(journal + ".new", journal_text([ketama.epoch_record(RING, C), rec(1, "e")]) + '{"type":"rec')
     os.replace(journal + ".new", journal)
     st, doc = get(port)
     F.check(st == 200 and doc.get("pending_tail_bytes") == 12, "a fresh tail: 200, pending 12", str(doc)[-300:])

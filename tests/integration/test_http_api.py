@@ -1,17 +1,19 @@
-"""Every endpoint and every error status of docs/api.md over real HTTP, with exact codes/paths."""
+"""Every endpoint and error status of docs/api.md over real HTTP, with exact codes/paths: the
+sequences (restarts, several requests, raw sockets). One request, one answer: tests/http/."""
 
 import json
 import os
 import socket
 import sys
 
-from gwtest import (Server, batch, case, eq, journal_lines, main, ok, read, run_server, src,
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Server, batch, case, eq, journal_lines, main, ok, read, run_server, src,
                     tmpdir, write)
 
 GOLDEN = "tests/golden/sample-0001.receipt.json"
 
 
-@case
+@case("golden")
 def golden_receipt_equals_cli():
     cli = run_server(["dispatch", "--conf", src("conf", "dispatch.env"), "--shards",
                       src("input", "shards.json"), "--batch", src("input", "changes.json")])
@@ -25,76 +27,6 @@ def golden_receipt_equals_cli():
         ok("idempotent-replayed" not in r.headers, "first answer is not a replay")
         g = s.get("/v1/batches/sample-0001")
         eq((g.status, g.body), (200, read(src(GOLDEN))), "GET /v1/batches/sample-0001")
-
-
-@case
-def bad_json_and_schema_are_400():
-    with Server() as s:
-        r = s.post(b'{"batch_id": "x", "changes": [')
-        eq(r.status, 400, "syntax error status")
-        eq(r.error(), ("invalid_json", "$"), "syntax error code/path")
-        r = s.post({"batch_id": "x", "changes": [{"id": "a", "key": "k", "size": -1}]})
-        eq(r.status, 400, "schema error status")
-        eq(r.error(), ("invalid_batch", "changes[0].size"), "schema error code/path")
-        eq(r.json()["error"]["message"],
-           "changes[0].size: must be an integer 0..9007199254740991", "schema message")
-        r = s.post({"batch_id": "x", "changes": []})
-        eq(r.error(), ("invalid_batch", "changes"), "empty changes")
-        r = s.post({"batch_id": "bad id!", "changes": [{"id": "a", "key": "k", "size": 1}]})
-        eq(r.error(), ("invalid_batch", "batch_id"), "bad batch_id")
-        r = s.post(b"")
-        eq((r.status, r.error()[0]), (400, "invalid_json"), "empty body")
-        eq(len(journal_lines(s.state_dir)), 1, "rejected batches leave no journal line")
-
-
-@case
-def max_changes_is_enforced():
-    with Server(args=["--max-changes", "2"]) as s:
-        r = s.post(batch("three", n=3))
-        eq((r.status, r.error()), (400, ("invalid_batch", "changes")), "over --max-changes")
-        eq(s.post(batch("two", n=2)).status, 200, "at --max-changes")
-
-
-@case
-def unknown_paths_are_404_and_methods_405():
-    with Server() as s:
-        r = s.get("/nope")
-        eq((r.status, r.error()), (404, ("not_found", "")), "unknown path")
-        r = s.get("/v1/batches/never-posted")
-        eq((r.status, r.error()), (404, ("not_found", "batch_id")), "unknown batch")
-        r = s.request("PUT", "/v1/batches", body=b"{}")
-        eq((r.status, r.error()[0]), (405, "method_not_allowed"), "PUT /v1/batches")
-        eq(r.headers.get("allow"), "POST", "Allow on /v1/batches")
-        r = s.get("/v1/batches")
-        eq((r.status, r.headers.get("allow")), (405, "POST"), "GET /v1/batches")
-        for path in ["/v1/ring", "/v1/shards", "/metrics", "/livez", "/readyz",
-                     "/v1/batches/x", "/v1/lookup"]:
-            r = s.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
-            eq((r.status, r.headers.get("allow")), (405, "GET, HEAD"), "POST " + path)
-
-
-@case
-def content_type_must_be_json():
-    with Server() as s:
-        for ct in ["text/plain", "application/jsonx", "application/x-www-form-urlencoded"]:
-            r = s.post(batch("ct"), content_type=ct)
-            eq((r.status, r.error()), (415, ("unsupported_media_type", "")), "Content-Type " + ct)
-        r = s.post(batch("ct"), content_type=None)
-        eq(r.status, 415, "no Content-Type")
-        r = s.post(batch("ct1"), content_type="application/json; charset=utf-8")
-        eq(r.status, 200, "charset parameter allowed")
-        r = s.post(batch("ct2"), content_type="Application/JSON")
-        eq(r.status, 200, "media type is case-insensitive")
-
-
-@case
-def idempotency_key_must_equal_batch_id():
-    with Server() as s:
-        r = s.post(batch("b1"), headers={"Idempotency-Key": "b2"})
-        eq((r.status, r.error()), (400, ("idempotency_key_mismatch", "batch_id")), "mismatch")
-        eq(len(journal_lines(s.state_dir)), 1, "nothing journaled")
-        r = s.post(batch("b1"), headers={"Idempotency-Key": "b1"})
-        eq(r.status, 200, "matching key")
 
 
 def raw_exchange(port, head, chunks=(), read_first=False):
@@ -128,7 +60,7 @@ def raw_exchange(port, head, chunks=(), read_first=False):
         sock.close()
 
 
-@case
+@case("limits")
 def body_over_max_body_is_413():
     with Server(args=["--max-body", "1000"]) as s:
         head = (b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -151,7 +83,7 @@ def body_over_max_body_is_413():
         eq(len(journal_lines(s.state_dir)), 2, "only the accepted batch is journaled")
 
 
-@case
+@case("limits")
 def endless_chunked_body_is_cut_off():
     """Past twice the cap the server stops reading and closes: it never buffers the body."""
     with Server(args=["--max-body", "1000"]) as s:
@@ -172,7 +104,7 @@ def endless_chunked_body_is_cut_off():
         eq(len(journal_lines(s.state_dir)), 1, "nothing journaled")
 
 
-@case
+@case("auth")
 def auth_on_and_off():
     d = tmpdir()
     token = write(os.path.join(d, "token"), "s3cret-token\n")
@@ -202,7 +134,7 @@ def auth_on_and_off():
     eq(r.returncode, 3, "empty token file refuses to start")
 
 
-@case
+@case("capacity")
 def over_capacity_under_reject_is_422():
     d = tmpdir()
     conf = write(os.path.join(d, "reject.env"), "DISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
@@ -218,7 +150,7 @@ def over_capacity_under_reject_is_422():
         eq(s.post(fine).status, 200, "the batch id is free after a refusal")
 
 
-@case
+@case("capacity")
 def no_online_shard_is_503():
     d = tmpdir()
     shards = write(os.path.join(d, "shards.json"), json.dumps({"shards": [
@@ -236,7 +168,7 @@ def no_online_shard_is_503():
         eq(len(journal_lines(s.state_dir)), 1, "nothing but the epoch")
 
 
-@case
+@case("ops")
 def ring_lookup_shards_probes():
     with Server() as s:
         r = s.get("/v1/ring")
@@ -273,7 +205,7 @@ def metric(text, name):
     raise AssertionError("no series %s in:\n%s" % (name, text))
 
 
-@case
+@case("ops")
 def metrics_after_known_posts():
     with Server() as s:
         eq(s.post(read(src("input", "changes.json"))).status, 200, "accepted")
@@ -303,7 +235,7 @@ def metrics_after_known_posts():
             ok(line.startswith("#") or len(line.split(" ")) == 2, "sample line: %r" % line)
 
 
-@case
+@case("ops")
 def one_log_line_per_request():
     with Server() as s:
         s.post(read(src("input", "changes.json")))

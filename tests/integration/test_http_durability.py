@@ -9,11 +9,12 @@ import sys
 import threading
 import time
 
-from gwtest import (Server, batch, case, eq, journal_lines, journal_receipts, main, ok, read,
-                    run_server, src, totals_from_journal, tmpdir, write)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Server, batch, case, eq, journal_lines, journal_receipts, main, ok, read,
+                    journal_totals, run_server, src, tmpdir, write)
 
 
-@case
+@case("idempotency")
 def replay_is_byte_equal_with_header():
     with Server() as s:
         first = s.post(batch("r1", n=5))
@@ -27,10 +28,10 @@ def replay_is_byte_equal_with_header():
         eq(again.body, first.body, "replay bytes")
         eq(again.headers.get("idempotent-replayed"), "true", "replay header")
         eq(len(journal_receipts(s.state_dir)), 1, "one record")
-        eq(s.shard_totals(), totals_from_journal(s.state_dir), "replay adds no load")
+        eq(s.shard_totals(), journal_totals(s), "replay adds no load")
 
 
-@case
+@case("idempotency")
 def same_id_other_content_is_422():
     with Server() as s:
         eq(s.post(batch("m1", n=2)).status, 200, "first")
@@ -39,7 +40,7 @@ def same_id_other_content_is_422():
         eq(len(journal_receipts(s.state_dir)), 1, "reuse journals nothing")
 
 
-@case
+@case("idempotency")
 def in_flight_is_409():
     with Server(env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "1500"}) as s:
         results = {}
@@ -56,7 +57,7 @@ def in_flight_is_409():
         eq(s.post(batch("f1")).headers.get("idempotent-replayed"), "true", "then a replay")
 
 
-@case
+@case("restart")
 def replay_survives_restart_and_totals_do_not_double():
     d = tmpdir()
     with Server(state_dir=d) as s:
@@ -75,11 +76,11 @@ def replay_survives_restart_and_totals_do_not_double():
         eq(s.post(batch("x1", n=21)).error()[0], "batch_id_reused", "reuse after restart")
         eq(s.get("/v1/batches/x1").body, other.body, "stored receipt after restart")
         eq(s.shard_totals(), before, "still no double count")
-        eq(s.shard_totals(), totals_from_journal(d), "totals = sums over the journal")
+        eq(s.shard_totals(), journal_totals(s), "totals = sums over the journal")
         eq(s.events("journal_replayed")[0]["receipts"], 2, "replayed 2")
 
 
-@case
+@case("restart")
 def odd_keys_survive_restart():
     """Keys with \\u0000, control characters and UTF-8 are journaled and replayed byte-exact."""
     d = tmpdir()
@@ -97,7 +98,7 @@ def odd_keys_survive_restart():
         eq(r.headers.get("idempotent-replayed"), "true", "replay header")
 
 
-@case
+@case("restart")
 def new_membership_writes_a_new_epoch():
     d = tmpdir()
     with Server(state_dir=d) as s:
@@ -117,7 +118,7 @@ def new_membership_writes_a_new_epoch():
     ok(all("weight" in x for x in epoch["shards"]), "weight always written")
 
 
-@case
+@case("journal_repair")
 def torn_tail_is_repaired():
     d = tmpdir()
     with Server(state_dir=d) as s:
@@ -142,7 +143,7 @@ def torn_tail_is_repaired():
     eq([r["seq"] for r in journal_receipts(d)], [1, 2, 3], "seq continues")
 
 
-@case
+@case("journal_repair")
 def corrupt_middle_line_refuses_start():
     d = tmpdir()
     with Server(state_dir=d) as s:
@@ -178,7 +179,7 @@ def limit_file_size(size):
     return apply
 
 
-@case
+@case("full_disk")
 def full_disk_answers_503_and_leaves_journal_intact():
     d = tmpdir()
     with Server(state_dir=d) as s:
@@ -196,7 +197,7 @@ def full_disk_answers_503_and_leaves_journal_intact():
         eq(s.post(batch("d3")).error()[0], "journal_unavailable", "stays unavailable")
         eq(s.post(batch("d1")).status, 200, "replays still served")
         eq(s.get("/v1/batches/d2").status, 404, "the failed batch is not stored")
-        eq(s.shard_totals(), totals_from_journal(d), "no load for the failed batch")
+        eq(s.shard_totals(), journal_totals(s), "no load for the failed batch")
     with Server(state_dir=d) as s:
         eq(s.post(batch("d2", n=50)).status, 200, "after an operator restart")
 
@@ -215,7 +216,7 @@ def poster(s, prefix, acked, stop):
         i += 1
 
 
-@case
+@case("kill9")
 def kill9_under_load_loses_no_acknowledged_batch():
     d = tmpdir()
     acked = []
@@ -240,10 +241,10 @@ def kill9_under_load_loses_no_acknowledged_batch():
             ok(bid in stored, "acknowledged %s is in the journal" % bid)
             eq(s.get("/v1/batches/" + bid).body, body, "stored receipt of " + bid)
         eq([r["seq"] for r in journal_receipts(d)], list(range(1, len(ids) + 1)), "seq")
-        eq(s.shard_totals(), totals_from_journal(d), "totals = sums over the journal")
+        eq(s.shard_totals(), journal_totals(s), "totals = sums over the journal")
 
 
-@case
+@case("concurrency")
 def concurrent_clients_totals_exact():
     clients, per_client = 64, 5
     with Server(args=["--threads", "2"]) as s:
@@ -278,13 +279,13 @@ def concurrent_clients_totals_exact():
                 t[0] += x["load"]
                 t[1] += x["received"]
         eq(s.shard_totals(), expected, "totals = sums over the answered receipts")
-        eq(s.shard_totals(), totals_from_journal(s.state_dir), "totals = sums over the journal")
+        eq(s.shard_totals(), journal_totals(s), "totals = sums over the journal")
         m = s.get("/metrics").body.decode()
         ok('shardgate_batches_total{result="accepted"} %d' % (clients * per_client) in m,
            "metrics count every batch")
 
 
-@case
+@case("drain")
 def sigterm_drains_in_flight_requests():
     with Server(env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "800"}) as s:
         results = {}
@@ -298,7 +299,7 @@ def sigterm_drains_in_flight_requests():
         ok(s.events("drained") and s.events("stopped"), "drain logged")
 
 
-@case
+@case("drain")
 def journal_in_use_refuses_second_server():
     d = tmpdir()
     with Server(state_dir=d):

@@ -2,7 +2,7 @@
 docs/openapi.yaml is a valid OpenAPI 3.1 document and live answers of the real server match
 it, a live /metrics passes `promtool check metrics`, and the systemd units verify.
 
-Runs as `python3 test_package.py SHARDGATE_BINARY SOURCE_DIR CASE...` (the gwtest harness);
+Runs as `python3 test_package.py SHARDGATE_BINARY SOURCE_DIR CASE...` (tests/lib/sgtest.py);
 SHARDGATE_HEALTH_BIN and SHARDGATE_UNIT_DIR (the configured units) come from the environment.
 """
 
@@ -11,12 +11,12 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import jsonschema  # noqa: E402  (Debian: python3-jsonschema)
 import yaml  # noqa: E402  (Debian: python3-yaml)
 
-import gwtest  # noqa: E402
-from gwtest import Server, batch, case, eq, main, ok, read, src, tmpdir, write  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import Server, batch, case, eq, main, ok, read, src, tmpdir, write  # noqa: E402
 
 MAN_PAGES = ["man/shardgate.1", "man/shardgate-health.1", "man/shardgate-contract.5"]
 # Style notes mandoc gives for a page set that is not installed yet; everything else fails.
@@ -27,7 +27,7 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
 
 
-@case
+@case("man_lint")
 def man_pages_lint_clean():
     for page in MAN_PAGES:
         r = run(["mandoc", "-T", "lint", src(page)])
@@ -80,7 +80,7 @@ def schema_validator(doc, schema):
     return jsonschema.Draft202012Validator(root)
 
 
-@case
+@case("openapi_document")
 def openapi_document_is_valid():
     doc = openapi()
     ok(str(doc.get("openapi", "")).startswith("3.1."), "openapi: 3.1.x, got %r" % doc.get("openapi"))
@@ -145,7 +145,7 @@ def check_live(doc, method, path, r):
     eq(["%s: %s" % (list(e.path), e.message) for e in errors], [], what + ": body vs schema")
 
 
-@case
+@case("openapi_live")
 def live_answers_match_openapi():
     doc = openapi()
     changes = read(src("input", "changes.json"))
@@ -199,7 +199,7 @@ def live_answers_match_openapi():
             check_live(doc, method, path, r)
 
 
-@case
+@case("promtool_metrics")
 def metrics_pass_promtool():
     with Server() as s:
         eq(s.post(read(src("input", "changes.json"))).status, 200, "POST the worked example")
@@ -210,7 +210,7 @@ def metrics_pass_promtool():
     eq((p.returncode, p.stdout + p.stderr), (0, ""), "promtool check metrics on a live /metrics")
 
 
-@case
+@case("systemd_units")
 def systemd_units_verify():
     unit_dir = os.environ["SHARDGATE_UNIT_DIR"]
     health = os.path.abspath(os.environ["SHARDGATE_HEALTH_BIN"])
@@ -220,7 +220,7 @@ def systemd_units_verify():
         for p in pages:
             write(os.path.join(d, "man", sect, os.path.basename(p)), read(src(p)), "wb")
     units = []
-    for name, binary in (("shardgate.service", gwtest.BIN), ("shardgate-health.service", health)):
+    for name, binary in (("shardgate.service", sgtest.BIN), ("shardgate-health.service", health)):
         text = read(os.path.join(unit_dir, name)).decode()
         m = re.search(r"^ExecStart=(\S+)", text, re.M)
         ok(m and os.path.basename(m.group(1)) == os.path.basename(binary),

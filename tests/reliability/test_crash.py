@@ -32,9 +32,9 @@ import sys
 import threading
 import time
 
-import rtlib
-from rtlib import eq, ok
-from gwtest import Server, case, tmpdir
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import Server, case, eq, ok, tmpdir  # noqa: E402
 
 CONNECTIONS = 16
 SAMPLE = 4
@@ -90,7 +90,7 @@ def verify(s, rng, acked, stats):
     eq(lost, [], "acknowledged batches missing from the journal (lost)")
     for bid, (_, answer) in acked.items():
         eq(journal[bid] + b"\n", answer, "journaled receipt of %s equals its 200 body" % bid)
-    eq(s.shard_totals(), rtlib.journal_totals(s), "/v1/shards = sums over the journal")
+    eq(s.shard_totals(), sgtest.journal_totals(s), "/v1/shards = sums over the journal")
     conn = s.connect(timeout=10)
     for bid in rng.sample(sorted(acked), min(SAMPLE, len(acked))):
         body, answer = acked[bid]
@@ -98,7 +98,7 @@ def verify(s, rng, acked, stats):
         eq((r.status, r.headers.get("idempotent-replayed"), r.body), (200, "true", answer),
            "replay of acknowledged %s" % bid)
     conn.close()
-    rtlib.health_check(s.state_dir)
+    sgtest.health_check(s.state_dir)
     return len(ids)
 
 
@@ -124,7 +124,7 @@ def retry_unanswered(s, pending, acked, stats):
 
 @case
 def kill9_at_random_moments_loses_nothing():
-    rng = rtlib.seeded_rng("crash")
+    rng = sgtest.seeded_rng("crash")
     rounds = int(os.environ.get("CRASH_ROUNDS", "20"))
     d = tmpdir()
     acked, pending, lock, errors = {}, {}, threading.Lock(), []
@@ -183,8 +183,8 @@ def a_new_state_dir_is_synced_into_its_parent():
     busy.listen(1)
     try:
         r = subprocess.run(["strace", "-f", "-o", log, "-e", "trace=mkdir,openat,fsync,fdatasync",
-                            rtlib.gwtest.BIN, "serve", "--conf", rtlib.gwtest.src("conf",
-                            "dispatch.env"), "--shards", rtlib.gwtest.src("input", "shards.json"),
+                            sgtest.BIN, "serve", "--conf", sgtest.src("conf",
+                            "dispatch.env"), "--shards", sgtest.src("input", "shards.json"),
                             "--state-dir", state, "--listen", "127.0.0.1:%d" % busy.getsockname()[1]],
                            capture_output=True, text=True, timeout=60, env=env)
     finally:
@@ -219,4 +219,4 @@ def a_new_state_dir_is_synced_into_its_parent():
 
 
 if __name__ == "__main__":
-    sys.exit(rtlib.main(sys.argv))
+    sys.exit(sgtest.main(sys.argv, ("shardgate", "health", "source")))

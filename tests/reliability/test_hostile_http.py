@@ -26,10 +26,10 @@ import socket
 import sys
 import time
 
-import rtlib
-from rtlib import eq, ok
-import gwtest
-from gwtest import Server, batch, case, journal_receipts, read, run_server, src, tmpdir, write
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import (Server, batch, case, eq, journal_receipts, ok, read, run_server, src, tmpdir,
+                    write)  # noqa: E402
 
 MIB = 1 << 20
 BODY = 16 * MIB  # the default --max-body
@@ -102,11 +102,11 @@ def hostile_bodies_stay_bounded():
             body = make()
             eq(len(body), BODY, "%s: body size" % name)
             reset_peak(s.proc.pid)
-            base = rtlib.proc_status_kib(s.proc.pid, "VmRSS")
+            base = sgtest.proc_status_kib(s.proc.pid, "VmRSS")
             t = time.time()
             r = s.post(body)
             dt = time.time() - t
-            peak = rtlib.proc_status_kib(s.proc.pid, "VmHWM")
+            peak = sgtest.proc_status_kib(s.proc.pid, "VmHWM")
             growth = (peak - base) * 1024
             print("%-34s %d %-14s %-16s peak RSS +%.1f MiB (%.2fx the body), %.2f s"
                   % (name, r.status, r.error()[0] if r.status != 200 else "", path,
@@ -148,7 +148,7 @@ def chunked_post(port, body, chunk=256 * 1024):
 
 
 def wait_logged(s, n, what):
-    rtlib.wait_until(lambda: len(s.request_log()) >= n, 10, what)
+    sgtest.wait_until(lambda: len(s.request_log()) >= n, 10, what)
 
 
 @case
@@ -221,7 +221,7 @@ def trickled_body_is_cut_at_the_deadline():
 
 
 def asan_build():
-    with open(gwtest.BIN, "rb") as f:
+    with open(sgtest.BIN, "rb") as f:
         return b"__asan_init" in f.read()
 
 
@@ -266,7 +266,7 @@ def ignored_body_is_not_read_without_end():
         print("ignored body: closed after %.1f MiB sent (%s)" % (sent / MIB, err))
         ok(sent < 16 * MIB, "closed soon past --max-body 1 MiB, not after %d bytes (%s)"
            % (sent, err))
-        rtlib.wait_until(lambda: any(l["path"] == "/livez" for l in s.request_log()), 5,
+        sgtest.wait_until(lambda: any(l["path"] == "/livez" for l in s.request_log()), 5,
                          "its log line")
         eq([l["status"] for l in s.request_log() if l["path"] == "/livez"], [413], "logged 413")
         eq(s.get("/livez").status, 200, "still serving")
@@ -370,4 +370,4 @@ def readable_token_file_is_warned_about():
 
 
 if __name__ == "__main__":
-    sys.exit(rtlib.main(sys.argv))
+    sys.exit(sgtest.main(sys.argv, ("shardgate", "health", "source")))

@@ -27,9 +27,10 @@ import sys
 import threading
 import time
 
-import rtlib
-from rtlib import eq, ok
-from gwtest import Failure, Server, batch, case, read, run_server, src, tmpdir, write
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import (Failure, Server, batch, case, eq, ok, read, run_server, src, tmpdir,
+                    write)  # noqa: E402
 
 MAX = 2**53 - 1
 NOBODY = 65534
@@ -383,7 +384,7 @@ def post_racing_sigterm():
                        for t in range(8)]
             for t in threads:
                 t.start()
-            rtlib.wait_until(lambda: len(statuses) >= 20, 30, "POSTs before SIGTERM")
+            sgtest.wait_until(lambda: len(statuses) >= 20, 30, "POSTs before SIGTERM")
             s.proc.send_signal(signal.SIGTERM)
             rc = s.stop()
             eq(rc, 0, "exit after SIGTERM; stderr ends:\n%s"
@@ -398,8 +399,8 @@ def post_racing_sigterm():
             for bid in acked:
                 eq(s.get("/v1/batches/" + bid).status, 200, "acknowledged %s is durable" % bid)
             eq(s.stop(), 0, "exit")
-        rtlib.health_check(d)
+        sgtest.health_check(d)
 
 
 if __name__ == "__main__":
-    sys.exit(rtlib.main(sys.argv))
+    sys.exit(sgtest.main(sys.argv, ("shardgate", "health", "source")))

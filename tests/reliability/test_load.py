@@ -22,9 +22,9 @@ import sys
 import threading
 import time
 
-import rtlib
-from rtlib import eq, ok
-from gwtest import Server, case
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import Server, case, eq, ok  # noqa: E402
 
 CONNECTIONS = 64
 IDEM_BYTES = 192
@@ -105,7 +105,7 @@ def journal_ids(state_dir):
 def sampler(pid, stop, samples, acked_count):
     """(VmRSS kB, batches acknowledged so far) every second."""
     while not stop.wait(1.0):
-        kib = rtlib.proc_status_kib(pid, "VmRSS")
+        kib = sgtest.proc_status_kib(pid, "VmRSS")
         if kib is None:
             return
         samples.append((kib, len(acked_count)))
@@ -113,7 +113,7 @@ def sampler(pid, stop, samples, acked_count):
 
 @case
 def sixty_four_connections_mixed_load():
-    rng = rtlib.seeded_rng("load")
+    rng = sgtest.seeded_rng("load")
     seconds = float(os.environ.get("LOAD_SECONDS", "60"))
     rss_check = os.environ.get("LOAD_RSS_CHECK", "1") != "0"
     with Server() as s:
@@ -144,13 +144,13 @@ def sixty_four_connections_mixed_load():
                 total[k] += counts[k]
             acked.update(ids)
         requests = total["fresh"] + total["invalid"] + total["replay"]
-        verdict = rtlib.health_check(s.state_dir)
+        verdict = sgtest.health_check(s.state_dir)
         t_check = time.time()
         ids = journal_ids(s.state_dir)
         eq(len(ids), len(set(ids)), "no batch_id journaled twice")
         eq(set(ids), acked, "journal = the distinct acknowledged batch ids")
         eq(verdict["receipts"], len(acked), "health verified every acknowledged receipt")
-        eq(s.shard_totals(), rtlib.journal_totals(s), "/v1/shards = sums over the journal")
+        eq(s.shard_totals(), sgtest.journal_totals(s), "/v1/shards = sums over the journal")
         t_check = time.time() - t_check
         third = len(samples) // 3
         mid = [kib for kib, _ in samples[third:2 * third]]
@@ -178,4 +178,4 @@ def sixty_four_connections_mixed_load():
 
 
 if __name__ == "__main__":
-    sys.exit(rtlib.main(sys.argv))
+    sys.exit(sgtest.main(sys.argv, ("shardgate", "health", "source")))

@@ -24,9 +24,9 @@ import sys
 import threading
 import time
 
-import rtlib
-from rtlib import eq, ok
-from gwtest import Server, batch, case, journal_receipts, read
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import Server, batch, case, eq, journal_receipts, ok, read  # noqa: E402
 
 SLOW = 200
 MIB = 1 << 20
@@ -113,7 +113,7 @@ def timed(fn):
 def slowloris_does_not_starve_a_normal_client():
     args = ["--max-connections", "1024", "--max-connections-per-ip", "256", "--timeout", "30"]
     with Server(args=args) as s:
-        rss0 = rtlib.proc_status_kib(s.proc.pid, "VmRSS")
+        rss0 = sgtest.proc_status_kib(s.proc.pid, "VmRSS")
         slow = Slowloris(s.port, SLOW).open()
         try:
             time.sleep(0.5)
@@ -129,7 +129,7 @@ def slowloris_does_not_starve_a_normal_client():
                 n += 1
                 time.sleep(0.2)
             open_now = slow.still_open()
-            rss1 = rtlib.proc_status_kib(s.proc.pid, "VmRSS")
+            rss1 = sgtest.proc_status_kib(s.proc.pid, "VmRSS")
         finally:
             slow.close()
         print("slowloris: %d slow connections (%d still open at the end), %d normal "
@@ -159,7 +159,7 @@ def per_ip_limit_refuses_the_excess_then_recovers():
             ok(refused(s), "connection %d from 127.0.0.1 is refused" % (limit + 1))
         finally:
             slow.close()
-        rtlib.wait_until(lambda: not refused(s), 5, "a connection slot after the slow ones left")
+        sgtest.wait_until(lambda: not refused(s), 5, "a connection slot after the slow ones left")
         ok(any("limit" in e.get("message", "").lower() for e in s.events("mhd")),
            "libmicrohttpd logged the refused connection: %r" % s.events("mhd"))
 
@@ -205,9 +205,9 @@ def body_over_max_body_is_not_buffered():
     with Server(args=["--max-body", str(MIB)]) as s:
         eq(s.post(batch("warm")).status, 200, "warm-up post")
         before = read(os.path.join(s.state_dir, "journal.jsonl"))
-        hwm0 = rtlib.proc_status_kib(s.proc.pid, "VmHWM")
+        hwm0 = sgtest.proc_status_kib(s.proc.pid, "VmHWM")
         sent, err = chunked_flood(s.port, 200 * MIB)
-        hwm1 = rtlib.proc_status_kib(s.proc.pid, "VmHWM")
+        hwm1 = sgtest.proc_status_kib(s.proc.pid, "VmHWM")
         # A declared length over the cap: 413 before a byte of the body is read.
         sock = raw_connect(s.port, timeout=10)
         sock.sendall(b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -226,7 +226,7 @@ def body_over_max_body_is_not_buffered():
 
 
 def wait_logged(s, n, what):
-    rtlib.wait_until(lambda: len(s.request_log()) >= n, 5, what)
+    sgtest.wait_until(lambda: len(s.request_log()) >= n, 5, what)
 
 
 @case
@@ -260,9 +260,9 @@ def disconnect_mid_body_leaves_nothing():
                "the full batch afterwards is a fresh 200 (%s)" % mode)
             ids = [x["receipt"]["batch_id"] for x in journal_receipts(s.state_dir)]
             eq(ids.count(bid), 1, "journaled once (%s)" % mode)
-            eq(s.shard_totals(), rtlib.journal_totals(s), "totals count it once (%s)" % mode)
+            eq(s.shard_totals(), sgtest.journal_totals(s), "totals count it once (%s)" % mode)
             totals, journal = s.shard_totals(), read(path)
-        rtlib.health_check(s.state_dir)
+        sgtest.health_check(s.state_dir)
 
 
 @case
@@ -281,9 +281,9 @@ def disconnect_while_journaling_is_journaled_once():
            "the complete batch was journaled; the retry gets the stored receipt")
         ids = [x["receipt"]["batch_id"] for x in journal_receipts(s.state_dir)]
         eq(ids, ["gone"], "journaled exactly once")
-        eq(s.shard_totals(), rtlib.journal_totals(s), "totals count it once")
+        eq(s.shard_totals(), sgtest.journal_totals(s), "totals count it once")
         eq(s.stop(), 0, "clean stop")
 
 
 if __name__ == "__main__":
-    sys.exit(rtlib.main(sys.argv))
+    sys.exit(sgtest.main(sys.argv, ("shardgate", "health", "source")))

@@ -6,78 +6,63 @@ the read fails with ENOMEM, which is the machine's fault, not the file's. Real p
 real rlimit, no mocks. Not under ASan (its shadow memory needs the address space)."""
 import os
 import resource
-import subprocess
 import sys
-import tempfile
 
-SHARDGATE, ROOT = sys.argv[1], sys.argv[2]
-CONF = os.path.join(ROOT, "conf", "dispatch.env")
-SHARDS = os.path.join(ROOT, "input", "shards.json")
-BATCH = os.path.join(ROOT, "input", "changes.json")
-TMP = tempfile.mkdtemp(prefix="shardgate-oom-")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import case, eq, main, run_gateway, src, tmpdir  # noqa: E402
+
 LIMIT = 256 << 20
-results = {"passed": 0, "failed": 0}
+ENOMEM = "%s: %s: cannot read: Cannot allocate memory\n"
 
 
 def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 
 
-def run(*args):
-    env = dict(os.environ)
-    env.pop("SHARDGATE_CONF", None)
-    return subprocess.run([SHARDGATE, *args], capture_output=True, timeout=60, env=env,
-                          preexec_fn=limit_memory)
-
-
-def expect(name, actual, wanted):
-    if actual == wanted:
-        results["passed"] += 1
-    else:
-        results["failed"] += 1
-        print("FAIL %s: expected %r actual %r" % (name, wanted, actual))
+def run_limited(*args):
+    return run_gateway(*args, preexec_fn=limit_memory)
 
 
 def sparse(name):
-    path = os.path.join(TMP, name)
+    path = os.path.join(tmpdir(), name)
     with open(path, "wb") as f:
         f.truncate(1 << 30)
     return path
 
 
-def test_contract_out_of_memory():
+@case
+def contract_out_of_memory():
     big = sparse("huge.env")
-    for cmd in (["dispatch", "--batch", BATCH], ["ring"], ["lookup", "k"]):
-        p = run(cmd[0], "--conf", big, "--shards", SHARDS, *cmd[1:])
-        expect(cmd[0] + " contract exit", p.returncode, 1)
-        expect(cmd[0] + " contract message", p.stderr.decode(),
-               "contract: %s: cannot read: Cannot allocate memory\n" % big)
+    for cmd in (["dispatch", "--batch", src("input", "changes.json")], ["ring"], ["lookup", "k"]):
+        p = run_limited(cmd[0], "--conf", big, "--shards", src("input", "shards.json"), *cmd[1:])
+        eq(p.returncode, 1, cmd[0] + " contract exit")
+        eq(p.stderr, ENOMEM % ("contract", big), cmd[0] + " contract message")
 
 
-def test_shards_out_of_memory():
+@case
+def shards_out_of_memory():
     big = sparse("huge.json")
-    p = run("dispatch", "--conf", CONF, "--shards", big, "--batch", BATCH)
-    expect("shards exit", p.returncode, 1)
-    expect("shards message", p.stderr.decode(),
-           "shards: %s: cannot read: Cannot allocate memory\n" % big)
+    p = run_limited("dispatch", "--conf", src("conf", "dispatch.env"), "--shards", big,
+                    "--batch", src("input", "changes.json"))
+    eq(p.returncode, 1, "shards exit")
+    eq(p.stderr, ENOMEM % ("shards", big), "shards message")
 
 
-def test_serve_out_of_memory():
+@case
+def serve_out_of_memory():
     big = sparse("huge-serve.env")
-    p = run("serve", "--conf", big, "--shards", SHARDS, "--state-dir", os.path.join(TMP, "st"),
-            "--listen", "127.0.0.1:0")
-    expect("serve exit", p.returncode, 1)
-    expect("serve message", p.stderr.decode(),
-           "contract: %s: cannot read: Cannot allocate memory\n" % big)
+    p = run_limited("serve", "--conf", big, "--shards", src("input", "shards.json"),
+                    "--state-dir", os.path.join(tmpdir(), "st"), "--listen", "127.0.0.1:0")
+    eq(p.returncode, 1, "serve exit")
+    eq(p.stderr, ENOMEM % ("contract", big), "serve message")
 
 
-def test_a_usable_file_still_works_under_the_limit():
-    p = run("dispatch", "--conf", CONF, "--shards", SHARDS, "--batch", BATCH)
-    expect("small files exit", p.returncode, 0)
+@case
+def a_usable_file_still_works_under_the_limit():
+    p = run_limited("dispatch", "--conf", src("conf", "dispatch.env"), "--shards",
+                    src("input", "shards.json"), "--batch", src("input", "changes.json"))
+    eq(p.returncode, 0, "small files exit")
 
 
-for test in (test_contract_out_of_memory, test_shards_out_of_memory, test_serve_out_of_memory,
-             test_a_usable_file_still_works_under_the_limit):
-    test()
-print("%d passed, %d failed" % (results["passed"], results["failed"]))
-sys.exit(1 if results["failed"] else 0)
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
