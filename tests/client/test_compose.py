@@ -119,7 +119,8 @@ def needed_libraries(path):
 
 # Debian 12 runtime package of every shared library the programs may need.
 RUNTIME_PACKAGE = {"libcrypto.so.3": "libssl3", "libssl.so.3": "libssl3",
-                   "libmicrohttpd.so.12": "libmicrohttpd12", "libjansson.so.4": "libjansson4"}
+                   "libmicrohttpd.so.12": "libmicrohttpd12", "libjansson.so.4": "libjansson4",
+                   "libsystemd.so.0": "libsystemd0"}
 # libc is in every image; sanitizer runtimes only appear in the ASan test build, never in
 # the image's Release build.
 BASE_OR_SANITIZER = re.compile(
@@ -137,7 +138,8 @@ def dockerfile_matches_the_build():
     # Packaging and containers).
     ok(re.search(r"^FROM debian:12 AS runtime$", dockerfile, re.M), "runtime stage")
     for pkg in ("build-essential", "cmake", "pkg-config", "libssl-dev", "libmicrohttpd-dev",
-                "libjansson-dev", "libssl3", "libmicrohttpd12", "libjansson4", "python3"):
+                "libjansson-dev", "libsystemd-dev", "libssl3", "libmicrohttpd12", "libjansson4",
+                "libsystemd0", "python3"):
         ok(re.search(r"\s%s(\s|$)" % re.escape(pkg), dockerfile), "installs %s" % pkg)
     ok("build/gateway/shardgate build/health/shardgate-health /usr/local/bin/" in dockerfile,
        "installs both programs from the build tree")
