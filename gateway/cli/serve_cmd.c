@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "http.h"
 #include "number.h"
 #include "server.h"
 
@@ -37,6 +38,17 @@ enum {
     OPT_METRICS_OPEN,
     OPT_HELP
 };
+
+/* A bad --listen is a usage error found before anything is read or written; -1 when good. */
+static int check_listen(const char *listen)
+{
+    struct sockaddr_storage addr;
+    struct gw_error err;
+    if (gw_http_parse_listen(listen, &addr, &err) == 0)
+        return -1;
+    fprintf(stderr, "shardgate: %s\n", err.msg);
+    return GW_EXIT_USAGE;
+}
 
 static int usage_error(const char *what)
 {
@@ -155,7 +167,7 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
         return usage_error("--shards FILE is required");
     if (!o->state_dir)
         return usage_error("--state-dir DIR is required");
-    return -1;
+    return check_listen(o->listen);
 }
 
 int gw_cmd_serve(int argc, char **argv)

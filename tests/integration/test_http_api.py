@@ -1,10 +1,13 @@
 """Every endpoint and error status of docs/api.md over real HTTP, with exact codes/paths: the
 sequences (restarts, several requests, raw sockets). One request, one answer: tests/http/."""
 
+import http.client
 import json
 import os
+import signal
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from sgtest import (Server, batch, case, eq, journal_lines, main, ok, read, run_server, src,
@@ -249,6 +252,91 @@ def one_log_line_per_request():
            "request log")
         ok(all(set(l) == {"time", "method", "path", "status", "batch_id", "changes",
                           "duration_ms"} for l in log), "log fields")
+
+
+class NotifySocket:
+    """The service manager's end of sd_notify: a datagram socket NOTIFY_SOCKET names."""
+
+    def __init__(self):
+        self.path = os.path.join(tmpdir(), "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+
+    def until(self, message, timeout=10.0):
+        """Every datagram up to and including the first that is `message`."""
+        got, end = [], time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.sock.settimeout(max(0.01, end - time.monotonic()))
+            try:
+                got.append(self.sock.recv(4096).decode())
+            except socket.timeout:
+                break
+            if got[-1] == message:
+                return got
+        raise AssertionError("no %r within %.0f s; got %r" % (message, timeout, got))
+
+
+@case("systemd")
+def notify_ready_watchdog_and_stopping():
+    n = NotifySocket()
+    env = {"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "400000"}
+    s = Server(env=env).start()
+    try:
+        eq(n.until("READY=1\nSTATUS=serving")[-1], "READY=1\nSTATUS=serving", "first message")
+        ok(n.until("WATCHDOG=1", 5)[-1] == "WATCHDOG=1", "watchdog pets every 200 ms")
+        probes = [l for l in s.request_log() if l["path"] == "/livez"]
+        ok(len(probes) >= 1, "each pet follows a GET /livez of its own (%d seen)" % len(probes))
+        s.proc.send_signal(signal.SIGTERM)
+        eq(n.until("STOPPING=1")[-1], "STOPPING=1", "STOPPING on SIGTERM")
+        eq(s.stop(), 0, "exit after the drain")
+    finally:
+        s.kill()
+
+
+@case("systemd")
+def no_watchdog_unless_asked():
+    n = NotifySocket()
+    with Server(env={"NOTIFY_SOCKET": n.path}) as s:
+        eq(n.until("READY=1\nSTATUS=serving"), ["READY=1\nSTATUS=serving"], "only READY")
+        time.sleep(0.5)
+        n.sock.settimeout(0.2)
+        try:
+            extra = n.sock.recv(4096).decode()
+        except socket.timeout:
+            extra = None
+        eq(extra, None, "no WATCHDOG without WATCHDOG_USEC")
+        eq([l["path"] for l in s.request_log()], [], "no self-probes without a watchdog")
+
+
+class Server6(Server):
+    """The gateway on the IPv6 loopback, [::1]."""
+
+    def command(self):
+        return super().command() + ["--listen", "[::1]:0"]
+
+    def connect(self, timeout=30):
+        return http.client.HTTPConnection("::1", self.port, timeout=timeout)
+
+
+@case("ipv6")
+def listens_on_ipv6_loopback():
+    with Server6() as s:
+        eq(s.events("listening")[0]["address"], "[::1]:%d" % s.port, "listening event")
+        r = s.post(read(src("input", "changes.json")))
+        eq((r.status, r.body), (200, read(src(GOLDEN))), "golden receipt over [::1]")
+
+
+@case("ipv6")
+def bad_listen_addresses_are_usage_errors():
+    for listen, message in [
+            ("[::1:8080", '--listen: "[::1:8080" is not HOST:PORT or [HOST]:PORT (port 0..65535)'),
+            ("[127.0.0.1]:8080", '--listen: "127.0.0.1" is not an IPv6 address'),
+            ("::1:8080", '--listen: "::1" is not an IPv4 address'),
+            ("[::1]:65536", '--listen: "[::1]:65536" is not HOST:PORT or [HOST]:PORT '
+             '(port 0..65535)')]:
+        p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir", tmpdir(), "--listen", listen])
+        eq((p.returncode, p.stderr), (64, "shardgate: %s\n" % message), "--listen " + listen)
 
 
 if __name__ == "__main__":
