@@ -156,17 +156,12 @@ static void sort_group(const struct ring_point *src, struct ring_point *dst, siz
     counting_pass(s2, dst, m, 2 * LOCAL_BITS, LOCAL_BITS, count[2]);
 }
 
-/* Bucket bits: about sixteen points (192 bytes, three or four cache lines) per bucket. The
- * bucket table stays small enough for the L2 cache (512 KiB at 1.6M points), and a lookup
- * prefetches its bucket's lines all at once (lookup.c), so one key costs one bucket read that
- * hits the cache and one memory round trip. Four points per bucket made the table 2 MiB, which
- * missed the cache as well: two round trips one after the other. */
-#define BUCKET_POINTS_LOG2 4
-
+/* Bucket bits: about four points per bucket, so a lookup reads one bucket slot and then
+ * binary-searches a cache line or two instead of the whole array. */
 static unsigned bucket_bits(size_t npoints)
 {
     unsigned bits = 0;
-    while (bits < 22 && ((size_t)1 << (bits + BUCKET_POINTS_LOG2)) < npoints)
+    while (bits < 22 && ((size_t)1 << (bits + 2)) < npoints)
         bits++;
     return bits;
 }
