@@ -43,22 +43,22 @@ def filled(head, unit, tail, sep=b","):
     return body + b" " * (BODY - len(body) - len(tail)) + tail
 
 
-def keys_object():
-    parts, n, used = [], 0, 2
-    while used < BODY - 16:
-        parts.append(b'"k%d":0' % n)
+def packed(head, item, tail, room):
+    """head, item(0), item(1), ... joined by commas while `room` bytes stay free, tail: BODY bytes."""
+    parts, used = [], len(head) + len(tail)
+    while used < BODY - room:
+        parts.append(item(len(parts)))
         used += len(parts[-1]) + 1
-        n += 1
-    return (b"{" + b",".join(parts) + b"}").ljust(BODY)
+    return (head + b",".join(parts) + tail).ljust(BODY)
+
+
+def keys_object():
+    return packed(b"{", lambda i: b'"k%d":0' % i, b"}", 16)
 
 
 def many_changes():
-    parts, used, i = [], 40, 0
-    while used < BODY - 64:
-        parts.append(b'{"id":"c%d","key":"k","size":1}' % i)
-        used += len(parts[-1]) + 1
-        i += 1
-    return (b'{"batch_id":"b","changes":[' + b",".join(parts) + b"]}").ljust(BODY)
+    return packed(b'{"batch_id":"b","changes":[', lambda i: b'{"id":"c%d","key":"k","size":1}' % i,
+                  b"]}", 64)
 
 
 # (name, body, status, code, path); one body at a time, built when its turn comes.
