@@ -1,5 +1,6 @@
 /* `shardgate serve`: its usage and options (docs/api.md); the server itself is http/. */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -67,45 +68,50 @@ static int number_option(const char *name, const char *text, uint64_t min, uint6
     return -1;
 }
 
+/* The numeric options: name, range, and where the value goes (docs/limits.md). */
+enum number_kind { KIND_U64, KIND_SIZE, KIND_UINT };
+static const struct number_option_spec {
+    int opt;
+    const char *name;
+    uint64_t min, max;
+    enum number_kind kind;
+    size_t offset;
+} number_options[] = {
+    {OPT_MAX_BODY, "max-body", 1, 1ULL << 32, KIND_U64,
+     offsetof(struct gw_serve_options, max_body)},
+    {OPT_MAX_BODY_INFLIGHT, "max-body-inflight", 1, 1ULL << 40, KIND_U64,
+     offsetof(struct gw_serve_options, max_body_inflight)},
+    {OPT_BODY_TIMEOUT, "body-timeout", 1, 3600, KIND_UINT,
+     offsetof(struct gw_serve_options, body_timeout_s)},
+    {OPT_MAX_CHANGES, "max-changes", 1, 10000000, KIND_SIZE,
+     offsetof(struct gw_serve_options, max_changes)},
+    {OPT_THREADS, "threads", 1, 256, KIND_UINT, offsetof(struct gw_serve_options, threads)},
+    {OPT_MAX_CONN, "max-connections", 1, 100000, KIND_UINT,
+     offsetof(struct gw_serve_options, max_connections)},
+    {OPT_MAX_PER_IP, "max-connections-per-ip", 1, 100000, KIND_UINT,
+     offsetof(struct gw_serve_options, max_per_ip)},
+    {OPT_TIMEOUT, "timeout", 1, 3600, KIND_UINT, offsetof(struct gw_serve_options, timeout_s)},
+};
+
 static int set_number(struct gw_serve_options *o, int c, const char *arg)
 {
-    uint64_t v;
-    switch (c) {
-    case OPT_MAX_BODY:
-        return number_option("max-body", arg, 1, 1ULL << 32, &o->max_body);
-    case OPT_MAX_BODY_INFLIGHT:
-        return number_option("max-body-inflight", arg, 1, 1ULL << 40, &o->max_body_inflight);
-    case OPT_BODY_TIMEOUT:
-        if (number_option("body-timeout", arg, 1, 3600, &v))
+    for (size_t i = 0; i < sizeof(number_options) / sizeof(number_options[0]); i++) {
+        const struct number_option_spec *n = &number_options[i];
+        uint64_t v;
+        if (n->opt != c)
+            continue;
+        if (number_option(n->name, arg, n->min, n->max, &v))
             return -1;
-        o->body_timeout_s = (unsigned)v;
-        return 0;
-    case OPT_MAX_CHANGES:
-        if (number_option("max-changes", arg, 1, 10000000, &v))
-            return -1;
-        o->max_changes = (size_t)v;
-        return 0;
-    case OPT_THREADS:
-        if (number_option("threads", arg, 1, 256, &v))
-            return -1;
-        o->threads = (unsigned)v;
-        return 0;
-    case OPT_MAX_CONN:
-        if (number_option("max-connections", arg, 1, 100000, &v))
-            return -1;
-        o->max_connections = (unsigned)v;
-        return 0;
-    case OPT_MAX_PER_IP:
-        if (number_option("max-connections-per-ip", arg, 1, 100000, &v))
-            return -1;
-        o->max_per_ip = (unsigned)v;
-        return 0;
-    default:
-        if (number_option("timeout", arg, 1, 3600, &v))
-            return -1;
-        o->timeout_s = (unsigned)v;
+        char *field = (char *)o + n->offset;
+        if (n->kind == KIND_U64)
+            *(uint64_t *)field = v;
+        else if (n->kind == KIND_SIZE)
+            *(size_t *)field = (size_t)v;
+        else
+            *(unsigned *)field = (unsigned)v;
         return 0;
     }
+    return -1;
 }
 
 /* Returns -1 to go on, else the exit code. */
