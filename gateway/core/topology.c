@@ -30,8 +30,14 @@ int gw_topology_build(const struct gw_contract *contract, struct gw_membership *
         out->member_of[k++] = (uint32_t)i; /* both lists are in id order */
         out->capacity += s->capacity;      /* <= 2^53 - 1 by rule R1 (docs/contract.md) */
     }
+    int rc = gw_epoch_id(&out->contract, &out->members, out->epoch, err);
+    if (rc != 0) {
+        free(online);
+        gw_topology_free(out);
+        return rc;
+    }
     struct ring_error rerr;
-    int rc = ring_build(&out->ring, contract->digest, contract->vnodes, online, k, &rerr);
+    rc = ring_build(&out->ring, contract->digest, contract->vnodes, online, k, &rerr);
     free(online);
     if (rc != 0) {
         gw_error_set(err, "", "ring: %s", rerr.msg);

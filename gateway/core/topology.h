@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "contract.h"
+#include "epoch.h"
 #include "error.h"
 #include "membership.h"
 #include "ring.h"
@@ -15,6 +16,7 @@ struct gw_topology {
     struct ring *ring;            /* online shards only */
     uint32_t *member_of;          /* ring shard index -> index in members */
     uint64_t capacity;            /* sum of capacity over online shards */
+    char epoch[GW_EPOCH_HEX_LEN + 1]; /* docs/contract.md §7 */
 };
 
 /* Loads the contract and the membership and builds the ring. Returns 0, or a negative code

@@ -233,6 +233,33 @@ static void test_fingerprint(void)
     free(batch);
 }
 
+/* docs/contract.md §7: the worked example's epoch id, and every input of it changes it. */
+static void test_epoch_id(void)
+{
+    char *shards = example_shards();
+    struct gw_topology t = load_topology(shards, "report");
+    CHECK_EQ_STR(t.epoch, "f60a5fb19effc4cfa95aed0af45997f72905f6ae");
+    char before[GW_EPOCH_HEX_LEN + 1];
+    memcpy(before, t.epoch, sizeof(before));
+    struct gw_error err;
+    t.members.shards[3].capacity = 21; /* shard-d: offline, not in the ring */
+    CHECK_EQ_U64(gw_epoch_id(&t.contract, &t.members, t.epoch, &err), 0);
+    CHECK_EQ_U64(strcmp(t.epoch, before) != 0, 1);
+    t.members.shards[3].capacity = 20;
+    t.members.shards[4].state = GW_STATE_OFFLINE; /* shard-e: draining -> offline */
+    CHECK_EQ_U64(gw_epoch_id(&t.contract, &t.members, t.epoch, &err), 0);
+    CHECK_EQ_U64(strcmp(t.epoch, before) != 0, 1);
+    t.members.shards[4].state = GW_STATE_DRAINING;
+    t.contract.policy = GW_POLICY_REJECT;
+    CHECK_EQ_U64(gw_epoch_id(&t.contract, &t.members, t.epoch, &err), 0);
+    CHECK_EQ_U64(strcmp(t.epoch, before) != 0, 1);
+    t.contract.policy = GW_POLICY_REPORT;
+    CHECK_EQ_U64(gw_epoch_id(&t.contract, &t.members, t.epoch, &err), 0);
+    CHECK_EQ_STR(t.epoch, before);
+    gw_topology_free(&t);
+    free(shards);
+}
+
 int main(int argc, char **argv)
 {
     root_dir = argc > 1 ? argv[1] : ".";
@@ -242,5 +269,6 @@ int main(int argc, char **argv)
     test_over_capacity();
     test_empty_ring();
     test_fingerprint();
+    test_epoch_id();
     return CHECK_DONE();
 }
