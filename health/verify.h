@@ -13,6 +13,7 @@
 #include "receipt.h"
 #include "report.h"
 #include "ring.h"
+#include "spill.h"
 
 /* A contract + membership, with its ring built once on first use. */
 struct hc_epoch {
@@ -66,6 +67,10 @@ struct hc_derived {
     uint64_t *received; /* per membership shard */
     int *over;          /* per membership shard */
     uint64_t over_count;
+    long *home;            /* per placement: membership index of its home shard when it spilled
+                              (docs/contract.md §9), else -1 */
+    uint64_t spilled;      /* placements that spilled */
+    struct hc_spill spill; /* scratch of the spill replay */
     int ring_empty;
     int ok;
     /* scratch for the sorted lookup */
