@@ -1,5 +1,4 @@
-/* Spill replay: a walk over ring points that remembers the shards it met (each is taken only at
- * its first point) and jumps over points of full shards with a per-batch union-find. */
+/* Spill replay: a clockwise walk with a met set that jumps full shards by a union-find. */
 #include "spill.h"
 
 #include <errno.h>
