@@ -1,5 +1,4 @@
-/* The spill walk: the first shard clockwise after the home point with room, found through a
- * max tree of room bounds over blocks of points instead of a point-by-point walk. */
+/* The spill walk: the first shard with room clockwise, found through a max tree of room bounds. */
 #include "spill.h"
 
 #include <assert.h>
