@@ -12,6 +12,7 @@ int gw_spill_init(struct gw_spill *w, const struct gw_topology *t)
 {
     memset(w, 0, sizeof(*w));
     w->ring = t->ring;
+    w->points = ring_points(t->ring);
     w->npoints = ring_points_total(t->ring);
     size_t n = ring_shard_count(t->ring);
     w->load = calloc(n ? n : 1, sizeof(*w->load));
@@ -30,6 +31,7 @@ void gw_spill_free(struct gw_spill *w)
     free(w->load);
     free(w->cap);
     free(w->bound);
+    free(w->block_first);
     memset(w, 0, sizeof(*w));
 }
 
@@ -42,7 +44,7 @@ static int fits(const struct gw_spill *w, uint32_t shard, uint64_t size)
 
 static uint32_t shard_at(const struct gw_spill *w, size_t point)
 {
-    return ring_point_at(w->ring, point).shard;
+    return w->points[point].shard;
 }
 
 static int64_t room(const struct gw_spill *w, uint32_t shard)
@@ -75,8 +77,11 @@ static int build_bounds(struct gw_spill *w)
     while (w->leaves < w->nblocks)
         w->leaves *= 2;
     w->bound = malloc(2 * w->leaves * sizeof(*w->bound));
-    if (!w->bound)
+    w->block_first = malloc((w->nblocks ? w->nblocks : 1) * sizeof(*w->block_first));
+    if (!w->bound || !w->block_first)
         return -ENOMEM;
+    for (size_t b = 0; b < w->nblocks; b++)
+        w->block_first[b] = w->points[b * GW_SPILL_BLOCK].value;
     for (size_t b = 0; b < w->leaves; b++)
         w->bound[w->leaves + b] = b < w->nblocks ? block_room(w, b) : INT64_MIN;
     for (size_t i = w->leaves - 1; i >= 1; i--)
@@ -139,20 +144,25 @@ static long find_in(struct gw_spill *w, size_t lo, size_t hi, uint64_t size, uin
     return -1;
 }
 
-/* The index of the home point: the first point >= the key hash, point 0 after a wrap. */
+/* The index of the home point: the first point >= the key hash, point 0 after a wrap. The
+ * search runs over the blocks' first values (a small array), then inside one block. */
 static size_t home_index(const struct gw_spill *w, const struct ring_placement *p)
 {
     if (p->wrapped)
         return 0;
-    size_t lo = 0, hi = w->npoints;
+    size_t lo = 0, hi = w->nblocks; /* the first block whose first value is >= the hash */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ring_point_at(w->ring, mid).value < p->hash)
+        if (w->block_first[mid] < p->hash)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo;
+    size_t q = lo ? (lo - 1) * GW_SPILL_BLOCK : 0; /* the hash's point is in block lo - 1 or lo */
+    while (q < w->npoints && w->points[q].value < p->hash)
+        q++;
+    assert(q < w->npoints && w->points[q].value == p->point);
+    return q;
 }
 
 /* Rule 2: clockwise from the point after home, past the last point on to point 0. */

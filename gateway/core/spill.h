@@ -15,15 +15,17 @@
  * block. Loads only grow within a batch, so a bound only ever becomes too high: a walk skips
  * a subtree whose bound is below the size at once, and lowers a block's bound when it finds
  * it stale. Every walk is O(log P) tree steps plus the blocks it corrects (docs/performance.md
- * §8 has the worst case). */
+  * §7 has the worst case). */
 struct gw_spill {
     const struct ring *ring;
+    const struct ring_point *points; /* the ring's points, in ring order */
     size_t npoints;
-    uint64_t *load; /* per ring shard: sum of the sizes placed in this batch */
-    uint64_t *cap;  /* per ring shard: its capacity */
-    int64_t *bound; /* 2 * leaves nodes, root at 1; NULL until the first walk */
-    size_t nblocks; /* blocks of GW_SPILL_BLOCK points */
-    size_t leaves;  /* power of two >= nblocks */
+    uint64_t *load;        /* per ring shard: sum of the sizes placed in this batch */
+    uint64_t *cap;         /* per ring shard: its capacity */
+    int64_t *bound;        /* 2 * leaves nodes, root at 1; NULL until the first walk */
+    size_t nblocks;        /* blocks of GW_SPILL_BLOCK points */
+    size_t leaves;         /* power of two >= nblocks */
+    uint32_t *block_first; /* the value of each block's first point, for finding the home */
 };
 
 /* Starts a batch on topology t (whose ring is not empty) with every load 0. Returns 0 or
