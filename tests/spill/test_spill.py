@@ -117,6 +117,35 @@ def report_on_the_same_shards_has_no_spill_keys():
     eq(list(doc["counts"]), ["changes", "dispatched", "over_capacity_shards"], "no spilled")
 
 
+@case("rules")
+def exact_fits_fill_every_shard_with_a_draining_shard_first():
+    """The mutation gate's spill scenario (ops/negative.py): ch-007 and ch-009 spill, each an
+    exact fit, every online shard ends exactly full, and shard-0 (draining, first in id order,
+    so ring and membership indexes differ) receives nothing."""
+    d = tmpdir()
+    doc = json.loads(read(g("shards.json")))
+    doc["shards"].insert(0, {"id": "shard-0", "state": "draining", "capacity": 20})
+    shards = write(os.path.join(d, "s.json"), json.dumps(doc))
+    batch = json.loads(read(src("input", "changes.json")))
+    batch["batch_id"] = "spill-1"
+    batch["changes"][7]["size"] = 3
+    batch["changes"].append({"id": "ch-009", "key": "user:7", "size": 1})
+    batch_path = write(os.path.join(d, "b.json"), json.dumps(batch))
+    r = dispatch(g("dispatch.env"), shards, batch_path)
+    eq(r.returncode, 0, "dispatch exit")
+    out = json.loads(r.stdout)
+    eq([(p["id"], p["shard"], p["point"], p["vnode"], p.get("home")) for p in out["placements"]
+        if p["reason"] == "spill"],
+       [("ch-007", "shard-a", 363320547, 72, "shard-c"),
+        ("ch-009", "shard-b", 33273757, 62, "shard-c")], "the two spills")
+    eq({k: (v["load"], v["capacity"]) for k, v in out["shards"].items()},
+       {"shard-0": (0, 20), "shard-a": (14, 14), "shard-b": (7, 7), "shard-c": (6, 6),
+        "shard-d": (0, 20), "shard-e": (0, 20)}, "every online shard exactly full")
+    receipt = write(os.path.join(d, "r.json"), r.stdout)
+    eq(probe(g("dispatch.env"), shards, receipt, batch_path).stdout, "RESULT: OK\n", "probe")
+    eq(health(g("dispatch.env"), shards, receipt)[1]["issues"], [], "health")
+
+
 def tiny_online_big_others(d):
     """Online shards of capacity 2 and 3 next to draining and offline shards of huge capacity."""
     shards = [{"id": "on-1", "state": "online", "capacity": 2},
