@@ -103,15 +103,20 @@ def main():
     results = {"shards": SHARDS, "vnodes": VNODES, "changes": CHANGES}
     with tempfile.TemporaryDirectory(prefix="shardgate-spill-bench-") as d:
         conf = write(d, "spill.env", contract("spill"))
+        report = write(d, "report.env", contract("report"))
         for name, (cap, size) in CASES.items():
             shards = write(d, name + ".shards.json", membership(cap))
             b = write(d, name + ".batch.json", batch(rng, size))
             ms, cpu, doc = dispatch_ms(a.build, conf, shards, b, a.rounds)
+            rms, rcpu, _ = dispatch_ms(a.build, report, shards, b, a.rounds)
             results[name] = {"dispatch_ms": round(ms, 1), "dispatch_cpu_ms": round(cpu, 1),
+                             "report_dispatch_ms": round(rms, 1),
+                             "report_dispatch_cpu_ms": round(rcpu, 1),
                              "spilled": doc["counts"]["spilled"], "ok": doc["ok"]}
             print("%-15s shardgate dispatch %7.1f ms wall, %7.1f ms CPU (medians of %d), %d of %d "
-                  "spilled, ok=%s" % (name, ms, cpu, a.rounds, doc["counts"]["spilled"], CHANGES,
-                                      doc["ok"]))
+                  "spilled, ok=%s; the same under report %.1f ms wall, %.1f ms CPU"
+                  % (name, ms, cpu, a.rounds, doc["counts"]["spilled"], CHANGES, doc["ok"], rms,
+                     rcpu))
         t = ten_percent(a.build, d, max(a.rounds, 5), rng)
         results["ten_percent"] = t
         print("ten_percent     %d of %d spilled; CPU ns per change (medians of %d interleaved "
