@@ -99,22 +99,22 @@ DEFECTS = [
      "        size_t j = (home + w->npoints - k) % w->npoints;\n"
      "        if (shard_at(w, j) != h && fits(w, shard_at(w, j), size))\n"
      "            return (long)j;\n    }\n    return -1;\n", GATEWAY,
-     "^spill_"),
+     "^spill_(golden|rules)$"),
     ("spill-fits-strictly-below-capacity", "gateway/core/spill.c",
      "return w->load[shard] + size <= w->cap[shard];",
-     "return w->load[shard] + size < w->cap[shard];", GATEWAY, "^spill_"),
+     "return w->load[shard] + size < w->cap[shard];", GATEWAY, "^spill_(golden|rules)$"),
     # Room never changes during one walk, so a home shard "not skipped" or a shard "retried" at a
     # later point can only show when the faulty walk takes it there (docs/decisions.md §13).
     ("spill-home-not-skipped", "gateway/core/spill.c",
      "            if (s != home && fits(w, s, size))",
-     "            if (s == home || fits(w, s, size))", GATEWAY, "^spill_"),
+     "            if (s == home || fits(w, s, size))", GATEWAY, "^spill_(golden|rules)$"),
     ("spill-shard-taken-at-second-point", "gateway/core/spill.c",
      "            if (s != home && fits(w, s, size))\n                return (long)q;\n",
      "            if (s != home && fits(w, s, size)) {\n"
      "                size_t r = (q + 1) % w->npoints;\n"
      "                while (shard_at(w, r) != s)\n"
      "                    r = (r + 1) % w->npoints;\n"
-     "                return (long)r;\n            }\n", GATEWAY, "^spill_"),
+     "                return (long)r;\n            }\n", GATEWAY, "^spill_(golden|rules)$"),
     # The gateway's loads live in one dispatch; health's replay scratch lives across receipts.
     ("spill-loads-carried-across-batches", "health/spill.c",
      "    memset(s->load, 0, m->n * sizeof *s->load); /* every load starts at 0 for each batch */\n",
@@ -122,7 +122,7 @@ DEFECTS = [
     ("spill-into-non-online-shard", "gateway/core/dispatch.c",
      "            d->member[i] = t->member_of[d->placements[i].shard];\n            d->spilled++;",
      "            d->member[i] = d->placements[i].shard;\n            d->spilled++;", GATEWAY,
-     "^spill_"),
+     "^spill_(golden|rules)$"),
 ]
 
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
