@@ -215,6 +215,22 @@ def serve_loads_start_at_zero_for_every_batch():
 
 
 @case("serve")
+def serve_restart_replays_spill_receipts_into_the_same_totals():
+    d = tmpdir()
+    s = Server(state_dir=d, conf=g("dispatch.env"), shards=g("shards.json"))
+    with s:
+        eq(s.post(spill_batch("one"), headers={"Idempotency-Key": "one"}).status, 200, "one")
+        before = s.shard_totals()
+    # shard-a took ch-007 from shard-c: the totals count the spill where it landed.
+    eq(before, {"shard-a": [14, 3], "shard-b": [6, 2], "shard-c": [4, 3], "shard-d": [0, 0],
+                "shard-e": [0, 0]}, "totals after one spill batch")
+    with Server(state_dir=d, conf=g("dispatch.env"), shards=g("shards.json")) as again:
+        eq(again.shard_totals(), before, "the same totals from the journal after a restart")
+        replay = again.post(spill_batch("one"), headers={"Idempotency-Key": "one"})
+        eq((replay.status, replay.headers.get("idempotent-replayed")), (200, "true"), "replayed")
+
+
+@case("serve")
 def serve_no_room_is_422_with_the_receipt_and_nothing_journaled():
     with Server(conf=g("dispatch.env"), shards=g("shards-noroom.json")) as s:
         before = read(os.path.join(s.state_dir, "journal.jsonl"))
