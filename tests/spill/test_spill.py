@@ -146,6 +146,75 @@ def exact_fits_fill_every_shard_with_a_draining_shard_first():
     eq(health(g("dispatch.env"), shards, receipt)[1]["issues"], [], "health")
 
 
+def tampered(edit):
+    """The spill golden receipt after edit(doc), written compactly; returns its path."""
+    doc = json.loads(read(g("spill-0001.receipt.json")))
+    edit(doc)
+    return write(os.path.join(tmpdir(), "t.json"), json.dumps(doc, separators=(",", ":")) + "\n")
+
+
+def drop_home(doc):
+    del placement(doc, "ch-007")["home"]
+
+
+def add_home(doc):
+    placement(doc, "ch-001")["home"] = "shard-c"
+
+
+def move_spill(doc):
+    p = placement(doc, "ch-007")
+    p.update(point=346138349, vnode=128, shard="shard-b")  # shard-b, which had no room
+    doc["shards"]["shard-a"]["load"] -= 6
+    doc["shards"]["shard-b"]["load"] += 6
+
+
+@case("verifiers")
+def health_names_each_spill_fault():
+    cases = [
+        (drop_home, ["placement_reason: sample-0001: ch-007 home: expected shard-c, got none"]),
+        (add_home, ["placement_reason: sample-0001: ch-001 home: expected no home (the change "
+                    "did not spill), got shard-c"]),
+        (lambda d: d["counts"].update(spilled=2),
+         ["counts: sample-0001: counts.spilled: expected 1, got 2"]),
+        (lambda d: d["counts"].pop("spilled"),
+         ["counts: sample-0001: counts.spilled: expected 1, got none"]),
+        (lambda d: placement(d, "ch-007").update(reason="ring"),
+         ["placement_reason: sample-0001: ch-007 reason: expected spill, got ring"]),
+    ]
+    for edit, issues in cases:
+        rc, verdict = health(g("dispatch.env"), g("shards.json"), tampered(edit))
+        eq((rc, verdict["issues"]), (2, issues), "health on %s" % getattr(edit, "__name__", "")
+           or issues[0])
+    rc, verdict = health(g("dispatch.env"), g("shards.json"), tampered(move_spill))
+    eq((rc, sorted(verdict["issues"])), (2, sorted([
+        "placement_point: sample-0001: ch-007 point: expected 363320547, got 346138349",
+        "placement_vnode: sample-0001: ch-007 vnode: expected 72, got 128",
+        "placement_shard: sample-0001: ch-007 shard: expected shard-a, got shard-b",
+        "shard_load: sample-0001: shards.shard-a.load: expected 14 (sum of sizes), got 8",
+        "shard_load: sample-0001: shards.shard-b.load: expected 6 (sum of sizes), got 12"])),
+       "health on a spill moved to a shard without room")
+
+
+@case("verifiers")
+def health_refuses_spill_keys_under_report():
+    conf = write(os.path.join(tmpdir(), "report.env"),
+                 read(g("dispatch.env"), "r").replace("=spill", "=report"))
+    rc, verdict = health(conf, g("shards.json"), g("spill-0001.receipt.json"))
+    ok(rc == 2 and "counts: sample-0001: counts.spilled: expected none (policy report), got 1"
+       in verdict["issues"], "health: %r" % verdict["issues"])
+
+
+@case("verifiers")
+def probe_names_each_spill_fault():
+    p = probe(g("dispatch.env"), g("shards.json"), tampered(drop_home))
+    eq((p.returncode, p.stdout.splitlines()[:2]),
+       (1, ["RESULT: BAD (1 mismatches)", "placements[6].home: expected shard-c actual <missing>"]),
+       "probe without home")
+    p = probe(g("dispatch.env"), g("shards.json"), tampered(move_spill))
+    eq((p.returncode, p.stdout.splitlines()[0]), (1, "RESULT: BAD (5 mismatches)"), "probe moved")
+    ok("placements[6].shard: expected shard-a actual shard-b" in p.stdout, p.stdout)
+
+
 def tiny_online_big_others(d):
     """Online shards of capacity 2 and 3 next to draining and offline shards of huge capacity."""
     shards = [{"id": "on-1", "state": "online", "capacity": 2},
