@@ -33,7 +33,7 @@ SHARD_FIELDS = ("id", "state", "capacity", "weight")
 NAME_RE = re.compile(r"[A-Za-z0-9._:-]+")
 MAX_SAFE_INT = 2**53 - 1
 MAX_RING_POINTS = 2**24  # rule R2 (docs/contract.md, Membership)
-RECEIPT_VERSION = 1
+RECEIPT_VERSIONS = (1, 2)  # 2 names the epoch (docs/contract.md §5, §7); 1 still verifies
 MISSING = object()
 
 
@@ -265,6 +265,15 @@ def shard_points(algorithm, shard_id, count):
     return points
 
 
+def epoch_id(contract, shards):
+    """The epoch id (docs/contract.md §7): SHA-1 of the contract and the whole membership."""
+    text = "shardgate-epoch\n"
+    text += "".join("%s=%s\n" % (key, contract[key]) for key in CONTRACT_KEYS)
+    text += "".join("%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s["weight"])
+                    for s in id_order(shards))
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
 def id_order(shards):
     return sorted(shards, key=lambda s: s["id"].encode("utf-8"))
 
@@ -319,8 +328,9 @@ class Ring:
 
 # ---------------------------------------------------------------- the receipt (docs/contract.md §5)
 
-def expected_receipt(contract, shards, batch_id, changes):
-    """The receipt the gateway must have written for these changes, keys in docs/contract.md §5 order."""
+def expected_receipt(contract, shards, batch_id, changes, version=2):
+    """The receipt the gateway must have written for these changes, keys in docs/contract.md §5
+    order: version 2 names the epoch after batch_id, version 1 has no epoch key."""
     ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
     by_id = {s["id"]: s for s in shards}
     load = {s["id"]: 0 for s in shards}
@@ -346,9 +356,10 @@ def expected_receipt(contract, shards, batch_id, changes):
                                   "capacity": s["capacity"], "load": load[s["id"]],
                                   "received": received[s["id"]], "over_capacity": over}
     over_count = sum(1 for v in shard_section.values() if v["over_capacity"])
-    return {
-        "receipt_version": RECEIPT_VERSION,
-        "batch_id": batch_id,
+    receipt = {"receipt_version": version, "batch_id": batch_id}
+    if version >= 2:
+        receipt["epoch"] = epoch_id(contract, shards)
+    receipt.update({
         "ring": {"id": ring.ring_id, "algorithm": "ketama", "hash": ring.algorithm,
                  "vnodes": ring.vnodes, "vnodes_total": ring.vnodes_total,
                  "online": [s["id"] for s in ring.online]},
@@ -358,7 +369,19 @@ def expected_receipt(contract, shards, batch_id, changes):
         "counts": {"changes": len(changes), "dispatched": dispatched,
                    "over_capacity_shards": over_count},
         "ok": dispatched == len(changes) and over_count == 0,
-    }
+    })
+    return receipt
+
+
+def receipt_version_of(receipt):
+    """The version the receipt is judged as: the one it claims when it is a known one, else 2
+    when it has an `epoch` key and 1 when not (so an unknown version is one mismatch line)."""
+    if not isinstance(receipt, dict):
+        return RECEIPT_VERSIONS[-1]
+    claimed = receipt.get("receipt_version")
+    if type(claimed) is int and claimed in RECEIPT_VERSIONS:
+        return claimed
+    return 2 if "epoch" in receipt else 1
 
 
 # ---------------------------------------------------------------- comparison
@@ -543,7 +566,7 @@ def verify(contract, shards, raw, receipt, batch):
                         show(batch_id if isinstance(receipt, dict) and "batch_id" in receipt
                              else MISSING, 0)))
             batch_id = MISSING
-    expected = expected_receipt(contract, shards, batch_id, changes)
+    expected = expected_receipt(contract, shards, batch_id, changes, receipt_version_of(receipt))
     if batch_id is MISSING:
         del expected["batch_id"]  # already reported; don't report it twice
     if not isinstance(receipt, dict):
