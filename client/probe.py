@@ -539,6 +539,150 @@ def _batch_problem(doc):
     return None
 
 
+# ---------------------------------------------------------------- movement plan (docs/contract.md §8)
+
+HASH_SPACE = 2**32
+
+
+def owner_of(ring, h):
+    """The shard id owning hash value h: the first point >= h, else point 0."""
+    return ring.lookup_hash(h)[2]
+
+
+def plan(ring_from, ring_to, from_epoch, to_epoch, shard_ids):
+    """The plan as an ordered dict (docs/tools.md §1). Independent of the gateway's walk: each
+    arc ends at a distinct point value of either ring, and its owners are looked up by bisect."""
+    before = {i: 0 for i in shard_ids}
+    after = dict(before)
+    pairs = {}
+    ends = sorted(set(ring_from.values) | set(ring_to.values))
+    arcs = [(0 if k == 0 else ends[k - 1] + 1, v) for k, v in enumerate(ends)]
+    if ends[-1] < HASH_SPACE - 1:
+        arcs.append((ends[-1] + 1, HASH_SPACE - 1))
+    for lo, hi in arcs:
+        a, b = owner_of(ring_from, hi), owner_of(ring_to, hi)
+        before[a] += hi - lo + 1
+        after[b] += hi - lo + 1
+        if a != b:
+            pairs[(a, b)] = pairs.get((a, b), 0) + hi - lo + 1
+    moved = sum(pairs.values())
+    order = sorted(pairs, key=lambda ab: (ab[0].encode("utf-8"), ab[1].encode("utf-8")))
+    return {
+        "from_epoch": from_epoch, "to_epoch": to_epoch,
+        "from_ring": ring_from.ring_id, "to_ring": ring_to.ring_id,
+        "moved_points": moved,
+        "moved_fraction": RawNumber("%.9f" % (moved / HASH_SPACE)),
+        "pairs": [{"from": a, "to": b, "moved_points": pairs[(a, b)]} for a, b in order],
+        "shards": [{"id": i, "before": before[i], "after": after[i]}
+                   for i in sorted(shard_ids, key=lambda i: i.encode("utf-8"))],
+    }
+
+
+class RawNumber(str):
+    """A number written exactly as its text (moved_fraction's 9 decimals)."""
+
+
+def plan_json(obj):
+    """Compact JSON like canonical(), with RawNumber values written bare."""
+    if isinstance(obj, RawNumber):
+        return str(obj)
+    if isinstance(obj, dict):
+        return "{" + ",".join(json.dumps(k) + ":" + plan_json(v) for k, v in obj.items()) + "}"
+    if isinstance(obj, list):
+        return "[" + ",".join(plan_json(v) for v in obj) + "]"
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def journal_lines(path):
+    """(line number, bytes) of every complete line of a journal; an unterminated last line is
+    an append in progress and is left out. Raises Unreadable."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise Unreadable("plan: journal: %s: cannot read: %s" % (path, e.strerror or e))
+    lines = raw.split(b"\n")
+    return list(enumerate(lines[:-1], 1))
+
+
+def journal_movement(path, ring_from, ring_to):
+    """The journal block: changes, moved_changes, moved_load over every receipt record."""
+    changes = moved = load = 0
+    for number, line in journal_lines(path):
+        try:
+            record = parse_json_bytes(line)
+        except ValueError:
+            raise Unreadable("plan: journal: %s:%d: not JSON" % (path, number))
+        kind = record.get("type") if isinstance(record, dict) else None
+        if kind == "epoch":
+            continue
+        if kind != "receipt":
+            raise Unreadable("plan: journal: %s:%d: type: must be epoch or receipt"
+                             % (path, number))
+        receipt = record.get("receipt")
+        placements = receipt.get("placements") if isinstance(receipt, dict) else None
+        if not isinstance(placements, list):
+            raise Unreadable("plan: journal: %s:%d: receipt.placements: must be an array"
+                             % (path, number))
+        for p in placements:
+            key = p.get("key") if isinstance(p, dict) else None
+            size = p.get("size") if isinstance(p, dict) else None
+            if not isinstance(key, str) or not is_int(size, 0, 2**63 - 1):
+                raise Unreadable("plan: journal: %s:%d: receipt.placements: each needs a string"
+                                 " key and an integer size >= 0" % (path, number))
+            kb = key.encode("utf-8", "surrogatepass")
+            changes += 1
+            if ring_from.lookup(kb)[3] != ring_to.lookup(kb)[3]:
+                moved += 1
+                load += size
+    return {"changes": changes, "moved_changes": moved, "moved_load": load}
+
+
+def load_epoch_files(conf, shards_path):
+    """(contract, shards, ring, epoch id) of a contract file and a shards file; raises Unusable."""
+    if not conf:
+        raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
+    contract = load_contract(conf)
+    shards = load_shards(shards_path)
+    check_ring_size(shards_path, contract["DISPATCH_VNODES"], shards)
+    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    return contract, shards, ring, epoch_id(contract, shards)
+
+
+def main_plan(argv):
+    parser = argparse.ArgumentParser(
+        prog="probe.py plan",
+        description="The movement plan between two epochs (docs/contract.md §8), computed "
+                    "independently of `shardgate plan`, same bytes.",
+        epilog="Exit: 0 the plan printed; 2 a ring with no online shard, or the journal "
+               "unreadable; 3 contract or shards unusable; 64 usage; 70 internal error.")
+    parser.add_argument("--conf", default=os.environ.get("SHARDGATE_CONF"))
+    parser.add_argument("--shards", required=True, help="the current membership")
+    parser.add_argument("--to", required=True, help="the new membership")
+    parser.add_argument("--to-conf", help="the new contract (default: --conf)")
+    parser.add_argument("--journal", help="count the journal's changes that would move")
+    args = parse_or_usage(parser, argv)
+    try:
+        _, shards_a, ring_a, epoch_a = load_epoch_files(args.conf, args.shards)
+        _, shards_b, ring_b, epoch_b = load_epoch_files(args.to_conf or args.conf, args.to)
+    except Unusable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNUSABLE
+    for which, ring in (("from", ring_a), ("to", ring_b)):
+        if not ring.entries:
+            print("plan: %s ring has no online shard" % which, file=sys.stderr)
+            return EXIT_UNREADABLE
+    ids = {s["id"] for s in shards_a} | {s["id"] for s in shards_b}
+    result = plan(ring_a, ring_b, epoch_a, epoch_b, ids)
+    if args.journal:
+        try:
+            result["journal"] = journal_movement(args.journal, ring_a, ring_b)
+        except Unreadable as e:
+            print(e, file=sys.stderr)
+            return EXIT_UNREADABLE
+    sys.stdout.write(plan_json(result) + "\n")
+    return EXIT_OK
+
 # ---------------------------------------------------------------- main
 
 def read_receipt(path):
@@ -595,14 +739,25 @@ def parse_args(argv):
     parser.add_argument("--shards", required=True, help="the membership (input/shards.json)")
     parser.add_argument("--receipt", required=True, help="the receipt to verify")
     parser.add_argument("--batch", help="the original batch: ids, keys, sizes and order must match")
+    return parse_or_usage(parser, argv)
+
+
+def parse_or_usage(parser, argv):
+    """argparse, with exit 64 for a usage error (argparse's own is 2, which means BAD input)."""
     try:
         return parser.parse_args(argv)
     except SystemExit as e:
         sys.exit(EXIT_USAGE if e.code not in (0, None) else 0)
 
 
+SUBCOMMANDS = {}  # name -> main(argv); filled below the definitions
+
+
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
+    args = parse_args(argv)
     try:
         if not args.conf:
             raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
@@ -626,6 +781,9 @@ def main(argv=None):
     for field, exp, act in mismatches:
         print("%s: expected %s actual %s" % (field, exp, act))
     return EXIT_BAD
+
+
+SUBCOMMANDS.update({"plan": main_plan})
 
 
 if __name__ == "__main__":
