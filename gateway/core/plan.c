@@ -1,26 +1,38 @@
 /* The movement plan (docs/contract.md §8): one walk over the merged sorted points of both rings.
  * Between two consecutive distinct point values the owner is constant in both rings, so every
- * arc is counted whole: O(P_from + P_to) after the rings are built, plus a two-pass counting
- * sort of the moved arcs by (from, to). */
+ * arc is counted whole: O(P_from + P_to) after the rings are built. The walk keeps the runs of
+ * moved arcs (a few hundred for a one-shard change), which an LSD radix sort on (from, to)
+ * orders: no comparison sort. */
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE, as ring/build.c */
 #include "plan.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* A cursor over one ring's points in ring order; `owner` maps ring shard -> plan shard. */
 struct arc_cursor {
-    const struct ring *ring;
+    const struct ring_point *points;
     const uint32_t *owner;
     size_t n, i;
 };
 
-/* The moved arcs collected during the walk, then sorted and merged into pairs. */
-struct moves {
-    struct gw_plan_pair *items;
-    size_t count;
+/* The walk over both rings: before, after, moved points, and the runs of moved arcs in hash
+ * order (a run is consecutive moved arcs of one (from, to) pair). */
+struct walk {
+    struct arc_cursor a, b;
+    uint64_t *before, *after; /* per plan shard */
+    uint64_t moved;
+    struct gw_plan_pair pending; /* the run not yet emitted (moved_points 0: none) */
+    struct gw_plan_pair *runs;
+    size_t run_count, run_cap;
+    int failed; /* out of memory while growing runs */
 };
+
+#define RADIX_BITS 11
+#define RADIX_BUCKETS (1u << RADIX_BITS)
 
 static int id_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -68,92 +80,163 @@ static uint32_t *ring_owner_map(const struct gw_topology *t, const uint32_t *mem
 
 static uint64_t cursor_value(const struct arc_cursor *c)
 {
-    return c->i < c->n ? ring_point_at(c->ring, c->i).value : GW_PLAN_HASH_SPACE;
+    return c->i < c->n ? c->points[c->i].value : GW_PLAN_HASH_SPACE;
 }
 
 /* The owner of every hash value above the previous point and up to cursor_value(): the first
  * point >= it, else point 0 (the wrap). */
 static uint32_t cursor_owner(const struct arc_cursor *c)
 {
-    return c->owner[ring_point_at(c->ring, c->i < c->n ? c->i : 0).shard];
+    return c->owner[c->points[c->i < c->n ? c->i : 0].shard];
 }
 
 static void cursor_skip(struct arc_cursor *c, uint64_t value)
 {
-    while (c->i < c->n && ring_point_at(c->ring, c->i).value == value)
+    while (c->i < c->n && c->points[c->i].value == value)
         c->i++;
 }
 
-static void count_arc(struct gw_plan *p, struct moves *m, uint32_t from, uint32_t to, uint64_t len)
+static void *run_array(size_t n);
+
+static void emit_run(struct walk *w)
 {
-    p->shards[from].before += len;
-    p->shards[to].after += len;
+    if (w->pending.moved_points == 0 || w->failed)
+        return;
+    if (w->run_count == w->run_cap) {
+        size_t cap = w->run_cap ? 2 * w->run_cap : 256;
+        struct gw_plan_pair *grown = run_array(cap);
+        if (!grown) {
+            w->failed = 1;
+            return;
+        }
+        if (w->run_count)
+            memcpy(grown, w->runs, w->run_count * sizeof(*grown));
+        free(w->runs);
+        w->runs = grown;
+        w->run_cap = cap;
+    }
+    w->runs[w->run_count++] = w->pending;
+}
+
+static void count_arc(struct walk *w, uint32_t from, uint32_t to, uint64_t len)
+{
+    w->before[from] += len;
+    w->after[to] += len;
     if (from == to || len == 0)
         return;
-    p->moved_points += len;
-    struct gw_plan_pair *last = m->count ? &m->items[m->count - 1] : NULL;
-    if (last && last->from == from && last->to == to)
-        last->moved_points += len;
-    else
-        m->items[m->count++] = (struct gw_plan_pair){from, to, len};
+    w->moved += len;
+    struct gw_plan_pair *run = &w->pending;
+    if (run->moved_points && run->from == from && run->to == to) {
+        run->moved_points += len;
+        return;
+    }
+    emit_run(w);
+    *run = (struct gw_plan_pair){from, to, len};
 }
 
 /* Walks both rings' points in value order, counting each arc [start, value] whole. */
-static void walk_arcs(struct gw_plan *p, struct moves *m, struct arc_cursor *a,
-                      struct arc_cursor *b)
+static void walk_arcs(struct walk *w)
 {
+    struct arc_cursor *a = &w->a, *b = &w->b;
     uint64_t start = 0;
     while (a->i < a->n || b->i < b->n) {
         uint64_t va = cursor_value(a), vb = cursor_value(b);
         uint64_t value = va < vb ? va : vb;
-        count_arc(p, m, cursor_owner(a), cursor_owner(b), value - start + 1);
+        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);
         start = value + 1;
         cursor_skip(a, value);
         cursor_skip(b, value);
     }
     /* Above the last point: both rings wrap to their point 0. */
-    count_arc(p, m, cursor_owner(a), cursor_owner(b), GW_PLAN_HASH_SPACE - start);
+    count_arc(w, cursor_owner(a), cursor_owner(b), GW_PLAN_HASH_SPACE - start);
+    emit_run(w);
 }
 
-/* One stable counting-sort pass of `in` into `out` by from (by_from) or to. */
-static void counting_pass(const struct gw_plan_pair *in, struct gw_plan_pair *out, size_t n,
-                          size_t *bucket, size_t buckets, int by_from)
+#define HUGE_PAGE (2u << 20)
+
+/* malloc for the run arrays: 16 bytes per moved arc, ~50 MiB when a hash change moves every arc
+ * of 10,000 x 160. From 2 MiB up it asks for transparent huge pages: a first touch of 4 KiB
+ * pages cost ~10 us each on the test machine, 0.3-0.6 s for 50 MiB against ~20 ms in 2 MiB
+ * pages (docs/performance.md §7). The memory is released with free(). */
+static void *run_array(size_t n)
 {
-    memset(bucket, 0, (buckets + 1) * sizeof(*bucket));
-    for (size_t i = 0; i < n; i++)
-        bucket[(by_from ? in[i].from : in[i].to) + 1]++;
-    for (size_t k = 1; k <= buckets; k++)
-        bucket[k] += bucket[k - 1];
-    for (size_t i = 0; i < n; i++)
-        out[bucket[by_from ? in[i].from : in[i].to]++] = in[i];
+    size_t bytes = (n ? n : 1) * sizeof(struct gw_plan_pair);
+    if (bytes < HUGE_PAGE)
+        return malloc(bytes);
+    void *p = NULL;
+    bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, HUGE_PAGE, bytes) != 0)
+        return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE); /* advice only: 4 KiB pages still work */
+    return p;
 }
 
-/* Sorts the moved arcs by (from, to) and merges equal pairs into p->pairs. */
-static int make_pairs(struct gw_plan *p, struct moves *m)
+static uint64_t pair_key(const struct gw_plan_pair *e, uint64_t shards)
 {
-    struct gw_plan_pair *tmp = malloc((m->count ? m->count : 1) * sizeof(*tmp));
-    size_t *bucket = malloc((p->shard_count + 1) * sizeof(*bucket));
-    if (!tmp || !bucket) {
-        free(tmp);
-        free(bucket);
-        return -ENOMEM;
+    return (uint64_t)e->from * shards + e->to;
+}
+
+/* One stable pass of an LSD radix sort on the digit of pair_key at `shift`. Digits of 11 bits
+ * keep the 2048 write streams in cache, where a bucket per shard (10,000) scatters at random. */
+static void radix_pass(const struct gw_plan_pair *in, struct gw_plan_pair *out, size_t n,
+                       uint64_t shards, unsigned shift)
+{
+    size_t start[RADIX_BUCKETS] = {0};
+    for (size_t i = 0; i < n; i++)
+        start[(pair_key(&in[i], shards) >> shift) & (RADIX_BUCKETS - 1)]++;
+    size_t at = 0;
+    for (size_t d = 0; d < RADIX_BUCKETS; d++) {
+        size_t c = start[d];
+        start[d] = at;
+        at += c;
     }
-    counting_pass(m->items, tmp, m->count, bucket, p->shard_count, 0);
-    counting_pass(tmp, m->items, m->count, bucket, p->shard_count, 1);
-    free(tmp);
-    free(bucket);
-    size_t n = 0;
-    for (size_t i = 0; i < m->count; i++) {
-        struct gw_plan_pair *e = &m->items[i];
-        if (n && m->items[n - 1].from == e->from && m->items[n - 1].to == e->to)
-            m->items[n - 1].moved_points += e->moved_points;
+    for (size_t i = 0; i < n; i++)
+        out[start[(pair_key(&in[i], shards) >> shift) & (RADIX_BUCKETS - 1)]++] = in[i];
+}
+
+/* Sorts the runs by (from, to) and merges equal pairs; the result ends in p->pairs. */
+static void sort_runs(struct gw_plan *p, struct gw_plan_pair *runs, size_t n)
+{
+    uint64_t shards = p->shard_count, top = shards * shards;
+    struct gw_plan_pair *in = runs, *out = p->pairs;
+    for (unsigned shift = 0; shift < 64 && (top >> shift) != 0; shift += RADIX_BITS) {
+        radix_pass(in, out, n, shards, shift);
+        struct gw_plan_pair *t = in;
+        in = out;
+        out = t;
+    }
+    if (in != p->pairs)
+        memcpy(p->pairs, in, n * sizeof(*in));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct gw_plan_pair *e = &p->pairs[i];
+        if (k && p->pairs[k - 1].from == e->from && p->pairs[k - 1].to == e->to)
+            p->pairs[k - 1].moved_points += e->moved_points;
         else
-            m->items[n++] = *e;
+            p->pairs[k++] = *e;
     }
-    p->pairs = m->items;
-    p->pair_count = n;
-    m->items = NULL;
+    p->pair_count = k;
+}
+
+/* Sorts the walk's runs into p->pairs. */
+static int collect_pairs(struct gw_plan *p, struct walk *w)
+{
+    if (w->failed)
+        return -ENOMEM;
+    p->pairs = run_array(w->run_count);
+    if (!p->pairs)
+        return -ENOMEM;
+    sort_runs(p, w->runs, w->run_count);
     return 0;
+}
+
+static void store_shares(struct gw_plan *p, const struct walk *w)
+{
+    for (size_t k = 0; k < p->shard_count; k++) {
+        p->shards[k].before = w->before[k];
+        p->shards[k].after = w->after[k];
+    }
+    p->moved_points = w->moved;
 }
 
 static int check_rings(const struct gw_topology *from, const struct gw_topology *to,
@@ -177,22 +260,28 @@ static void copy_names(struct gw_plan *p, const struct gw_topology *from,
     memcpy(p->to_ring, ring_id(to->ring), sizeof(p->to_ring));
 }
 
-/* The walk itself, once the id maps exist. */
+/* Both walks, once the id maps exist. */
 static int plan_arcs(struct gw_plan *p, const struct gw_topology *from,
                      const struct gw_topology *to, const uint32_t *a_map, const uint32_t *b_map)
 {
-    struct arc_cursor a = {from->ring, ring_owner_map(from, a_map), ring_points_total(from->ring),
-                           0};
-    struct arc_cursor b = {to->ring, ring_owner_map(to, b_map), ring_points_total(to->ring), 0};
-    struct moves m = {malloc((a.n + b.n + 1) * sizeof(*m.items)), 0};
+    size_t n = p->shard_count + 1;
+    struct walk w = {
+        .a = {ring_points(from->ring), ring_owner_map(from, a_map), ring_points_total(from->ring)},
+        .b = {ring_points(to->ring), ring_owner_map(to, b_map), ring_points_total(to->ring)},
+        .before = calloc(n, sizeof(uint64_t)),
+        .after = calloc(n, sizeof(uint64_t)),
+    };
     int rc = -ENOMEM;
-    if (a.owner && b.owner && m.items) {
-        walk_arcs(p, &m, &a, &b);
-        rc = make_pairs(p, &m);
+    if (w.a.owner && w.b.owner && w.before && w.after) {
+        walk_arcs(&w);
+        store_shares(p, &w);
+        rc = collect_pairs(p, &w);
     }
-    free(m.items);
-    free((void *)a.owner);
-    free((void *)b.owner);
+    free(w.runs);
+    free(w.before);
+    free(w.after);
+    free((void *)w.a.owner);
+    free((void *)w.b.owner);
     return rc;
 }
 
