@@ -593,14 +593,14 @@ def plan_json(obj):
     return json.dumps(obj, ensure_ascii=False)
 
 
-def journal_lines(path):
+def journal_lines(path, command="plan"):
     """(line number, bytes) of every complete line of a journal; an unterminated last line is
     an append in progress and is left out. Raises Unreadable."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as e:
-        raise Unreadable("plan: journal: %s: cannot read: %s" % (path, e.strerror or e))
+        raise Unreadable("%s: journal: %s: cannot read: %s" % (command, path, e.strerror or e))
     lines = raw.split(b"\n")
     return list(enumerate(lines[:-1], 1))
 
@@ -682,6 +682,164 @@ def main_plan(argv):
             return EXIT_UNREADABLE
     sys.stdout.write(plan_json(result) + "\n")
     return EXIT_OK
+
+# ---------------------------------------------------------------- epoch chain (docs/contract.md §7)
+
+EPOCH_KEYS = ("type", "epoch", "epoch_seq", "prev", "source", "time", "first_seq", "ring_id",
+              "contract", "shards")
+LEGACY_EPOCH_KEYS = ("type", "ring_id", "contract", "shards")
+RECEIPT_RECORD_KEYS = ("type", "seq", "fingerprint", "receipt")
+EPOCH_SOURCES = ("start", "sighup", "admin")
+TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+RECORD_PREFIX_RE = re.compile(
+    rb'\{"type":"receipt","seq":(?:0|[1-9][0-9]*),"fingerprint":"[0-9a-f]{64}","receipt":')
+
+
+def record_contract(value):
+    """The contract of an epoch record (docs/journal.md §2) or raises ValueError."""
+    if not isinstance(value, dict) or tuple(value) != CONTRACT_KEYS:
+        raise ValueError("contract: must hold exactly %s in this order" % ",".join(CONTRACT_KEYS))
+    for key in CONTRACT_KEYS:
+        v = value[key]
+        text = str(v) if key == "DISPATCH_VNODES" and is_int(v, 1, 4096) else v
+        if not isinstance(text, str):
+            raise ValueError('contract.%s: %s is not valid' % (key, show(v, 0)))
+        try:
+            _check_contract_value(key, text)
+        except ValueError as e:
+            raise ValueError("contract.%s" % e)
+    return dict(value)
+
+
+class Chain:
+    """What the journal has shown so far: the epochs, by id and by ring id, and the last seq."""
+
+    def __init__(self):
+        self.count = 0
+        self.previous = None  # the last epoch id
+        self.by_epoch, self.by_ring = {}, {}
+        self.last_seq = 0
+        self.out = []
+
+    def bad(self, number, field, expected, actual):
+        self.out.append(("line %d: %s" % (number, field), expected, actual))
+
+
+def check_epoch_fields(chain, number, rec, epoch, ring_id):
+    """The chain rules of a full epoch record (docs/contract.md §7, docs/journal.md §2)."""
+    want = (("epoch", epoch), ("epoch_seq", chain.count + 1), ("prev", chain.previous),
+            ("first_seq", chain.last_seq + 1), ("ring_id", ring_id))
+    for field, value in want:
+        if not same(value, rec[field]):
+            chain.bad(number, field, show(value, rec[field]), show(rec[field], value))
+    if rec["source"] not in EPOCH_SOURCES:
+        chain.bad(number, "source", "one of " + ", ".join(EPOCH_SOURCES), show(rec["source"], ""))
+    if not (isinstance(rec["time"], str) and TIME_RE.fullmatch(rec["time"])):
+        chain.bad(number, "time", "YYYY-MM-DDTHH:MM:SS.mmmZ", show(rec["time"], ""))
+
+
+def chain_epoch(chain, number, rec):
+    """One epoch record: recomputes its epoch id and ring id, checks the links, remembers it."""
+    if tuple(rec) not in (EPOCH_KEYS, LEGACY_EPOCH_KEYS):
+        chain.bad(number, "<keys>", ",".join(EPOCH_KEYS), ",".join(rec))
+        return
+    try:
+        contract = record_contract(rec["contract"])
+        shards = _check_membership({"shards": rec["shards"]})
+        check_ring_size("epoch record", contract["DISPATCH_VNODES"], shards)
+    except (ValueError, Unusable) as e:
+        chain.bad(number, "epoch record", "a usable contract and membership", str(e))
+        return
+    if rec["shards"] != id_order(shards):
+        chain.bad(number, "shards", "every shard in id order, weight written",
+                  show(rec["shards"], 0))
+    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    epoch = epoch_id(contract, shards)
+    if len(rec) == len(EPOCH_KEYS):
+        check_epoch_fields(chain, number, rec, epoch, ring.ring_id)
+    elif not same(ring.ring_id, rec["ring_id"]):
+        chain.bad(number, "ring_id", ring.ring_id, show(rec["ring_id"], ""))
+    if epoch == chain.previous:
+        chain.bad(number, "epoch", "an epoch other than the previous one", epoch)
+    info = {"epoch": epoch, "ring_id": ring.ring_id, "contract": contract, "shards": shards}
+    chain.count += 1
+    chain.previous = epoch
+    chain.by_epoch[epoch] = chain.by_ring[ring.ring_id] = info
+
+
+def named_epoch(chain, number, receipt):
+    """The earlier epoch record a receipt is judged with, or None (reported)."""
+    if receipt_version_of(receipt) >= 2:
+        epoch = receipt.get("epoch", MISSING)
+        info = chain.by_epoch.get(epoch) if isinstance(epoch, str) else None
+        if info is None:
+            chain.bad(number, "receipt.epoch", "the epoch of an earlier epoch record",
+                      show(epoch, ""))
+        return info
+    ring = receipt.get("ring")
+    ring_id = ring.get("id", MISSING) if isinstance(ring, dict) else MISSING
+    info = chain.by_ring.get(ring_id) if isinstance(ring_id, str) else None
+    if info is None:
+        chain.bad(number, "receipt.ring.id", "the ring of an earlier epoch record",
+                  show(ring_id, ""))
+    return info
+
+
+def chain_receipt(chain, number, line, rec):
+    """One receipt record: its seq, then the receipt against the epoch it names."""
+    prefix = RECORD_PREFIX_RE.match(line)
+    if tuple(rec) != RECEIPT_RECORD_KEYS or not prefix or not line.endswith(b"}"):
+        chain.bad(number, "record", '{"type":"receipt","seq":N,"fingerprint":"<64 hex>",'
+                  '"receipt":...}', repr(line[:60].decode("utf-8", "replace")))
+        return
+    if rec["seq"] != chain.last_seq + 1:
+        chain.bad(number, "seq", str(chain.last_seq + 1), show(rec["seq"], 0))
+    chain.last_seq = rec["seq"]
+    receipt = rec["receipt"]
+    info = named_epoch(chain, number, receipt) if isinstance(receipt, dict) else None
+    if info is None:
+        return
+    raw = line[prefix.end():-1] + b"\n"
+    for field, exp, act in verify(info["contract"], info["shards"], raw, receipt, None):
+        chain.bad(number, "receipt." + field, exp, act)
+
+
+def verify_chain(path):
+    """Every complete line of the journal; returns the mismatches. Raises Unreadable."""
+    chain = Chain()
+    for number, line in journal_lines(path, "chain"):
+        try:
+            rec = parse_json_bytes(line)
+        except ValueError:
+            chain.bad(number, "$", "a JSON record", "not JSON")
+            continue
+        kind = rec.get("type") if isinstance(rec, dict) else None
+        if kind == "epoch":
+            chain_epoch(chain, number, rec)
+        elif kind == "receipt":
+            chain_receipt(chain, number, line, rec)
+        else:
+            chain.bad(number, "type", "epoch or receipt", show(kind if kind else MISSING, ""))
+    return chain.out
+
+
+def main_chain(argv):
+    parser = argparse.ArgumentParser(
+        prog="probe.py chain",
+        description="Verify a journal's epoch chain (docs/contract.md §7) and every receipt "
+                    "in it against the contract and membership of the epoch it names.",
+        epilog="Exit: 0 RESULT: OK; 1 RESULT: BAD (N mismatches) with one 'line N: field: "
+               "expected X actual Y' line each; 2 the journal unreadable; 64 usage; 70 "
+               "internal error. An unterminated last line (an append in progress) is not "
+               "judged.")
+    parser.add_argument("--journal", required=True, help="the journal (state/journal.jsonl)")
+    args = parse_or_usage(parser, argv)
+    try:
+        mismatches = verify_chain(args.journal)
+    except Unreadable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNREADABLE
+    return report(mismatches)
 
 # ---------------------------------------------------------------- main
 
@@ -773,7 +931,11 @@ def main(argv=None):
     except Unreadable as e:
         print(e, file=sys.stderr)
         return EXIT_UNREADABLE
-    mismatches = verify(contract, shards, raw, receipt, batch)
+    return report(verify(contract, shards, raw, receipt, batch))
+
+
+def report(mismatches):
+    """Prints the verdict; returns the exit code."""
     if not mismatches:
         print("RESULT: OK")
         return EXIT_OK
@@ -783,7 +945,7 @@ def main(argv=None):
     return EXIT_BAD
 
 
-SUBCOMMANDS.update({"plan": main_plan})
+SUBCOMMANDS.update({"plan": main_plan, "chain": main_chain})
 
 
 if __name__ == "__main__":

@@ -249,7 +249,8 @@ def journal_v2_receipts_and_bad_lines():
                                                ketama.Ring("sha1", 160, to)), "v2 journal")
     args = ("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
             "--to", D_ONLINE, "--journal")
-    for line, what in (("{nope", "not JSON"), ('{"type":"other"}', "type: must be epoch or receipt"),
+    for line, what in (("{nope", "not JSON"),
+                       ('{"type":"other"}', "type: must be epoch or receipt"),
                        ('{"type":"receipt","receipt":{}}',
                         "receipt.placements: must be an array")):
         bad = write(os.path.join(tmp, "bad.jsonl"), text + line + "\n")
