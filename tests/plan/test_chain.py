@@ -12,7 +12,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "health"))
 import ketama  # noqa: E402
-from sgtest import Server, batch, case, eq, ok, run, run_gateway, src, tmpdir, write, main  # noqa: E402
+from sgtest import (Server, batch, case, eq, ok, run, run_gateway, src, tmpdir,  # noqa: E402
+                    write, main)
 
 TIME = "2026-12-01T03:29:18.123Z"
 CONTRACT_ORDER = ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_RING_HASH",
