@@ -70,7 +70,7 @@ expect_issue("seq-gap", [epoch] + bad,
 bad = deep(recs)
 bad[7]["receipt"]["ring"]["id"] = "0" * 40
 expect_issue("ring-id-no-epoch", [epoch] + bad,
-             "journal_epoch: b-0007: ring.id: %s matches no epoch record" % ("0" * 40))
+             "journal_epoch: b-0007: ring.id: %s matches no earlier epoch record" % ("0" * 40))
 expect_issue("no-epoch-record", recs,
              "journal_epoch: b-0000: ring.id: no epoch record precedes this receipt")
 doc = expect_issue("no-epoch-at-all", recs, "epoch_current: journal: epoch: no epoch record in the journal")
@@ -113,11 +113,36 @@ doc = expect_issue("epoch-ring-id", [e1] + old_f + [epoch] + new,
 F.check(doc is not None and "ring_id: old-0000: ring.id: expected %s, got %s" % (rd.ring_id(), forged)
         in doc["issues"], "epoch-ring-id: receipts of the forged epoch fail ring_id too", str(doc))
 
-# a receipt of the old ring journaled after the new epoch
+# a receipt of the old ring journaled after the new epoch (a batch in flight during the switch,
+# docs/contract.md §7) is judged against the epoch it names and passes
 late = receipts(rd, 1, start_seq=11, tag="late")
-expect_issue("earlier-epoch", two + late,
-             "journal_epoch: late-0000: ring.id: %s is the ring of an earlier epoch, not of the "
-             "epoch in force (line 7, %s)" % (rd.ring_id(), RING.ring_id()))
+rc, out, err, doc = jcheck("earlier-epoch", two + late)
+F.check(rc == 0 and doc is not None and doc["checks"] == want + checks_per_receipt(5, 5),
+        "earlier-epoch: a late receipt of the old ring is judged by its own epoch", out + err)
+
+# --- the new epoch record form and version-2 receipts (docs/journal.md §2) ------------------
+EP = ketama.epoch_id(C, SH)
+chain1 = ketama.chain_record(RING, C, 1, None, 1)
+v2 = [dict(r, receipt=ketama.to_v2(r["receipt"], EP)) for r in recs]
+rc, out, err, doc = jcheck("chain-v2", [chain1] + v2)
+want = 20 * checks_per_receipt(5, 5, version=2) + 1 + 1
+F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"issues":[]}\n' % want,
+        "new-form epoch record + v2 receipts pass with %d checks" % want, out + err)
+bad = deep(v2)
+bad[3]["receipt"]["epoch"] = "e" * 40
+expect_issue("v2-unknown-epoch", [chain1] + bad,
+             "journal_epoch: b-0003: epoch: %s matches no earlier epoch record" % ("e" * 40))
+expect_issue("v2-no-epoch-record", v2,
+             "journal_epoch: b-0000: epoch: no epoch record precedes this receipt")
+# v1 and v2 receipts, legacy and new records, in one journal
+EPD = ketama.epoch_id(C, sh_d)
+rd_v2 = [dict(r, receipt=ketama.to_v2(r["receipt"], EPD)) for r in receipts(rd, 5, 6, tag="d")]
+mixed = [epoch] + recs[:5] + [ketama.chain_record(rd, C, 2, EP, 6)] + rd_v2
+rc, out, err, doc = jcheck("legacy-then-new", mixed, shards=write(
+    os.path.join(T, "shards-d.json"), ketama.dumps({"shards": sh_d})))
+F.check(rc == 0 and doc is not None and doc["receipts"] == 10,
+        "legacy record + v1 receipts, then a new record (epoch_seq 2, prev = the legacy epoch) "
+        "+ v2 receipts", out + err)
 
 # --- record facts ---------------------------------------------------------------------------
 bad = deep(recs)
