@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chain.h"
 #include "rules.h"
 #include "verify.h"
 
@@ -503,6 +504,9 @@ static void hc_c_epoch_current(struct hc_run *run)
         hc_run_fail(run, "epoch: the latest epoch record (line %ld) is unusable", e->line);
         return;
     }
+    if (strcmp(e->epoch_id, own->epoch_id) != 0)
+        hc_run_fail(run, "epoch: the latest epoch record (line %ld) is %s, the files read are %s",
+                    e->line, e->epoch_id, own->epoch_id);
     const struct hc_contract *a = &e->contract, *b = &own->contract;
     if (a->vnodes != b->vnodes)
         hc_run_fail(run, "epoch@line %ld DISPATCH_VNODES: journal %u, contract %u", e->line,
@@ -574,6 +578,11 @@ const struct hc_criterion hc_criteria[] = {
     {"fingerprint", HC_SCOPE_RECORD, hc_c_fingerprint},
     {"journal_batch_unique", HC_SCOPE_RECORD, hc_c_journal_batch_unique},
     {"epoch_ring_id", HC_SCOPE_EPOCH, hc_c_epoch_ring_id},
+    {"epoch_id", HC_SCOPE_EPOCH, hc_c_epoch_id},
+    {"epoch_seq", HC_SCOPE_EPOCH, hc_c_epoch_seq},
+    {"epoch_prev", HC_SCOPE_EPOCH, hc_c_epoch_prev},
+    {"epoch_changed", HC_SCOPE_EPOCH, hc_c_epoch_changed},
+    {"epoch_first_seq", HC_SCOPE_EPOCH, hc_c_epoch_first_seq},
     {"epoch_current", HC_SCOPE_END, hc_c_epoch_current},
 };
 

@@ -7,7 +7,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from sgtest import (Failures, check_journal, deep, golden_shards, journal_text, parse_line, tmpdir,
-                    write, changes, checks_per_receipt, CONF, SHARDS)  # noqa: E402
+                    write, changes, checks_per_receipt, checks_per_epoch, CONF, SHARDS)  # noqa: E402
 import ketama  # noqa: E402
 
 BIN = sys.argv[1]
@@ -43,12 +43,12 @@ def expect_issue(name, records, issue, **kw):
 epoch = ketama.epoch_record(RING, C)
 recs = receipts(RING, 20)
 rc, out, err, doc = jcheck("clean", [epoch] + recs)
-want = 20 * checks_per_receipt(5, 5) + 1 + 1  # + epoch_ring_id + epoch_current
+want = 20 * checks_per_receipt(5, 5) + checks_per_epoch() + 1  # + epoch_current
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"issues":[]}\n' % want,
         "clean journal passes with %d checks" % want, "rc=%d out=%s err=%s" % (rc, out, err))
 
 rc, out, err, doc = jcheck("epoch-only", [epoch])
-F.check(rc == 0 and out == '{"status":"pass","checks":2,"receipts":0,"issues":[]}\n',
+F.check(rc == 0 and out == '{"status":"pass","checks":6,"receipts":0,"issues":[]}\n',
         "journal with only an epoch passes", out)
 
 # --- seq ------------------------------------------------------------------------------------
@@ -80,8 +80,10 @@ c80 = ketama.contract(vnodes=80)
 r80 = ketama.Ring("sha1", 80, SH)
 doc = expect_issue("epoch-vs-contract", [ketama.epoch_record(r80, c80)] + receipts(r80, 3),
                    "epoch_current: journal: epoch@line 1 DISPATCH_VNODES: journal 80, contract 160")
-F.check(doc is not None and len(doc["issues"]) == 1,
-        "epoch-vs-contract: receipts are judged by their own epoch (only the epoch issue)",
+F.check(doc is not None and doc["issues"][0] ==
+        "epoch_current: journal: epoch: the latest epoch record (line 1) is %s, the files read "
+        "are %s" % (ketama.epoch_id(c80, SH), ketama.epoch_id(C, SH)) and len(doc["issues"]) == 2,
+        "epoch-vs-contract: receipts are judged by their own epoch (only the epoch issues)",
         str(doc))
 # latest epoch differs in the membership (shard-d online in the journal only)
 sh_d = deep(SH)
@@ -96,7 +98,7 @@ old = receipts(rd, 5, tag="old")
 new = receipts(RING, 5, start_seq=6, tag="new")
 two = [ketama.epoch_record(rd, C)] + old + [epoch] + new
 rc, out, err, doc = jcheck("two-epochs", two)
-want = 10 * checks_per_receipt(5, 5) + 2 + 1
+want = 10 * checks_per_receipt(5, 5) + 2 * checks_per_epoch() + 1
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":10,"issues":[]}\n' % want,
         "two epochs: old receipts verified against the old membership", out + err)
 
@@ -125,7 +127,7 @@ EP = ketama.epoch_id(C, SH)
 chain1 = ketama.chain_record(RING, C, 1, None, 1)
 v2 = [dict(r, receipt=ketama.to_v2(r["receipt"], EP)) for r in recs]
 rc, out, err, doc = jcheck("chain-v2", [chain1] + v2)
-want = 20 * checks_per_receipt(5, 5, version=2) + 1 + 1
+want = 20 * checks_per_receipt(5, 5, version=2) + checks_per_epoch(False) + 1
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"issues":[]}\n' % want,
         "new-form epoch record + v2 receipts pass with %d checks" % want, out + err)
 bad = deep(v2)
@@ -174,7 +176,7 @@ text = journal_text([epoch] + recs)
 # reported as pending_tail_bytes (docs/operations.md, "The in-progress tail")
 rc, out, err, doc = jcheck("torn-last-line", None, raw=text + '{"type":"receipt","seq":21,')
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"pending_tail_bytes":27,'
-        '"issues":[]}\n' % (20 * checks_per_receipt(5, 5) + 2),
+        '"issues":[]}\n' % (20 * checks_per_receipt(5, 5) + checks_per_epoch() + 1),
         "in-progress tail on a clean journal: exit 0, pending_tail_bytes 27", out + err)
 bad_tail = deep(recs)
 bad_tail[19]["receipt"]["ok"] = False
