@@ -222,7 +222,7 @@ static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const json_t *rec
     for (size_t i = j->n_epochs; i-- > 0;) {
         struct hc_epoch *e = j->epochs[i];
         const char *has = by_epoch ? e->chain.epoch : e->recorded_id;
-        if (strcmp(name, has) == 0) {
+        if (has[0] != '\0' && strcmp(name, has) == 0) {
             r->match = HC_MATCH_KNOWN;
             r->named = e;
             return e;
