@@ -67,7 +67,10 @@ void ring_hash_keys(const struct ring *ring, const char *const *keys, const size
 /* Places `key`. Allocates nothing. Returns 0, or -ENOENT when the ring is empty. */
 int ring_lookup(const struct ring *ring, const void *key, size_t len, struct ring_placement *out);
 
-/* Places a key whose hash is already known. Returns 0, or -ENOENT when the ring is empty. */
+/* Places a key whose hash is already known. ring_lookup and this call search for one key at
+ * a time with one trip to memory (a small table, then the points around an interpolated
+ * guess); for many keys, ring_lookup_hashes is faster. Returns 0, or -ENOENT when the ring is
+ * empty. */
 int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out);
 
 /* Places n keys whose hashes are known: out[i] is what ring_lookup_hash(hashes[i]) gives.
