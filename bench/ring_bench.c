@@ -86,6 +86,19 @@ static double lookup_pass(const struct ring *r, const struct bench_keys *k, uint
     return (bench_now_ns() - t0) / (double)k->n;
 }
 
+/* A bound, not a placement: the key hash and then one read of a point picked by it
+ * (hash * points / 2^32), the least any lookup that reads the point array once costs. */
+static double one_read_pass(const struct ring *r, const struct bench_keys *k, uint32_t *out)
+{
+    uint64_t n = ring_points_total(r);
+    double t0 = bench_now_ns();
+    for (size_t i = 0; i < k->n; i++) {
+        uint32_t h = ring_hash_key(r, k->data + k->off[i], k->len[i]);
+        out[i] = ring_point_at(r, (size_t)((h * n) >> 32)).shard;
+    }
+    return (bench_now_ns() - t0) / (double)k->n;
+}
+
 /* The gateway's path: hash a chunk of keys, then place the chunk with ring_lookup_hashes so
  * the cache misses of neighbouring keys overlap. */
 static double batch_pass(const struct ring *r, const struct bench_keys *k, uint32_t *out)
@@ -195,6 +208,48 @@ static void json_sep(const struct opts *o, int *first)
     *first = 0;
 }
 
+/* Item 1 at one ring size: the medians of the floor, the batched and the single-key lookups
+ * and the one-read bound, and their ratios to the floor timed in the same round. */
+static void lookup_size(const struct opts *o, const struct bench_keys *k, size_t shards,
+                        uint32_t *out, int *first)
+{
+    struct ring *r = make_ring(RING_SHA1, 160, shards, "shard-%05zu", SIZE_MAX);
+    if (*first)
+        verify_floor(r, k);
+    double fl[32], lk[32], bt[32], rd[32], ratio[32], ratio1[32], ratio_rd[32];
+    size_t bad = 0;
+    for (int i = 0; i < o->rounds; i++) {
+        fl[i] = floor_pass(k, out);
+        lk[i] = lookup_pass(r, k, out);
+        if (i == 0)
+            bad += verify_placements(r, k, out);
+        bt[i] = batch_pass(r, k, out);
+        if (i == 0)
+            bad += verify_placements(r, k, out);
+        rd[i] = one_read_pass(r, k, out);
+        ratio[i] = bt[i] / fl[i];
+        ratio1[i] = lk[i] / fl[i];
+        ratio_rd[i] = rd[i] / fl[i];
+    }
+    REQUIRE(bad == 0, "%zu shards: %zu placements differ from the reference", shards, bad);
+    size_t nr = (size_t)o->rounds;
+    double mf = bench_median(fl, nr), ml = bench_median(lk, nr), mb = bench_median(bt, nr);
+    double mr = bench_median(ratio, nr), mr1 = bench_median(ratio1, nr);
+    double mrd = bench_median(rd, nr), mrr = bench_median(ratio_rd, nr);
+    printf("lookup sha1 %5zu shards: %6.1f ns batched (%.2fx floor), %6.1f ns one by one "
+           "(%.2fx), floor %6.1f ns, one read %6.1f ns (%.2fx); %zu keys verified\n",
+           shards, mb, mr, ml, mr1, mf, mrd, mrr, k->n);
+    json_sep(o, first);
+    if (o->json)
+        fprintf(o->json,
+                "  {\"shards\": %zu, \"points\": %zu, \"lookup_ns\": %.2f, \"floor_ns\": %.2f, "
+                "\"ratio\": %.3f, \"single_ns\": %.2f, \"single_ratio\": %.3f, "
+                "\"one_read_ns\": %.2f, \"one_read_ratio\": %.3f, "
+                "\"verified_keys\": %zu, \"mismatches\": %zu}",
+                shards, ring_points_total(r), mb, mf, mr, ml, mr1, mrd, mrr, k->n, bad);
+    ring_free(r);
+}
+
 /* Item 1: ns per lookup and the ratio to the floor at each ring size. */
 static void bench_lookups(const struct opts *o, const struct bench_keys *k)
 {
@@ -205,39 +260,8 @@ static void bench_lookups(const struct opts *o, const struct bench_keys *k)
     int first = 1;
     if (o->json)
         fputs("\"lookup\": [\n", o->json);
-    for (size_t s = 0; s < nsizes; s++) {
-        struct ring *r = make_ring(RING_SHA1, 160, sizes[s], "shard-%05zu", SIZE_MAX);
-        if (s == 0)
-            verify_floor(r, k);
-        double fl[32], lk[32], bt[32], ratio[32], ratio1[32];
-        size_t bad = 0;
-        for (int i = 0; i < o->rounds; i++) {
-            fl[i] = floor_pass(k, out);
-            lk[i] = lookup_pass(r, k, out);
-            if (i == 0)
-                bad += verify_placements(r, k, out);
-            bt[i] = batch_pass(r, k, out);
-            if (i == 0)
-                bad += verify_placements(r, k, out);
-            ratio[i] = bt[i] / fl[i];
-            ratio1[i] = lk[i] / fl[i];
-        }
-        REQUIRE(bad == 0, "%zu shards: %zu placements differ from the reference", sizes[s], bad);
-        size_t nr = (size_t)o->rounds;
-        double mf = bench_median(fl, nr), ml = bench_median(lk, nr), mb = bench_median(bt, nr);
-        double mr = bench_median(ratio, nr), mr1 = bench_median(ratio1, nr);
-        printf("lookup sha1 %5zu shards: %6.1f ns batched (%.2fx floor), %6.1f ns one by one "
-               "(%.2fx), floor %6.1f ns; %zu keys verified\n",
-               sizes[s], mb, mr, ml, mr1, mf, k->n);
-        json_sep(o, &first);
-        if (o->json)
-            fprintf(o->json,
-                    "  {\"shards\": %zu, \"points\": %zu, \"lookup_ns\": %.2f, \"floor_ns\": %.2f, "
-                    "\"ratio\": %.3f, \"single_ns\": %.2f, \"single_ratio\": %.3f, "
-                    "\"verified_keys\": %zu, \"mismatches\": %zu}",
-                    sizes[s], ring_points_total(r), mb, mf, mr, ml, mr1, k->n, bad);
-        ring_free(r);
-    }
+    for (size_t s = 0; s < nsizes; s++)
+        lookup_size(o, k, sizes[s], out, &first);
     if (o->json)
         fputs("\n],\n", o->json);
     free(out);

@@ -1,6 +1,6 @@
 /* Spill cost per change against report on the same batch and ring, rounds interleaved. */
 /* Timed with the thread's CPU clock, so other processes on a shared machine do not inflate
- * either side: docs/performance.md §7. Prints one JSON line. */
+ * either side: docs/performance.md §8. Prints one JSON line. */
 #include <errno.h>
 #include <time.h>
 

@@ -37,9 +37,16 @@ DEFECTS = [
      "if (ring->points[mid].value < hash)", "if (ring->points[mid].value <= hash)", GATEWAY,
      "^unit/test_(ring|dispatch)$"),
     ("wrap-to-last-point", "ring/lookup.c",
-     "    if (out->wrapped)\n        lo = 0;",
-     "    if (out->wrapped)\n        lo = ring->npoints - 1;", GATEWAY,
+     "    if (out->wrapped)\n        at = 0;",
+     "    if (out->wrapped)\n        at = ring->npoints - 1;", GATEWAY,
      "^unit/test_(ring|dispatch)$|^case/valid/"),
+    # Issue #11: the single-key path (ring_lookup, ring_lookup_hash) counts a window of points
+    # around an interpolated guess; when the answer lies before the window or past it, the
+    # window must move (tests/unit/test_ring.c walks every point of a 320,000-point ring).
+    ("single-lookup-window-not-restarted", "ring/lookup.c",
+     "    if (below == 0 && at > lo) {", "    if (0) {", ("tests",), "^unit/test_ring$"),
+    ("single-lookup-window-not-walked-on", "ring/lookup.c",
+     "    while (below == RING_WINDOW) {", "    while (0) {", ("tests",), "^unit/test_ring$"),
     ("ok-written-as-true", "gateway/core/dispatch.c",
      "d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;", "d->ok = 1;", GATEWAY,
      "^unit/test_dispatch$|^case/valid/"),
@@ -59,6 +66,12 @@ DEFECTS = [
      "    if (rc != 0)\n        j->reread = 1;", "    if (rc != 0)\n        j->reread = 0;",
      ("tests",),
      "health_serve_errors"),
+    # issue 12: health verifies the epoch chain; a skipped prev link must turn its tests red
+    # (tests/health/test_chain.py, epoch_prev_links)
+    ("health-prev-link-skipped", "health/chain.c",
+     "    if (strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:",
+     "    if (0 && strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:", ("tests",),
+     "^health_chain_rules$"),
     ("contract-default-vnodes", "gateway/core/contract.c",
      "        if (!p->seen_on[k])\n",
      "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY,
@@ -90,6 +103,17 @@ DEFECTS = [
     ("reader-budgets-ignored", "gateway/core/json_read.c",
      "    if (limits)\n        r->limits = *limits;\n", "    (void)limits;\n", ("tests",),
      "unit/test_batch_limits|reliability_hostile_http"),
+    # Issue #12: each arc [previous point + 1, point] given the owners of the point after it
+    # instead of the point that ends it (tests/plan/test_plan.py: the golden plan, C ==
+    # probe.py plan). Shifting every arc by one value instead is nearly an equivalent mutant:
+    # lengths and owners stay, only the first arc and the wrap trade one value.
+    ("plan-arc-on-wrong-side-of-point", "gateway/core/plan.c",
+     "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
+     "        start = value + 1;\n        cursor_skip(a, value);\n        cursor_skip(b, value);\n",
+     "        cursor_skip(a, value);\n        cursor_skip(b, value);\n"
+     "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
+     "        start = value + 1;\n", ("tests",),
+     "^plan_plan_(golden|random)$"),
     # Issue #15: the spill rule (docs/contract.md §9). The gate's spill scenario fills every shard
     # exactly with two spills, so each defect moves a placement or a load.
     ("spill-counter-clockwise", "gateway/core/spill.c",
@@ -104,7 +128,7 @@ DEFECTS = [
      "return w->load[shard] + size <= w->cap[shard];",
      "return w->load[shard] + size < w->cap[shard];", GATEWAY, "^spill_(golden|rules)$"),
     # Room never changes during one walk, so a home shard "not skipped" or a shard "retried" at a
-    # later point can only show when the faulty walk takes it there (docs/decisions.md §13).
+    # later point can only show when the faulty walk takes it there (docs/decisions.md §15).
     ("spill-home-not-skipped", "gateway/core/spill.c",
      "            if (s != home && fits(w, s, size))",
      "            if (s == home || fits(w, s, size))", GATEWAY, "^spill_(golden|rules)$"),

@@ -229,12 +229,15 @@ static int plan_build(struct ring *ring, struct build_work *w)
     w->nb = (size_t)1 << w->bits;
     w->parallel = w->total >= PARALLEL_MIN_POINTS;
     ring->bucket_shift = 32 - w->bits;
-    ring->points = big_alloc(w->total * sizeof(*ring->points));
+    unsigned coarse_bits = w->bits > RING_COARSE_FACTOR ? w->bits - RING_COARSE_FACTOR : 0;
+    ring->coarse_shift = 32 - coarse_bits;
+    ring->points = big_alloc((w->total + RING_WINDOW) * sizeof(*ring->points));
     ring->buckets = big_alloc((w->nb + 1) * sizeof(*ring->buckets));
+    ring->coarse = malloc((((size_t)1 << coarse_bits) + 1) * sizeof(*ring->coarse));
     w->h = calloc(2, sizeof(*w->h));
     w->group_end = malloc(TOP_GROUPS * sizeof(*w->group_end));
     w->tmp = big_alloc(w->total * sizeof(*w->tmp));
-    if (!ring->points || !ring->buckets || !w->h || !w->group_end || !w->tmp)
+    if (!ring->points || !ring->buckets || !ring->coarse || !w->h || !w->group_end || !w->tmp)
         return -ENOMEM;
     for (int i = 0; i < 2; i++) {
         w->h[i].ring = ring;
@@ -321,6 +324,18 @@ static int sort_points(struct ring *ring, struct build_work *w, size_t most)
     return 0;
 }
 
+/* Step 4: the padding after the last point, and the coarse buckets: the first point whose
+ * coarse bucket is >= c is the first whose bucket is >= c * 2^(bits - coarse bits). */
+static void finish_points(struct ring *ring)
+{
+    for (size_t j = 0; j < RING_WINDOW; j++)
+        ring->points[ring->npoints + j] = (struct ring_point){UINT32_MAX, 0, 0};
+    unsigned factor = ring->coarse_shift - ring->bucket_shift;
+    size_t nc = (size_t)1 << (32 - ring->coarse_shift);
+    for (size_t c = 0; c <= nc; c++)
+        ring->coarse[c] = ring->buckets[c << factor];
+}
+
 #ifndef NDEBUG
 /* Debug builds check what the sort promises (docs/contract.md "The ring"): points strictly
  * ordered by (value, shard id, vnode); shard indexes are ranks in id order. */
@@ -335,7 +350,8 @@ static void check_ring_order(const struct ring *ring)
 }
 
 /* Debug builds check what the bucket fill promises: the bucket starts rise from 0 to the
- * number of points, and each bucket's range holds exactly the points of that bucket. */
+ * number of points, and each bucket's range holds exactly the points of that bucket; the
+ * same for the coarse buckets; and the padding is in place. */
 static void check_bucket_bounds(const struct ring *ring, size_t nb)
 {
     assert(ring->buckets[0] == 0 && ring->buckets[nb] == ring->npoints);
@@ -344,6 +360,13 @@ static void check_bucket_bounds(const struct ring *ring, size_t nb)
         for (size_t i = ring->buckets[b]; i < ring->buckets[b + 1]; i++)
             assert(((uint64_t)ring->points[i].value >> ring->bucket_shift) == b);
     }
+    for (size_t j = 0; j < RING_WINDOW; j++)
+        assert(ring->points[ring->npoints + j].value == UINT32_MAX);
+    size_t nc = (size_t)1 << (32 - ring->coarse_shift);
+    assert(ring->coarse[0] == 0 && ring->coarse[nc] == ring->npoints);
+    for (size_t c = 0; c < nc; c++)
+        for (size_t i = ring->coarse[c]; i < ring->coarse[c + 1]; i++)
+            assert(((uint64_t)ring->points[i].value >> ring->coarse_shift) == c);
 }
 #endif
 
@@ -355,6 +378,8 @@ int ring__build_points(struct ring *ring)
         generate_points(ring, &w);
         rc = sort_points(ring, &w, scatter_points(&w));
     }
+    if (rc == 0)
+        finish_points(ring);
 #ifndef NDEBUG
     if (rc == 0) {
         check_ring_order(ring);

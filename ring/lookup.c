@@ -3,8 +3,22 @@
 
 #include <errno.h>
 
-/* The first point >= hash, searched within the hash's bucket. */
-static void place(const struct ring *ring, uint32_t hash, struct ring_placement *out)
+/* Fills `out` for the point at index `at`, the first point >= hash (npoints: none, so the
+ * key wraps to the first point). */
+static void answer(const struct ring *ring, uint32_t hash, size_t at, struct ring_placement *out)
+{
+    out->wrapped = at == ring->npoints;
+    if (out->wrapped)
+        at = 0;
+    out->hash = hash;
+    out->point = ring->points[at].value;
+    out->shard = ring->points[at].shard;
+    out->vnode = ring->points[at].vnode;
+}
+
+/* The index of the first point >= hash (npoints if none), binary-searched within the hash's
+ * bucket: for ring_lookup_hashes, which has prefetched the bucket's lines. */
+static size_t bucket_at_or_after(const struct ring *ring, uint32_t hash)
 {
     uint64_t bucket = (uint64_t)hash >> ring->bucket_shift;
     size_t lo = ring->buckets[bucket], hi = ring->buckets[bucket + 1];
@@ -16,20 +30,54 @@ static void place(const struct ring *ring, uint32_t hash, struct ring_placement 
         else
             hi = mid;
     }
-    out->wrapped = lo == ring->npoints;
-    if (out->wrapped)
-        lo = 0;
-    out->hash = hash;
-    out->point = ring->points[lo].value;
-    out->shard = ring->points[lo].shard;
-    out->vnode = ring->points[lo].vnode;
+    return lo;
+}
+
+/* How many of the RING_WINDOW points from `p` have a value below `hash`: a fixed count with no
+ * branch on the values. */
+static size_t count_below(const struct ring_point *p, uint32_t hash)
+{
+    size_t below = 0;
+    for (size_t j = 0; j < RING_WINDOW; j++)
+        below += p[j].value < hash;
+    return below;
+}
+
+/* The index of the first point >= hash (npoints if none) for a single key, whose wait no other
+ * key hides: one trip to memory, not two (docs/decisions.md §6, docs/performance.md §2.2).
+ * The coarse bucket table stays in cache, so its read is quick; the points are spread evenly
+ * over a bucket, so the answer's place in it is guessed by interpolation, and the RING_WINDOW
+ * points from RING_WINDOW / 2 before the guess (two or three cache lines, fetched together)
+ * are counted without a branch on their values. Every point before a window that starts at
+ * the bucket's first point, or at a point below the hash, is below the hash, so the answer is
+ * the window's start plus its count, unless the whole window is below (count the next window;
+ * the padding stops the walk at npoints) or a window starting inside the bucket is entirely
+ * above (count again from the bucket's first point). Both are rare. */
+static size_t single_at_or_after(const struct ring *ring, uint32_t hash)
+{
+    unsigned shift = ring->coarse_shift;
+    uint64_t c = (uint64_t)hash >> shift;
+    size_t lo = ring->coarse[c], n = ring->coarse[c + 1] - lo;
+    uint64_t within = hash & (((uint64_t)1 << shift) - 1);
+    size_t guess = lo + (size_t)((within * n) >> shift);
+    size_t at = guess > lo + RING_WINDOW / 2 ? guess - RING_WINDOW / 2 : lo;
+    size_t below = count_below(ring->points + at, hash);
+    if (below == 0 && at > lo) {
+        at = lo;
+        below = count_below(ring->points + at, hash);
+    }
+    while (below == RING_WINDOW) {
+        at += RING_WINDOW;
+        below = count_below(ring->points + at, hash);
+    }
+    return at + below;
 }
 
 int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out)
 {
     if (ring->npoints == 0)
         return -ENOENT;
-    place(ring, hash, out);
+    answer(ring, hash, single_at_or_after(ring, hash), out);
     return 0;
 }
 
@@ -55,7 +103,7 @@ int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n
                 &ring->buckets[(uint64_t)hashes[i + 2 * AHEAD] >> ring->bucket_shift]);
         if (i + AHEAD < n)
             prefetch_points(ring, hashes[i + AHEAD]);
-        place(ring, hashes[i], &out[i]);
+        answer(ring, hashes[i], bucket_at_or_after(ring, hashes[i]), &out[i]);
     }
     return 0;
 }

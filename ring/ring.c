@@ -144,6 +144,7 @@ void ring_free(struct ring *ring)
     free(ring->shards);
     free(ring->points);
     free(ring->buckets);
+    free(ring->coarse);
     free(ring);
 }
 

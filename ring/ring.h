@@ -67,7 +67,10 @@ void ring_hash_keys(const struct ring *ring, const char *const *keys, const size
 /* Places `key`. Allocates nothing. Returns 0, or -ENOENT when the ring is empty. */
 int ring_lookup(const struct ring *ring, const void *key, size_t len, struct ring_placement *out);
 
-/* Places a key whose hash is already known. Returns 0, or -ENOENT when the ring is empty. */
+/* Places a key whose hash is already known. ring_lookup and this call search for one key at
+ * a time with one trip to memory (a small table, then the points around an interpolated
+ * guess); for many keys, ring_lookup_hashes is faster. Returns 0, or -ENOENT when the ring is
+ * empty. */
 int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out);
 
 /* Places n keys whose hashes are known: out[i] is what ring_lookup_hash(hashes[i]) gives.
@@ -86,8 +89,8 @@ size_t ring_points_total(const struct ring *ring);
 /* The i-th point in ring order, 0 <= i < ring_points_total(). */
 struct ring_point ring_point_at(const struct ring *ring, size_t i);
 
-/* All ring_points_total() points in ring order, for callers that scan many of them (the spill
- * walk); valid while the ring lives. */
+/* All ring_points_total() points in ring order, read-only, valid until ring_free: for walks
+ * over every point (a movement plan) without a call per point. */
 const struct ring_point *ring_points(const struct ring *ring);
 
 size_t ring_shard_count(const struct ring *ring);

@@ -100,7 +100,7 @@ def one_round(probe, rng, round_no, d):
     if not large:
         want = probe.canonical(probe.expected_receipt(
             probe.load_contract(conf), probe.load_shards(shards), batch["batch_id"],
-            batch["changes"]))
+            batch["changes"], probe.receipt_version_of(doc)))
         eq(r.stdout, want, "gateway bytes = probe bytes")
     receipt = write(os.path.join(d, "r.json"), r.stdout)
     rc, verdict = health_verdict(conf, shards, receipt)
