@@ -58,7 +58,7 @@ VALUE_RULES = {  # key: (allowed values or None for the integer range, "is not .
     "DISPATCH_HASH_RING": (("ketama",), "ketama"),
     "DISPATCH_VNODES": (None, "an integer 1..4096"),
     "DISPATCH_RING_HASH": (("sha1", "md5"), "one of sha1, md5"),
-    "DISPATCH_CAPACITY_POLICY": (("report", "reject"), "one of report, reject"),
+    "DISPATCH_CAPACITY_POLICY": (("report", "reject", "spill"), "one of report, reject, spill"),
 }
 
 
@@ -326,6 +326,31 @@ class Ring:
         return (h,) + self.lookup_hash(h)
 
 
+# ---------------------------------------------------------------- spill (docs/contract.md §9)
+
+def spill_place(ring, by_id, load, placement):
+    """Rules 1-3 for one change, in batch order: the placement itself when its home shard has
+    room (or no online shard has), else the first shard clockwise after the home point, each
+    met once, the home shard skipped, with load + size <= capacity, with `home` after reason."""
+    home, size = placement["shard"], placement["size"]
+    if load[home] + size <= by_id[home]["capacity"]:
+        return placement
+    n = len(ring.entries)
+    start = bisect.bisect_left(ring.values, placement["hash"]) % n  # the home point
+    met = {home}
+    for step in range(1, n):
+        value, id_bytes, vnode = ring.entries[(start + step) % n]
+        shard = id_bytes.decode("utf-8")
+        if shard in met:
+            continue
+        met.add(shard)
+        if load[shard] + size <= by_id[shard]["capacity"]:
+            moved = dict(placement, point=value, vnode=vnode, shard=shard, reason="spill")
+            moved["home"] = home
+            return moved
+    return placement
+
+
 # ---------------------------------------------------------------- the receipt (docs/contract.md §5)
 
 def expected_receipt(contract, shards, batch_id, changes, version=2):
@@ -335,7 +360,8 @@ def expected_receipt(contract, shards, batch_id, changes, version=2):
     by_id = {s["id"]: s for s in shards}
     load = {s["id"]: 0 for s in shards}
     received = {s["id"]: 0 for s in shards}
-    placements, dispatched = [], 0
+    placements, dispatched, spilled = [], 0, 0
+    spill = contract["DISPATCH_CAPACITY_POLICY"] == "spill"
     for change in changes:
         if "unplaceable" in change:  # already reported; counted, never dispatched
             placements.append(change["unplaceable"])
@@ -344,6 +370,10 @@ def expected_receipt(contract, shards, batch_id, changes, version=2):
         placements.append({"id": change["id"], "key": change["key"], "size": change["size"],
                            "hash": h, "point": point, "vnode": vnode, "shard": shard,
                            "reason": reason})
+        if spill and shard is not None and is_int(change["size"], 0, MAX_SAFE_INT):
+            placements[-1] = spill_place(ring, by_id, load, placements[-1])
+            shard = placements[-1]["shard"]
+            spilled += "home" in placements[-1]
         if shard is not None and by_id[shard]["state"] == "online":
             dispatched += 1
             if is_int(change["size"], 0, MAX_SAFE_INT):
@@ -356,6 +386,9 @@ def expected_receipt(contract, shards, batch_id, changes, version=2):
                                   "capacity": s["capacity"], "load": load[s["id"]],
                                   "received": received[s["id"]], "over_capacity": over}
     over_count = sum(1 for v in shard_section.values() if v["over_capacity"])
+    counts = {"changes": len(changes), "dispatched": dispatched, "over_capacity_shards": over_count}
+    if spill:
+        counts["spilled"] = spilled  # docs/contract.md §9 rule 4: under spill only
     receipt = {"receipt_version": version, "batch_id": batch_id}
     if version >= 2:
         receipt["epoch"] = epoch_id(contract, shards)
@@ -366,8 +399,7 @@ def expected_receipt(contract, shards, batch_id, changes, version=2):
         "placements": placements,
         "shards": shard_section,
         "capacity": sum(s["capacity"] for s in ring.online),
-        "counts": {"changes": len(changes), "dispatched": dispatched,
-                   "over_capacity_shards": over_count},
+        "counts": counts,
         "ok": dispatched == len(changes) and over_count == 0,
     })
     return receipt

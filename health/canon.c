@@ -109,6 +109,10 @@ static void hc_put_placements(struct hc_canon *c, const struct hc_receipt *r)
         hc_put_hstr(c, p->shard);
         hc_puts(c, ",\"reason\":");
         hc_put_hstr(c, p->reason);
+        if (p->home.p != NULL) {
+            hc_puts(c, ",\"home\":");
+            hc_put_hstr(c, p->home);
+        }
         hc_puts(c, "}");
     }
     hc_puts(c, "]");
@@ -161,6 +165,8 @@ long hc_canon_receipt_record(const struct hc_record *rec, const struct hc_receip
     hc_put_int(&c, ",\"counts\":{\"changes\":", r->changes);
     hc_put_int(&c, ",\"dispatched\":", r->dispatched);
     hc_put_int(&c, ",\"over_capacity_shards\":", r->over_capacity_shards);
+    if (r->has_spilled)
+        hc_put_int(&c, ",\"spilled\":", r->spilled);
     hc_puts(&c, r->ok ? "},\"ok\":true}}" : "},\"ok\":false}}");
     return hc_canon_end(&c);
 }

@@ -24,7 +24,7 @@ const char *hc_hash_name(enum hc_hash h)
 
 const char *hc_policy_name(enum hc_policy p)
 {
-    return p == HC_POLICY_REJECT ? "reject" : "report";
+    return p == HC_POLICY_SPILL ? "spill" : p == HC_POLICY_REJECT ? "reject" : "report";
 }
 
 static int hc_key_index(const char *key)
@@ -79,9 +79,11 @@ static int hc_contract_set(struct hc_contract *c, int k, const char *value, stru
             c->policy = HC_POLICY_REPORT;
         else if (strcmp(value, "reject") == 0)
             c->policy = HC_POLICY_REJECT;
+        else if (strcmp(value, "spill") == 0)
+            c->policy = HC_POLICY_SPILL;
         else
             return hc_err_set(err, -EINVAL,
-                              "DISPATCH_CAPACITY_POLICY: must be report or reject, got '%s'",
+                              "DISPATCH_CAPACITY_POLICY: must be report, reject or spill, got '%s'",
                               value);
         return 0;
     }

@@ -7,7 +7,7 @@
 #include "error.h"
 
 enum hc_hash { HC_HASH_SHA1, HC_HASH_MD5 };
-enum hc_policy { HC_POLICY_REPORT, HC_POLICY_REJECT };
+enum hc_policy { HC_POLICY_REPORT, HC_POLICY_REJECT, HC_POLICY_SPILL };
 
 #define HC_VNODES_MAX 4096
 
@@ -26,7 +26,7 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
  * DISPATCH_VNODES as a JSON integer). Returns 0 or -EINVAL with err->msg naming the key. */
 int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_err *err);
 
-/* The contract spellings: "sha1"/"md5", "report"/"reject". */
+/* The contract spellings: "sha1"/"md5", "report"/"reject"/"spill". */
 const char *hc_hash_name(enum hc_hash h);
 const char *hc_policy_name(enum hc_policy p);
 

@@ -223,6 +223,23 @@ static void hc_c_placement_shard(struct hc_run *run)
     }
 }
 
+/* A spilled placement names its home shard after `reason`; no other placement has `home`
+ * (docs/contract.md §9). */
+static void hc_placement_home(struct hc_run *run, size_t i)
+{
+    const struct hc_rplacement *p = &run->r->pl[i];
+    long h = run->d->home[i];
+    if (h < 0 && p->home.p != NULL)
+        hc_run_fail(run, "%.*s home: expected no home (the change did not spill), got %.*s",
+                    HC_S(p->id), HC_S(p->home));
+    else if (h >= 0 && p->home.p == NULL)
+        hc_run_fail(run, "%.*s home: expected %s, got none", HC_S(p->id),
+                    run->ep->members.shards[h].id);
+    else if (h >= 0 && !hc_str_eq(p->home, run->ep->members.shards[h].id))
+        hc_run_fail(run, "%.*s home: expected %s, got %.*s", HC_S(p->id),
+                    run->ep->members.shards[h].id, HC_S(p->home));
+}
+
 static void hc_c_placement_reason(struct hc_run *run)
 {
     const struct hc_receipt *r = run->r;
@@ -230,10 +247,11 @@ static void hc_c_placement_reason(struct hc_run *run)
     if (run->d->ring_empty)
         return;
     for (size_t i = 0; i < r->n_pl; i++) {
-        const char *want = run->d->hit[i].wrap ? "wrap" : "ring";
+        const char *want = run->d->home[i] >= 0 ? "spill" : run->d->hit[i].wrap ? "wrap" : "ring";
         if (!hc_str_eq(r->pl[i].reason, want))
             hc_run_fail(run, "%.*s reason: expected %s, got %.*s", HC_S(r->pl[i].id), want,
                         HC_S(r->pl[i].reason));
+        hc_placement_home(run, i);
     }
 }
 
@@ -401,16 +419,26 @@ static void hc_c_counts(struct hc_run *run)
     if (r->over_capacity_shards < 0 || (uint64_t)r->over_capacity_shards != run->d->over_count)
         hc_run_fail(run, "counts.over_capacity_shards: expected " HC_U64 ", got " HC_I64,
                     run->d->over_count, r->over_capacity_shards);
+    int spill = run->ep->contract.policy == HC_POLICY_SPILL; /* docs/contract.md §9 rule 4 */
+    if (spill && !r->has_spilled)
+        hc_run_fail(run, "counts.spilled: expected " HC_U64 ", got none", run->d->spilled);
+    else if (!spill && r->has_spilled)
+        hc_run_fail(run, "counts.spilled: expected none (policy %s), got " HC_I64,
+                    hc_policy_name(run->ep->contract.policy), r->spilled);
+    else if (spill && (r->spilled < 0 || (uint64_t)r->spilled != run->d->spilled))
+        hc_run_fail(run, "counts.spilled: expected " HC_U64 ", got " HC_I64, run->d->spilled,
+                    r->spilled);
 }
 
 static void hc_c_capacity_policy(struct hc_run *run)
 {
     hc_run_count(run, 1);
-    if (run->ep->contract.policy == HC_POLICY_REJECT && run->d->over_count > 0)
+    enum hc_policy policy = run->ep->contract.policy; /* spill refuses as reject does */
+    if (policy != HC_POLICY_REPORT && run->d->over_count > 0)
         hc_run_fail(run,
                     "counts.over_capacity_shards: " HC_U64 " shard(s) over capacity in an "
-                    "accepted batch under DISPATCH_CAPACITY_POLICY=reject",
-                    run->d->over_count);
+                    "accepted batch under DISPATCH_CAPACITY_POLICY=%s",
+                    run->d->over_count, hc_policy_name(policy));
 }
 
 static void hc_c_ok(struct hc_run *run)

@@ -42,6 +42,29 @@ static int hc_keys(const json_t *obj, const char *path, const char *const *keys,
     return 0;
 }
 
+/* Requires obj to be an object with exactly keys[0..n-1] in that order, or, when `optional`
+ * names a key, keys[0..n-1] then that key (docs/contract.md §9 adds such keys under spill). */
+static int hc_keys_opt(const json_t *obj, const char *path, const char *const *keys, size_t n,
+                       const char *optional, struct hc_err *err)
+{
+    if (optional != NULL && json_is_object(obj) && json_object_size(obj) == n + 1 &&
+        json_object_get(obj, optional) != NULL) {
+        const char *key;
+        json_t *v;
+        size_t i = 0;
+        json_object_foreach((json_t *)obj, key, v)
+        {
+            const char *want = i < n ? keys[i] : optional;
+            if (strcmp(key, want) != 0)
+                return hc_err_set(err, -EINVAL, "%s: key %s out of order (expected %s)", path, key,
+                                  want);
+            i++;
+        }
+        return 0;
+    }
+    return hc_keys(obj, path, keys, n, err);
+}
+
 static int hc_int(const json_t *obj, const char *path, const char *key, int64_t *out,
                   struct hc_err *err)
 {
@@ -92,7 +115,7 @@ static int hc_decode_placement(const json_t *o, size_t i, struct hc_rplacement *
 {
     char path[48];
     snprintf(path, sizeof path, "placements[%zu]", i);
-    int rc = hc_keys(o, path, hc_pl_keys, HC_N(hc_pl_keys), err);
+    int rc = hc_keys_opt(o, path, hc_pl_keys, HC_N(hc_pl_keys), "home", err);
     rc = rc ? rc : hc_string(o, path, "id", &p->id, err);
     rc = rc ? rc : hc_string(o, path, "key", &p->key, err);
     rc = rc ? rc : hc_int(o, path, "size", &p->size, err);
@@ -101,6 +124,10 @@ static int hc_decode_placement(const json_t *o, size_t i, struct hc_rplacement *
     rc = rc ? rc : hc_int(o, path, "vnode", &p->vnode, err);
     rc = rc ? rc : hc_string(o, path, "shard", &p->shard, err);
     rc = rc ? rc : hc_string(o, path, "reason", &p->reason, err);
+    p->home.p = NULL;
+    p->home.n = 0;
+    if (rc == 0 && json_object_get(o, "home") != NULL)
+        rc = hc_string(o, path, "home", &p->home, err);
     if (rc == 0 && (p->size < 0 || p->size > 9007199254740991LL))
         rc = hc_err_set(err, -EINVAL, "%s.size: must be an integer 0..9007199254740991", path);
     return rc;
@@ -150,10 +177,13 @@ static int hc_decode_ring(const json_t *root, struct hc_receipt *r, struct hc_er
 static int hc_decode_counts(const json_t *root, struct hc_receipt *r, struct hc_err *err)
 {
     const json_t *counts = json_object_get(root, "counts");
-    int rc = hc_keys(counts, "counts", hc_counts_keys, HC_N(hc_counts_keys), err);
+    int rc = hc_keys_opt(counts, "counts", hc_counts_keys, HC_N(hc_counts_keys), "spilled", err);
     rc = rc ? rc : hc_int(counts, "counts", "changes", &r->changes, err);
     rc = rc ? rc : hc_int(counts, "counts", "dispatched", &r->dispatched, err);
     rc = rc ? rc : hc_int(counts, "counts", "over_capacity_shards", &r->over_capacity_shards, err);
+    r->has_spilled = json_object_get(counts, "spilled") != NULL;
+    if (rc == 0 && r->has_spilled)
+        rc = hc_int(counts, "counts", "spilled", &r->spilled, err);
     return rc;
 }
 

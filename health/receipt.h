@@ -17,6 +17,7 @@ struct hc_str {
 
 struct hc_rplacement {
     struct hc_str id, key, shard, reason;
+    struct hc_str home; /* spill only (docs/contract.md §9); home.p == NULL when absent */
     int64_t size, hash, point, vnode;
 };
 
@@ -40,6 +41,8 @@ struct hc_receipt {
     size_t n_sh;
     int64_t capacity;
     int64_t changes, dispatched, over_capacity_shards;
+    int has_spilled; /* counts.spilled is present (spill only, docs/contract.md §9) */
+    int64_t spilled;
     int ok;
 };
 

@@ -29,6 +29,8 @@ static void hc_derived_free(struct hc_derived *d)
     free(d->sorted);
     free(d->sorted_hit);
     free(d->ids);
+    free(d->home);
+    hc_spill_free(&d->spill);
     memset(d, 0, sizeof *d);
 }
 
@@ -104,7 +106,8 @@ static int hc_derived_reserve(struct hc_derived *d, size_t n, size_t m)
             hc_grow((void **)&d->order, n, sizeof *d->order) ||
             hc_grow((void **)&d->sorted, n, sizeof *d->sorted) ||
             hc_grow((void **)&d->sorted_hit, n, sizeof *d->sorted_hit) ||
-            hc_grow((void **)&d->ids, n, sizeof *d->ids))
+            hc_grow((void **)&d->ids, n, sizeof *d->ids) ||
+            hc_grow((void **)&d->home, n, sizeof *d->home))
             return -ENOMEM;
         d->cap_pl = n;
     }
@@ -122,6 +125,18 @@ static int hc_u64_cmp(const void *pa, const void *pb)
 {
     uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return (a > b) - (a < b);
+}
+
+/* Under spill, moves the home placements in hit[] where rules 1-3 of docs/contract.md §9 say. */
+static int hc_derive_spill(struct hc_derived *d, struct hc_epoch *ep, const struct hc_receipt *r,
+                           struct hc_err *err)
+{
+    if (ep->contract.policy != HC_POLICY_SPILL)
+        return 0;
+    if (hc_spill_reserve(&d->spill, ep->members.n, ep->ring.n) != 0)
+        return hc_err_set(err, -ENOMEM, "out of memory");
+    d->spilled = hc_spill_replay(&d->spill, &ep->ring, &ep->members, r, d->hash, d->hit, d->home);
+    return 0;
 }
 
 /* Re-derives every fact of r from ep alone: key hashes, placements (by sorting the key hashes
@@ -146,6 +161,9 @@ static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_
     memset(d->received, 0, m->n * sizeof *d->received);
     memset(d->over, 0, m->n * sizeof *d->over);
     d->over_count = 0;
+    d->spilled = 0;
+    for (size_t i = 0; i < r->n_pl; i++)
+        d->home[i] = -1;
     if (!d->ring_empty && r->n_pl > 0) {
         if (r->n_pl > UINT32_MAX)
             return hc_err_set(err, -E2BIG, "too many placements");
@@ -155,6 +173,9 @@ static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_
         hc_ring_place_sorted(ring, d->sorted, r->n_pl, d->sorted_hit);
         for (size_t i = 0; i < r->n_pl; i++)
             d->hit[d->order[i] & 0xffffffffu] = d->sorted_hit[i];
+        rc = hc_derive_spill(d, ep, r, err);
+        if (rc != 0)
+            return rc;
         for (size_t i = 0; i < r->n_pl; i++) {
             uint32_t s = d->hit[i].shard;
             uint64_t size = (uint64_t)r->pl[i].size;

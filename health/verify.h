@@ -13,6 +13,7 @@
 #include "receipt.h"
 #include "report.h"
 #include "ring.h"
+#include "spill.h"
 
 /* What an epoch record says about its place in the chain (docs/journal.md §2). A legacy record
  * gets the implicit values: epoch = the recomputed id, epoch_seq = its position, prev = the
@@ -87,6 +88,10 @@ struct hc_derived {
     uint64_t *received; /* per membership shard */
     int *over;          /* per membership shard */
     uint64_t over_count;
+    long *home;            /* per placement: membership index of its home shard when it spilled
+                              (docs/contract.md §9), else -1 */
+    uint64_t spilled;      /* placements that spilled */
+    struct hc_spill spill; /* scratch of the spill replay */
     int ring_empty;
     int ok;
     /* scratch for the sorted lookup */

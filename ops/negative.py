@@ -114,6 +114,39 @@ DEFECTS = [
      "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
      "        start = value + 1;\n", ("tests",),
      "^plan_plan_(golden|random)$"),
+    # Issue #15: the spill rule (docs/contract.md §9). The gate's spill scenario fills every shard
+    # exactly with two spills, so each defect moves a placement or a load.
+    ("spill-counter-clockwise", "gateway/core/spill.c",
+     "    long q = find_in(w, home + 1, w->npoints, size, h);\n"
+     "    if (q < 0)\n        q = find_in(w, 0, home, size, h);\n    return q;\n",
+     "    for (size_t k = 1; k < w->npoints; k++) {\n"
+     "        size_t j = (home + w->npoints - k) % w->npoints;\n"
+     "        if (shard_at(w, j) != h && fits(w, shard_at(w, j), size))\n"
+     "            return (long)j;\n    }\n    return -1;\n", GATEWAY,
+     "^spill_(golden|rules)$"),
+    ("spill-fits-strictly-below-capacity", "gateway/core/spill.c",
+     "return w->load[shard] + size <= w->cap[shard];",
+     "return w->load[shard] + size < w->cap[shard];", GATEWAY, "^spill_(golden|rules)$"),
+    # Room never changes during one walk, so a home shard "not skipped" or a shard "retried" at a
+    # later point can only show when the faulty walk takes it there (docs/decisions.md §15).
+    ("spill-home-not-skipped", "gateway/core/spill.c",
+     "            if (s != home && fits(w, s, size))",
+     "            if (s == home || fits(w, s, size))", GATEWAY, "^spill_(golden|rules)$"),
+    ("spill-shard-taken-at-second-point", "gateway/core/spill.c",
+     "            if (s != home && fits(w, s, size))\n                return (long)q;\n",
+     "            if (s != home && fits(w, s, size)) {\n"
+     "                size_t r = (q + 1) % w->npoints;\n"
+     "                while (shard_at(w, r) != s)\n"
+     "                    r = (r + 1) % w->npoints;\n"
+     "                return (long)r;\n            }\n", GATEWAY, "^spill_(golden|rules)$"),
+    # The gateway's loads live in one dispatch; health's replay scratch lives across receipts.
+    ("spill-loads-carried-across-batches", "health/spill.c",
+     "    memset(s->load, 0, m->n * sizeof *s->load); /* every load starts at 0 for each batch */\n",
+     "", ("tests",), "^spill_serve$"),
+    ("spill-into-non-online-shard", "gateway/core/dispatch.c",
+     "            d->member[i] = t->member_of[d->placements[i].shard];\n            d->spilled++;",
+     "            d->member[i] = d->placements[i].shard;\n            d->spilled++;", GATEWAY,
+     "^spill_(golden|rules)$"),
 ]
 
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
@@ -140,8 +173,37 @@ def copy_tree(dst):
             shutil.copy2(src, os.path.join(dst, rel))
 
 
+# The spill scenario (docs/contract.md §9): the spill goldens' membership with a draining shard
+# sorting first (ring and membership indexes differ), and the worked example with ch-008 grown
+# to 3 and a ch-009 on user:7: ch-007 and ch-009 spill, each an exact fit, and every online
+# shard ends exactly full.
+SPILL_DIR = os.path.join(ROOT, "tests", "golden", "spill")
+SHARDS_FOR = {}
+
+
+def shards_for(conf):
+    return SHARDS_FOR.get(conf, os.path.join(ROOT, "input", "shards.json"))
+
+
+def spill_scenario(work):
+    doc = json.load(open(os.path.join(SPILL_DIR, "shards.json")))
+    doc["shards"].insert(0, {"id": "shard-0", "state": "draining", "capacity": 20})
+    shards = os.path.join(work, "spill-shards.json")
+    json.dump(doc, open(shards, "w"))
+    batch = json.load(open(os.path.join(ROOT, "input", "changes.json")))
+    batch["batch_id"] = "spill-1"
+    batch["changes"][7]["size"] = 3
+    batch["changes"].append({"id": "ch-009", "key": "user:7", "size": 1})
+    path = os.path.join(work, "spill-batch.json")
+    json.dump(batch, open(path, "w"))
+    conf = os.path.join(SPILL_DIR, "dispatch.env")
+    SHARDS_FOR[conf] = shards
+    return ("spill", conf, path, 0)
+
+
 def scenarios(work):
-    """(name, conf, batch, exit the gateway must give) for the probe and health detectors."""
+    """(name, conf, batch, exit the gateway must give) for the probe and health detectors; the
+    membership is shards_for(conf)."""
     conf = os.path.join(work, "ok.env")
     open(conf, "w").write(CONTRACT.format(vnodes="DISPATCH_VNODES=160\n"))
     no_vnodes = os.path.join(work, "no-vnodes.env")
@@ -150,7 +212,7 @@ def scenarios(work):
     json.dump(EDGE_BATCH, open(edge, "w"))
     example = os.path.join(ROOT, "input", "changes.json")
     return [("example", conf, example, 0), ("edge", conf, edge, 2),
-            ("no-vnodes", no_vnodes, example, 3)]
+            ("no-vnodes", no_vnodes, example, 3), spill_scenario(work)]
 
 
 def gateway_receipts(build, work):
@@ -160,7 +222,7 @@ def gateway_receipts(build, work):
         if os.path.exists(out):
             os.unlink(out)
         p = sh([os.path.join(build, "gateway", "shardgate"), "dispatch", "--conf", conf,
-                "--shards", os.path.join(ROOT, "input", "shards.json"), "--batch", batch,
+                "--shards", shards_for(conf), "--batch", batch,
                 "--out", out])
         yield conf, out, p.returncode == want
 
@@ -172,7 +234,7 @@ def probe_red(build, work):
         if not os.path.exists(receipt):
             continue
         p = sh([sys.executable, os.path.join(ROOT, "client", "probe.py"), "--conf", conf,
-                "--shards", os.path.join(ROOT, "input", "shards.json"), "--receipt", receipt])
+                "--shards", shards_for(conf), "--receipt", receipt])
         if p.returncode != 0:
             return True
     return False
@@ -196,8 +258,7 @@ def health_red(build, work):
 def health_says_fail(health, conf, receipt):
     """Red is a non-zero exit or a verdict other than pass: a health check that prints "fail"
     and exits 0 is itself the defect, and the verdict shows it."""
-    p = sh([health, "check", "--conf", conf, "--shards",
-            os.path.join(ROOT, "input", "shards.json"), "--receipt", receipt])
+    p = sh([health, "check", "--conf", conf, "--shards", shards_for(conf), "--receipt", receipt])
     try:
         status = json.loads(p.stdout)["status"]
     except (ValueError, KeyError, TypeError):

@@ -34,7 +34,14 @@ static int fail(struct contract_parse *p, size_t line, const char *what, const c
 
 const char *gw_policy_name(enum gw_policy policy)
 {
-    return policy == GW_POLICY_REJECT ? "reject" : "report";
+    static const char *const names[] = {
+        [GW_POLICY_REPORT] = "report", [GW_POLICY_REJECT] = "reject", [GW_POLICY_SPILL] = "spill"};
+    return names[policy];
+}
+
+int gw_policy_refuses_over_capacity(enum gw_policy policy)
+{
+    return policy != GW_POLICY_REPORT;
 }
 
 /* Decimal integer lo..hi with no sign, spaces or leading zeros (docs/contract.md §1): the one
@@ -68,8 +75,10 @@ static int set_value(struct contract_parse *p, enum contract_key key, const char
             p->out->policy = GW_POLICY_REPORT;
         else if (strcmp(v, "reject") == 0)
             p->out->policy = GW_POLICY_REJECT;
+        else if (strcmp(v, "spill") == 0)
+            p->out->policy = GW_POLICY_SPILL;
         else
-            return fail(p, p->lineno, detail, "one of report, reject");
+            return fail(p, p->lineno, detail, "one of report, reject, spill");
         return 0;
     default:
         return -EINVAL;

@@ -8,7 +8,7 @@
 #include "error.h"
 #include "ring.h"
 
-enum gw_policy { GW_POLICY_REPORT, GW_POLICY_REJECT };
+enum gw_policy { GW_POLICY_REPORT, GW_POLICY_REJECT, GW_POLICY_SPILL };
 
 struct gw_contract {
     enum ring_digest digest;
@@ -25,5 +25,9 @@ int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_
 int gw_contract_load(const char *path, struct gw_contract *out, struct gw_error *err);
 
 const char *gw_policy_name(enum gw_policy policy);
+
+/* 1 when a batch that leaves a shard over capacity is refused whole (reject; spill, where it
+ * means no online shard had room: docs/contract.md §9), 0 when it is accepted (report). */
+int gw_policy_refuses_over_capacity(enum gw_policy policy);
 
 #endif

@@ -1,6 +1,8 @@
 /* Dispatch: place, then tally per shard; `ok` is derived from the tallies, never assumed. */
 #include "dispatch.h"
 
+#include "spill.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,27 @@ static void place(const struct gw_topology *t, const struct gw_batch *b, struct 
     }
 }
 
+/* Rules 1-3 of docs/contract.md §9 over the home placements, in batch order. */
+static int place_spill(const struct gw_topology *t, const struct gw_batch *b, struct gw_dispatch *d)
+{
+    struct gw_spill w;
+    if (gw_spill_init(&w, t) != 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < b->count; i++) {
+        int rc = gw_spill_place(&w, &d->placements[i], b->changes[i].size, &d->home[i]);
+        if (rc < 0) {
+            gw_spill_free(&w);
+            return rc;
+        }
+        if (rc == 1) {
+            d->member[i] = t->member_of[d->placements[i].shard];
+            d->spilled++;
+        }
+    }
+    gw_spill_free(&w);
+    return 0;
+}
+
 int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struct gw_dispatch *out,
                     struct gw_error *err)
 {
@@ -58,12 +81,20 @@ int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struc
     out->placements = malloc(b->count * sizeof(*out->placements));
     out->member = malloc(b->count * sizeof(*out->member));
     out->tally = calloc(n ? n : 1, sizeof(*out->tally));
-    if (!out->placements || !out->member || !out->tally) {
+    int spill = t->contract.policy == GW_POLICY_SPILL;
+    if (spill)
+        out->home = malloc((b->count ? b->count : 1) * sizeof(*out->home));
+    if (!out->placements || !out->member || !out->tally || (spill && !out->home)) {
         gw_dispatch_free(out);
         gw_error_set(err, "", "out of memory");
         return -ENOMEM;
     }
     place(t, b, out);
+    if (spill && place_spill(t, b, out) != 0) {
+        gw_dispatch_free(out);
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
     tally(t, b, out);
     return 0;
 }
@@ -73,5 +104,6 @@ void gw_dispatch_free(struct gw_dispatch *d)
     free(d->placements);
     free(d->member);
     free(d->tally);
+    free(d->home);
     memset(d, 0, sizeof(*d));
 }

@@ -19,12 +19,16 @@ struct gw_dispatch {
     struct ring_placement *placements; /* one per change, in batch order */
     uint32_t *member;                  /* index in the membership of each placement's shard */
     struct gw_tally *tally;            /* one per membership shard, in id order */
-    size_t dispatched;                 /* changes placed on an online shard */
+    uint32_t *home;    /* spill only (else NULL): each placement's home ring shard when it spilled,
+                          GW_SPILL_NO_HOME when it did not (docs/contract.md §9) */
+    size_t spilled;    /* placements that spilled */
+    size_t dispatched; /* changes placed on an online shard */
     size_t over_capacity_shards;
     int ok; /* every change on an online shard and no shard over capacity */
 };
 
-/* Places every change of `b`. Returns 0; -ENOENT when no shard is online (nothing can be
+/* Places every change of `b` (under DISPATCH_CAPACITY_POLICY=spill in batch order, moving what
+ * does not fit: docs/contract.md §9). Returns 0; -ENOENT when no shard is online (nothing can be
  * placed); -ENOMEM. On error nothing needs freeing. */
 int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struct gw_dispatch *out,
                     struct gw_error *err);

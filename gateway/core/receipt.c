@@ -3,20 +3,29 @@
 
 #include <stdio.h>
 
+#include "spill.h"
+
 static void write_shard_id(struct gw_buf *out, const struct ring *ring, uint32_t shard)
 {
     gw_buf_json_string(out, ring_shard_id(ring, shard), ring_shard_id_len(ring, shard));
 }
 
-/* The placement fields after the change's own: hash, point, vnode, shard, reason. */
-static void write_placement_tail(struct gw_buf *out, const struct ring *ring,
-                                 const struct ring_placement *p)
+/* The placement fields after the change's own: hash, point, vnode, shard. */
+static void write_placement_where(struct gw_buf *out, const struct ring *ring,
+                                  const struct ring_placement *p)
 {
     gw_buf_field_u64(out, ",\"hash\":", p->hash);
     gw_buf_field_u64(out, ",\"point\":", p->point);
     gw_buf_field_u64(out, ",\"vnode\":", p->vnode);
     gw_buf_puts(out, ",\"shard\":");
     write_shard_id(out, ring, p->shard);
+}
+
+/* ... then the reason of a placement at its home point. */
+static void write_placement_tail(struct gw_buf *out, const struct ring *ring,
+                                 const struct ring_placement *p)
+{
+    write_placement_where(out, ring, p);
     gw_buf_puts(out, p->wrapped ? ",\"reason\":\"wrap\"}" : ",\"reason\":\"ring\"}");
 }
 
@@ -63,6 +72,16 @@ void gw_lookup_write(struct gw_buf *out, const struct gw_topology *t, const char
     write_placement_tail(out, t->ring, p);
 }
 
+/* A spilled placement (docs/contract.md §9): reason "spill", then its home shard. */
+static void write_spilled_tail(struct gw_buf *out, const struct ring *ring,
+                               const struct ring_placement *p, uint32_t home)
+{
+    write_placement_where(out, ring, p);
+    gw_buf_puts(out, ",\"reason\":\"spill\",\"home\":");
+    write_shard_id(out, ring, home);
+    gw_buf_puts(out, "}");
+}
+
 static void write_placements(struct gw_buf *out, const struct gw_topology *t,
                              const struct gw_batch *b, const struct gw_dispatch *d)
 {
@@ -74,7 +93,10 @@ static void write_placements(struct gw_buf *out, const struct gw_topology *t,
         gw_buf_puts(out, ",\"key\":");
         gw_buf_json_string(out, c->key, c->key_len);
         gw_buf_field_u64(out, ",\"size\":", c->size);
-        write_placement_tail(out, t->ring, &d->placements[i]);
+        if (d->home && d->home[i] != GW_SPILL_NO_HOME)
+            write_spilled_tail(out, t->ring, &d->placements[i], d->home[i]);
+        else
+            write_placement_tail(out, t->ring, &d->placements[i]);
     }
     gw_buf_puts(out, "]");
 }
@@ -113,5 +135,7 @@ void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const str
     gw_buf_field_u64(out, ",\"counts\":{\"changes\":", b->count);
     gw_buf_field_u64(out, ",\"dispatched\":", d->dispatched);
     gw_buf_field_u64(out, ",\"over_capacity_shards\":", d->over_capacity_shards);
+    if (t->contract.policy == GW_POLICY_SPILL) /* docs/contract.md §9 rule 4 */
+        gw_buf_field_u64(out, ",\"spilled\":", d->spilled);
     gw_buf_puts(out, d->ok ? "},\"ok\":true}" : "},\"ok\":false}");
 }

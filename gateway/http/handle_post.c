@@ -71,17 +71,31 @@ static enum MHD_Result journal_unavailable(struct gw_req *r)
     return fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "journal_unavailable", why, "");
 }
 
-static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_dispatch *d)
+/* 422 over_capacity. Under spill the body also carries the receipt (docs/api.md §2): which
+ * changes spilled and which shard had no room, for a refusal the client cannot foresee. */
+static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_batch *b,
+                                     const struct gw_dispatch *d)
 {
     const struct gw_topology *t = &r->srv->topo;
     char msg[600];
-    size_t n = (size_t)snprintf(msg, sizeof(msg), "refused under DISPATCH_CAPACITY_POLICY=reject:");
+    size_t n = (size_t)snprintf(msg, sizeof(msg), "refused under DISPATCH_CAPACITY_POLICY=%s:",
+                                gw_policy_name(t->contract.policy));
     for (size_t i = 0; i < t->members.count && n < sizeof(msg); i++)
         if (gw_dispatch_over_capacity(t, d, i))
             n += (size_t)snprintf(msg + n, sizeof(msg) - n, " %s load %llu > capacity %llu;",
                                   t->members.shards[i].id, (unsigned long long)d->tally[i].load,
                                   (unsigned long long)t->members.shards[i].capacity);
-    return fail(r, 422, "over_capacity", msg, "");
+    if (t->contract.policy != GW_POLICY_SPILL)
+        return fail(r, 422, "over_capacity", msg, "");
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_http_error_body(&body, "over_capacity", msg, "");
+    if (!body.failed)
+        body.len -= 2; /* reopen the object: drop the closing brace and the newline */
+    gw_buf_puts(&body, ",\"receipt\":");
+    gw_receipt_write(&body, t, b, d);
+    gw_buf_puts(&body, "}\n");
+    return gw_serve_json(r, 422, &body); /* answers 500 internal if an append failed */
 }
 
 static enum MHD_Result submit(struct gw_req *r)
@@ -111,8 +125,9 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
     else if (rc != 0)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", err.msg, "");
-    else if (!d.ok && d.over_capacity_shards && s->topo.contract.policy == GW_POLICY_REJECT)
-        ret = over_capacity(r, &d);
+    else if (!d.ok && d.over_capacity_shards &&
+             gw_policy_refuses_over_capacity(s->topo.contract.policy))
+        ret = over_capacity(r, b, &d);
     else if (gw_receipt_write(&r->receipt, &s->topo, b, &d), r->receipt.failed)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     else {

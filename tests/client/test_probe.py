@@ -494,7 +494,7 @@ BAD_CONTRACTS = [
     (CONTRACT.replace("=sha1", "=sha256"),
      '4: DISPATCH_RING_HASH: "sha256" is not one of sha1, md5', "hash"),
     (CONTRACT.replace("=report", "=drop"),
-     '5: DISPATCH_CAPACITY_POLICY: "drop" is not one of report, reject', "policy"),
+     '5: DISPATCH_CAPACITY_POLICY: "drop" is not one of report, reject, spill', "policy"),
     (CONTRACT.replace("=ketama", "=modula"),
      '2: DISPATCH_HASH_RING: "modula" is not ketama', "algorithm"),
     (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES ="),

@@ -62,7 +62,7 @@ p = conf("ring", [GOOD[0], "DISPATCH_HASH_RING=modula"] + GOOD[2:])
 expect3("bad ring", p, SHARDS, "contract: %s:2: DISPATCH_HASH_RING: must be ketama, got 'modula'" % p)
 p = conf("policy", GOOD[:4] + ["DISPATCH_CAPACITY_POLICY=drop"])
 expect3("bad policy", p, SHARDS,
-        "contract: %s:5: DISPATCH_CAPACITY_POLICY: must be report or reject, got 'drop'" % p)
+        "contract: %s:5: DISPATCH_CAPACITY_POLICY: must be report, reject or spill, got 'drop'" % p)
 p = conf("no-eq", GOOD + ["DISPATCH_VNODES"])
 expect3("no =", p, SHARDS, "contract: %s:6: expected KEY=VALUE" % p)
 p = conf("empty", [])
