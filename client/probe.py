@@ -637,9 +637,24 @@ def journal_lines(path, command="plan"):
     return list(enumerate(lines[:-1], 1))
 
 
-def journal_movement(path, ring_from, ring_to):
-    """The journal block: changes, moved_changes, moved_load over every receipt record."""
-    changes = moved = load = 0
+def batch_spills(ring, shards, placements):
+    """How many of one batch's changes would spill on `ring` (docs/contract.md §9): replayed in
+    order, every load from 0."""
+    by_id = {s["id"]: s for s in shards}
+    load = {s["id"]: 0 for s in shards}
+    spilled = 0
+    for p in placements:
+        h, point, vnode, shard, reason = ring.lookup(p["key"].encode("utf-8", "surrogatepass"))
+        placed = spill_place(ring, by_id, load, {"hash": h, "shard": shard, "size": p["size"]})
+        spilled += "home" in placed
+        load[placed["shard"]] += p["size"]
+    return spilled
+
+
+def journal_movement(path, ring_from, ring_to, shards_to=None):
+    """The journal block: changes, moved_changes, moved_load over every receipt record, and
+    `spilled` when `shards_to` is given (the new contract's policy is spill)."""
+    changes = moved = load = spilled = 0
     for number, line in journal_lines(path):
         try:
             record = parse_json_bytes(line)
@@ -667,7 +682,12 @@ def journal_movement(path, ring_from, ring_to):
             if ring_from.lookup(kb)[3] != ring_to.lookup(kb)[3]:
                 moved += 1
                 load += size
-    return {"changes": changes, "moved_changes": moved, "moved_load": load}
+        if shards_to is not None:
+            spilled += batch_spills(ring_to, shards_to, placements)
+    block = {"changes": changes, "moved_changes": moved, "moved_load": load}
+    if shards_to is not None:
+        block["spilled"] = spilled
+    return block
 
 
 def load_epoch_files(conf, shards_path):
@@ -696,7 +716,8 @@ def main_plan(argv):
     args = parse_or_usage(parser, argv)
     try:
         _, shards_a, ring_a, epoch_a = load_epoch_files(args.conf, args.shards)
-        _, shards_b, ring_b, epoch_b = load_epoch_files(args.to_conf or args.conf, args.to)
+        contract_b, shards_b, ring_b, epoch_b = load_epoch_files(args.to_conf or args.conf,
+                                                                 args.to)
     except Unusable as e:
         print(e, file=sys.stderr)
         return EXIT_UNUSABLE
@@ -708,7 +729,9 @@ def main_plan(argv):
     result = plan(ring_a, ring_b, epoch_a, epoch_b, ids)
     if args.journal:
         try:
-            result["journal"] = journal_movement(args.journal, ring_a, ring_b)
+            spill = contract_b["DISPATCH_CAPACITY_POLICY"] == "spill"
+            result["journal"] = journal_movement(args.journal, ring_a, ring_b,
+                                                 shards_b if spill else None)
         except Unreadable as e:
             print(e, file=sys.stderr)
             return EXIT_UNREADABLE

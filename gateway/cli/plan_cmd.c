@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "plan.h"
+#include "spill.h"
 #include "topology.h"
 
 const char gw_usage_plan[] =
@@ -75,6 +76,35 @@ static int journal_error(const char *path, size_t line, const char *what)
     return GW_EXIT_NOT_OK;
 }
 
+static const char OUT_OF_MEMORY[] = "out of memory";
+
+/* Under a spill contract on the to side: replays one receipt's changes in order on the to ring,
+ * loads from 0 (docs/contract.md §9), and counts those that would spill (docs/tools.md §1.1).
+ * The placements were checked by count_receipt. Returns NULL or OUT_OF_MEMORY. */
+static const char *count_spills(struct gw_plan *p, const struct gw_topology *to, json_t *placements)
+{
+    struct gw_spill w;
+    if (gw_spill_init(&w, to) != 0)
+        return OUT_OF_MEMORY;
+    size_t i;
+    json_t *pl;
+    int rc = 0;
+    json_array_foreach(placements, i, pl)
+    {
+        json_t *key = json_object_get(pl, "key");
+        struct ring_placement at;
+        uint32_t home;
+        ring_lookup(to->ring, json_string_value(key), json_string_length(key), &at);
+        rc = gw_spill_place(&w, &at, (uint64_t)json_integer_value(json_object_get(pl, "size")),
+                            &home);
+        if (rc < 0)
+            break;
+        p->spilled += (uint64_t)rc;
+    }
+    gw_spill_free(&w);
+    return rc < 0 ? OUT_OF_MEMORY : NULL;
+}
+
 /* Counts the placements of one receipt record's receipt; returns 0 or a message. */
 static const char *count_receipt(struct gw_plan *p, const struct gw_topology *from,
                                  const struct gw_topology *to, json_t *receipt)
@@ -92,7 +122,7 @@ static const char *count_receipt(struct gw_plan *p, const struct gw_topology *fr
         gw_plan_add_change(p, from, to, json_string_value(key), json_string_length(key),
                            (uint64_t)json_integer_value(size));
     }
-    return NULL;
+    return p->counts_spills ? count_spills(p, to, placements) : NULL;
 }
 
 /* One complete journal line: receipt records are counted, epoch records skipped. */
@@ -124,6 +154,7 @@ static int count_journal(struct gw_plan *p, const struct gw_topology *from,
         return GW_EXIT_NOT_OK;
     }
     p->has_journal = 1;
+    p->counts_spills = to->contract.policy == GW_POLICY_SPILL;
     char *line = NULL;
     size_t cap = 0, number = 0;
     ssize_t n;
@@ -133,8 +164,12 @@ static int count_journal(struct gw_plan *p, const struct gw_topology *from,
         if (line[n - 1] != '\n')
             break;
         const char *bad = count_line(p, from, to, line, (size_t)n - 1);
-        if (bad)
+        if (bad == OUT_OF_MEMORY) {
+            fprintf(stderr, "plan: out of memory\n");
+            rc = GW_EXIT_INTERNAL;
+        } else if (bad) {
             rc = journal_error(path, number, bad);
+        }
     }
     if (rc == GW_EXIT_OK && ferror(f))
         rc = journal_error(path, number + 1, "read error");

@@ -38,6 +38,8 @@ struct gw_plan {
     int has_journal; /* set by gw_plan_add_change */
     uint64_t changes, moved_changes;
     gw_u128 moved_load;
+    int counts_spills; /* the to contract's policy is spill: `spilled` is written */
+    uint64_t spilled;  /* journaled changes that would spill on the to ring */
 };
 
 /* Computes the plan from `from` to `to`. Returns 0; -ENOENT when either ring has no online

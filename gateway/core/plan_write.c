@@ -60,6 +60,8 @@ void gw_plan_write(struct gw_buf *out, const struct gw_plan *p)
         gw_buf_field_u64(out, ",\"journal\":{\"changes\":", p->changes);
         gw_buf_field_u64(out, ",\"moved_changes\":", p->moved_changes);
         gw_buf_field_u128(out, ",\"moved_load\":", p->moved_load);
+        if (p->counts_spills)
+            gw_buf_field_u64(out, ",\"spilled\":", p->spilled);
         gw_buf_puts(out, "}");
     }
     gw_buf_puts(out, "}");

@@ -232,6 +232,35 @@ def journal_counts_dispatch_receipts():
 
 
 @case("plan_journal")
+def journal_spills_under_a_spill_contract():
+    """With a spill contract on the to side, the journal block ends with `spilled`: each
+    receipt's changes replayed in order on the to ring with loads from 0 (docs/contract.md §9).
+    The worked example on shard-c with capacity 5: ch-002 (2), ch-005 (1) fit, ch-007 (6) spills,
+    ch-008 (1) fits again: one per batch, so two batches give 2 (loads carried over would give
+    more)."""
+    tmp = tmpdir()
+    example = json.load(open(src("input", "changes.json")))
+    batches = [dict(example, batch_id="s-1"), dict(example, batch_id="s-2")]
+    journal = write(os.path.join(tmp, "journal.jsonl"), dispatch_journal(tmp, batches))
+    doc = json.load(open(src("input", "shards.json")))
+    for s in doc["shards"]:
+        if s["id"] == "shard-c":
+            s["capacity"] = 5
+    to = write(os.path.join(tmp, "to.json"), json.dumps(doc))
+    spill_conf = write(os.path.join(tmp, "spill.env"), open(src("conf", "dispatch.env")).read()
+                       .replace("DISPATCH_CAPACITY_POLICY=report", "DISPATCH_CAPACITY_POLICY=spill"))
+    args = ("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+            "--to", to, "--journal", journal)
+    plan = plan_ok(*(args + ("--to-conf", spill_conf)))
+    eq(plan["journal"], {"changes": 16, "moved_changes": 0, "moved_load": 0, "spilled": 2},
+       "journal block under spill")
+    eq(plan["moved_points"], 0, "a capacity change moves no hash value")
+    plan = plan_ok(*args)
+    eq(list(plan["journal"]), ["changes", "moved_changes", "moved_load"],
+       "no spilled key when the to contract's policy is not spill")
+
+
+@case("plan_journal")
 def journal_v2_receipts_and_bad_lines():
     """A v2 receipt counts like a v1 one; a complete line that is not a record is exit 2."""
     tmp = tmpdir()
