@@ -217,7 +217,7 @@ def put_refuses_invalid_and_empty_memberships_with_422():
         r = put(s, bad, if_match=EPOCH0)
         eq((r.status, r.error()), (422, ("invalid_membership", "shards[0].state")), "invalid")
         eq(r.json()["error"]["message"],
-           "shards: %s: shards[0].state: must be online, draining or offline" % path, "message")
+           "shards: %s: shards[0].state: must be one of online, draining, offline" % path, "message")
         empty = changed_shards(shard_a="offline", shard_b="offline", shard_c="offline")
         r = put(s, empty, if_match=EPOCH0)
         eq((r.status, r.error()), (422, ("no_online_shard", "shards")), "no online shard")
