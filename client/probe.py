@@ -33,7 +33,7 @@ SHARD_FIELDS = ("id", "state", "capacity", "weight")
 NAME_RE = re.compile(r"[A-Za-z0-9._:-]+")
 MAX_SAFE_INT = 2**53 - 1
 MAX_RING_POINTS = 2**24  # rule R2 (docs/contract.md, Membership)
-RECEIPT_VERSION = 1
+RECEIPT_VERSIONS = (1, 2)  # 2 names the epoch (docs/contract.md §5, §7); 1 still verifies
 MISSING = object()
 
 
@@ -265,6 +265,15 @@ def shard_points(algorithm, shard_id, count):
     return points
 
 
+def epoch_id(contract, shards):
+    """The epoch id (docs/contract.md §7): SHA-1 of the contract and the whole membership."""
+    text = "shardgate-epoch\n"
+    text += "".join("%s=%s\n" % (key, contract[key]) for key in CONTRACT_KEYS)
+    text += "".join("%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s["weight"])
+                    for s in id_order(shards))
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
 def id_order(shards):
     return sorted(shards, key=lambda s: s["id"].encode("utf-8"))
 
@@ -319,8 +328,9 @@ class Ring:
 
 # ---------------------------------------------------------------- the receipt (docs/contract.md §5)
 
-def expected_receipt(contract, shards, batch_id, changes):
-    """The receipt the gateway must have written for these changes, keys in docs/contract.md §5 order."""
+def expected_receipt(contract, shards, batch_id, changes, version=2):
+    """The receipt the gateway must have written for these changes, keys in docs/contract.md §5
+    order: version 2 names the epoch after batch_id, version 1 has no epoch key."""
     ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
     by_id = {s["id"]: s for s in shards}
     load = {s["id"]: 0 for s in shards}
@@ -346,9 +356,10 @@ def expected_receipt(contract, shards, batch_id, changes):
                                   "capacity": s["capacity"], "load": load[s["id"]],
                                   "received": received[s["id"]], "over_capacity": over}
     over_count = sum(1 for v in shard_section.values() if v["over_capacity"])
-    return {
-        "receipt_version": RECEIPT_VERSION,
-        "batch_id": batch_id,
+    receipt = {"receipt_version": version, "batch_id": batch_id}
+    if version >= 2:
+        receipt["epoch"] = epoch_id(contract, shards)
+    receipt.update({
         "ring": {"id": ring.ring_id, "algorithm": "ketama", "hash": ring.algorithm,
                  "vnodes": ring.vnodes, "vnodes_total": ring.vnodes_total,
                  "online": [s["id"] for s in ring.online]},
@@ -358,7 +369,19 @@ def expected_receipt(contract, shards, batch_id, changes):
         "counts": {"changes": len(changes), "dispatched": dispatched,
                    "over_capacity_shards": over_count},
         "ok": dispatched == len(changes) and over_count == 0,
-    }
+    })
+    return receipt
+
+
+def receipt_version_of(receipt):
+    """The version the receipt is judged as: the one it claims when it is a known one, else 2
+    when it has an `epoch` key and 1 when not (so an unknown version is one mismatch line)."""
+    if not isinstance(receipt, dict):
+        return RECEIPT_VERSIONS[-1]
+    claimed = receipt.get("receipt_version")
+    if type(claimed) is int and claimed in RECEIPT_VERSIONS:
+        return claimed
+    return 2 if "epoch" in receipt else 1
 
 
 # ---------------------------------------------------------------- comparison
@@ -516,6 +539,308 @@ def _batch_problem(doc):
     return None
 
 
+# ---------------------------------------------------------------- movement plan (docs/contract.md §8)
+
+HASH_SPACE = 2**32
+
+
+def owner_of(ring, h):
+    """The shard id owning hash value h: the first point >= h, else point 0."""
+    return ring.lookup_hash(h)[2]
+
+
+def plan(ring_from, ring_to, from_epoch, to_epoch, shard_ids):
+    """The plan as an ordered dict (docs/tools.md §1). Independent of the gateway's walk: each
+    arc ends at a distinct point value of either ring, and its owners are looked up by bisect."""
+    before = {i: 0 for i in shard_ids}
+    after = dict(before)
+    pairs = {}
+    ends = sorted(set(ring_from.values) | set(ring_to.values))
+    arcs = [(0 if k == 0 else ends[k - 1] + 1, v) for k, v in enumerate(ends)]
+    if ends[-1] < HASH_SPACE - 1:
+        arcs.append((ends[-1] + 1, HASH_SPACE - 1))
+    for lo, hi in arcs:
+        a, b = owner_of(ring_from, hi), owner_of(ring_to, hi)
+        before[a] += hi - lo + 1
+        after[b] += hi - lo + 1
+        if a != b:
+            pairs[(a, b)] = pairs.get((a, b), 0) + hi - lo + 1
+    moved = sum(pairs.values())
+    order = sorted(pairs, key=lambda ab: (ab[0].encode("utf-8"), ab[1].encode("utf-8")))
+    return {
+        "from_epoch": from_epoch, "to_epoch": to_epoch,
+        "from_ring": ring_from.ring_id, "to_ring": ring_to.ring_id,
+        "moved_points": moved,
+        "moved_fraction": RawNumber("%.9f" % (moved / HASH_SPACE)),
+        "pairs": [{"from": a, "to": b, "moved_points": pairs[(a, b)]} for a, b in order],
+        "shards": [{"id": i, "before": before[i], "after": after[i]}
+                   for i in sorted(shard_ids, key=lambda i: i.encode("utf-8"))],
+    }
+
+
+class RawNumber(str):
+    """A number written exactly as its text (moved_fraction's 9 decimals)."""
+
+
+def plan_json(obj):
+    """Compact JSON like canonical(), with RawNumber values written bare."""
+    if isinstance(obj, RawNumber):
+        return str(obj)
+    if isinstance(obj, dict):
+        return "{" + ",".join(json.dumps(k) + ":" + plan_json(v) for k, v in obj.items()) + "}"
+    if isinstance(obj, list):
+        return "[" + ",".join(plan_json(v) for v in obj) + "]"
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def journal_lines(path, command="plan"):
+    """(line number, bytes) of every complete line of a journal; an unterminated last line is
+    an append in progress and is left out. Raises Unreadable."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise Unreadable("%s: journal: %s: cannot read: %s" % (command, path, e.strerror or e))
+    lines = raw.split(b"\n")
+    return list(enumerate(lines[:-1], 1))
+
+
+def journal_movement(path, ring_from, ring_to):
+    """The journal block: changes, moved_changes, moved_load over every receipt record."""
+    changes = moved = load = 0
+    for number, line in journal_lines(path):
+        try:
+            record = parse_json_bytes(line)
+        except ValueError:
+            raise Unreadable("plan: journal: %s:%d: not JSON" % (path, number))
+        kind = record.get("type") if isinstance(record, dict) else None
+        if kind == "epoch":
+            continue
+        if kind != "receipt":
+            raise Unreadable("plan: journal: %s:%d: type: must be epoch or receipt"
+                             % (path, number))
+        receipt = record.get("receipt")
+        placements = receipt.get("placements") if isinstance(receipt, dict) else None
+        if not isinstance(placements, list):
+            raise Unreadable("plan: journal: %s:%d: receipt.placements: must be an array"
+                             % (path, number))
+        for p in placements:
+            key = p.get("key") if isinstance(p, dict) else None
+            size = p.get("size") if isinstance(p, dict) else None
+            if not isinstance(key, str) or not is_int(size, 0, 2**63 - 1):
+                raise Unreadable("plan: journal: %s:%d: receipt.placements: each needs a string"
+                                 " key and an integer size >= 0" % (path, number))
+            kb = key.encode("utf-8", "surrogatepass")
+            changes += 1
+            if ring_from.lookup(kb)[3] != ring_to.lookup(kb)[3]:
+                moved += 1
+                load += size
+    return {"changes": changes, "moved_changes": moved, "moved_load": load}
+
+
+def load_epoch_files(conf, shards_path):
+    """(contract, shards, ring, epoch id) of a contract file and a shards file; raises Unusable."""
+    if not conf:
+        raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
+    contract = load_contract(conf)
+    shards = load_shards(shards_path)
+    check_ring_size(shards_path, contract["DISPATCH_VNODES"], shards)
+    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    return contract, shards, ring, epoch_id(contract, shards)
+
+
+def main_plan(argv):
+    parser = argparse.ArgumentParser(
+        prog="probe.py plan",
+        description="The movement plan between two epochs (docs/contract.md §8), computed "
+                    "independently of `shardgate plan`, same bytes.",
+        epilog="Exit: 0 the plan printed; 2 a ring with no online shard, or the journal "
+               "unreadable; 3 contract or shards unusable; 64 usage; 70 internal error.")
+    parser.add_argument("--conf", default=os.environ.get("SHARDGATE_CONF"))
+    parser.add_argument("--shards", required=True, help="the current membership")
+    parser.add_argument("--to", required=True, help="the new membership")
+    parser.add_argument("--to-conf", help="the new contract (default: --conf)")
+    parser.add_argument("--journal", help="count the journal's changes that would move")
+    args = parse_or_usage(parser, argv)
+    try:
+        _, shards_a, ring_a, epoch_a = load_epoch_files(args.conf, args.shards)
+        _, shards_b, ring_b, epoch_b = load_epoch_files(args.to_conf or args.conf, args.to)
+    except Unusable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNUSABLE
+    for which, ring in (("from", ring_a), ("to", ring_b)):
+        if not ring.entries:
+            print("plan: %s ring has no online shard" % which, file=sys.stderr)
+            return EXIT_UNREADABLE
+    ids = {s["id"] for s in shards_a} | {s["id"] for s in shards_b}
+    result = plan(ring_a, ring_b, epoch_a, epoch_b, ids)
+    if args.journal:
+        try:
+            result["journal"] = journal_movement(args.journal, ring_a, ring_b)
+        except Unreadable as e:
+            print(e, file=sys.stderr)
+            return EXIT_UNREADABLE
+    sys.stdout.write(plan_json(result) + "\n")
+    return EXIT_OK
+
+# ---------------------------------------------------------------- epoch chain (docs/contract.md §7)
+
+EPOCH_KEYS = ("type", "epoch", "epoch_seq", "prev", "source", "time", "first_seq", "ring_id",
+              "contract", "shards")
+LEGACY_EPOCH_KEYS = ("type", "ring_id", "contract", "shards")
+RECEIPT_RECORD_KEYS = ("type", "seq", "fingerprint", "receipt")
+EPOCH_SOURCES = ("start", "sighup", "admin")
+TIME_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+RECORD_PREFIX_RE = re.compile(
+    rb'\{"type":"receipt","seq":(?:0|[1-9][0-9]*),"fingerprint":"[0-9a-f]{64}","receipt":')
+
+
+def record_contract(value):
+    """The contract of an epoch record (docs/journal.md §2) or raises ValueError."""
+    if not isinstance(value, dict) or tuple(value) != CONTRACT_KEYS:
+        raise ValueError("contract: must hold exactly %s in this order" % ",".join(CONTRACT_KEYS))
+    for key in CONTRACT_KEYS:
+        v = value[key]
+        text = str(v) if key == "DISPATCH_VNODES" and is_int(v, 1, 4096) else v
+        if not isinstance(text, str):
+            raise ValueError('contract.%s: %s is not valid' % (key, show(v, 0)))
+        try:
+            _check_contract_value(key, text)
+        except ValueError as e:
+            raise ValueError("contract.%s" % e)
+    return dict(value)
+
+
+class Chain:
+    """What the journal has shown so far: the epochs, by id and by ring id, and the last seq."""
+
+    def __init__(self):
+        self.count = 0
+        self.previous = None  # the last epoch id
+        self.by_epoch, self.by_ring = {}, {}
+        self.last_seq = 0
+        self.out = []
+
+    def bad(self, number, field, expected, actual):
+        self.out.append(("line %d: %s" % (number, field), expected, actual))
+
+
+def check_epoch_fields(chain, number, rec, epoch, ring_id):
+    """The chain rules of a full epoch record (docs/contract.md §7, docs/journal.md §2)."""
+    want = (("epoch", epoch), ("epoch_seq", chain.count + 1), ("prev", chain.previous),
+            ("first_seq", chain.last_seq + 1), ("ring_id", ring_id))
+    for field, value in want:
+        if not same(value, rec[field]):
+            chain.bad(number, field, show(value, rec[field]), show(rec[field], value))
+    if rec["source"] not in EPOCH_SOURCES:
+        chain.bad(number, "source", "one of " + ", ".join(EPOCH_SOURCES), show(rec["source"], ""))
+    if not (isinstance(rec["time"], str) and TIME_RE.fullmatch(rec["time"])):
+        chain.bad(number, "time", "YYYY-MM-DDTHH:MM:SS.mmmZ", show(rec["time"], ""))
+
+
+def chain_epoch(chain, number, rec):
+    """One epoch record: recomputes its epoch id and ring id, checks the links, remembers it."""
+    if tuple(rec) not in (EPOCH_KEYS, LEGACY_EPOCH_KEYS):
+        chain.bad(number, "<keys>", ",".join(EPOCH_KEYS), ",".join(rec))
+        return
+    try:
+        contract = record_contract(rec["contract"])
+        shards = _check_membership({"shards": rec["shards"]})
+        check_ring_size("epoch record", contract["DISPATCH_VNODES"], shards)
+    except (ValueError, Unusable) as e:
+        chain.bad(number, "epoch record", "a usable contract and membership", str(e))
+        return
+    if rec["shards"] != id_order(shards):
+        chain.bad(number, "shards", "every shard in id order, weight written",
+                  show(rec["shards"], 0))
+    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    epoch = epoch_id(contract, shards)
+    if len(rec) == len(EPOCH_KEYS):
+        check_epoch_fields(chain, number, rec, epoch, ring.ring_id)
+    elif not same(ring.ring_id, rec["ring_id"]):
+        chain.bad(number, "ring_id", ring.ring_id, show(rec["ring_id"], ""))
+    if epoch == chain.previous:
+        chain.bad(number, "epoch", "an epoch other than the previous one", epoch)
+    info = {"epoch": epoch, "ring_id": ring.ring_id, "contract": contract, "shards": shards}
+    chain.count += 1
+    chain.previous = epoch
+    chain.by_epoch[epoch] = chain.by_ring[ring.ring_id] = info
+
+
+def named_epoch(chain, number, receipt):
+    """The earlier epoch record a receipt is judged with, or None (reported)."""
+    if receipt_version_of(receipt) >= 2:
+        epoch = receipt.get("epoch", MISSING)
+        info = chain.by_epoch.get(epoch) if isinstance(epoch, str) else None
+        if info is None:
+            chain.bad(number, "receipt.epoch", "the epoch of an earlier epoch record",
+                      show(epoch, ""))
+        return info
+    ring = receipt.get("ring")
+    ring_id = ring.get("id", MISSING) if isinstance(ring, dict) else MISSING
+    info = chain.by_ring.get(ring_id) if isinstance(ring_id, str) else None
+    if info is None:
+        chain.bad(number, "receipt.ring.id", "the ring of an earlier epoch record",
+                  show(ring_id, ""))
+    return info
+
+
+def chain_receipt(chain, number, line, rec):
+    """One receipt record: its seq, then the receipt against the epoch it names."""
+    prefix = RECORD_PREFIX_RE.match(line)
+    if tuple(rec) != RECEIPT_RECORD_KEYS or not prefix or not line.endswith(b"}"):
+        chain.bad(number, "record", '{"type":"receipt","seq":N,"fingerprint":"<64 hex>",'
+                  '"receipt":...}', repr(line[:60].decode("utf-8", "replace")))
+        return
+    if rec["seq"] != chain.last_seq + 1:
+        chain.bad(number, "seq", str(chain.last_seq + 1), show(rec["seq"], 0))
+    chain.last_seq = rec["seq"]
+    receipt = rec["receipt"]
+    info = named_epoch(chain, number, receipt) if isinstance(receipt, dict) else None
+    if info is None:
+        return
+    raw = line[prefix.end():-1] + b"\n"
+    for field, exp, act in verify(info["contract"], info["shards"], raw, receipt, None):
+        chain.bad(number, "receipt." + field, exp, act)
+
+
+def verify_chain(path):
+    """Every complete line of the journal; returns the mismatches. Raises Unreadable."""
+    chain = Chain()
+    for number, line in journal_lines(path, "chain"):
+        try:
+            rec = parse_json_bytes(line)
+        except ValueError:
+            chain.bad(number, "$", "a JSON record", "not JSON")
+            continue
+        kind = rec.get("type") if isinstance(rec, dict) else None
+        if kind == "epoch":
+            chain_epoch(chain, number, rec)
+        elif kind == "receipt":
+            chain_receipt(chain, number, line, rec)
+        else:
+            chain.bad(number, "type", "epoch or receipt", show(kind if kind else MISSING, ""))
+    return chain.out
+
+
+def main_chain(argv):
+    parser = argparse.ArgumentParser(
+        prog="probe.py chain",
+        description="Verify a journal's epoch chain (docs/contract.md §7) and every receipt "
+                    "in it against the contract and membership of the epoch it names.",
+        epilog="Exit: 0 RESULT: OK; 1 RESULT: BAD (N mismatches) with one 'line N: field: "
+               "expected X actual Y' line each; 2 the journal unreadable; 64 usage; 70 "
+               "internal error. An unterminated last line (an append in progress) is not "
+               "judged.")
+    parser.add_argument("--journal", required=True, help="the journal (state/journal.jsonl)")
+    args = parse_or_usage(parser, argv)
+    try:
+        mismatches = verify_chain(args.journal)
+    except Unreadable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNREADABLE
+    return report(mismatches)
+
 # ---------------------------------------------------------------- main
 
 def read_receipt(path):
@@ -543,7 +868,7 @@ def verify(contract, shards, raw, receipt, batch):
                         show(batch_id if isinstance(receipt, dict) and "batch_id" in receipt
                              else MISSING, 0)))
             batch_id = MISSING
-    expected = expected_receipt(contract, shards, batch_id, changes)
+    expected = expected_receipt(contract, shards, batch_id, changes, receipt_version_of(receipt))
     if batch_id is MISSING:
         del expected["batch_id"]  # already reported; don't report it twice
     if not isinstance(receipt, dict):
@@ -572,14 +897,25 @@ def parse_args(argv):
     parser.add_argument("--shards", required=True, help="the membership (input/shards.json)")
     parser.add_argument("--receipt", required=True, help="the receipt to verify")
     parser.add_argument("--batch", help="the original batch: ids, keys, sizes and order must match")
+    return parse_or_usage(parser, argv)
+
+
+def parse_or_usage(parser, argv):
+    """argparse, with exit 64 for a usage error (argparse's own is 2, which means BAD input)."""
     try:
         return parser.parse_args(argv)
     except SystemExit as e:
         sys.exit(EXIT_USAGE if e.code not in (0, None) else 0)
 
 
+SUBCOMMANDS = {}  # name -> main(argv); filled below the definitions
+
+
 def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
+    args = parse_args(argv)
     try:
         if not args.conf:
             raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
@@ -595,7 +931,11 @@ def main(argv=None):
     except Unreadable as e:
         print(e, file=sys.stderr)
         return EXIT_UNREADABLE
-    mismatches = verify(contract, shards, raw, receipt, batch)
+    return report(verify(contract, shards, raw, receipt, batch))
+
+
+def report(mismatches):
+    """Prints the verdict; returns the exit code."""
     if not mismatches:
         print("RESULT: OK")
         return EXIT_OK
@@ -603,6 +943,9 @@ def main(argv=None):
     for field, exp, act in mismatches:
         print("%s: expected %s actual %s" % (field, exp, act))
     return EXIT_BAD
+
+
+SUBCOMMANDS.update({"plan": main_plan, "chain": main_chain})
 
 
 if __name__ == "__main__":

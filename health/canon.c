@@ -150,6 +150,10 @@ long hc_canon_receipt_record(const struct hc_record *rec, const struct hc_receip
     hc_put_int(&c, ",\"receipt\":{\"receipt_version\":", r->version);
     hc_puts(&c, ",\"batch_id\":");
     hc_put_hstr(&c, r->batch_id);
+    if (r->epoch.p != NULL) {
+        hc_puts(&c, ",\"epoch\":");
+        hc_put_hstr(&c, r->epoch);
+    }
     hc_put_ring(&c, r);
     hc_put_placements(&c, r);
     hc_put_shards(&c, r);
@@ -161,11 +165,32 @@ long hc_canon_receipt_record(const struct hc_record *rec, const struct hc_receip
     return hc_canon_end(&c);
 }
 
+/* The chain keys of a new-form epoch record, between "type" and "ring_id". */
+static void hc_put_chain(struct hc_canon *c, const struct hc_epoch_chain *ch)
+{
+    hc_puts(c, ",\"epoch\":");
+    hc_put_str(c, ch->epoch, strlen(ch->epoch));
+    hc_put_int(c, ",\"epoch_seq\":", ch->epoch_seq);
+    hc_puts(c, ",\"prev\":");
+    if (ch->prev_null)
+        hc_puts(c, "null");
+    else
+        hc_put_str(c, ch->prev, strlen(ch->prev));
+    hc_puts(c, ",\"source\":");
+    hc_put_str(c, ch->source, strlen(ch->source));
+    hc_puts(c, ",\"time\":");
+    hc_put_str(c, ch->time, strlen(ch->time));
+    hc_put_int(c, ",\"first_seq\":", ch->first_seq);
+}
+
 long hc_canon_epoch_record(const struct hc_epoch *ep, struct hc_str line)
 {
     struct hc_canon c = {line.p, line.n, 0, -1};
     const struct hc_contract *k = &ep->contract;
-    hc_puts(&c, "{\"type\":\"epoch\",\"ring_id\":");
+    hc_puts(&c, "{\"type\":\"epoch\"");
+    if (!ep->chain.legacy)
+        hc_put_chain(&c, &ep->chain);
+    hc_puts(&c, ",\"ring_id\":");
     hc_put_str(&c, ep->recorded_id, strlen(ep->recorded_id));
     hc_put_int(&c, ",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":",
                (int64_t)k->vnodes);

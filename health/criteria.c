@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "chain.h"
 #include "rules.h"
 #include "verify.h"
 
@@ -24,8 +25,20 @@ static int hc_str_is(struct hc_str s, const char *p, size_t n)
 static void hc_c_receipt_version(struct hc_run *run)
 {
     hc_run_count(run, 1);
-    if (run->r->version != 1)
-        hc_run_fail(run, "receipt_version: expected 1, got " HC_I64, run->r->version);
+    if (run->r->version != 1 && run->r->version != 2)
+        hc_run_fail(run, "receipt_version: expected 1 or 2, got " HC_I64, run->r->version);
+}
+
+/* A version-2 receipt names the epoch it was placed with: the epoch id recomputed from the
+ * contract + membership it is judged against (docs/contract.md §7). A version-1 receipt has
+ * no epoch to judge, so this criterion does not run for it. */
+static void hc_c_epoch(struct hc_run *run)
+{
+    if (run->r->epoch.p == NULL)
+        return;
+    hc_run_count(run, 1);
+    if (!hc_str_eq(run->r->epoch, run->ep->epoch_id))
+        hc_run_fail(run, "epoch: expected %s, got %.*s", run->ep->epoch_id, HC_S(run->r->epoch));
 }
 
 static void hc_c_ring_contract(struct hc_run *run)
@@ -425,24 +438,21 @@ static void hc_c_journal_seq(struct hc_run *run)
 static void hc_c_journal_epoch(struct hc_run *run)
 {
     const struct hc_record *rec = run->rec;
+    int v2 = run->r->epoch.p != NULL;
+    struct hc_str name = v2 ? run->r->epoch : run->r->ring_id;
+    const char *what = v2 ? "epoch" : "ring.id";
     hc_run_count(run, 1);
     switch (rec->match) {
-    case HC_MATCH_IN_FORCE:
-        if (!rec->in_force->usable)
-            hc_run_fail(run, "ring.id: the epoch in force (line %ld) is unusable",
-                        rec->in_force->line);
-        break;
-    case HC_MATCH_EARLIER:
-        hc_run_fail(run,
-                    "ring.id: %.*s is the ring of an earlier epoch, not of the epoch in "
-                    "force (line %ld, %s)",
-                    HC_S(run->r->ring_id), rec->in_force->line, rec->in_force->recorded_id);
+    case HC_MATCH_KNOWN:
+        if (!rec->named->usable)
+            hc_run_fail(run, "%s: the epoch record it names (line %ld) is unusable", what,
+                        rec->named->line);
         break;
     case HC_MATCH_NONE:
-        hc_run_fail(run, "ring.id: %.*s matches no epoch record", HC_S(run->r->ring_id));
+        hc_run_fail(run, "%s: %.*s matches no earlier epoch record", what, HC_S(name));
         break;
     default:
-        hc_run_fail(run, "ring.id: no epoch record precedes this receipt");
+        hc_run_fail(run, "%s: no epoch record precedes this receipt", what);
         break;
     }
 }
@@ -494,6 +504,9 @@ static void hc_c_epoch_current(struct hc_run *run)
         hc_run_fail(run, "epoch: the latest epoch record (line %ld) is unusable", e->line);
         return;
     }
+    if (strcmp(e->epoch_id, own->epoch_id) != 0)
+        hc_run_fail(run, "epoch: the latest epoch record (line %ld) is %s, the files read are %s",
+                    e->line, e->epoch_id, own->epoch_id);
     const struct hc_contract *a = &e->contract, *b = &own->contract;
     if (a->vnodes != b->vnodes)
         hc_run_fail(run, "epoch@line %ld DISPATCH_VNODES: journal %u, contract %u", e->line,
@@ -535,6 +548,7 @@ const struct hc_criterion hc_criteria[] = {
     {"batch_id", HC_SCOPE_BATCH, hc_c_batch_id},
     {"changes", HC_SCOPE_BATCH, hc_c_changes},
     {"receipt_version", HC_SCOPE_RECEIPT, hc_c_receipt_version},
+    {"epoch", HC_SCOPE_RECEIPT, hc_c_epoch},
     {"ring_contract", HC_SCOPE_RECEIPT, hc_c_ring_contract},
     {"ring_online", HC_SCOPE_RECEIPT, hc_c_ring_online},
     {"vnodes_total", HC_SCOPE_RECEIPT, hc_c_vnodes_total},
@@ -564,6 +578,11 @@ const struct hc_criterion hc_criteria[] = {
     {"fingerprint", HC_SCOPE_RECORD, hc_c_fingerprint},
     {"journal_batch_unique", HC_SCOPE_RECORD, hc_c_journal_batch_unique},
     {"epoch_ring_id", HC_SCOPE_EPOCH, hc_c_epoch_ring_id},
+    {"epoch_id", HC_SCOPE_EPOCH, hc_c_epoch_id},
+    {"epoch_seq", HC_SCOPE_EPOCH, hc_c_epoch_seq},
+    {"epoch_prev", HC_SCOPE_EPOCH, hc_c_epoch_prev},
+    {"epoch_changed", HC_SCOPE_EPOCH, hc_c_epoch_changed},
+    {"epoch_first_seq", HC_SCOPE_EPOCH, hc_c_epoch_first_seq},
     {"epoch_current", HC_SCOPE_END, hc_c_epoch_current},
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "canon.h"
+#include "epoch_record.h"
 #include "journal.h"
 
 /* --- the batch ids seen so far: open addressing, FNV-1a --------------------------------- */
@@ -122,6 +123,9 @@ void hc_journal_free(struct hc_journal *j)
     hc_journal_forget(j);
     free(j->lines);
     j->lines = NULL;
+    free(j->buf);
+    j->buf = NULL;
+    j->buf_cap = 0;
     hc_parser_free(&j->parser);
     j->cap_lines = 0;
 }
@@ -133,13 +137,6 @@ void hc_journal_end_state(const struct hc_journal *j, struct hc_journal_end *end
 }
 
 /* --- records ----------------------------------------------------------------------------- */
-
-static int hc_is_hex(const char *s, size_t n)
-{
-    if (strlen(s) != n)
-        return 0;
-    return strspn(s, "0123456789abcdef") == n;
-}
 
 /* Appends a new, empty epoch for the current line; returns 0 or -ENOMEM with err set. */
 static int hc_journal_new_epoch(struct hc_journal *j, struct hc_epoch **out, struct hc_err *err)
@@ -161,21 +158,6 @@ static int hc_journal_new_epoch(struct hc_journal *j, struct hc_epoch **out, str
     return 0;
 }
 
-/* The last key of an epoch record that is not one of its four, or NULL. */
-static const char *hc_epoch_unknown_key(const json_t *rec)
-{
-    const char *bad = NULL;
-    const char *key;
-    json_t *val;
-    json_object_foreach((json_t *)rec, key, val)
-    {
-        if (strcmp(key, "type") != 0 && strcmp(key, "ring_id") != 0 &&
-            strcmp(key, "contract") != 0 && strcmp(key, "shards") != 0)
-            bad = key;
-    }
-    return bad;
-}
-
 static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_str raw,
                             struct hc_err *err)
 {
@@ -183,40 +165,21 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_s
     int rc = hc_journal_new_epoch(j, &ep, err);
     if (rc != 0)
         return rc;
+    ep->chain.before = j->n_epochs > 1 ? j->epochs[j->n_epochs - 2] : NULL;
+    ep->chain.position = (int64_t)j->n_epochs;
+    ep->chain.last_seq = j->prev_seq;
     char subject[48];
     snprintf(subject, sizeof subject, "epoch@line %ld", j->line);
     struct hc_err what;
-    const json_t *id = json_object_get(rec, "ring_id");
-    const char *bad = hc_epoch_unknown_key(rec);
-    if (bad != NULL) {
-        hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
-                        "%s: unknown key", bad);
-        return 0;
-    }
-    if (!json_is_string(id) || !hc_is_hex(json_string_value(id), 40)) {
-        hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
-                        "ring_id: must be 40 lowercase hex digits");
-        return 0;
-    }
-    snprintf(ep->recorded_id, sizeof ep->recorded_id, "%s", json_string_value(id));
-    struct hc_contract c;
-    struct hc_membership m;
-    rc = hc_contract_from_json(json_object_get(rec, "contract"), &c, &what);
-    if (rc == 0)
-        rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", c.vnodes, &m, &what);
-    if (rc == -ENOMEM)
-        return hc_err_set(err, rc, "out of memory");
-    if (rc != 0) {
+    rc = hc_epoch_record_decode(rec, j->line, ep, &what);
+    if (rc == -EINVAL) {
+        ep->usable = 0;
         hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject, "%s",
                         what.msg);
         return 0;
     }
-    char recorded[41];
-    memcpy(recorded, ep->recorded_id, sizeof recorded);
-    rc = hc_epoch_make(ep, &c, &m, j->line, err);
-    memcpy(ep->recorded_id, recorded, sizeof recorded);
     if (rc != 0)
-        return rc;
+        return hc_err_set(err, rc, "%s", what.msg);
     long at = hc_canon_epoch_record(ep, raw);
     if (at >= 0)
         hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
@@ -227,33 +190,40 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_s
     return 0;
 }
 
-static const char *hc_receipt_ring_id(const json_t *receipt)
+/* The name a receipt gives its epoch: "epoch" in version 2, ring.id in version 1. */
+static const char *hc_receipt_names(const json_t *receipt, int *by_epoch)
 {
-    const char *s = json_string_value(json_object_get(json_object_get(receipt, "ring"), "id"));
+    const char *epoch = json_string_value(json_object_get(receipt, "epoch"));
+    const json_t *ring = json_object_get(receipt, "ring");
+    *by_epoch = epoch != NULL;
+    const char *s = epoch ? epoch : json_string_value(json_object_get(ring, "id"));
     return s ? s : "";
 }
 
-/* The epoch in force is the latest before the receipt; a receipt naming an earlier epoch's
- * ring is judged against that epoch (and flagged), one naming none against the epoch in
- * force, one before any epoch against the service's own contract + shards. Sets r->match and
- * r->in_force; returns the epoch to judge against. */
-static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const char *rid, struct hc_record *r)
+/* A receipt is judged against the epoch it names (docs/contract.md §7): the latest epoch
+ * record before it with that epoch id (version 2) or that ring id (version 1). One naming none
+ * is flagged and judged against the epoch in force (the latest record), one before any epoch
+ * record against the service's own contract + shards. Sets r->match, r->named, r->in_force;
+ * returns the epoch to judge against. */
+static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const json_t *receipt,
+                                         struct hc_record *r)
 {
     if (j->n_epochs == 0) {
         r->match = HC_MATCH_NO_EPOCH;
         return (struct hc_epoch *)j->own;
     }
+    int by_epoch;
+    const char *name = hc_receipt_names(receipt, &by_epoch);
     struct hc_epoch *in_force = j->epochs[j->n_epochs - 1];
     r->in_force = in_force;
-    if (strcmp(rid, in_force->recorded_id) == 0) {
-        r->match = HC_MATCH_IN_FORCE;
-        return in_force;
-    }
     r->match = HC_MATCH_NONE;
-    for (size_t i = j->n_epochs - 1; i-- > 0;) {
-        if (strcmp(rid, j->epochs[i]->recorded_id) == 0) {
-            r->match = HC_MATCH_EARLIER;
-            return j->epochs[i];
+    for (size_t i = j->n_epochs; i-- > 0;) {
+        struct hc_epoch *e = j->epochs[i];
+        const char *has = by_epoch ? e->chain.epoch : e->recorded_id;
+        if (strcmp(name, has) == 0) {
+            r->match = HC_MATCH_KNOWN;
+            r->named = e;
+            return e;
         }
     }
     return in_force;
@@ -296,7 +266,7 @@ static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc
             return hc_err_set(err, -ENOMEM, "out of memory");
         r.duplicate_of_line = dup;
     }
-    struct hc_epoch *against = hc_receipt_epoch(j, hc_receipt_ring_id(receipt), &r);
+    struct hc_epoch *against = hc_receipt_epoch(j, receipt, &r);
     return hc_verify_receipt(j->v, receipt, against, &r, subject, err);
 }
 
@@ -423,12 +393,18 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
     if (fd < 0)
         return fd;
     int rc = 0;
-    size_t cap = 4 << 20, len = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL) {
-        close(fd);
-        return hc_err_set(err, -ENOMEM, "out of memory");
+    /* The read buffer is kept from call to call: a re-read after an out-of-memory needs no new
+     * 4 MiB before it can get as far as the allocation that failed. */
+    if (j->buf == NULL) {
+        j->buf = malloc(4 << 20);
+        if (j->buf == NULL) {
+            close(fd);
+            return hc_err_set(err, -ENOMEM, "out of memory");
+        }
+        j->buf_cap = 4 << 20;
     }
+    size_t cap = j->buf_cap, len = 0;
+    char *buf = j->buf;
     off_t at = j->offset;
     for (;;) {
         if (len == cap) {
@@ -437,8 +413,8 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
                 rc = hc_err_set(err, -ENOMEM, "out of memory (a journal line over %zu bytes)", cap);
                 break;
             }
-            buf = grown;
-            cap *= 2;
+            buf = j->buf = grown;
+            cap = j->buf_cap = cap * 2;
         }
         ssize_t got = pread(fd, buf + len, cap - len, at);
         if (got < 0 && errno == EINTR)
@@ -464,7 +440,6 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
             break;
     }
     j->pending = len;
-    free(buf);
     close(fd);
     return rc;
 }

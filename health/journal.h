@@ -38,6 +38,8 @@ struct hc_journal {
     /* parsing: the lines of the current read batch and the parser they go through */
     struct hc_line *lines;
     size_t cap_lines;
+    char *buf; /* the read buffer, kept between calls */
+    size_t buf_cap;
     struct hc_parser parser;
 };
 

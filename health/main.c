@@ -292,8 +292,8 @@ out:
  * first, then dumped into our own buffer: jansson's allocator here is the arena's). */
 static void hc_log_listening(const char *listen, const char *journal)
 {
-    json_t *o = json_pack("{s:s, s:s?, s:s?}", "msg", "listening", "listen", listen, "journal",
-                          journal);
+    json_t *o =
+        json_pack("{s:s, s:s?, s:s?}", "msg", "listening", "listen", listen, "journal", journal);
     size_t n = o ? json_dumpb(o, NULL, 0, JSON_COMPACT) : 0;
     char *line = n ? malloc(n) : NULL;
     if (line && json_dumpb(o, line, n, JSON_COMPACT) == n)

@@ -74,6 +74,9 @@ static int hc_bool(const json_t *obj, const char *path, const char *key, int *ou
 
 static const char *const hc_top_keys[] = {"receipt_version", "batch_id", "ring",   "placements",
                                           "shards",          "capacity", "counts", "ok"};
+static const char *const hc_top_keys_v2[] = {
+    "receipt_version", "batch_id", "epoch",  "ring", "placements",
+    "shards",          "capacity", "counts", "ok"};
 static const char *const hc_ring_keys[] = {"id",     "algorithm",    "hash",
                                            "vnodes", "vnodes_total", "online"};
 static const char *const hc_pl_keys[] = {"id",    "key",   "size",  "hash",
@@ -196,9 +199,19 @@ static int hc_decode_shards(const json_t *root, struct hc_receipt *r, struct hc_
 int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *err)
 {
     memset(r, 0, sizeof *r);
-    int rc = hc_keys(root, "$", hc_top_keys, HC_N(hc_top_keys), err);
+    const json_t *version = json_object_get(root, "receipt_version");
+    int v2 = json_is_integer(version) && json_integer_value(version) == 2;
+    int rc;
+    if (v2 && json_is_object(root) && json_object_get(root, "epoch") == NULL)
+        rc = hc_err_set(err, -EINVAL, "$.epoch: missing (receipt_version 2)");
+    else if (v2)
+        rc = hc_keys(root, "$", hc_top_keys_v2, HC_N(hc_top_keys_v2), err);
+    else
+        rc = hc_keys(root, "$", hc_top_keys, HC_N(hc_top_keys), err);
     rc = rc ? rc : hc_int(root, "$", "receipt_version", &r->version, err);
     rc = rc ? rc : hc_string(root, "$", "batch_id", &r->batch_id, err);
+    if (v2)
+        rc = rc ? rc : hc_string(root, "$", "epoch", &r->epoch, err);
     rc = rc ? rc : hc_int(root, "$", "capacity", &r->capacity, err);
     rc = rc ? rc : hc_bool(root, "$", "ok", &r->ok, err);
     rc = rc ? rc : hc_decode_ring(root, r, err);

@@ -29,6 +29,7 @@ struct hc_rshard {
 struct hc_receipt {
     int64_t version;
     struct hc_str batch_id;
+    struct hc_str epoch; /* receipt_version 2 only; epoch.p is NULL in a version-1 receipt */
     struct hc_str ring_id, algorithm, hash;
     int64_t vnodes, vnodes_total;
     struct hc_str *online;
@@ -43,7 +44,8 @@ struct hc_receipt {
 };
 
 /* Decodes root into r; strings stay owned by root, which must outlive r. Keys must be exactly
- * those of docs/contract.md §5, in its order, with the right JSON types. Returns 0, or -EINVAL with
+ * those of docs/contract.md §5, in its order, with the right JSON types: with "epoch" after
+ * batch_id when receipt_version is 2, without it otherwise (version 1). Returns 0, or -EINVAL with
  * err->msg = "<path>: <what is wrong>", or -ENOMEM. */
 int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *err);
 void hc_receipt_free(struct hc_receipt *r);

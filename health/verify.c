@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "epoch_id.h"
 #include "verify.h"
 
 int hc_verifier_init(struct hc_verifier *v, struct hc_report *report, size_t n_criteria,
@@ -41,12 +42,13 @@ void hc_verifier_free(struct hc_verifier *v)
 int hc_epoch_make(struct hc_epoch *ep, const struct hc_contract *c, struct hc_membership *m,
                   long line, struct hc_err *err)
 {
-    memset(ep, 0, sizeof *ep);
     ep->contract = *c;
     ep->members = *m;
     memset(m, 0, sizeof *m);
     ep->line = line;
+    ep->ring_built = 0;
     int rc = hc_ring_id(&ep->contract, &ep->members, ep->ring_id, err);
+    rc = rc ? rc : hc_epoch_id(&ep->contract, &ep->members, ep->epoch_id, err);
     ep->usable = rc == 0;
     return rc;
 }

@@ -14,23 +14,43 @@
 #include "report.h"
 #include "ring.h"
 
+/* What an epoch record says about its place in the chain (docs/journal.md §2). A legacy record
+ * gets the implicit values: epoch = the recomputed id, epoch_seq = its position, prev = the
+ * epoch before it, source "start", no time, no first_seq. */
+struct hc_epoch_chain {
+    int legacy;        /* the record has the legacy form (type, ring_id, contract, shards) */
+    char epoch[41];    /* as recorded */
+    int64_t epoch_seq; /* as recorded */
+    int prev_null;     /* "prev":null */
+    char prev[41];     /* as recorded, when not null */
+    char source[8];    /* start, sighup, admin */
+    char time[25];     /* YYYY-MM-DDTHH:MM:SS.mmmZ; "" for legacy */
+    int64_t first_seq; /* as recorded; 0 for legacy */
+    /* where the record sits in the journal (set by journal.c) */
+    const struct hc_epoch *before; /* the previous epoch record, NULL for the first */
+    int64_t position;              /* 1 for the journal's first epoch record */
+    int64_t last_seq;              /* seq of the last receipt record before it, 0 for none */
+};
+
 /* A contract + membership, with its ring built once on first use. */
 struct hc_epoch {
     struct hc_contract contract;
     struct hc_membership members;
-    char ring_id[41];     /* recomputed from contract + members */
-    char recorded_id[41]; /* the epoch record's ring_id; "" for the service's own view */
-    long line;            /* journal line of the epoch record; 0 for the service's own view */
-    int usable;           /* the record decoded; contract and members are valid */
+    char ring_id[41];            /* recomputed from contract + members */
+    char epoch_id[41];           /* recomputed from contract + members (docs/contract.md §7) */
+    char recorded_id[41];        /* the epoch record's ring_id; "" for the service's own view */
+    struct hc_epoch_chain chain; /* the record's chain fields; zero for the service's own view */
+    long line;  /* journal line of the epoch record; 0 for the service's own view */
+    int usable; /* the record decoded; contract and members are valid */
     int ring_built;
     struct hc_ring ring;
 };
 
-/* How a journal receipt's ring id relates to the epoch records (set by journal.c). */
+/* How a journal receipt names its epoch (set by journal.c): a version-2 receipt by its
+ * "epoch", a version-1 receipt by its ring id (docs/contract.md §7). */
 enum hc_epoch_match {
-    HC_MATCH_IN_FORCE, /* equals the ring id of the latest epoch record before it */
-    HC_MATCH_EARLIER,  /* equals the ring id of an earlier epoch record only */
-    HC_MATCH_NONE,     /* equals no epoch record's ring id */
+    HC_MATCH_KNOWN,    /* an epoch record before it has that epoch (v2) or ring id (v1) */
+    HC_MATCH_NONE,     /* no epoch record before it has that epoch or ring id */
     HC_MATCH_NO_EPOCH, /* no epoch record precedes the receipt */
 };
 
@@ -41,9 +61,10 @@ struct hc_record {
     int64_t prev_seq; /* 0 before the first receipt */
     struct hc_str fingerprint;
     enum hc_epoch_match match;
-    const struct hc_epoch *in_force;
-    long duplicate_of_line; /* >0: the batch_id already appeared on that line */
-    struct hc_str raw;      /* the line's bytes, without its newline */
+    const struct hc_epoch *named;    /* the epoch record it names (HC_MATCH_KNOWN) */
+    const struct hc_epoch *in_force; /* the latest epoch record before it, NULL for none */
+    long duplicate_of_line;          /* >0: the batch_id already appeared on that line */
+    struct hc_str raw;               /* the line's bytes, without its newline */
 };
 
 /* What a journal knows at its end, for the end-of-journal criteria. */
@@ -130,7 +151,8 @@ void hc_verifier_free(struct hc_verifier *v);
 
 /* Builds ep's ring unless built. Returns 0 or a negative code with err filled. */
 int hc_epoch_ring(struct hc_epoch *ep, struct hc_err *err);
-/* Makes a usable epoch from a contract and a membership (taken over). */
+/* Makes a usable epoch from a contract and a membership (taken over): recomputes its ring id
+ * and epoch id. Leaves recorded_id and chain as they are (ep starts zeroed). */
 int hc_epoch_make(struct hc_epoch *ep, const struct hc_contract *c, struct hc_membership *m,
                   long line, struct hc_err *err);
 void hc_epoch_free(struct hc_epoch *ep);

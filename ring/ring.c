@@ -167,6 +167,11 @@ struct ring_point ring_point_at(const struct ring *ring, size_t i)
     return ring->points[i];
 }
 
+const struct ring_point *ring_points(const struct ring *ring)
+{
+    return ring->points;
+}
+
 size_t ring_shard_count(const struct ring *ring)
 {
     return ring->nshards;

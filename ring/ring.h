@@ -86,6 +86,10 @@ size_t ring_points_total(const struct ring *ring);
 /* The i-th point in ring order, 0 <= i < ring_points_total(). */
 struct ring_point ring_point_at(const struct ring *ring, size_t i);
 
+/* All ring_points_total() points in ring order, read-only, valid until ring_free: for walks
+ * over every point (a movement plan) without a call per point. */
+const struct ring_point *ring_points(const struct ring *ring);
+
 size_t ring_shard_count(const struct ring *ring);
 const char *ring_shard_id(const struct ring *ring, uint32_t shard);
 size_t ring_shard_id_len(const struct ring *ring, uint32_t shard);

@@ -13,6 +13,7 @@ static const struct gw_command commands[] = {
     {"ring", "show the ring built from the contract and membership", gw_usage_ring, gw_cmd_ring},
     {"lookup", "show where keys are placed", gw_usage_lookup, gw_cmd_lookup},
     {"serve", "serve the HTTP API with a durable journal", gw_usage_serve, gw_cmd_serve},
+    {"plan", "show what a membership change would move", gw_usage_plan, gw_cmd_plan},
 };
 
 static void usage(FILE *out)

@@ -27,6 +27,19 @@ def golden():
     return json.loads(golden_text())
 
 
+EPOCH = "f60a5fb19effc4cfa95aed0af45997f72905f6ae"  # docs/contract.md §7, the worked example
+
+
+def golden_v2_text(epoch=EPOCH):
+    """The version-2 golden (docs/contract.md §5): the v1 bytes with version 2 and the epoch
+    after batch_id."""
+    text = golden_text()
+    head = '{"receipt_version":1,"batch_id":"sample-0001",'
+    ok(text.startswith(head), "the v1 golden starts with %r" % head)
+    return ('{"receipt_version":2,"batch_id":"sample-0001","epoch":"%s",' % epoch
+            + text[len(head):])
+
+
 def load_probe():
     spec = importlib.util.spec_from_file_location("probe", src("client", "probe.py"))
     module = importlib.util.module_from_spec(spec)
@@ -135,7 +148,9 @@ TAMPERS = [
      _set(["ring", "online"], ["shard-a", "shard-b", "shard-c", "shard-d"]),
      ['ring.online: expected ["shard-a","shard-b","shard-c"] '
       'actual ["shard-a","shard-b","shard-c","shard-d"]']),
-    ("receipt_version", _set(["receipt_version"], 2), ["receipt_version: expected 1 actual 2"]),
+    ("receipt_version 2 without its epoch", _set(["receipt_version"], 2),
+     ["epoch: expected %s actual <missing>" % EPOCH]),
+    ("receipt_version 3", _set(["receipt_version"], 3), ["receipt_version: expected 1 actual 3"]),
     ("extra field", _set(["note"], "hi"), ["note: expected <absent> actual hi"]),
 ]
 
@@ -295,6 +310,64 @@ def duplicate_change_ids():
     r["placements"][3]["id"] = "ch-001"
     expect_bad(probe(receipt_file(r)), ["placements[3].id: expected a unique id actual ch-001"],
                "duplicate id")
+
+
+@case("probe_v2")
+def v2_golden_ok():
+    expect_ok(probe(receipt_file(golden_v2_text())), "v2 golden receipt")
+    expect_ok(probe(receipt_file(golden_v2_text()), batch=src("input", "changes.json")),
+              "v2 golden receipt with --batch")
+    v2 = src("tests", "golden", "sample-0001.receipt.v2.json")
+    if os.path.exists(v2):
+        with open(v2, encoding="utf-8") as f:
+            eq(f.read(), golden_v2_text(), "tests/golden/sample-0001.receipt.v2.json")
+        expect_ok(probe(v2), "the v2 golden file")
+
+
+@case("probe_v2")
+def v2_wrong_epoch_is_bad():
+    other = "0" * 40
+    expect_bad(probe(receipt_file(golden_v2_text(other))),
+               ["epoch: expected %s actual %s" % (EPOCH, other)], "a wrong epoch")
+
+
+@case("probe_v2")
+def v2_epoch_covers_capacity_and_state():
+    """The ring is the same, the epoch is not: a capacity change of offline shard-d, and
+    shard-e draining -> offline (docs/contract.md §7). The expected ids are those of
+    `printf 'shardgate-epoch\n...' | sha1sum` over the bytes §7 lists, edited."""
+    tmp = tmpdir()
+    with open(src("input", "shards.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    doc["shards"][3]["capacity"] = 21
+    shards = write(os.path.join(tmp, "shards.json"), json.dumps(doc))
+    expect_bad(probe(receipt_file(golden_v2_text()), shards=shards), [
+        "epoch: expected 54ee55c8617db27aac4bc5030b8a7d9efa9fafc9 actual %s" % EPOCH,
+        "shards.shard-d.capacity: expected 21 actual 20"], "capacity of shard-d")
+    doc["shards"][3]["capacity"] = 20
+    doc["shards"][4]["state"] = "offline"
+    shards = write(os.path.join(tmp, "shards.json"), json.dumps(doc))
+    expect_bad(probe(receipt_file(golden_v2_text()), shards=shards), [
+        "epoch: expected c6714fa6cab573f23747d59b6ef36c949a33f31e actual %s" % EPOCH,
+        "shards.shard-e.state: expected offline actual draining"], "shard-e offline")
+
+
+@case("probe_v2")
+def v1_with_an_epoch_key_is_bad():
+    text = golden_v2_text().replace('"receipt_version":2', '"receipt_version":1')
+    expect_bad(probe(receipt_file(text)), ["epoch: expected <absent> actual %s" % EPOCH],
+               "v1 with an epoch")
+
+
+@case("probe_v2")
+def v2_epoch_out_of_order_is_bad():
+    text = golden_v2_text().replace(
+        '"batch_id":"sample-0001","epoch":"%s"' % EPOCH,
+        '"epoch":"%s","batch_id":"sample-0001"' % EPOCH)
+    expect_bad(probe(receipt_file(text)), [
+        "<key order>: expected receipt_version,batch_id,epoch,ring,placements,shards,capacity,"
+        "counts,ok actual receipt_version,epoch,batch_id,ring,placements,shards,capacity,"
+        "counts,ok"], "epoch before batch_id")
 
 
 @case("probe_bytes")

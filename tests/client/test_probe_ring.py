@@ -66,9 +66,15 @@ def golden_receipt_from_contract():
                   "DISPATCH_RING_HASH": "sha1", "DISPATCH_CAPACITY_POLICY": "report"}, "contract")
     shards = p.load_shards(src("input", "shards.json"))
     changes = [{"id": c, "key": k, "size": s} for c, k, s, *_ in GOLDEN]
-    r = p.expected_receipt(contract, shards, "sample-0001", changes)
+    r = p.expected_receipt(contract, shards, "sample-0001", changes, 1)
     with open(src("tests", "golden", "sample-0001.receipt.json"), encoding="utf-8") as f:
-        eq(p.canonical(r), f.read(), "the probe's receipt is the golden receipt byte for byte")
+        v1 = f.read()
+    eq(p.canonical(r), v1, "the probe's v1 receipt is the golden receipt byte for byte")
+    r2 = p.expected_receipt(contract, shards, "sample-0001", changes, 2)
+    eq(p.canonical(r2), v1.replace(
+        '"receipt_version":1,"batch_id":"sample-0001",',
+        '"receipt_version":2,"batch_id":"sample-0001",'
+        '"epoch":"f60a5fb19effc4cfa95aed0af45997f72905f6ae",'), "the v2 golden (docs/contract.md §5)")
 
 
 @case("probe_ring")

@@ -126,3 +126,36 @@ def epoch_record(ring, c):
 
 def receipt_record(seq, rcpt):
     return {"type": "receipt", "seq": seq, "fingerprint": fingerprint(rcpt), "receipt": rcpt}
+
+
+def epoch_id(c, shards):
+    """The epoch id of docs/contract.md §7: contract lines, then every shard in id order."""
+    text = "shardgate-epoch\n"
+    for k in ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_RING_HASH",
+              "DISPATCH_CAPACITY_POLICY"):
+        text += "%s=%s\n" % (k, c[k])
+    for s in sorted(shards, key=lambda s: s["id"].encode()):
+        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def to_v2(rcpt, epoch):
+    """A version-1 receipt as version 2: "epoch" after batch_id (docs/contract.md §5). A
+    version-2 receipt is returned as it is."""
+    if rcpt["receipt_version"] == 2:
+        return rcpt
+    out = {"receipt_version": 2}
+    for k, v in rcpt.items():
+        if k != "receipt_version":
+            out[k] = v
+        if k == "batch_id":
+            out["epoch"] = epoch
+    return out
+
+
+def chain_record(ring, c, seq, prev, first_seq, source="start", time="2026-12-01T03:29:18.123Z"):
+    """A new-form epoch record (docs/journal.md §2) for ring's membership under contract c."""
+    legacy = epoch_record(ring, c)
+    return {"type": "epoch", "epoch": epoch_id(c, ring.shards), "epoch_seq": seq, "prev": prev,
+            "source": source, "time": time, "first_seq": first_seq, "ring_id": legacy["ring_id"],
+            "contract": c, "shards": legacy["shards"]}

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import (Failures, check_journal, checks_per_receipt)  # noqa: E402
+from sgtest import (Failures, check_journal, checks_per_epoch, checks_per_receipt)  # noqa: E402
 
 BIN, OUT = sys.argv[1], sys.argv[2]
 F = Failures()
@@ -18,7 +18,7 @@ rc, out, err = check_journal(BIN, os.path.join(OUT, "journal.jsonl"),
                              conf=os.path.join(OUT, "dispatch.env"),
                              shards=os.path.join(OUT, "shards.json"))
 receipts = N // PER
-want = receipts * checks_per_receipt(PER, SHARDS) + EPOCHS + 1
+want = receipts * checks_per_receipt(PER, SHARDS) + EPOCHS * checks_per_epoch() + 1
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":%d,"issues":[]}\n'
         % (want, receipts), "generated journal passes with %d checks" % want,
         "rc=%d out=%s err=%s" % (rc, out[:2000], err))

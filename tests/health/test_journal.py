@@ -7,7 +7,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from sgtest import (Failures, check_journal, deep, golden_shards, journal_text, parse_line, tmpdir,
-                    write, changes, checks_per_receipt, CONF, SHARDS)  # noqa: E402
+                    write, changes, checks_per_receipt, checks_per_epoch, CONF, SHARDS)  # noqa: E402
 import ketama  # noqa: E402
 
 BIN = sys.argv[1]
@@ -43,12 +43,12 @@ def expect_issue(name, records, issue, **kw):
 epoch = ketama.epoch_record(RING, C)
 recs = receipts(RING, 20)
 rc, out, err, doc = jcheck("clean", [epoch] + recs)
-want = 20 * checks_per_receipt(5, 5) + 1 + 1  # + epoch_ring_id + epoch_current
+want = 20 * checks_per_receipt(5, 5) + checks_per_epoch() + 1  # + epoch_current
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"issues":[]}\n' % want,
         "clean journal passes with %d checks" % want, "rc=%d out=%s err=%s" % (rc, out, err))
 
 rc, out, err, doc = jcheck("epoch-only", [epoch])
-F.check(rc == 0 and out == '{"status":"pass","checks":2,"receipts":0,"issues":[]}\n',
+F.check(rc == 0 and out == '{"status":"pass","checks":6,"receipts":0,"issues":[]}\n',
         "journal with only an epoch passes", out)
 
 # --- seq ------------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ expect_issue("seq-gap", [epoch] + bad,
 bad = deep(recs)
 bad[7]["receipt"]["ring"]["id"] = "0" * 40
 expect_issue("ring-id-no-epoch", [epoch] + bad,
-             "journal_epoch: b-0007: ring.id: %s matches no epoch record" % ("0" * 40))
+             "journal_epoch: b-0007: ring.id: %s matches no earlier epoch record" % ("0" * 40))
 expect_issue("no-epoch-record", recs,
              "journal_epoch: b-0000: ring.id: no epoch record precedes this receipt")
 doc = expect_issue("no-epoch-at-all", recs, "epoch_current: journal: epoch: no epoch record in the journal")
@@ -80,8 +80,10 @@ c80 = ketama.contract(vnodes=80)
 r80 = ketama.Ring("sha1", 80, SH)
 doc = expect_issue("epoch-vs-contract", [ketama.epoch_record(r80, c80)] + receipts(r80, 3),
                    "epoch_current: journal: epoch@line 1 DISPATCH_VNODES: journal 80, contract 160")
-F.check(doc is not None and len(doc["issues"]) == 1,
-        "epoch-vs-contract: receipts are judged by their own epoch (only the epoch issue)",
+F.check(doc is not None and doc["issues"][0] ==
+        "epoch_current: journal: epoch: the latest epoch record (line 1) is %s, the files read "
+        "are %s" % (ketama.epoch_id(c80, SH), ketama.epoch_id(C, SH)) and len(doc["issues"]) == 2,
+        "epoch-vs-contract: receipts are judged by their own epoch (only the epoch issues)",
         str(doc))
 # latest epoch differs in the membership (shard-d online in the journal only)
 sh_d = deep(SH)
@@ -96,7 +98,7 @@ old = receipts(rd, 5, tag="old")
 new = receipts(RING, 5, start_seq=6, tag="new")
 two = [ketama.epoch_record(rd, C)] + old + [epoch] + new
 rc, out, err, doc = jcheck("two-epochs", two)
-want = 10 * checks_per_receipt(5, 5) + 2 + 1
+want = 10 * checks_per_receipt(5, 5) + 2 * checks_per_epoch() + 1
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":10,"issues":[]}\n' % want,
         "two epochs: old receipts verified against the old membership", out + err)
 
@@ -113,11 +115,36 @@ doc = expect_issue("epoch-ring-id", [e1] + old_f + [epoch] + new,
 F.check(doc is not None and "ring_id: old-0000: ring.id: expected %s, got %s" % (rd.ring_id(), forged)
         in doc["issues"], "epoch-ring-id: receipts of the forged epoch fail ring_id too", str(doc))
 
-# a receipt of the old ring journaled after the new epoch
+# a receipt of the old ring journaled after the new epoch (a batch in flight during the switch,
+# docs/contract.md §7) is judged against the epoch it names and passes
 late = receipts(rd, 1, start_seq=11, tag="late")
-expect_issue("earlier-epoch", two + late,
-             "journal_epoch: late-0000: ring.id: %s is the ring of an earlier epoch, not of the "
-             "epoch in force (line 7, %s)" % (rd.ring_id(), RING.ring_id()))
+rc, out, err, doc = jcheck("earlier-epoch", two + late)
+F.check(rc == 0 and doc is not None and doc["checks"] == want + checks_per_receipt(5, 5),
+        "earlier-epoch: a late receipt of the old ring is judged by its own epoch", out + err)
+
+# --- the new epoch record form and version-2 receipts (docs/journal.md §2) ------------------
+EP = ketama.epoch_id(C, SH)
+chain1 = ketama.chain_record(RING, C, 1, None, 1)
+v2 = [dict(r, receipt=ketama.to_v2(r["receipt"], EP)) for r in recs]
+rc, out, err, doc = jcheck("chain-v2", [chain1] + v2)
+want = 20 * checks_per_receipt(5, 5, version=2) + checks_per_epoch(False) + 1
+F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"issues":[]}\n' % want,
+        "new-form epoch record + v2 receipts pass with %d checks" % want, out + err)
+bad = deep(v2)
+bad[3]["receipt"]["epoch"] = "e" * 40
+expect_issue("v2-unknown-epoch", [chain1] + bad,
+             "journal_epoch: b-0003: epoch: %s matches no earlier epoch record" % ("e" * 40))
+expect_issue("v2-no-epoch-record", v2,
+             "journal_epoch: b-0000: epoch: no epoch record precedes this receipt")
+# v1 and v2 receipts, legacy and new records, in one journal
+EPD = ketama.epoch_id(C, sh_d)
+rd_v2 = [dict(r, receipt=ketama.to_v2(r["receipt"], EPD)) for r in receipts(rd, 5, 6, tag="d")]
+mixed = [epoch] + recs[:5] + [ketama.chain_record(rd, C, 2, EP, 6)] + rd_v2
+rc, out, err, doc = jcheck("legacy-then-new", mixed, shards=write(
+    os.path.join(T, "shards-d.json"), ketama.dumps({"shards": sh_d})))
+F.check(rc == 0 and doc is not None and doc["receipts"] == 10,
+        "legacy record + v1 receipts, then a new record (epoch_seq 2, prev = the legacy epoch) "
+        "+ v2 receipts", out + err)
 
 # --- record facts ---------------------------------------------------------------------------
 bad = deep(recs)
@@ -149,7 +176,7 @@ text = journal_text([epoch] + recs)
 # reported as pending_tail_bytes (docs/operations.md, "The in-progress tail")
 rc, out, err, doc = jcheck("torn-last-line", None, raw=text + '{"type":"receipt","seq":21,')
 F.check(rc == 0 and out == '{"status":"pass","checks":%d,"receipts":20,"pending_tail_bytes":27,'
-        '"issues":[]}\n' % (20 * checks_per_receipt(5, 5) + 2),
+        '"issues":[]}\n' % (20 * checks_per_receipt(5, 5) + checks_per_epoch() + 1),
         "in-progress tail on a clean journal: exit 0, pending_tail_bytes 27", out + err)
 bad_tail = deep(recs)
 bad_tail[19]["receipt"]["ok"] = False

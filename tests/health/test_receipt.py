@@ -127,8 +127,8 @@ CASES = [
      "ring_contract: %s: ring.vnodes: expected 160, got 32" % B),
     ("ring-algorithm", t_set(("ring", "algorithm"), "modulo"),
      "ring_contract: %s: ring.algorithm: expected ketama, got modulo" % B),
-    ("receipt-version", t_set(("receipt_version",), 2),
-     "receipt_version: %s: receipt_version: expected 1, got 2" % B),
+    ("receipt-version", t_set(("receipt_version",), 3),
+     "receipt_version: %s: receipt_version: expected 1 or 2, got 3" % B),
     ("schema-missing-ok", t_drop_key("ok"), "schema: %s: $.ok: missing" % B),
     ("schema-type", t_pl("ch-001", "size", "4"),
      "schema: %s: placements[0].size: must be an integer" % B),
@@ -165,6 +165,51 @@ rc, out, _ = check_receipt(BIN, path)
 doc = parse_line(out) or {"issues": []}
 F.check(rc == 2 and "vnodes_total: %s: ring.vnodes_total: expected 480, got 96" % B
         in doc["issues"], "VNODES divided by shard count is caught", out)
+
+# --- receipt version 2 (docs/contract.md §5): the epoch key after batch_id ------------------
+EPOCH = "f60a5fb19effc4cfa95aed0af45997f72905f6ae"  # docs/contract.md §7, the worked example
+F.check(ketama.epoch_id(ketama.contract(), __import__("sgtest").golden_shards()) == EPOCH,
+        "the test-side epoch id of the worked example is the golden one")
+V2 = ketama.to_v2(golden(), EPOCH)
+V2_TEXT = ketama.dumps(V2) + "\n"
+GOLDEN_V2 = GOLDEN.replace(".receipt.json", ".receipt.v2.json")
+if os.path.exists(GOLDEN_V2):  # written by the gateway's side of issue 12
+    with open(GOLDEN_V2, encoding="utf-8") as f:
+        F.check(f.read() == V2_TEXT, "tests/golden v2 = the v1 golden with version 2 and its epoch")
+rc, out, err = check_receipt(BIN, write(os.path.join(T, "v2.json"), V2_TEXT))
+F.check(rc == 0 and out == '{"status":"pass","checks":93,"receipts":1,"issues":[]}\n',
+        "golden v2 receipt passes with 93 checks (92 + epoch)", "rc=%d out=%r err=%r" % (rc, out, err))
+
+
+def v2_case(name, alter, issue):
+    r = deep(V2)
+    alter(r)
+    path = write(os.path.join(T, "v2-%s.json" % name), ketama.dumps(r) + "\n")
+    rc, out, err = check_receipt(BIN, path)
+    doc = parse_line(out)
+    F.check(rc == 2 and doc is not None and issue in doc["issues"],
+            "v2 %s -> exit 2 + %r" % (name, issue), "rc=%d out=%s err=%s" % (rc, out, err))
+
+
+v2_case("other-epoch", t_set(("epoch",), "0" * 40),
+        "epoch: %s: epoch: expected %s, got %s" % (B, EPOCH, "0" * 40))
+v2_case("no-epoch", lambda r: r.pop("epoch"), "schema: %s: $.epoch: missing (receipt_version 2)" % B)
+v2_case("epoch-not-string", t_set(("epoch",), 7), "schema: %s: $.epoch: must be a string" % B)
+v2_case("epoch-out-of-order", lambda r: r.update({k: r.pop(k) for k in ["batch_id"]}),
+        "schema: %s: $: key epoch out of order (expected batch_id)" % B)
+v2_case("version-1-with-epoch", t_set(("receipt_version",), 1), "schema: %s: $.epoch: unknown key" % B)
+# the files health reads name another epoch (a capacity changed: same ring, other epoch)
+cap = __import__("sgtest").golden_shards()
+cap[0]["capacity"] = 21
+shards_cap = write(os.path.join(T, "capacity21.json"), ketama.dumps({"shards": cap}) + "\n")
+rc, out, err = check_receipt(BIN, write(os.path.join(T, "v2.json"), V2_TEXT), shards=shards_cap)
+doc = parse_line(out)
+F.check(rc == 2 and doc is not None and doc["issues"] == [
+    "epoch: %s: epoch: expected %s, got %s" % (B, ketama.epoch_id(ketama.contract(), cap), EPOCH),
+    "shard_capacity: %s: shards.shard-a.capacity: expected 21, got 20" % B,
+    "capacity: %s: capacity: expected 61 (sum over online shards), got 60" % B],
+        "v2 receipt against files of another epoch (capacity 21): epoch and capacity issues",
+        "rc=%d out=%s" % (rc, out))
 
 # --- the test hook: with the criteria table emptied nothing can pass ----------------------
 r = golden()

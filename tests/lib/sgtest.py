@@ -344,9 +344,17 @@ def journal_text(records):
                    for r in records)
 
 
-def checks_per_receipt(n_placements, n_shards, in_journal=True):
-    """Evaluations the criteria table runs for one receipt (docs/operations.md §1.3)."""
-    return 14 + 6 * n_placements + 6 * n_shards + (5 if in_journal else 0)
+def checks_per_receipt(n_placements, n_shards, in_journal=True, version=1):
+    """Evaluations the criteria table runs for one receipt (docs/operations.md §1.3); a
+    version-2 receipt adds one (its epoch)."""
+    return 14 + 6 * n_placements + 6 * n_shards + (5 if in_journal else 0) + (version == 2)
+
+
+def checks_per_epoch(legacy=True):
+    """Evaluations the criteria table runs for one epoch record (docs/operations.md §1.3):
+    epoch_ring_id, epoch_id, epoch_seq, epoch_prev, epoch_changed, and epoch_first_seq for a
+    record of the new form."""
+    return 5 if legacy else 6
 
 
 class Failures:

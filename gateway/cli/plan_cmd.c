@@ -1,0 +1,193 @@
+/* `shardgate plan` (docs/tools.md §1): what a membership or contract change would move, before
+ * it is applied. Reads files only; writes nothing. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "plan.h"
+#include "topology.h"
+
+const char gw_usage_plan[] =
+    "usage: shardgate plan --conf FILE --shards CURRENT --to NEW [--to-conf FILE]\n"
+    "                      [--journal FILE]\n"
+    "Prints the movement plan from the current membership to NEW (one line of JSON):\n"
+    "moved hash values by arc arithmetic, per pair and per shard; with --journal, how many\n"
+    "journaled changes and how much load would move. --to-conf defaults to --conf.\n"
+    "exit: 0 ok, 2 a ring with no online shard or an unreadable journal, 3 contract/membership\n"
+    "      unusable, 64 usage, 1 internal error. --conf defaults to $SHARDGATE_CONF.\n";
+
+struct plan_args {
+    const char *conf, *shards, *to, *to_conf, *journal;
+};
+
+static int plan_usage(const char *what)
+{
+    fprintf(stderr, "shardgate: %s\n%s", what, gw_usage_plan);
+    return GW_EXIT_USAGE;
+}
+
+/* Returns -1 when the command should go on, else the exit code. */
+static int parse_plan_args(int argc, char **argv, struct plan_args *a)
+{
+    static const struct option options[] = {{"conf", required_argument, 0, 'c'},
+                                            {"shards", required_argument, 0, 's'},
+                                            {"to", required_argument, 0, 't'},
+                                            {"to-conf", required_argument, 0, 'T'},
+                                            {"journal", required_argument, 0, 'j'},
+                                            {"help", no_argument, 0, 'h'},
+                                            {0, 0, 0, 0}};
+    memset(a, 0, sizeof(*a));
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(gw_usage_plan, stdout);
+            return GW_EXIT_OK;
+        }
+        if (c == '?')
+            return plan_usage("unknown or misplaced option");
+        const char **slot = c == 'c'   ? &a->conf
+                            : c == 's' ? &a->shards
+                            : c == 't' ? &a->to
+                            : c == 'T' ? &a->to_conf
+                                       : &a->journal;
+        *slot = optarg;
+    }
+    if (optind < argc)
+        return plan_usage("unexpected operand");
+    if (!a->shards || !a->to)
+        return plan_usage("--shards FILE and --to FILE are required");
+    a->conf = gw_conf_path(a->conf);
+    if (!a->to_conf)
+        a->to_conf = a->conf;
+    return -1;
+}
+
+static int journal_error(const char *path, size_t line, const char *what)
+{
+    fprintf(stderr, "plan: journal: %s:%zu: %s\n", path, line, what);
+    return GW_EXIT_NOT_OK;
+}
+
+/* Counts the placements of one receipt record's receipt; returns 0 or a message. */
+static const char *count_receipt(struct gw_plan *p, const struct gw_topology *from,
+                                 const struct gw_topology *to, json_t *receipt)
+{
+    json_t *placements = json_object_get(receipt, "placements");
+    if (!json_is_array(placements))
+        return "receipt.placements: must be an array";
+    size_t i;
+    json_t *pl;
+    json_array_foreach(placements, i, pl)
+    {
+        json_t *key = json_object_get(pl, "key"), *size = json_object_get(pl, "size");
+        if (!json_is_string(key) || !json_is_integer(size) || json_integer_value(size) < 0)
+            return "receipt.placements: each needs a string key and an integer size >= 0";
+        gw_plan_add_change(p, from, to, json_string_value(key), json_string_length(key),
+                           (uint64_t)json_integer_value(size));
+    }
+    return NULL;
+}
+
+/* One complete journal line: receipt records are counted, epoch records skipped. */
+static const char *count_line(struct gw_plan *p, const struct gw_topology *from,
+                              const struct gw_topology *to, const char *line, size_t len)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return "not JSON";
+    const char *type = json_string_value(json_object_get(root, "type"));
+    const char *bad = NULL;
+    if (type && strcmp(type, "receipt") == 0)
+        bad = count_receipt(p, from, to, json_object_get(root, "receipt"));
+    else if (!type || strcmp(type, "epoch") != 0)
+        bad = "type: must be epoch or receipt";
+    json_decref(root);
+    return bad;
+}
+
+/* Reads J line by line (docs/journal.md §2). An unterminated last line is an append in
+ * progress and is not counted (docs/decisions.md §20). */
+static int count_journal(struct gw_plan *p, const struct gw_topology *from,
+                         const struct gw_topology *to, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "plan: journal: %s: cannot read: %s\n", path, strerror(errno));
+        return GW_EXIT_NOT_OK;
+    }
+    p->has_journal = 1;
+    char *line = NULL;
+    size_t cap = 0, number = 0;
+    ssize_t n;
+    int rc = GW_EXIT_OK;
+    while (rc == GW_EXIT_OK && (n = getline(&line, &cap, f)) > 0) {
+        number++;
+        if (line[n - 1] != '\n')
+            break;
+        const char *bad = count_line(p, from, to, line, (size_t)n - 1);
+        if (bad)
+            rc = journal_error(path, number, bad);
+    }
+    if (rc == GW_EXIT_OK && ferror(f))
+        rc = journal_error(path, number + 1, "read error");
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int print_plan(const struct gw_plan *p)
+{
+    struct gw_buf out;
+    gw_buf_init(&out);
+    gw_plan_write(&out, p);
+    gw_buf_puts(&out, "\n");
+    int rc = out.failed ? GW_EXIT_INTERNAL : GW_EXIT_OK;
+    if (rc == GW_EXIT_OK && (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout)))
+        rc = GW_EXIT_INTERNAL;
+    gw_buf_free(&out);
+    return rc;
+}
+
+static int plan_between(const struct plan_args *a, const struct gw_topology *from,
+                        const struct gw_topology *to)
+{
+    struct gw_plan p;
+    struct gw_error err;
+    int rc = gw_plan_compute(from, to, &p, &err);
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return gw_exit_for(rc, GW_EXIT_NOT_OK);
+    }
+    rc = a->journal ? count_journal(&p, from, to, a->journal) : GW_EXIT_OK;
+    if (rc == GW_EXIT_OK)
+        rc = print_plan(&p);
+    gw_plan_free(&p);
+    return rc;
+}
+
+int gw_cmd_plan(int argc, char **argv)
+{
+    struct plan_args a;
+    int rc = parse_plan_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    struct gw_topology from, to;
+    rc = gw_exit_load_topology(a.conf, a.shards, &from);
+    if (rc != GW_EXIT_OK)
+        return rc;
+    rc = gw_exit_load_topology(a.to_conf, a.to, &to);
+    if (rc == GW_EXIT_OK) {
+        rc = plan_between(&a, &from, &to);
+        gw_topology_free(&to);
+    }
+    gw_topology_free(&from);
+    return rc;
+}

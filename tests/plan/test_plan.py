@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""The movement plan (docs/contract.md §8, docs/tools.md §1, §2): `shardgate plan` against a
+golden file, against `client/probe.py plan` byte for byte on random membership pairs, against
+1,000,000 sampled keys placed by a third ring (tests/health/ketama.py), its journal counts, and
+its exit codes and messages."""
+
+import hashlib
+import json
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "health"))
+import ketama  # noqa: E402
+from sgtest import case, eq, ok, run, run_gateway, src, tmpdir, write, main  # noqa: E402
+
+SPACE = 2**32
+D_ONLINE = os.path.join(HERE, "shards-d-online.json")
+
+
+def c_plan(*args):
+    return run_gateway("plan", *args)
+
+
+def probe_plan(*args):
+    env = dict(os.environ)
+    env.pop("SHARDGATE_CONF", None)
+    return run([sys.executable, src("client", "probe.py"), "plan"] + list(args), env=env)
+
+
+def both(*args):
+    """Runs the C plan and the probe's; asserts the same exit, stdout and stderr."""
+    c, p = c_plan(*args), probe_plan(*args)
+    eq((p.returncode, p.stdout, p.stderr), (c.returncode, c.stdout, c.stderr),
+       "probe plan == shardgate plan for %s" % " ".join(args))
+    return c
+
+
+def plan_ok(*args):
+    r = both(*args)
+    eq(r.returncode, 0, "plan exit (stderr %r)" % r.stderr)
+    return json.loads(r.stdout)
+
+
+def check_sums(plan, what):
+    """Pairs sum to moved_points; before and after each sum to 2^32; the fraction's text."""
+    eq(sum(p["moved_points"] for p in plan["pairs"]), plan["moved_points"], what + ": pairs sum")
+    eq(sum(s["before"] for s in plan["shards"]), SPACE, what + ": before sums to 2^32")
+    eq(sum(s["after"] for s in plan["shards"]), SPACE, what + ": after sums to 2^32")
+    ok(all(p["moved_points"] > 0 and p["from"] != p["to"] for p in plan["pairs"]),
+       what + ": only non-zero pairs between distinct shards")
+    keys = [(p["from"].encode(), p["to"].encode()) for p in plan["pairs"]]
+    eq(keys, sorted(set(keys)), what + ": pairs sorted by from then to, each once")
+
+
+def conf_text(hash_name="sha1", vnodes=160):
+    return ketama.contract_text(ketama.contract(hash_name, vnodes))
+
+
+@case("plan_golden")
+def worked_example_shard_d_online():
+    """tests/golden/plan-shard-d-online.json: only shard-d gains, and it gains what moved."""
+    r = both("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+             "--to", D_ONLINE)
+    eq(r.returncode, 0, "exit")
+    with open(src("tests", "golden", "plan-shard-d-online.json"), encoding="utf-8") as f:
+        eq(r.stdout, f.read(), "the golden plan, byte for byte")
+    plan = json.loads(r.stdout)
+    check_sums(plan, "golden")
+    eq(plan["from_epoch"], "f60a5fb19effc4cfa95aed0af45997f72905f6ae", "from_epoch (§7)")
+    eq(plan["from_ring"], "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc", "from_ring (§6)")
+    with open(D_ONLINE, encoding="utf-8") as f:
+        to = json.load(f)["shards"]
+    eq(plan["to_ring"], ketama.Ring("sha1", 160, to).ring_id(), "to_ring")
+    eq({p["to"] for p in plan["pairs"]}, {"shard-d"}, "every moved value goes to shard-d")
+    d = [s for s in plan["shards"] if s["id"] == "shard-d"][0]
+    eq((d["before"], d["after"]), (0, plan["moved_points"]), "shard-d before/after")
+    eq(plan["moved_fraction"], float("%.9f" % (plan["moved_points"] / SPACE)), "fraction")
+
+
+def sampled_fraction(conf_a, shards_a, conf_b, shards_b, n, seed):
+    """The fraction of n random keys (random bytes, the contract's key hash) whose shard
+    differs, placed by tests/health/ketama.py's ring (neither the gateway's nor the probe's)."""
+    ring_a = ketama.Ring(conf_a[0], conf_a[1], shards_a)
+    ring_b = ketama.Ring(conf_b[0], conf_b[1], shards_b)
+    rng = random.Random(seed)
+    moved = 0
+    for _ in range(n):
+        key = rng.getrandbits(96).to_bytes(12, "little")
+        ha = int.from_bytes(hashlib.new(conf_a[0], key).digest()[:4], "little")
+        hb = ha if conf_b[0] == conf_a[0] else int.from_bytes(
+            hashlib.new(conf_b[0], key).digest()[:4], "little")
+        moved += ring_a.lookup(ha)[1] != ring_b.lookup(hb)[1]
+    return moved / n
+
+
+@case("plan_sampled")
+def one_million_sampled_keys_agree():
+    """moved_fraction within 0.003 of 1,000,000 sampled keys: shard-d online, and a weight and
+    state change on the worked example. Bounded: under 30 s."""
+    tmp = tmpdir()
+    with open(src("input", "shards.json"), encoding="utf-8") as f:
+        base = json.load(f)["shards"]
+    with open(D_ONLINE, encoding="utf-8") as f:
+        d_online = json.load(f)["shards"]
+    other = [dict(s) for s in base]
+    other[0]["weight"], other[2]["state"], other[4]["state"] = 3, "draining", "online"
+    other_path = write(os.path.join(tmp, "other.json"), json.dumps({"shards": other}))
+    started = time.monotonic()
+    for name, to, to_path, n in (("shard-d online", d_online, D_ONLINE, 600000),
+                                 ("weight and states", other, other_path, 400000)):
+        plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards",
+                       src("input", "shards.json"), "--to", to_path)
+        sampled = sampled_fraction(("sha1", 160), base, ("sha1", 160), to, n, 12)
+        ok(abs(sampled - plan["moved_fraction"]) <= 0.003,
+           "%s: sampled %.6f vs moved_fraction %s" % (name, sampled, plan["moved_fraction"]))
+    ok(time.monotonic() - started < 30, "1,000,000 samples within 30 s")
+
+
+def random_membership(rng, n):
+    states = ("online", "online", "online", "draining", "offline")
+    shards = [{"id": "s%02d-%s" % (i, rng.choice("abcxyz")), "state": rng.choice(states),
+               "capacity": rng.randrange(0, 1000), "weight": rng.randrange(1, 5)}
+              for i in range(n)]
+    shards[rng.randrange(n)]["state"] = "online"
+    return shards
+
+
+def mutate(rng, shards, kind):
+    """A new membership from `shards` by one kind of change; at least one shard stays online."""
+    new = [dict(s) for s in shards]
+    if kind == "add":
+        new.append({"id": "new-%d" % rng.randrange(1000), "state": "online", "capacity": 5,
+                    "weight": rng.randrange(1, 4)})
+    elif kind == "remove" and len(new) > 1:
+        new.pop(rng.randrange(len(new)))
+    elif kind == "weight":
+        rng.choice(new)["weight"] = rng.randrange(1, 8)
+    elif kind == "state":
+        rng.choice(new)["state"] = rng.choice(("online", "draining", "offline"))
+    elif kind == "capacity":
+        for s in new:
+            s["capacity"] = rng.randrange(0, 1000)
+    if not any(s["state"] == "online" for s in new):
+        new[0]["state"] = "online"
+    rng.shuffle(new)
+    return new
+
+
+KINDS = ("add", "remove", "weight", "state", "capacity", "vnodes", "md5")
+
+
+@case("plan_random")
+def c_plan_equals_probe_plan_on_random_pairs():
+    """56 random pairs (8 of each kind): same bytes from C and the probe; the sums hold;
+    capacity-only changes move 0 points and keep the ring."""
+    rng = random.Random(20261201)
+    tmp = tmpdir()
+    for i in range(56):
+        kind = KINDS[i % len(KINDS)]
+        hash_name = "md5" if kind == "md5" else "sha1"
+        vnodes = rng.randrange(1, 200)
+        a = random_membership(rng, rng.randrange(1, 12))
+        b = mutate(rng, a, rng.choice(KINDS[:4]) if kind in ("vnodes", "md5") else kind)
+        conf_a = write(os.path.join(tmp, "a%d.env" % i), conf_text(hash_name, vnodes))
+        conf_b = write(os.path.join(tmp, "b%d.env" % i), conf_text(
+            hash_name, rng.randrange(1, 200) if kind == "vnodes" else vnodes))
+        pa = write(os.path.join(tmp, "a%d.json" % i), json.dumps({"shards": a}))
+        pb = write(os.path.join(tmp, "b%d.json" % i), json.dumps({"shards": b}))
+        plan = plan_ok("--conf", conf_a, "--shards", pa, "--to", pb, "--to-conf", conf_b)
+        check_sums(plan, "pair %d (%s)" % (i, kind))
+        if kind == "capacity":
+            eq((plan["moved_points"], plan["pairs"], plan["moved_fraction"]), (0, [], 0.0),
+               "pair %d: a capacity-only change moves nothing" % i)
+            eq(plan["to_ring"], plan["from_ring"], "pair %d: same ring" % i)
+
+
+def dispatch_journal(tmp, batches):
+    """A journal of receipt records whose receipts `shardgate dispatch` printed (the worked
+    example's contract and membership), after the epoch record of that membership."""
+    base = ketama.Ring("sha1", 160, json.load(open(src("input", "shards.json")))["shards"])
+    lines = [ketama.dumps(ketama.epoch_record(base, ketama.contract()))]
+    for seq, b in enumerate(batches, 1):
+        path = write(os.path.join(tmp, "batch%d.json" % seq), json.dumps(b))
+        r = run_gateway("dispatch", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--batch", path)
+        # 2: over a capacity of 20, which DISPATCH_CAPACITY_POLICY=report still journals
+        ok(r.returncode in (0, 2) and r.stdout, "dispatch %d: %r" % (seq, r))
+        receipt = json.loads(r.stdout)
+        lines.append('{"type":"receipt","seq":%d,"fingerprint":"%s","receipt":%s}'
+                     % (seq, ketama.fingerprint(receipt), r.stdout.rstrip("\n")))
+    return "".join(l + "\n" for l in lines)
+
+
+def expected_journal_block(batches, ring_a, ring_b):
+    changes = [c for b in batches for c in b["changes"]]
+    moved = [c for c in changes if ring_a.lookup(ketama.key_hash("sha1", c["key"]))[1]
+             != ring_b.lookup(ketama.key_hash("sha1", c["key"]))[1]]
+    return {"changes": len(changes), "moved_changes": len(moved),
+            "moved_load": sum(c["size"] for c in moved)}
+
+
+@case("plan_journal")
+def journal_counts_dispatch_receipts():
+    """--journal counts every placement of every receipt record: the keys whose shard differs
+    and their sizes, checked against tests/health/ketama.py's rings; an unterminated last line
+    is not counted."""
+    tmp = tmpdir()
+    rng = random.Random(7)
+    batches = [{"batch_id": "b-%d" % i, "changes": [
+        {"id": "c%d" % j, "key": "k:%d:%d" % (i, j), "size": rng.randrange(0, 9)}
+        for j in range(rng.randrange(1, 40))]} for i in range(12)]
+    text = dispatch_journal(tmp, batches)
+    journal = write(os.path.join(tmp, "journal.jsonl"), text + '{"type":"receipt","seq":13')
+    base = json.load(open(src("input", "shards.json")))["shards"]
+    to = json.load(open(D_ONLINE))["shards"]
+    want = expected_journal_block(batches, ketama.Ring("sha1", 160, base),
+                                  ketama.Ring("sha1", 160, to))
+    ok(0 < want["moved_changes"] < want["changes"], "some keys move, not all: %r" % want)
+    plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                   "--to", D_ONLINE, "--journal", journal)
+    eq(plan["journal"], want, "journal block")
+    eq(list(plan), ["from_epoch", "to_epoch", "from_ring", "to_ring", "moved_points",
+                    "moved_fraction", "pairs", "shards", "journal"], "key order")
+    empty = write(os.path.join(tmp, "empty.jsonl"), "")
+    plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                   "--to", D_ONLINE, "--journal", empty)
+    eq(plan["journal"], {"changes": 0, "moved_changes": 0, "moved_load": 0}, "empty journal")
+
+
+@case("plan_journal")
+def journal_v2_receipts_and_bad_lines():
+    """A v2 receipt counts like a v1 one; a complete line that is not a record is exit 2."""
+    tmp = tmpdir()
+    batches = [{"batch_id": "v2", "changes": [{"id": "c1", "key": "order:1001", "size": 4},
+                                             {"id": "c2", "key": "user:42", "size": 2}]}]
+    text = dispatch_journal(tmp, batches).replace(
+        '"receipt_version":1,"batch_id":"v2",',
+        '"receipt_version":2,"batch_id":"v2","epoch":"f60a5fb19effc4cfa95aed0af45997f72905f6ae",')
+    journal = write(os.path.join(tmp, "journal.jsonl"), text)
+    base = json.load(open(src("input", "shards.json")))["shards"]
+    to = json.load(open(D_ONLINE))["shards"]
+    plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                   "--to", D_ONLINE, "--journal", journal)
+    eq(plan["journal"], expected_journal_block(batches, ketama.Ring("sha1", 160, base),
+                                               ketama.Ring("sha1", 160, to)), "v2 journal")
+    args = ("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+            "--to", D_ONLINE, "--journal")
+    for line, what in (("{nope", "not JSON"),
+                       ('{"type":"other"}', "type: must be epoch or receipt"),
+                       ('{"type":"receipt","receipt":{}}',
+                        "receipt.placements: must be an array")):
+        bad = write(os.path.join(tmp, "bad.jsonl"), text + line + "\n")
+        r = both(*(args + (bad,)))
+        eq((r.returncode, r.stdout, r.stderr), (2, "", "plan: journal: %s:3: %s\n" % (bad, what)),
+           what)
+    missing = os.path.join(tmp, "missing.jsonl")
+    r = both(*(args + (missing,)))
+    eq((r.returncode, r.stderr), (2, "plan: journal: %s: cannot read: No such file or directory\n"
+                                  % missing), "missing journal")
+
+
+@case("plan_exits")
+def empty_rings_exit_2():
+    tmp = tmpdir()
+    none = write(os.path.join(tmp, "none.json"), json.dumps({"shards": [
+        {"id": "shard-a", "state": "offline", "capacity": 1}]}))
+    conf = src("conf", "dispatch.env")
+    for args, which in (((none, D_ONLINE), "from"), ((D_ONLINE, none), "to"),
+                        ((none, none), "from")):
+        r = both("--conf", conf, "--shards", args[0], "--to", args[1])
+        eq((r.returncode, r.stdout, r.stderr),
+           (2, "", "plan: %s ring has no online shard\n" % which), "empty %s ring" % which)
+
+
+@case("plan_exits")
+def unusable_inputs_exit_3_with_start_messages():
+    tmp = tmpdir()
+    bad_conf = write(os.path.join(tmp, "bad.env"), conf_text().replace("160", "0"))
+    bad_shards = write(os.path.join(tmp, "bad.json"), '{"shards":[{"id":"a","state":"up",'
+                       '"capacity":1}]}')
+    conf, shards = src("conf", "dispatch.env"), src("input", "shards.json")
+    cases = [
+        (("--conf", bad_conf, "--shards", shards, "--to", D_ONLINE),
+         'contract: %s:2: DISPATCH_VNODES: "0" is not an integer 1..4096\n' % bad_conf),
+        (("--conf", conf, "--shards", shards, "--to", D_ONLINE, "--to-conf", bad_conf),
+         'contract: %s:2: DISPATCH_VNODES: "0" is not an integer 1..4096\n' % bad_conf),
+        (("--conf", conf, "--shards", bad_shards, "--to", D_ONLINE),
+         "shards: %s: shards[0].state: must be one of online, draining, offline\n" % bad_shards),
+        (("--conf", conf, "--shards", shards, "--to", bad_shards),
+         "shards: %s: shards[0].state: must be one of online, draining, offline\n" % bad_shards),
+        (("--shards", shards, "--to", D_ONLINE),
+         "contract: no contract file: pass --conf FILE or set SHARDGATE_CONF\n"),
+    ]
+    for args, message in cases:
+        r = both(*args)
+        eq((r.returncode, r.stdout, r.stderr), (3, "", message), " ".join(args))
+
+
+@case("plan_exits")
+def usage_exit_64():
+    conf, shards = src("conf", "dispatch.env"), src("input", "shards.json")
+    for args in (("--conf", conf, "--shards", shards),
+                 ("--conf", conf, "--to", D_ONLINE),
+                 ("--conf", conf, "--shards", shards, "--to", D_ONLINE, "--bogus")):
+        eq(c_plan(*args).returncode, 64, "shardgate plan %s" % " ".join(args))
+        eq(probe_plan(*args).returncode, 64, "probe.py plan %s" % " ".join(args))
+    r = c_plan("--help")
+    eq((r.returncode, r.stdout.splitlines()[0]), (0, "usage: shardgate plan --conf FILE "
+       "--shards CURRENT --to NEW [--to-conf FILE]"), "--help")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv, ("shardgate", "source")))
