@@ -42,6 +42,35 @@ static void quoted(char out[GW_EPOCH_HEX_LEN + 3], const char *epoch)
     snprintf(out, GW_EPOCH_HEX_LEN + 3, "\"%s\"", epoch);
 }
 
+static const char *query(struct gw_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A flag parameter: absent or "0" is 0, "1" is 1; -1 for anything else. */
+static int flag(struct gw_req *r, const char *name)
+{
+    const char *v = query(r, name);
+    return !v || strcmp(v, "0") == 0 ? 0 : strcmp(v, "1") == 0 ? 1 : -1;
+}
+
+/* ?dry_run=1, ?max_movement=F (0..1) and &force=1 into rl; a message when one is bad. */
+static const char *read_parameters(struct gw_req *r, struct gw_reload *rl)
+{
+    const char *mm = query(r, "max_movement");
+    char *end = NULL;
+    rl->dry_run = flag(r, "dry_run");
+    rl->force = flag(r, "force");
+    rl->max_movement = mm ? strtod(mm, &end) : -1;
+    if (rl->dry_run < 0)
+        return "dry_run";
+    if (rl->force < 0)
+        return "force";
+    if (mm && (!*mm || *end || !(rl->max_movement >= 0 && rl->max_movement <= 1)))
+        return "max_movement";
+    return NULL;
+}
+
 /* Everything decided from the headers: admin enabled, token, If-Match, Content-Type. */
 static enum MHD_Result begin(struct gw_req *r)
 {
@@ -53,6 +82,15 @@ static enum MHD_Result begin(struct gw_req *r)
         snprintf(msg, sizeof(msg), "%s needs Authorization: Bearer <admin token>", r->path);
         return gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized", msg, "",
                               MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    }
+    struct gw_reload probe;
+    const char *bad = read_parameters(r, &probe);
+    if (bad) {
+        snprintf(msg, sizeof(msg),
+                 "%s: dry_run and force take 0 or 1, max_movement a number "
+                 "0..1",
+                 bad);
+        return fail(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, bad);
     }
     if (!header(r, MHD_HTTP_HEADER_IF_MATCH))
         return fail(r, 428, "precondition_required",
@@ -87,6 +125,22 @@ static enum MHD_Result stale(struct gw_req *r, const struct gw_reload *rl, const
     quoted(etag, rl->entry.epoch);
     return gw_serve_respond(r, MHD_HTTP_PRECONDITION_FAILED, "application/json", &body,
                             MHD_HTTP_HEADER_ETAG, etag);
+}
+
+/* 422 movement_exceeds_limit: the error body plus the plan. */
+static enum MHD_Result too_much_movement(struct gw_req *r, struct gw_buf *plan, const char *msg)
+{
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_http_error_body(&body, "movement_exceeds_limit", msg, "max_movement");
+    if (body.len >= 2)
+        body.len -= 2; /* "}\n" */
+    gw_buf_puts(&body, ",\"plan\":");
+    gw_buf_append(&body, plan->data ? plan->data : "", plan->len);
+    body.failed |= plan->failed;
+    gw_buf_puts(&body, "}\n");
+    gw_buf_free(plan);
+    return gw_serve_respond(r, 422, "application/json", &body, NULL, NULL);
 }
 
 static enum MHD_Result applied(struct gw_req *r, const struct gw_reload *rl)
@@ -144,12 +198,23 @@ static enum MHD_Result finish_body(struct gw_req *r)
     }
     char want[GW_EPOCH_HEX_LEN + 1];
     if_match_epoch(header(r, MHD_HTTP_HEADER_IF_MATCH), want);
+    struct gw_buf plan;
+    gw_buf_init(&plan);
     struct gw_reload rl = {.source = GW_SOURCE_ADMIN,
                            .if_match = want,
                            .shards_text = text,
-                           .shards_len = r->body.len};
+                           .shards_len = r->body.len,
+                           .plan = &plan};
+    read_parameters(r, &rl);
     rc = gw_reload_apply(r->srv, contract, &m, &rl, &err);
     gw_body_done(r);
+    if (rl.exceeded)
+        return too_much_movement(r, &plan, err.msg);
+    if (rc == 0 && rl.dry_run) {
+        gw_buf_puts(&plan, "\n");
+        return gw_serve_json(r, MHD_HTTP_OK, &plan);
+    }
+    gw_buf_free(&plan);
     if (rl.stale)
         return stale(r, &rl, err.msg);
     if (rl.no_online)

@@ -12,6 +12,7 @@
 
 #include "fileio.h"
 #include "log.h"
+#include "plan.h"
 
 /* Waits for one epoch record to be durable (the writer's completion). */
 struct epoch_wait {
@@ -95,14 +96,37 @@ static int decide(const struct gw_view *cur, const struct gw_contract *contract,
     return rc;
 }
 
-/* Builds the new ring, writes the shards file (PUT), journals the epoch, publishes. */
-static int switch_to(struct gw_server *s, const struct gw_contract *contract,
-                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
+/* The movement plan from the current view to `next` (docs/contract.md §8): answered for a dry
+ * run, and checked against max_movement. Returns 0, -EDOM past the limit, or as the plan. */
+static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
+                      struct gw_reload *rl, struct gw_error *err)
 {
-    struct gw_topology next;
-    int rc = gw_topology_build(contract, members, &next, err);
+    struct gw_plan plan;
+    int rc = gw_plan_compute(&cur->topo, next, &plan, err);
     if (rc != 0)
         return rc;
+    double moved = gw_plan_fraction(&plan);
+    if (!rl->dry_run && rl->max_movement >= 0 && moved > rl->max_movement && !rl->force) {
+        rl->exceeded = 1;
+        gw_error_set(err, "",
+                     "the change moves %.9f of the hash space, more than max_movement "
+                     "%.9f (add force=1 to apply it anyway)",
+                     moved, rl->max_movement);
+        rc = -EDOM;
+    }
+    if (rl->dry_run || rl->exceeded)
+        gw_plan_write(rl->plan, &plan);
+    gw_plan_free(&plan);
+    return rc;
+}
+
+/* Writes the shards file (PUT), journals the epoch, publishes `next` (taken over). */
+static int switch_to(struct gw_server *s, struct gw_topology *next_in, struct gw_reload *rl,
+                     struct gw_error *err)
+{
+    struct gw_topology next = *next_in;
+    int rc = 0;
+    memset(next_in, 0, sizeof(*next_in));
     if (rl->shards_text &&
         (rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640)) != 0)
         gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
@@ -128,9 +152,17 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     pthread_mutex_lock(&s->reload_lock);
     struct gw_view *cur = gw_view_acquire(&s->views);
     rl->verdict = GW_RELOAD_REFUSED;
+    struct gw_topology next;
+    memset(&next, 0, sizeof(next));
     int rc = decide(cur, contract, members, rl, err);
-    if (rc == 0 && rl->verdict == GW_RELOAD_APPLIED)
-        rc = switch_to(s, contract, members, rl, err);
+    if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
+        rc = gw_topology_build(contract, members, &next, err);
+    if (rc == 0 && (rl->dry_run || rl->max_movement >= 0))
+        rc = check_plan(cur, &next, rl, err);
+    if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
+        rc = switch_to(s, &next, rl, err);
+    if (next.ring)
+        gw_topology_free(&next);
     if (rc != 0)
         rl->verdict = GW_RELOAD_REFUSED;
     if (rl->verdict != GW_RELOAD_APPLIED)
@@ -138,9 +170,11 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     gw_view_unref(cur);
     pthread_mutex_unlock(&s->reload_lock);
     gw_membership_free(members);
-    gw_metrics_reload(&s->metrics, rl->verdict == GW_RELOAD_APPLIED     ? GW_RELOAD_RESULT_APPLIED
-                                   : rl->verdict == GW_RELOAD_UNCHANGED ? GW_RELOAD_RESULT_UNCHANGED
-                                                                        : GW_RELOAD_RESULT_REFUSED);
+    if (!rl->dry_run)
+        gw_metrics_reload(&s->metrics, rl->verdict == GW_RELOAD_APPLIED ? GW_RELOAD_RESULT_APPLIED
+                                       : rl->verdict == GW_RELOAD_UNCHANGED
+                                           ? GW_RELOAD_RESULT_UNCHANGED
+                                           : GW_RELOAD_RESULT_REFUSED);
     return rc;
 }
 
@@ -162,7 +196,7 @@ static void log_reload(const struct gw_reload *rl, int rc, const struct gw_error
 void gw_reload_from_files(struct gw_server *s)
 {
     struct gw_error err;
-    struct gw_reload rl = {.source = GW_SOURCE_SIGHUP};
+    struct gw_reload rl = {.source = GW_SOURCE_SIGHUP, .max_movement = -1};
     struct gw_contract contract;
     struct gw_membership members;
     int rc = gw_contract_load(s->opt.conf, &contract, &err);

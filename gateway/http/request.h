@@ -186,6 +186,11 @@ struct gw_reload {
     const char *if_match;    /* PUT: the epoch the caller saw; NULL: no precondition */
     const char *shards_text; /* PUT: the document to write to --shards; NULL: SIGHUP */
     size_t shards_len;
+    int dry_run;         /* PUT ?dry_run=1: the plan into `plan`, nothing changes */
+    double max_movement; /* PUT ?max_movement=F (0..1), < 0 when absent */
+    int force;           /* PUT &force=1: apply past max_movement */
+    struct gw_buf *plan; /* out: the plan JSON (dry_run, or refused past max_movement) */
+    int exceeded;        /* refused: the plan moves more than max_movement */
     /* out */
     enum gw_reload_verdict verdict;
     int stale;                   /* refused because if_match is not the current epoch */

@@ -272,6 +272,47 @@ def shards_lists_removed_shards_with_totals_across_epochs():
         eq(again.shard_totals()["shard-a"], before["shard-a"], "after a restart too")
 
 
+@case("live_plan")
+def dry_run_answers_the_plan_and_changes_nothing():
+    """?dry_run=1 answers the plan of docs/contract.md §8 (the bytes of `shardgate plan`,
+    tests/golden/plan-shard-d-online.json) and leaves the journal and the file byte-identical."""
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        eq(s.post(batch("d1")).status, 200, "POST")
+        j = os.path.join(s.state_dir, "journal.jsonl")
+        journal, shards = read(j), read(path)
+        r = put(s, changed_shards(shard_d="online"), if_match=EPOCH0, query="?dry_run=1")
+        eq((r.status, r.body), (200, read(src("tests", "golden", "plan-shard-d-online.json"))),
+           "the plan")
+        eq((read(j), read(path)), (journal, shards), "journal and shards file byte-identical")
+        eq((current_epoch(s), len(epochs(s))), (EPOCH0, 1), "nothing applied")
+        r = put(s, base_shards(), if_match="1" * 40, query="?dry_run=1")
+        eq(r.status, 412, "a dry run needs the current epoch too")
+        r = put(s, base_shards(), if_match=EPOCH0, query="?dry_run=yes")
+        eq((r.status, r.error()), (400, ("invalid_parameter", "dry_run")), "bad dry_run")
+
+
+@case("live_plan")
+def max_movement_refuses_unless_forced():
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        doc = changed_shards(shard_d="online")
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2")
+        body = r.json()
+        plan = json.loads(read(src("tests", "golden", "plan-shard-d-online.json")))
+        eq((r.status, body["error"]["code"], body["error"]["path"], body["plan"]),
+           (422, "movement_exceeds_limit", "max_movement", plan), "0.218 > 0.2 refused")
+        eq(body["error"]["message"], "the change moves 0.218417150 of the hash space, more than "
+           "max_movement 0.200000000 (add force=1 to apply it anyway)", "message")
+        eq(current_epoch(s), EPOCH0, "not applied")
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=1.5")
+        eq((r.status, r.error()), (400, ("invalid_parameter", "max_movement")), "out of 0..1")
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2&force=1")
+        eq((r.status, r.json()["epoch"]), (200, epoch_of(doc)), "forced")
+        back = put(s, base_shards(), if_match=epoch_of(doc), query="?max_movement=0.25")
+        eq((back.status, back.json()["epoch"]), (200, EPOCH0), "within the limit")
+
+
 # ---------------------------------------------------------------- batches across a switch
 
 def send_head(s, body):
