@@ -117,27 +117,28 @@ static int set_number(struct gw_serve_options *o, int c, const char *arg)
     return -1;
 }
 
+static const struct option serve_options[] = {
+    {"conf", required_argument, 0, OPT_CONF},
+    {"shards", required_argument, 0, OPT_SHARDS},
+    {"state-dir", required_argument, 0, OPT_STATE},
+    {"listen", required_argument, 0, OPT_LISTEN},
+    {"token-file", required_argument, 0, OPT_TOKEN},
+    {"admin-token-file", required_argument, 0, OPT_ADMIN_TOKEN},
+    {"max-body", required_argument, 0, OPT_MAX_BODY},
+    {"max-changes", required_argument, 0, OPT_MAX_CHANGES},
+    {"threads", required_argument, 0, OPT_THREADS},
+    {"max-connections", required_argument, 0, OPT_MAX_CONN},
+    {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
+    {"timeout", required_argument, 0, OPT_TIMEOUT},
+    {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
+    {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
+    {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0}};
+
 /* Returns -1 to go on, else the exit code. */
 static int parse_options(int argc, char **argv, struct gw_serve_options *o)
 {
-    static const struct option options[] = {
-        {"conf", required_argument, 0, OPT_CONF},
-        {"shards", required_argument, 0, OPT_SHARDS},
-        {"state-dir", required_argument, 0, OPT_STATE},
-        {"listen", required_argument, 0, OPT_LISTEN},
-        {"token-file", required_argument, 0, OPT_TOKEN},
-        {"admin-token-file", required_argument, 0, OPT_ADMIN_TOKEN},
-        {"max-body", required_argument, 0, OPT_MAX_BODY},
-        {"max-changes", required_argument, 0, OPT_MAX_CHANGES},
-        {"threads", required_argument, 0, OPT_THREADS},
-        {"max-connections", required_argument, 0, OPT_MAX_CONN},
-        {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
-        {"timeout", required_argument, 0, OPT_TIMEOUT},
-        {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
-        {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
-        {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
-        {"help", no_argument, 0, OPT_HELP},
-        {0, 0, 0, 0}};
     *o = (struct gw_serve_options){.listen = "127.0.0.1:8080",
                                    .max_body = GW_MAX_BODY_DEFAULT,
                                    .max_changes = GW_MAX_CHANGES_DEFAULT,
@@ -150,7 +151,7 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+", serve_options, NULL)) != -1) {
         const char **slot = c == OPT_CONF          ? &o->conf
                             : c == OPT_SHARDS      ? &o->shards
                             : c == OPT_STATE       ? &o->state_dir

@@ -191,6 +191,16 @@ def put_without_admin_token_configured_is_403():
 
 
 @case("live_admin")
+def the_admin_token_must_differ_from_the_client_token():
+    same, client = secret("same-token"), secret("same-token")
+    p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", shards_file(),
+                    "--state-dir", os.path.join(tmpdir(), "state"), "--listen", "127.0.0.1:0",
+                    "--token-file", client, "--admin-token-file", same])
+    eq((p.returncode, p.stderr), (3, "token: %s: the admin token must differ from the client "
+                                     "token (%s)\n" % (same, client)), "exit 3")
+
+
+@case("live_admin")
 def put_refusals_401_428_412():
     with admin_server(client=True) as s:
         doc = changed_shards(shard_d="online")
