@@ -92,6 +92,17 @@ DEFECTS = [
     ("reader-budgets-ignored", "gateway/core/json_read.c",
      "    if (limits)\n        r->limits = *limits;\n", "    (void)limits;\n", ("tests",),
      "unit/test_batch_limits|reliability_hostile_http"),
+    # Issue #12: each arc [previous point + 1, point] given the owners of the point after it
+    # instead of the point that ends it (tests/plan/test_plan.py: the golden plan, C ==
+    # probe.py plan). Shifting every arc by one value instead is nearly an equivalent mutant:
+    # lengths and owners stay, only the first arc and the wrap trade one value.
+    ("plan-arc-on-wrong-side-of-point", "gateway/core/plan.c",
+     "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
+     "        start = value + 1;\n        cursor_skip(a, value);\n        cursor_skip(b, value);\n",
+     "        cursor_skip(a, value);\n        cursor_skip(b, value);\n"
+     "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
+     "        start = value + 1;\n", ("tests",),
+     "^plan_plan_(golden|random)$"),
     # Issue #12 (the journal scenario of ops/negative_journal.py judges these too): a batch whose
     # request started before a switch is placed on the old ring while its receipt names the new
     # epoch; the epoch id without capacities; a skipped prev link (written as null).

@@ -335,7 +335,7 @@ def v2_wrong_epoch_is_bad():
 def v2_epoch_covers_capacity_and_state():
     """The ring is the same, the epoch is not: a capacity change of offline shard-d, and
     shard-e draining -> offline (docs/contract.md §7). The expected ids are those of
-    `printf 'shardgate-epoch\n...' | sha1sum` over the bytes §7 lists, edited."""
+    `printf 'shardgate-epoch\n...' | sha1sum` over the bytes docs/contract.md §7 lists, edited."""
     tmp = tmpdir()
     with open(src("input", "shards.json"), encoding="utf-8") as f:
         doc = json.load(f)

@@ -12,7 +12,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "health"))
 import ketama  # noqa: E402
-from sgtest import case, eq, run, src, tmpdir, write, main  # noqa: E402
+from sgtest import (Server, batch, case, eq, ok, run, run_gateway, src, tmpdir,  # noqa: E402
+                    write, main)
 
 TIME = "2026-12-01T03:29:18.123Z"
 CONTRACT_ORDER = ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_RING_HASH",
@@ -229,6 +230,33 @@ def receipt_rules():
         j.receipt(seq=3)
         return j
     broken(seq_gap, "a seq gap", ["line 3: seq: expected 2 actual 3"])
+
+
+@case("chain_serve")
+def serve_journal_over_two_memberships_ok():
+    """The real gateway: batches on the worked example, a restart with shard-d online (a new
+    epoch record), more batches; probe chain says OK, and shardgate plan --journal counts every
+    placement the gateway journaled."""
+    state = tmpdir()
+    d_online_path = os.path.join(HERE, "shards-d-online.json")
+    posted = 0
+    for shards, n in ((src("input", "shards.json"), 3), (d_online_path, 2)):
+        with Server(state_dir=state, shards=shards) as server:
+            for i in range(n):
+                b = batch("serve-%d" % posted, n=5)
+                r = server.post(b, headers={"Idempotency-Key": b["batch_id"]})
+                eq(r.status, 200, "POST %s" % b["batch_id"])
+                posted += 1
+    journal = os.path.join(state, "journal.jsonl")
+    expect(journal, [], "a journal written by shardgate serve")
+    with open(journal, "rb") as f:
+        kinds = [json.loads(l)["type"] for l in f.read().splitlines()]
+    eq(kinds, ["epoch"] + ["receipt"] * 3 + ["epoch"] + ["receipt"] * 2, "record types")
+    r = run_gateway("plan", "--conf", src("conf", "dispatch.env"), "--shards",
+                    src("input", "shards.json"), "--to", d_online_path, "--journal", journal)
+    eq(r.returncode, 0, "plan --journal (stderr %r)" % r.stderr)
+    eq(json.loads(r.stdout)["journal"]["changes"], 25, "every journaled placement counted")
+    ok(os.path.getsize(journal) > 0, "journal left in place")
 
 
 @case("chain_bad")

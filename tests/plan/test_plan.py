@@ -70,8 +70,8 @@ def worked_example_shard_d_online():
         eq(r.stdout, f.read(), "the golden plan, byte for byte")
     plan = json.loads(r.stdout)
     check_sums(plan, "golden")
-    eq(plan["from_epoch"], "f60a5fb19effc4cfa95aed0af45997f72905f6ae", "from_epoch (§7)")
-    eq(plan["from_ring"], "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc", "from_ring (§6)")
+    eq(plan["from_epoch"], "f60a5fb19effc4cfa95aed0af45997f72905f6ae", "from_epoch (docs/contract.md §7)")
+    eq(plan["from_ring"], "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc", "from_ring (docs/contract.md §6)")
     with open(D_ONLINE, encoding="utf-8") as f:
         to = json.load(f)["shards"]
     eq(plan["to_ring"], ketama.Ring("sha1", 160, to).ring_id(), "to_ring")
