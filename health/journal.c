@@ -110,6 +110,7 @@ static void hc_journal_forget(struct hc_journal *j)
     hc_batch_set_free(j->batches);
     j->batches = NULL;
     j->prev_seq = 0;
+    j->used_own = 0;
     j->offset = 0;
     j->tail_len = 0;
     j->pending = 0;
@@ -210,6 +211,7 @@ static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const json_t *rec
 {
     if (j->n_epochs == 0) {
         r->match = HC_MATCH_NO_EPOCH;
+        j->used_own = 1;
         return (struct hc_epoch *)j->own;
     }
     int by_epoch;
@@ -220,7 +222,7 @@ static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const json_t *rec
     for (size_t i = j->n_epochs; i-- > 0;) {
         struct hc_epoch *e = j->epochs[i];
         const char *has = by_epoch ? e->chain.epoch : e->recorded_id;
-        if (strcmp(name, has) == 0) {
+        if (has[0] != '\0' && strcmp(name, has) == 0) {
             r->match = HC_MATCH_KNOWN;
             r->named = e;
             return e;
@@ -447,6 +449,13 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
 void hc_journal_reread(struct hc_journal *j)
 {
     j->reread = 1;
+}
+
+void hc_journal_set_own(struct hc_journal *j, const struct hc_epoch *own)
+{
+    j->own = own;
+    if (j->used_own)
+        j->reread = 1;
 }
 
 int hc_journal_update(struct hc_journal *j, struct hc_err *err)

@@ -29,6 +29,7 @@ struct hc_journal {
     struct hc_epoch **epochs;
     size_t n_epochs, cap_epochs;
     int64_t prev_seq;
+    int used_own; /* a receipt before any epoch record was judged against own */
     struct hc_batch_set *batches;
     unsigned resets; /* times the file was truncated or replaced and re-read from 0 */
     /* set after an error or by hc_journal_reread: the next update forgets everything and reads
@@ -56,6 +57,10 @@ void hc_journal_free(struct hc_journal *j);
  * err filled when the journal cannot be read (-ENOENT when it does not exist) or verification
  * failed internally (-ENOMEM, -EIO); after an error the next call re-reads from 0. */
 int hc_journal_update(struct hc_journal *j, struct hc_err *err);
+
+/* Takes own as the service's contract + shards from now on (serve follows the files); a
+ * journal that judged a receipt against the previous one is re-verified at the next update. */
+void hc_journal_set_own(struct hc_journal *j, const struct hc_epoch *own);
 
 /* Makes the next update forget everything and re-verify the whole file. */
 void hc_journal_reread(struct hc_journal *j);

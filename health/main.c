@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "contract.h"
+#include "files.h"
 #include "journal.h"
 #include "membership.h"
 #include "report.h"
@@ -176,27 +177,24 @@ static int hc_parse_args(int argc, char **argv, struct hc_args *a)
 }
 
 /* Reads the contract and shards file into own; returns -1 on success or the exit code. */
-static int hc_load_own(const struct hc_args *a, struct hc_epoch *own)
+static int hc_load_own(const struct hc_args *a, struct hc_files *files, struct hc_epoch *own)
 {
     struct hc_err err;
-    struct hc_contract c;
-    struct hc_membership m;
     if (a->conf == NULL) {
         fprintf(stderr, "contract: (none):0: no contract: give --conf FILE or SHARDGATE_CONF\n");
         return EXIT_UNUSABLE;
     }
-    if (hc_contract_load(a->conf, &c, &err) != 0) {
-        fprintf(stderr, "contract: %s\n", err.msg);
-        return EXIT_UNUSABLE;
-    }
-    if (hc_membership_load(a->shards, c.vnodes, &m, &err) != 0) {
-        fprintf(stderr, "shards: %s\n", err.msg);
-        return EXIT_UNUSABLE;
-    }
-    if (hc_epoch_make(own, &c, &m, 0, &err) != 0) {
+    memset(files, 0, sizeof *files);
+    files->conf = a->conf;
+    files->shards = a->shards;
+    int rc = hc_files_load(files, own, &err);
+    if (rc == -ENOMEM || rc == -EIO) {
         fprintf(stderr, "shardgate-health: %s\n", err.msg);
-        hc_membership_free(&m);
         return EXIT_INTERNAL;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return EXIT_UNUSABLE;
     }
     return -1;
 }
@@ -304,7 +302,7 @@ static void hc_log_listening(const char *listen, const char *journal)
     json_decref(o);
 }
 
-static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
+static int hc_cmd_serve(const struct hc_args *a, struct hc_files *files, struct hc_epoch *own)
 {
     /* Block the stop signals before the server thread starts, so only sigwait sees them. */
     sigset_t stop;
@@ -314,7 +312,7 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_epoch *own)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct hc_serve_config cfg = {a->listen,        a->journal,   own, hc_criteria_to_run(),
+    struct hc_serve_config cfg = {a->listen,        a->journal,   *files, own, hc_criteria_to_run(),
                                   a->max_changes_n, a->reverify_s};
     struct hc_server *s;
     struct hc_err err;
@@ -344,14 +342,15 @@ int main(int argc, char **argv)
     if (code >= 0)
         return code;
     struct hc_epoch own;
+    struct hc_files files;
     memset(&own, 0, sizeof own);
-    code = hc_load_own(&a, &own);
+    code = hc_load_own(&a, &files, &own);
     if (code >= 0)
         return code;
     if (strcmp(a.cmd, "check") == 0)
         code = hc_cmd_check(&a, &own);
     else
-        code = hc_cmd_serve(&a, &own);
+        code = hc_cmd_serve(&a, &files, &own);
     hc_epoch_free(&own);
     return code;
 }

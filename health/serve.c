@@ -24,7 +24,11 @@ struct hc_server {
     size_t n_names;
     /* under lock: the last error, kept until a full re-read succeeds (docs/operations.md) */
     char error[600];
-    time_t last_full; /* wall clock when the last full verification finished; 0: none yet */
+    /* under lock: the contract + shards files, followed (docs/operations.md §1.4) */
+    struct hc_files files;
+    struct hc_epoch *own;  /* what the files held when last read whole */
+    char files_error[600]; /* "": own is the files' current version */
+    time_t last_full;      /* wall clock when the last full verification finished; 0: none yet */
     /* the unterminated tail: where it starts and since when (monotonic s) it has stayed */
     off_t tail_at;
     double tail_since;
@@ -43,12 +47,38 @@ static double hc_mono_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Under lock: re-reads the contract + shards files when either is not the version last read
+ * (inode, size, mtime), and from then on judges with what they hold. While they cannot be
+ * read whole, files_error fails every verdict: nothing is judged by a stale view. */
+static void hc_server_follow_files(struct hc_server *s)
+{
+    if (!hc_files_changed(&s->files)) {
+        s->files_error[0] = '\0';
+        return;
+    }
+    struct hc_epoch *next = calloc(1, sizeof *next);
+    struct hc_err err;
+    int rc =
+        next ? hc_files_load(&s->files, next, &err) : hc_err_set(&err, -ENOMEM, "out of memory");
+    if (rc != 0) {
+        free(next);
+        snprintf(s->files_error, sizeof s->files_error, "input: %s", err.msg);
+        return;
+    }
+    s->files_error[0] = '\0';
+    hc_journal_set_own(&s->journal, next);
+    hc_epoch_free(s->own);
+    free(s->own);
+    s->own = next;
+}
+
 /* Under lock: verifies what is new (everything, after an error or a hc_journal_reread), keeps
  * an error until a full read succeeds, and follows the unterminated tail. */
 static void hc_server_update(struct hc_server *s)
 {
     struct hc_err err;
     struct hc_journal *j = &s->journal;
+    hc_server_follow_files(s);
     unsigned resets = j->resets;
     int full = j->offset == 0 || j->reread;
     int rc = hc_journal_update(j, &err);
@@ -104,6 +134,8 @@ static json_t *hc_server_fields(const struct hc_server *s)
     json_object_set_new(f, "last_full_verification", when[0] ? json_string(when) : json_null());
     json_object_set_new(f, "reverify_interval_s", json_integer((json_int_t)s->reverify_s));
     json_object_set_new(f, "pending_tail_bytes", json_integer((json_int_t)s->journal.pending));
+    json_object_set_new(f, "files_epoch",
+                        s->files_error[0] ? json_null() : json_string(s->own->epoch_id));
     return f;
 }
 
@@ -197,7 +229,9 @@ static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *co
     const char *extra_issue = NULL;
     pthread_mutex_lock(&s->lock);
     hc_server_update(s);
-    if (s->error[0] != '\0') {
+    if (s->files_error[0] != '\0') {
+        extra_issue = s->files_error;
+    } else if (s->error[0] != '\0') {
         extra_issue = s->error;
     } else if (s->tail_seen && hc_mono_now() - s->tail_since > (double)s->reverify_s) {
         snprintf(torn, sizeof torn,
@@ -210,7 +244,7 @@ static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *co
     struct hc_journal_end state;
     hc_report_init(&end);
     hc_journal_end_state(&s->journal, &state);
-    if (s->error[0] == '\0')
+    if (s->error[0] == '\0' && s->files_error[0] == '\0')
         hc_verify_end(&s->verifier, &end, &state);
     char *body = hc_report_health_json(&s->report, &end, s->names, s->n_names, extra_issue,
                                        hc_server_fields(s));
@@ -271,8 +305,16 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     if (rc != 0)
         return rc;
     struct hc_server *s = calloc(1, sizeof *s);
-    if (s == NULL)
+    struct hc_epoch *own = malloc(sizeof *own);
+    if (s == NULL || own == NULL) {
+        free(s);
+        free(own);
         return hc_err_set(err, -ENOMEM, "out of memory");
+    }
+    *own = *cfg->own; /* taken over: the caller's copy is left empty */
+    memset(cfg->own, 0, sizeof *cfg->own);
+    s->own = own;
+    s->files = cfg->files;
     hc_report_init(&s->report);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);
@@ -281,11 +323,13 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     if (rc != 0) {
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
+        hc_epoch_free(s->own);
+        free(s->own);
         free(s);
         return rc;
     }
     s->verifier.max_changes = cfg->max_changes ? cfg->max_changes : HC_MAX_CHANGES_DEFAULT;
-    hc_journal_init(&s->journal, cfg->journal, &s->verifier, cfg->own);
+    hc_journal_init(&s->journal, cfg->journal, &s->verifier, s->own);
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
     unsigned v6 = addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
@@ -324,6 +368,9 @@ void hc_serve_stop(struct hc_server *s)
         pthread_join(s->reverifier, NULL);
     }
     hc_journal_free(&s->journal);
+    if (s->own != NULL)
+        hc_epoch_free(s->own);
+    free(s->own);
     hc_verifier_free(&s->verifier);
     hc_report_free(&s->report);
     pthread_cond_destroy(&s->wake);

@@ -6,17 +6,19 @@
 #include <sys/socket.h>
 
 #include "error.h"
+#include "files.h"
 #include "verify.h"
 
 struct hc_server;
 
 struct hc_serve_config {
-    const char *listen;         /* "IPv4:port" */
-    const char *journal;        /* journal.jsonl path */
-    const struct hc_epoch *own; /* the contract + shards the service read itself */
-    size_t n_criteria;          /* how much of the criteria table runs */
-    size_t max_changes;         /* the gateway's --max-changes */
-    unsigned reverify_s;        /* seconds between full re-verifications (and the torn-tail age) */
+    const char *listen;    /* "IPv4:port" */
+    const char *journal;   /* journal.jsonl path */
+    struct hc_files files; /* the contract + shards files, as loaded into own */
+    struct hc_epoch *own;  /* what they held; taken over by the server (left zeroed) */
+    size_t n_criteria;     /* how much of the criteria table runs */
+    size_t max_changes;    /* the gateway's --max-changes */
+    unsigned reverify_s;   /* seconds between full re-verifications (and the torn-tail age) */
 };
 
 /* Parses "IPv4:PORT" or "[IPv6]:PORT" (docs/operations.md §1.1). Returns 0 or -EINVAL with err

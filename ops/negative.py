@@ -61,6 +61,12 @@ DEFECTS = [
      "    if (rc != 0)\n        j->reread = 1;", "    if (rc != 0)\n        j->reread = 0;",
      ("tests",),
      "health_serve_errors"),
+    # issue 12: health verifies the epoch chain; a skipped prev link must turn its tests red
+    # (tests/health/test_chain.py, epoch_prev_links)
+    ("health-prev-link-skipped", "health/chain.c",
+     "    if (strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:",
+     "    if (0 && strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:", ("tests",),
+     "^health_chain_rules$"),
     ("contract-default-vnodes", "gateway/core/contract.c",
      "        if (!p->seen_on[k])\n",
      "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY,

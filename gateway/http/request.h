@@ -23,7 +23,7 @@
 
 struct gw_server {
     struct gw_serve_options opt;
-    struct gw_view_slot views; /* the published view: topology, epoch_seq (docs/decisions.md §13) */
+    struct gw_view_slot views; /* the published view: topology, epoch_seq (docs/decisions.md §14) */
     pthread_mutex_t reload_lock; /* one reload at a time: SIGHUP and PUT take the same path */
     pthread_t reloader;          /* applies SIGHUP reloads off the signal thread */
     int reloader_started;

@@ -3,8 +3,11 @@
 docs/operations.md §1.3.3). Receipts come from the real `shardgate dispatch` run against
 different shards files; epoch records are built here. Each chain rule broken once gives its
 exact issue; a receipt is judged against the epoch it names."""
+import http.client
 import json
 import os
+import socket
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -298,6 +301,104 @@ def epoch_record_values():
                        ["type", "epoch_seq", "epoch"] + list(g["records"][3])[3:]}
     has_issue(g["records"], "epoch_record: epoch@line 4: not the bytes the gateway writes for "
               "this record (first difference at byte 22, column 23)")
+
+
+# --- serve follows the files and the journal (docs/operations.md §1.4) -------------------
+
+class Health:
+    """`shardgate-health serve` on an ephemeral 127.0.0.1 port, killed when the block ends."""
+
+    def __init__(self, shards_path, journal_path):
+        self.args = ["serve", "--conf", CONF, "--shards", shards_path, "--journal", journal_path]
+
+    def __enter__(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen([sgtest.HEALTH] + self.args +
+                                     ["--listen", "127.0.0.1:%d" % self.port],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sgtest.wait_until(lambda: self.get("/livez")[0] == 200, 10, "health /livez")
+        return self
+
+    def get(self, path="/healthz"):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            body = resp.read().decode()
+            conn.close()
+            return resp.status, json.loads(body)
+        except (OSError, http.client.HTTPException):
+            return None, None
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+def replace_atomically(path, text):
+    """What the gateway's PUT does to --shards: a temp file renamed over it (a new inode)."""
+    tmp = write(path + ".tmp", text)
+    os.rename(tmp, path)
+
+
+def append(path, records):
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(sgtest.journal_text(records))
+
+
+@case("serve")
+def serve_follows_a_reload():
+    g = good()
+    files = shards_file("serve-files", SH_A)
+    jpath = journal(g["records"][:3])  # epoch 1 and two receipts
+    with Health(files, jpath) as h:
+        st, doc = h.get()
+        eq((st, doc["files_epoch"], doc["issues"]), (200, E_A, []), "epoch 1 served")
+        # the gateway reloads: the shards file is replaced, the epoch record and a receipt follow
+        replace_atomically(files, ketama.dumps({"shards": SH_B}) + "\n")
+        append(jpath, g["records"][3:5])
+        st, doc = h.get()
+        eq((st, doc["files_epoch"], doc["issues"]), (200, E_B, []),
+           "the next request judges with the new files and the new epoch record")
+        eq(doc["checks"]["receipts_verified"][0]["observedValue"], 3, "receipts verified")
+        # an in-place edit back to the worked example (same inode): the journal still says B
+        with open(files, "w", encoding="utf-8") as f:
+            f.write(ketama.dumps({"shards": SH_A}) + "\n\n")
+        st, doc = h.get()
+        eq((st, doc["files_epoch"], doc["issues"]), (503, E_A, [
+            "epoch_current: journal: epoch: the latest epoch record (line 4) is %s, the files read "
+            "are %s" % (E_B, E_A),
+            "epoch_current: journal: epoch@line 4 shards.shard-d.state: journal online, shards "
+            "file offline"]), "files ahead of the journal: 503 until the epoch record comes")
+        append(jpath, [epoch_rec(RING_A, 3, E_B, 4, source="admin"),
+                       rec(4, dispatch("a-4", SH_A, ["user:1"]))])
+        st, doc = h.get()
+        eq((st, doc["files_epoch"], doc["issues"]), (200, E_A, []), "epoch 3 = the files again")
+
+
+@case("serve")
+def serve_fails_closed_on_unreadable_files():
+    g = good()
+    files = shards_file("stale-files", SH_B)
+    jpath = journal(g["records"])
+    with Health(files, jpath) as h:
+        eq(h.get()[0], 200, "the good chain")
+        replace_atomically(files, '{"shards":[{"id":"shard-a","state":"up","capacity":1}]}\n')
+        st, doc = h.get()
+        eq((st, doc["files_epoch"], doc["issues"]), (503, None, [
+            "input: shards: %s: shards[0].state: must be one of online, draining, offline" % files]),
+            "an unusable shards file: 503, nothing judged by the old view")
+        os.unlink(files)
+        st, doc = h.get()
+        eq((st, doc["issues"]), (503, [
+            "input: shards: %s: $: cannot open: No such file or directory" % files]),
+            "a missing shards file: 503")
+        sgtest.wait_until(lambda: h.get()[0] == 503, 5, "still 503 on the next call")
+        replace_atomically(files, ketama.dumps({"shards": SH_B}) + "\n")
+        st, doc = h.get()
+        eq((st, doc["files_epoch"], doc["issues"]), (200, E_B, []), "readable again: 200")
 
 
 if __name__ == "__main__":
