@@ -127,7 +127,11 @@ static int switch_to(struct gw_server *s, struct gw_topology *next_in, struct gw
     struct gw_topology next = *next_in;
     int rc = 0;
     memset(next_in, 0, sizeof(*next_in));
-    if (rl->shards_text &&
+    if (gw_committer_failed(&s->committer)) { /* no record can be written: touch no file */
+        gw_error_set(err, "", "%s", s->committer.error.msg);
+        rc = -EIO;
+    }
+    if (rc == 0 && rl->shards_text &&
         (rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640)) != 0)
         gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
     if (rc == 0)
