@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 cmp "$work/c.json" "$work/py.json"
 
 # ... and on the worked example, where both must also equal the golden receipt.
-golden=$root/tests/golden/sample-0001.receipt.json
+golden=$root/tests/golden/sample-0001.receipt.v2.json
 "$gateway_bench" --conf "$root/conf/dispatch.env" --shards "$root/input/shards.json" \
     --batch "$root/input/changes.json" --out "$work/c0.json" --rounds 1
 "$python" "$here/reference.py" --conf "$root/conf/dispatch.env" \

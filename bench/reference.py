@@ -31,7 +31,8 @@ class Invalid(Exception):
 def load_contract(text):
     values = dict(line.split("=", 1) for line in text.splitlines()
                   if line and not line.startswith("#"))
-    return {"hash": values["DISPATCH_RING_HASH"], "vnodes": int(values["DISPATCH_VNODES"])}
+    return {"hash": values["DISPATCH_RING_HASH"], "vnodes": int(values["DISPATCH_VNODES"]),
+            "policy": values["DISPATCH_CAPACITY_POLICY"]}
 
 
 def load_shards(text):
@@ -62,7 +63,13 @@ def build_ring(contract, shards):
     points.sort()
     ring_text = "ketama\n%s\n%d\n" % (contract["hash"], contract["vnodes"])
     ring_text += "".join("%s %d\n" % (s["id"], s["weight"]) for s in online)
+    epoch_text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % contract["vnodes"]
+    epoch_text += "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n" % (contract["hash"],
+                                                                          contract["policy"])
+    epoch_text += "".join("%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s["weight"])
+                          for s in shards)  # docs/contract.md §7
     return {
+        "epoch": hashlib.sha1(epoch_text.encode()).hexdigest(),
         "values": [p[0] for p in points],
         "entries": [(p[3], p[2]) for p in points],
         "online": online,
@@ -163,8 +170,9 @@ def receipt(ring, shards, batch_id, placements):
     dispatched = len(placements)  # every placement is on an online shard of the ring
     c = ring["contract"]
     doc = {
-        "receipt_version": 1,
+        "receipt_version": 2,
         "batch_id": batch_id,
+        "epoch": ring["epoch"],
         "ring": {"id": ring["id"], "algorithm": "ketama", "hash": c["hash"],
                  "vnodes": c["vnodes"], "vnodes_total": len(ring["values"]),
                  "online": [s["id"] for s in ring["online"]]},

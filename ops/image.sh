@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$SHARDGATE_ROOT"
 
 IMAGE=shardgate:latest
-GOLDEN=tests/golden/sample-0001.receipt.json
+GOLDEN=tests/golden/sample-0001.receipt.v2.json
 RUN_ID="sg-$$"
 TOOL=""
 CLEANUP=()

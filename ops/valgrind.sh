@@ -54,8 +54,8 @@ HC=$BUILD/health/shardgate-health
 echo "-- valgrind shardgate dispatch (worked example)"
 if timeout 300 "${VG[@]}" "$GW" dispatch --conf conf/dispatch.env --shards input/shards.json \
     --batch input/changes.json --out "$TMP/receipt.json" &&
-    cmp -s "$TMP/receipt.json" tests/golden/sample-0001.receipt.json; then
-    echo "ok: receipt equals tests/golden/sample-0001.receipt.json"
+    cmp -s "$TMP/receipt.json" tests/golden/sample-0001.receipt.v2.json; then
+    echo "ok: receipt equals tests/golden/sample-0001.receipt.v2.json"
 else
     echo "FAIL valgrind shardgate dispatch" >&2
     failed=1
@@ -63,7 +63,7 @@ fi
 
 echo "-- valgrind shardgate-health check (golden receipt)"
 if timeout 300 "${VG[@]}" "$HC" check --conf conf/dispatch.env --shards input/shards.json \
-    --receipt tests/golden/sample-0001.receipt.json >"$TMP/verdict"; then
+    --receipt tests/golden/sample-0001.receipt.v2.json >"$TMP/verdict"; then
     cat "$TMP/verdict"
 else
     cat "$TMP/verdict" || true

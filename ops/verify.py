@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GW, HEALTH = sys.argv[1], sys.argv[2]
 CONF, SHARDS = os.path.join(ROOT, "conf/dispatch.env"), os.path.join(ROOT, "input/shards.json")
 BATCH = os.path.join(ROOT, "input/changes.json")
-GOLDEN = open(os.path.join(ROOT, "tests/golden/sample-0001.receipt.json"), "rb").read()
+GOLDEN = open(os.path.join(ROOT, "tests/golden/sample-0001.receipt.v2.json"), "rb").read()
 TMP = tempfile.mkdtemp(prefix="shardgate-verify-")
 tally = {"n": 0, "pass": 0, "fail": 0}
 

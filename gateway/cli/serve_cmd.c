@@ -10,11 +10,13 @@
 
 const char gw_usage_serve[] =
     "usage: shardgate serve --conf FILE --shards FILE --state-dir DIR [--listen HOST:PORT]\n"
-    "                       [--token-file FILE] [--max-body BYTES] [--max-changes N]\n"
+    "                       [--token-file FILE] [--admin-token-file FILE]\n"
+    "                       [--max-body BYTES] [--max-changes N]\n"
     "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
     "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
+    "SIGHUP re-reads --conf and --shards; PUT /v1/admin/membership needs --admin-token-file.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
@@ -28,6 +30,7 @@ enum {
     OPT_STATE,
     OPT_LISTEN,
     OPT_TOKEN,
+    OPT_ADMIN_TOKEN,
     OPT_MAX_BODY,
     OPT_MAX_CHANGES,
     OPT_THREADS,
@@ -114,26 +117,28 @@ static int set_number(struct gw_serve_options *o, int c, const char *arg)
     return -1;
 }
 
+static const struct option serve_options[] = {
+    {"conf", required_argument, 0, OPT_CONF},
+    {"shards", required_argument, 0, OPT_SHARDS},
+    {"state-dir", required_argument, 0, OPT_STATE},
+    {"listen", required_argument, 0, OPT_LISTEN},
+    {"token-file", required_argument, 0, OPT_TOKEN},
+    {"admin-token-file", required_argument, 0, OPT_ADMIN_TOKEN},
+    {"max-body", required_argument, 0, OPT_MAX_BODY},
+    {"max-changes", required_argument, 0, OPT_MAX_CHANGES},
+    {"threads", required_argument, 0, OPT_THREADS},
+    {"max-connections", required_argument, 0, OPT_MAX_CONN},
+    {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
+    {"timeout", required_argument, 0, OPT_TIMEOUT},
+    {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
+    {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
+    {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0}};
+
 /* Returns -1 to go on, else the exit code. */
 static int parse_options(int argc, char **argv, struct gw_serve_options *o)
 {
-    static const struct option options[] = {
-        {"conf", required_argument, 0, OPT_CONF},
-        {"shards", required_argument, 0, OPT_SHARDS},
-        {"state-dir", required_argument, 0, OPT_STATE},
-        {"listen", required_argument, 0, OPT_LISTEN},
-        {"token-file", required_argument, 0, OPT_TOKEN},
-        {"max-body", required_argument, 0, OPT_MAX_BODY},
-        {"max-changes", required_argument, 0, OPT_MAX_CHANGES},
-        {"threads", required_argument, 0, OPT_THREADS},
-        {"max-connections", required_argument, 0, OPT_MAX_CONN},
-        {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
-        {"timeout", required_argument, 0, OPT_TIMEOUT},
-        {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
-        {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
-        {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
-        {"help", no_argument, 0, OPT_HELP},
-        {0, 0, 0, 0}};
     *o = (struct gw_serve_options){.listen = "127.0.0.1:8080",
                                    .max_body = GW_MAX_BODY_DEFAULT,
                                    .max_changes = GW_MAX_CHANGES_DEFAULT,
@@ -146,13 +151,14 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
-        const char **slot = c == OPT_CONF     ? &o->conf
-                            : c == OPT_SHARDS ? &o->shards
-                            : c == OPT_STATE  ? &o->state_dir
-                            : c == OPT_LISTEN ? &o->listen
-                            : c == OPT_TOKEN  ? &o->token_file
-                                              : NULL;
+    while ((c = getopt_long(argc, argv, "+", serve_options, NULL)) != -1) {
+        const char **slot = c == OPT_CONF          ? &o->conf
+                            : c == OPT_SHARDS      ? &o->shards
+                            : c == OPT_STATE       ? &o->state_dir
+                            : c == OPT_LISTEN      ? &o->listen
+                            : c == OPT_TOKEN       ? &o->token_file
+                            : c == OPT_ADMIN_TOKEN ? &o->admin_token_file
+                                                   : NULL;
         if (c == OPT_HELP) {
             fputs(gw_usage_serve, stdout);
             return GW_EXIT_OK;

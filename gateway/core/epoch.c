@@ -26,15 +26,29 @@ void gw_epoch_text(struct gw_buf *out, const struct gw_contract *c, const struct
     }
 }
 
-int gw_epoch_id(const struct gw_contract *c, const struct gw_membership *m,
-                char hex[GW_EPOCH_HEX_LEN + 1], struct gw_error *err)
+/* The ring id's bytes: "ketama\n<hash>\n<vnodes>\n", then "<id> <weight>\n" per online shard in
+ * id order (ring/ring.c). */
+static void ring_id_text(struct gw_buf *out, const struct gw_contract *c,
+                         const struct gw_membership *m)
 {
-    struct gw_buf text;
+    gw_buf_puts(out, "ketama\n");
+    gw_buf_puts(out, ring_digest_name(c->digest));
+    gw_buf_field_u64(out, "\n", c->vnodes);
+    gw_buf_puts(out, "\n");
+    for (size_t i = 0; i < m->count; i++) {
+        const struct gw_shard *s = &m->shards[i];
+        if (s->state != GW_STATE_ONLINE)
+            continue;
+        gw_buf_append(out, s->id, s->id_len);
+        gw_buf_field_u64(out, " ", s->weight);
+        gw_buf_puts(out, "\n");
+    }
+}
+
+static int sha1_hex(const struct gw_buf *text, char hex[GW_EPOCH_HEX_LEN + 1], struct gw_error *err)
+{
     unsigned char digest[EVP_MAX_MD_SIZE];
-    gw_buf_init(&text);
-    gw_epoch_text(&text, c, m);
-    int ok = !text.failed && EVP_Digest(text.data, text.len, digest, NULL, EVP_sha1(), NULL);
-    gw_buf_free(&text);
+    int ok = !text->failed && EVP_Digest(text->data, text->len, digest, NULL, EVP_sha1(), NULL);
     if (!ok) {
         gw_error_set(err, "", "epoch id: out of memory");
         return -ENOMEM;
@@ -42,4 +56,26 @@ int gw_epoch_id(const struct gw_contract *c, const struct gw_membership *m,
     for (int i = 0; i < 20; i++)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
     return 0;
+}
+
+int gw_epoch_ring_id(const struct gw_contract *c, const struct gw_membership *m,
+                     char hex[GW_EPOCH_HEX_LEN + 1], struct gw_error *err)
+{
+    struct gw_buf text;
+    gw_buf_init(&text);
+    ring_id_text(&text, c, m);
+    int rc = sha1_hex(&text, hex, err);
+    gw_buf_free(&text);
+    return rc;
+}
+
+int gw_epoch_id(const struct gw_contract *c, const struct gw_membership *m,
+                char hex[GW_EPOCH_HEX_LEN + 1], struct gw_error *err)
+{
+    struct gw_buf text;
+    gw_buf_init(&text);
+    gw_epoch_text(&text, c, m);
+    int rc = sha1_hex(&text, hex, err);
+    gw_buf_free(&text);
+    return rc;
 }

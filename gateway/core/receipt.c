@@ -125,9 +125,12 @@ static void write_shards(struct gw_buf *out, const struct gw_topology *t,
 void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
                       const struct gw_dispatch *d)
 {
-    gw_buf_puts(out, "{\"receipt_version\":1,\"batch_id\":");
+    gw_buf_puts(out, "{\"receipt_version\":2,\"batch_id\":");
     gw_buf_json_string(out, b->batch_id, b->batch_id_len);
-    gw_buf_puts(out, ",\"ring\":");
+    gw_buf_puts(out,
+                ",\"epoch\":\""); /* the epoch the ring below belongs to (docs/contract.md §7) */
+    gw_buf_puts(out, t->epoch);
+    gw_buf_puts(out, "\",\"ring\":");
     gw_ring_write(out, t, 0);
     write_placements(out, t, b, d);
     write_shards(out, t, d);

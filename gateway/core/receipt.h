@@ -9,7 +9,7 @@
 #include "topology.h"
 
 /* Appends the receipt of a dispatched batch, compact, keys in docs/contract.md §5 order, no
- * newline. */
+ * newline. Version 2: the epoch id follows batch_id (docs/contract.md §5). */
 void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
                       const struct gw_dispatch *d);
 

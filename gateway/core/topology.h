@@ -12,10 +12,10 @@
 
 struct gw_topology {
     struct gw_contract contract;
-    struct gw_membership members; /* every shard, in id order */
-    struct ring *ring;            /* online shards only */
-    uint32_t *member_of;          /* ring shard index -> index in members */
-    uint64_t capacity;            /* sum of capacity over online shards */
+    struct gw_membership members;     /* every shard, in id order */
+    struct ring *ring;                /* online shards only */
+    uint32_t *member_of;              /* ring shard index -> index in members */
+    uint64_t capacity;                /* sum of capacity over online shards */
     char epoch[GW_EPOCH_HEX_LEN + 1]; /* docs/contract.md §7 */
 };
 

@@ -55,7 +55,7 @@ static void committed(struct gw_commit_item *item, int rc)
     if (rc == 0) {
         struct gw_idem_ref ref = {item->receipt_offset, item->receipt_len};
         gw_idem_commit(&s->idem, r->batch_id, len, ref);
-        gw_ledger_add(&s->ledger, r->tally);
+        gw_ledger_add(&s->ledger, r->view->slots, r->tally, r->view->topo.members.count);
     } else {
         gw_idem_release(&s->idem, r->batch_id, len);
     }
@@ -76,7 +76,7 @@ static enum MHD_Result journal_unavailable(struct gw_req *r)
 static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_batch *b,
                                      const struct gw_dispatch *d)
 {
-    const struct gw_topology *t = &r->srv->topo;
+    const struct gw_topology *t = &r->view->topo;
     char msg[600];
     size_t n = (size_t)snprintf(msg, sizeof(msg), "refused under DISPATCH_CAPACITY_POLICY=%s:",
                                 gw_policy_name(t->contract.policy));
@@ -115,20 +115,21 @@ static enum MHD_Result submit(struct gw_req *r)
 static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
 {
     struct gw_server *s = r->srv;
+    const struct gw_topology *t = &r->view->topo; /* one ring for the whole batch */
     struct gw_dispatch d;
     struct gw_error err;
     enum MHD_Result ret = MHD_YES;
     int refused = 1, rc = -EIO;
     if (gw_committer_failed(&s->committer))
         ret = journal_unavailable(r);
-    else if ((rc = gw_dispatch_run(&s->topo, b, &d, &err)) == -ENOENT)
+    else if ((rc = gw_dispatch_run(t, b, &d, &err)) == -ENOENT)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
     else if (rc != 0)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", err.msg, "");
     else if (!d.ok && d.over_capacity_shards &&
-             gw_policy_refuses_over_capacity(s->topo.contract.policy))
+             gw_policy_refuses_over_capacity(t->contract.policy))
         ret = over_capacity(r, b, &d);
-    else if (gw_receipt_write(&r->receipt, &s->topo, b, &d), r->receipt.failed)
+    else if (gw_receipt_write(&r->receipt, t, b, &d), r->receipt.failed)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     else {
         r->tally = d.tally; /* kept until the receipt is durable */

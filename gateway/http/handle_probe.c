@@ -6,8 +6,12 @@
 
 int gw_serve_ready(struct gw_server *s)
 {
-    return atomic_load(&s->replayed) && !gw_committer_failed(&s->committer) &&
-           ring_points_total(s->topo.ring) > 0;
+    if (!atomic_load(&s->replayed) || gw_committer_failed(&s->committer))
+        return 0;
+    struct gw_view *v = gw_view_acquire(&s->views);
+    int ring = ring_points_total(v->topo.ring) > 0;
+    gw_view_unref(v);
+    return ring;
 }
 
 enum MHD_Result gw_handle_livez(struct gw_req *r, const char *rest)
@@ -26,7 +30,7 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     struct gw_buf body;
     gw_buf_init(&body);
     int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->committer);
-    int ring = ring_points_total(s->topo.ring) > 0;
+    int ring = ring_points_total(r->view->topo.ring) > 0;
     int ready = replayed && !failed && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
     gw_buf_puts(&body, ",\"checks\":{\"journal\":\"");
@@ -39,15 +43,16 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
 {
     (void)rest;
     struct gw_server *s = r->srv;
-    size_t n = s->topo.members.count;
+    const struct gw_topology *t = &r->view->topo;
+    size_t n = t->members.count;
     struct gw_total *totals = calloc(n ? n : 1, sizeof(*totals));
     struct gw_buf body;
     gw_buf_init(&body);
     if (!totals) {
         body.failed = 1;
     } else {
-        gw_ledger_snapshot(&s->ledger, totals);
-        gw_metrics_render(&body, &s->metrics, &s->topo, totals, gw_serve_ready(s));
+        gw_ledger_totals(&s->ledger, r->view->slots, n, totals);
+        gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s));
     }
     free(totals);
     return gw_serve_respond(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, NULL,

@@ -24,9 +24,18 @@ enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
     if (points && !with_points && strcmp(points, "0") != 0 && strcmp(points, "false") != 0)
         return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter",
                               "points: must be 1, true, 0 or false", "points", NULL, NULL);
-    struct gw_buf body;
+    struct gw_buf ring, body;
+    gw_buf_init(&ring);
     gw_buf_init(&body);
-    gw_ring_write(&body, &r->srv->topo, with_points);
+    gw_ring_write(&ring, &r->view->topo, with_points);
+    /* The ring summary with the epoch it belongs to as its first key (docs/api.md §5). */
+    gw_buf_puts(&body, "{\"epoch\":\"");
+    gw_buf_puts(&body, r->view->topo.epoch);
+    gw_buf_puts(&body, "\",");
+    body.failed |= ring.failed || ring.len < 2;
+    if (!body.failed)
+        gw_buf_append(&body, ring.data + 1, ring.len - 1);
+    gw_buf_free(&ring);
     gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
@@ -43,42 +52,73 @@ enum MHD_Result gw_handle_lookup(struct gw_req *r, const char *rest)
                               "key: the query parameter key (1..1024 bytes) is required", "key",
                               NULL, NULL);
     struct ring_placement p;
-    if (ring_lookup(r->srv->topo.ring, key, len, &p) != 0)
+    if (ring_lookup(r->view->topo.ring, key, len, &p) != 0)
         return no_online_shard(r);
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_lookup_write(&body, &r->srv->topo, key, len, &p);
+    gw_lookup_write(&body, &r->view->topo, key, len, &p);
     gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
+/* The state of ledger entry `e` in the current membership, or NULL when it left it. */
+static const struct gw_shard *current_shard(const struct gw_membership *m,
+                                            const struct gw_ledger_entry *e)
+{
+    for (size_t lo = 0, hi = m->count; lo < hi;) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct gw_shard *s = &m->shards[mid];
+        size_t n = s->id_len < e->id_len ? s->id_len : e->id_len;
+        int c = memcmp(s->id, e->id, n);
+        c = c ? c : (s->id_len > e->id_len) - (s->id_len < e->id_len);
+        if (c == 0)
+            return s;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Every shard of every epoch, id order: its current state or "removed", totals over all
+ * epochs (docs/api.md §7). A removed shard shows its last weight and capacity. */
 enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 {
     (void)rest;
-    const struct gw_membership *m = &r->srv->topo.members;
-    struct gw_total *totals = calloc(m->count ? m->count : 1, sizeof(*totals));
+    size_t n = 0;
+    struct gw_ledger_entry *all = gw_ledger_snapshot(&r->srv->ledger, &n);
     struct gw_buf body;
     gw_buf_init(&body);
-    if (!totals)
-        body.failed = 1;
-    else
-        gw_ledger_snapshot(&r->srv->ledger, totals);
+    body.failed = !all;
     gw_buf_puts(&body, "{\"shards\":[");
-    for (size_t i = 0; totals && i < m->count; i++) {
-        const struct gw_shard *s = &m->shards[i];
+    for (size_t i = 0; all && i < n; i++) {
+        const struct gw_ledger_entry *e = &all[i];
+        const struct gw_shard *s = current_shard(&r->view->topo.members, e);
         gw_buf_puts(&body, i ? ",{\"id\":" : "{\"id\":");
-        gw_buf_json_string(&body, s->id, s->id_len);
+        gw_buf_json_string(&body, e->id, e->id_len);
         gw_buf_puts(&body, ",\"state\":\"");
-        gw_buf_puts(&body, gw_state_name(s->state));
-        gw_buf_field_u64(&body, "\",\"weight\":", s->weight);
-        gw_buf_field_u64(&body, ",\"capacity\":", s->capacity);
+        gw_buf_puts(&body, s ? gw_state_name(s->state) : "removed");
+        gw_buf_field_u64(&body, "\",\"weight\":", s ? s->weight : e->weight);
+        gw_buf_field_u64(&body, ",\"capacity\":", s ? s->capacity : e->capacity);
         /* Exact big integers, never wrapped (docs/api.md, GET /v1/shards). */
-        gw_buf_field_u128(&body, ",\"load_total\":", totals[i].load);
-        gw_buf_field_u128(&body, ",\"received_total\":", totals[i].received);
+        gw_buf_field_u128(&body, ",\"load_total\":", e->total.load);
+        gw_buf_field_u128(&body, ",\"received_total\":", e->total.received);
         gw_buf_puts(&body, "}");
     }
     gw_buf_puts(&body, "]}\n");
-    free(totals);
+    free(all);
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
+}
+
+/* The epoch chain, oldest first (docs/api.md §16). */
+enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_chain_write(&body, &r->srv->journal.chain);
+    gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 

@@ -11,15 +11,17 @@
 #include "log.h"
 #include "membership.h"
 
-static int compare_shard_id(const void *key, const void *elem)
-{
-    return strcmp(key, ((const struct gw_shard *)elem)->id);
-}
-
 /* Journal replay: each receipt record feeds the idempotency table and the totals. */
 static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct gw_error *err)
 {
     struct gw_server *s = ctx;
+    if (!rec->receipt) /* an epoch record: its shards are known from now on (GET /v1/shards) */
+    {
+        if (gw_ledger_register(&s->ledger, rec->members, NULL) == 0)
+            return 0;
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
     json_t *id = json_object_get(rec->receipt, "batch_id");
     json_t *shards = json_object_get(rec->receipt, "shards");
     if (!json_is_string(id) ||
@@ -39,12 +41,9 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
                          shard);
             return -EINVAL;
         }
-        const struct gw_shard *m = bsearch(shard, s->topo.members.shards, s->topo.members.count,
-                                           sizeof(*m), compare_shard_id);
-        if (m) /* shards no longer in the membership keep no totals */
-            gw_ledger_add_one(&s->ledger, (size_t)(m - s->topo.members.shards),
-                              (uint64_t)json_integer_value(load),
-                              (uint64_t)json_integer_value(received));
+        /* By id, whatever epoch: every shard of a receipt is in its epoch record. */
+        gw_ledger_add_id(&s->ledger, shard, strlen(shard), (uint64_t)json_integer_value(load),
+                         (uint64_t)json_integer_value(received));
     }
     struct gw_idem_ref ref = {rec->receipt_offset, rec->receipt_len};
     int rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id),
@@ -84,7 +83,7 @@ static void log_replay(const struct gw_server *s, const struct gw_journal_repair
 }
 
 /* Opens, replays and repairs the journal, then writes the epoch if it changed. */
-int gw_server_open_journal(struct gw_server *s)
+int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
 {
     struct gw_error err;
     struct gw_journal_repair rep;
@@ -95,7 +94,7 @@ int gw_server_open_journal(struct gw_server *s)
     }
     int written = 0;
     if (rc == 0)
-        rc = gw_journal_write_epoch(&s->journal, &s->topo, &written, &err);
+        rc = gw_journal_write_epoch(&s->journal, topo, &written, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;

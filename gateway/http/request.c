@@ -18,6 +18,7 @@ struct gw_req *gw_req_new(struct gw_server *s, struct MHD_Connection *conn, cons
         return NULL;
     r->srv = s;
     r->conn = conn;
+    r->view = gw_view_acquire(&s->views); /* the whole request uses this one view */
     r->start_ns = gw_now_ns();
     snprintf(r->method, sizeof(r->method), "%s", method);
     snprintf(r->path, sizeof(r->path), "%s", url);
@@ -82,6 +83,7 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     gw_body_release(r);
     gw_buf_free(&r->receipt);
     free(r->tally);
+    gw_view_unref(r->view); /* an old view is freed by its last request */
     free(r);
     *con_cls = NULL;
     atomic_fetch_sub(&s->active, 1);

@@ -19,10 +19,17 @@
 #include "notify.h"
 #include "server.h"
 #include "topology.h"
+#include "view.h"
 
 struct gw_server {
     struct gw_serve_options opt;
-    struct gw_topology topo;
+    struct gw_view_slot views; /* the published view: topology, epoch_seq (docs/decisions.md §14) */
+    pthread_mutex_t reload_lock; /* one reload at a time: SIGHUP and PUT take the same path */
+    pthread_t reloader;          /* applies SIGHUP reloads off the signal thread */
+    int reloader_started;
+    pthread_mutex_t reload_lock_wait; /* guards the three below */
+    pthread_cond_t reload_wake;
+    int reload_pending, reload_stopping;
     struct gw_journal journal;
     struct gw_committer committer;
     struct gw_idem idem;
@@ -30,6 +37,8 @@ struct gw_server {
     struct gw_metrics metrics;
     int auth; /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
+    int admin_auth; /* 1 when --admin-token-file is set */
+    unsigned char admin_digest[32];
     struct MHD_Daemon *daemon;
     struct gw_notify notify;        /* the service manager's READY/STOPPING/WATCHDOG (sd_notify) */
     atomic_int active;              /* requests between their first handler call and completion */
@@ -47,6 +56,7 @@ enum gw_body_drop { GW_BODY_KEPT, GW_BODY_TOO_LARGE, GW_BODY_OVER_BUDGET, GW_BOD
 struct gw_req {
     struct gw_server *srv;
     struct MHD_Connection *conn;
+    struct gw_view *view; /* the view this request uses whole, one reference until completion */
     uint64_t start_ns;
     char method[16];
     char path[256];
@@ -124,6 +134,7 @@ enum gw_access {
     GW_ACCESS_TOKEN,        /* the bearer token */
     GW_ACCESS_OPEN,         /* anyone: the probes */
     GW_ACCESS_METRICS_OPEN, /* anyone with --metrics-open, else the token */
+    GW_ACCESS_ADMIN,        /* the admin token only, checked by the handler (403 / 401) */
 };
 
 /* Answers a complete request; `rest` is the path after a prefix route's prefix ("" else). */
@@ -150,6 +161,8 @@ enum MHD_Result gw_handle_livez(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size);
+enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_admin_membership(struct gw_req *r, const char *data, size_t *size);
 
 /* Queues a stored receipt (read from the journal) and a newline with status 200 and one
  * optional header, or the 500 that says it cannot be read (handle_read.c). */
@@ -162,8 +175,39 @@ int gw_serve_ready(struct gw_server *s);
 /* Request lifetime (request.c). */
 struct gw_req *gw_req_new(struct gw_server *s, struct MHD_Connection *conn, const char *url,
                           const char *method);
-/* Journal replay into the idempotency table and the totals, then the epoch (replay.c).
- * Returns an exit code (enum gw_exit). */
-int gw_server_open_journal(struct gw_server *s);
+/* Journal replay into the idempotency table, the totals and the chain, then the start epoch of
+ * `topo` when it differs from the journal's latest (replay.c). Returns an exit code. */
+int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo);
+
+/* The apply path of both reloads (reload.c, docs/api.md §15). */
+enum gw_reload_verdict { GW_RELOAD_APPLIED, GW_RELOAD_UNCHANGED, GW_RELOAD_REFUSED };
+struct gw_reload {
+    enum gw_epoch_source source;
+    const char *if_match;    /* PUT: the epoch the caller saw; NULL: no precondition */
+    const char *shards_text; /* PUT: the document to write to --shards; NULL: SIGHUP */
+    size_t shards_len;
+    int dry_run;         /* PUT ?dry_run=1: the plan into `plan`, nothing changes */
+    double max_movement; /* PUT ?max_movement=F (0..1), < 0 when absent */
+    int force;           /* PUT &force=1: apply past max_movement */
+    struct gw_buf *plan; /* out: the plan JSON (dry_run, or refused past max_movement) */
+    int exceeded;        /* refused: the plan moves more than max_movement */
+    /* out */
+    enum gw_reload_verdict verdict;
+    int stale;                   /* refused because if_match is not the current epoch */
+    int no_online;               /* refused because no shard is online */
+    struct gw_epoch_entry entry; /* the epoch in force after the call */
+};
+/* Validates, builds the new ring, writes the shards file (PUT), journals and syncs the epoch
+ * record through the writer, then publishes; everything under reload_lock. Takes `contract` and
+ * `members` (freed). Returns 0 (verdict applied or unchanged), -EINVAL/-ESTALE refused (err
+ * says why; the old view keeps serving), or -errno of the file or the journal. */
+int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
+                    struct gw_membership *members, struct gw_reload *rl, struct gw_error *err);
+/* SIGHUP: re-reads --conf and --shards and applies them, logging the outcome. */
+void gw_reload_from_files(struct gw_server *s);
+/* Starts and stops the thread that runs SIGHUP reloads. */
+int gw_reloader_start(struct gw_server *s);
+void gw_reloader_request(struct gw_server *s);
+void gw_reloader_stop(struct gw_server *s);
 
 #endif

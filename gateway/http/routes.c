@@ -11,6 +11,8 @@ static const struct gw_route routes[] = {
     {"GET", "/v1/ring", 0, GW_ACCESS_TOKEN, gw_handle_ring, NULL},
     {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL},
     {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL},
+    {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL},
+    {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership},
     {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL},
     {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL},
     {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL},

@@ -3,6 +3,7 @@
  * that picks exit codes. */
 #include "request.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,18 +35,53 @@ static void warn_token_readable(const char *path, mode_t mode)
     gw_log_event("token_file_readable", &f);
 }
 
-static int load_token(struct gw_server *s)
+static int load_token(const char *path, unsigned char digest[GW_TOKEN_DIGEST_LEN])
 {
     struct gw_error err;
     mode_t mode = 0;
-    int rc = gw_token_load(s->opt.token_file, s->token_digest, &mode, &err);
+    int rc = gw_token_load(path, digest, &mode, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_UNUSABLE;
     }
     if (mode & (S_IRGRP | S_IROTH))
-        warn_token_readable(s->opt.token_file, mode);
-    s->auth = 1;
+        warn_token_readable(path, mode);
+    return GW_EXIT_OK;
+}
+
+/* The client token and the admin token (docs/api.md §11, §15); they must differ. */
+static int load_tokens(struct gw_server *s)
+{
+    int rc = GW_EXIT_OK;
+    if (s->opt.token_file && (rc = load_token(s->opt.token_file, s->token_digest)) == GW_EXIT_OK)
+        s->auth = 1;
+    if (rc == GW_EXIT_OK && s->opt.admin_token_file &&
+        (rc = load_token(s->opt.admin_token_file, s->admin_digest)) == GW_EXIT_OK)
+        s->admin_auth = 1;
+    if (rc == GW_EXIT_OK && s->auth && s->admin_auth &&
+        memcmp(s->token_digest, s->admin_digest, sizeof(s->admin_digest)) == 0) {
+        fprintf(stderr, "token: %s: the admin token must differ from the client token (%s)\n",
+                s->opt.admin_token_file, s->opt.token_file);
+        return GW_EXIT_UNUSABLE;
+    }
+    return rc;
+}
+
+/* The first view: the files' topology, at the journal's latest epoch_seq. */
+static int publish_first_view(struct gw_server *s, struct gw_topology *topo)
+{
+    struct gw_epoch_entry latest;
+    struct gw_error err;
+    struct gw_view *v;
+    int has = gw_chain_latest(&s->journal.chain, &latest);
+    assert(has && strcmp(latest.epoch, topo->epoch) == 0); /* written at start if it differed */
+    (void)has;
+    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->ledger, &v, &err) != 0) {
+        fprintf(stderr, "shardgate: %s\n", err.msg);
+        return GW_EXIT_INTERNAL;
+    }
+    gw_view_publish(&s->views, v);
+    atomic_store(&s->metrics.epoch_seq, latest.epoch_seq);
     return GW_EXIT_OK;
 }
 
@@ -129,6 +165,7 @@ static int start_daemon(struct gw_server *s)
 static void drain(struct gw_server *s)
 {
     atomic_store(&s->draining, 1);
+    gw_reloader_stop(s); /* a reload in progress finishes first */
     MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
     unsigned waited = 0;
     while (atomic_load(&s->active) > 0 && waited < GW_DRAIN_TIMEOUT_S * 1000) {
@@ -149,33 +186,50 @@ static void drain(struct gw_server *s)
         close(listen_fd);
 }
 
-static int wait_for_signal(const sigset_t *set)
+/* Waits for SIGTERM or SIGINT; a SIGHUP asks the reloader for a reload (docs/api.md §15). */
+static int wait_for_signal(struct gw_server *s, const sigset_t *set)
 {
     int sig = 0;
-    while (sigwait(set, &sig) != 0)
-        ;
-    return sig;
+    for (;;) {
+        if (sigwait(set, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            return sig;
+        gw_reloader_request(s);
+    }
 }
 
 /* Sets everything up in order; returns GW_EXIT_OK to serve, else the exit code. */
 static int setup(struct gw_server *s)
 {
-    int rc = s->opt.token_file ? load_token(s) : GW_EXIT_OK;
+    struct gw_topology topo;
+    memset(&topo, 0, sizeof(topo));
+    int rc = load_tokens(s);
     if (rc == GW_EXIT_OK)
-        rc = gw_exit_load_topology(s->opt.conf, s->opt.shards, &s->topo);
+        rc = gw_exit_load_topology(s->opt.conf, s->opt.shards, &topo);
     if (rc != GW_EXIT_OK)
         return rc;
     gw_metrics_init(&s->metrics);
-    if (gw_idem_init(&s->idem) != 0 || gw_ledger_init(&s->ledger, s->topo.members.count) != 0) {
+    gw_ledger_init(&s->ledger);
+    if (gw_idem_init(&s->idem) != 0) {
+        gw_topology_free(&topo);
         fprintf(stderr, "shardgate: out of memory\n");
         return GW_EXIT_INTERNAL;
     }
-    rc = gw_server_open_journal(s);
-    if (rc != GW_EXIT_OK)
+    rc = gw_server_open_journal(s, &topo);
+    if (rc == GW_EXIT_OK)
+        rc = publish_first_view(s, &topo); /* takes topo */
+    if (rc != GW_EXIT_OK) {
+        gw_topology_free(&topo);
         return rc;
+    }
     struct gw_error err;
     if (gw_committer_start(&s->committer, &s->journal, &s->metrics, commit_delay_ms(), &err)) {
         fprintf(stderr, "%s\n", err.msg);
+        return GW_EXIT_INTERNAL;
+    }
+    if (gw_reloader_start(s) != 0) {
+        fprintf(stderr, "shardgate: cannot start the reload thread\n");
         return GW_EXIT_INTERNAL;
     }
     atomic_store(&s->replayed, 1);
@@ -184,6 +238,7 @@ static int setup(struct gw_server *s)
 
 static void teardown(struct gw_server *s)
 {
+    gw_reloader_stop(s);
     gw_committer_stop(&s->committer);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
@@ -191,9 +246,8 @@ static void teardown(struct gw_server *s)
     if (s->journal.path)
         gw_journal_close(&s->journal);
     gw_idem_free(&s->idem);
+    gw_view_slot_free(&s->views);
     gw_ledger_free(&s->ledger);
-    if (s->topo.ring)
-        gw_topology_free(&s->topo);
 }
 
 /* Every thread started after this inherits the mask, so only sigwait() sees the signals. */
@@ -202,6 +256,7 @@ static void block_signals(sigset_t *set)
     sigemptyset(set);
     sigaddset(set, SIGTERM);
     sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, set, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN); /* a file size limit makes write() fail with EFBIG instead */
@@ -216,9 +271,10 @@ int gw_server_run(const struct gw_serve_options *opt)
     sigset_t set;
     block_signals(&set);
     s->journal.fd = -1;
+    gw_view_slot_init(&s->views);
     int rc = setup(s);
     if (rc == GW_EXIT_OK) {
-        int sig = wait_for_signal(&set);
+        int sig = wait_for_signal(s, &set);
         struct gw_buf f;
         gw_buf_init(&f);
         gw_log_str(&f, "signal", sig == SIGINT ? "SIGINT" : "SIGTERM");

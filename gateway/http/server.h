@@ -17,6 +17,7 @@
 
 struct gw_serve_options {
     const char *conf, *shards, *state_dir, *listen, *token_file;
+    const char *admin_token_file; /* PUT /v1/admin/membership (docs/api.md §15); NULL: 403 */
     uint64_t max_body;
     size_t max_changes;
     unsigned threads;
@@ -26,8 +27,8 @@ struct gw_serve_options {
     int metrics_open;           /* 1: /metrics needs no token */
 };
 
-/* Serves until SIGTERM/SIGINT, then drains (docs/api.md §13). Returns the exit code
- * (enum gw_exit): 0 after a drain, else why it could not start. */
+/* Serves until SIGTERM/SIGINT (SIGHUP reloads, docs/api.md §15), then drains (docs/api.md §13).
+ * Returns the exit code (enum gw_exit): 0 after a drain, else why it could not start. */
 int gw_server_run(const struct gw_serve_options *opt);
 
 #endif

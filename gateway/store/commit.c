@@ -17,19 +17,33 @@ static void finish(struct gw_commit_item *list, int rc)
     }
 }
 
-/* Lays the group's records out in c->group; each item learns its seq and offset. */
-static int build_group(struct gw_committer *c, struct gw_commit_item *list)
+/* An epoch record in the group: it follows the group's receipts so far. */
+static void add_epoch(struct gw_committer *c, struct gw_commit_item *it, uint64_t receipts)
+{
+    const struct gw_topology *t = it->epoch_of;
+    gw_journal_epoch_entry(c->journal, t, it->source, receipts, &it->entry);
+    gw_journal_epoch_line(&c->group, &t->contract, &t->members, &it->entry);
+    gw_buf_puts(&c->group, "\n");
+}
+
+/* Lays the group's records out in c->group; each receipt learns its seq and offset. Returns the
+ * number of receipts, or -ENOMEM. */
+static long build_group(struct gw_committer *c, struct gw_commit_item *list)
 {
     uint64_t seq = c->journal->last_seq;
     gw_buf_reset(&c->group);
     for (struct gw_commit_item *it = list; it; it = it->next) {
+        if (it->epoch_of) {
+            add_epoch(c, it, seq - c->journal->last_seq);
+            continue;
+        }
         it->seq = ++seq;
         gw_journal_receipt_prefix(&c->group, it->seq, it->fingerprint);
         it->receipt_offset = c->journal->size + c->group.len;
         gw_buf_append(&c->group, it->receipt, it->receipt_len);
         gw_buf_puts(&c->group, "}\n");
     }
-    return c->group.failed ? -ENOMEM : 0;
+    return c->group.failed ? -ENOMEM : (long)(seq - c->journal->last_seq);
 }
 
 #ifndef NDEBUG
@@ -37,17 +51,27 @@ static int build_group(struct gw_committer *c, struct gw_commit_item *list)
 static int seqs_follow(const struct gw_commit_item *list, uint64_t last_seq)
 {
     for (const struct gw_commit_item *it = list; it; it = it->next)
-        if (it->seq != ++last_seq)
+        if (!it->epoch_of && it->seq != ++last_seq)
             return 0;
     return 1;
 }
 #endif
 
-static int commit_group(struct gw_committer *c, struct gw_commit_item *list, size_t n)
+/* The group's epoch records join the chain once durable, in order. */
+static void chain_epochs(struct gw_committer *c, struct gw_commit_item *list)
+{
+    for (struct gw_commit_item *it = list; it; it = it->next)
+        if (it->epoch_of)
+            it->chained = gw_chain_append(&c->journal->chain, &it->entry) == 0;
+}
+
+static int commit_group(struct gw_committer *c, struct gw_commit_item *list)
 {
     struct gw_error err;
     uint64_t sync_ns = 0;
-    int rc = build_group(c, list);
+    long built = build_group(c, list);
+    int rc = built < 0 ? (int)built : 0;
+    uint64_t n = built < 0 ? 0 : (uint64_t)built;
     if (rc != 0) {
         gw_error_set(&err, "", "journal: out of memory");
     } else {
@@ -57,6 +81,7 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, siz
         assert(seqs_follow(list, c->journal->last_seq));
         c->journal->last_seq += n;
         gw_metrics_commit(c->metrics, n, sync_ns);
+        chain_epochs(c, list);
     } else if (rc != -ENOMEM) {
         c->error = err;
         atomic_store(&c->failed, 1);
@@ -96,8 +121,8 @@ static void *writer_main(void *arg)
         struct gw_commit_item *list = c->head, *tail = c->tail;
         c->head = c->tail = NULL; /* the writer owns head..tail now, nobody else */
         pthread_mutex_unlock(&c->lock);
-        size_t n = count_group(list, tail);
-        int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list, n);
+        count_group(list, tail);
+        int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list);
         finish(list, rc);
         pthread_mutex_lock(&c->lock);
     }

@@ -20,8 +20,14 @@ struct gw_commit_item;
  * negative code (the record is not in the journal). */
 typedef void (*gw_commit_done_fn)(struct gw_commit_item *item, int rc);
 
-/* One receipt to journal. The submitter keeps the bytes alive until `done` runs. */
+/* One record to journal: a receipt, or (epoch_of set) the epoch record of a reload, laid out
+ * by the writer so that its first_seq follows the receipts before it (docs/journal.md §2). The
+ * submitter keeps what it points to alive until `done` runs. */
 struct gw_commit_item {
+    const struct gw_topology *epoch_of; /* NULL for a receipt */
+    enum gw_epoch_source source;        /* epoch records only */
+    struct gw_epoch_entry entry; /* epoch records: set by the writer, in the chain once durable */
+    int chained;                 /* epoch records: 1 once added to the chain (else -ENOMEM) */
     const char *receipt;
     size_t receipt_len;
     const unsigned char *fingerprint;

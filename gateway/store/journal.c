@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "journal_epoch.h"
 #include "ring.h"
 #include "timing.h"
 
@@ -21,8 +22,6 @@ struct replay {
     struct gw_journal *j;
     gw_journal_visit_fn visit;
     void *ctx;
-    char (*epoch_ids)[RING_ID_HEX_LEN + 1]; /* ring ids of every epoch record so far */
-    size_t epochs;
     struct gw_buf prefix;
 };
 
@@ -75,59 +74,18 @@ static int no_memory(struct gw_error *err)
     return -ENOMEM;
 }
 
-/* An epoch's membership obeys rules R1 and R2 (docs/contract.md, Membership) like --shards:
- * otherwise the line is unusable (exit 3), never a crash or an out-of-memory ring. */
-static int check_epoch_membership(json_t *root, struct gw_error *err)
-{
-    json_t *vnodes = json_object_get(json_object_get(root, "contract"), "DISPATCH_VNODES");
-    if (!json_is_integer(vnodes) || json_integer_value(vnodes) < 1 ||
-        json_integer_value(vnodes) > RING_VNODES_MAX)
-        return bad(err, "epoch record: contract.DISPATCH_VNODES must be an integer 1..4096");
-    struct gw_membership m;
-    int rc = gw_membership_from_json(json_object_get(root, "shards"), "epoch record", &m, err);
-    if (rc == 0)
-        rc =
-            gw_membership_check_ring(&m, (uint32_t)json_integer_value(vnodes), "epoch record", err);
-    gw_membership_free(&m);
-    return rc;
-}
-
-static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t len,
+static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t len, size_t lineno,
                         struct gw_error *err)
 {
-    json_t *id = json_object_get(root, "ring_id");
-    if (!json_is_string(id) || json_string_length(id) != RING_ID_HEX_LEN ||
-        !is_hex(json_string_value(id), RING_ID_HEX_LEN))
-        return bad(err, "epoch record: ring_id must be 40 lowercase hex digits");
-    if (!json_is_object(json_object_get(root, "contract")) ||
-        !json_is_array(json_object_get(root, "shards")))
-        return bad(err, "epoch record: needs a contract object and a shards array");
-    int rc = check_epoch_membership(root, err);
+    struct gw_epoch_entry e;
+    struct gw_membership m;
+    int rc = gw_epoch_record_replay(root, line, len, &r->j->chain, r->j->last_seq, &e, &m, err);
     if (rc != 0)
         return rc;
-    void *ids = realloc(r->epoch_ids, (r->epochs + 1) * sizeof(*r->epoch_ids));
-    char *copy = malloc(len ? len : 1);
-    if (!ids || !copy) {
-        free(copy);
-        if (ids)
-            r->epoch_ids = ids;
-        return no_memory(err);
-    }
-    r->epoch_ids = ids;
-    memcpy(r->epoch_ids[r->epochs++], json_string_value(id), RING_ID_HEX_LEN + 1);
-    memcpy(copy, line, len);
-    free(r->j->epoch);
-    r->j->epoch = copy;
-    r->j->epoch_len = len;
-    return 0;
-}
-
-static int known_epoch(const struct replay *r, const char *ring_id)
-{
-    for (size_t i = r->epochs; i-- > 0;)
-        if (strcmp(r->epoch_ids[i], ring_id) == 0)
-            return 1;
-    return 0;
+    struct gw_journal_record rec = {.line = lineno, .members = &m};
+    rc = gw_chain_append(&r->j->chain, &e) ? no_memory(err) : r->visit(r->ctx, &rec, err);
+    gw_membership_free(&m);
+    return rc;
 }
 
 /* Checks the record's bytes: the canonical prefix, the receipt, then "}". */
@@ -168,12 +126,12 @@ static int replay_receipt(struct replay *r, json_t *root, const char *line, size
         return bad(err, "receipt record: fingerprint must be 64 lowercase hex digits");
     if (!json_is_object(rec->receipt))
         return bad(err, "receipt record: receipt must be an object");
-    json_t *ring_id = json_object_get(json_object_get(rec->receipt, "ring"), "id");
-    if (!json_is_string(ring_id) || !known_epoch(r, json_string_value(ring_id)))
-        return bad(err, "receipt record: its ring id matches no earlier epoch record");
+    int rc = gw_epoch_receipt_link(&r->j->chain, rec->receipt, err);
+    if (rc != 0)
+        return rc;
     rec->seq = r->j->last_seq + 1;
     unhex(json_string_value(fp), rec->fingerprint, GW_FINGERPRINT_LEN);
-    int rc = check_receipt_bytes(r, rec, line, len, err);
+    rc = check_receipt_bytes(r, rec, line, len, err);
     if (rc == 0)
         rc = r->visit(r->ctx, rec, err);
     assert(rec->seq == r->j->last_seq + 1); /* seq +1 per receipt (docs/decisions.md §2) */
@@ -197,7 +155,7 @@ static int replay_line(struct replay *r, const char *line, size_t len, uint64_t 
     struct gw_journal_record rec = {.line = lineno, .receipt_offset = offset};
     int rc;
     if (type && strcmp(type, "epoch") == 0)
-        rc = replay_epoch(r, root, line, len, err);
+        rc = replay_epoch(r, root, line, len, lineno, err);
     else if (type && strcmp(type, "receipt") == 0)
         rc = replay_receipt(r, root, line, len, &rec, err);
     else
@@ -401,6 +359,7 @@ int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn v
     memset(j, 0, sizeof(*j));
     memset(repair, 0, sizeof(*repair));
     j->fd = -1;
+    gw_chain_init(&j->chain);
     int rc = open_file(j, dir, err);
     struct stat st;
     if (rc == 0 && fstat(j->fd, &st) != 0) {
@@ -419,7 +378,6 @@ int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn v
         rc = replay_all(&r, data, (uint64_t)st.st_size, repair, err);
         j->size = repair->torn ? repair->offset : (uint64_t)st.st_size;
         munmap(data, (size_t)st.st_size);
-        free(r.epoch_ids);
         gw_buf_free(&r.prefix);
     }
     if (rc != 0)
@@ -432,59 +390,39 @@ void gw_journal_close(struct gw_journal *j)
     if (j->fd >= 0)
         close(j->fd);
     free(j->path);
-    free(j->epoch);
+    gw_chain_free(&j->chain);
     memset(j, 0, sizeof(*j));
     j->fd = -1;
 }
 
-void gw_journal_epoch_line(struct gw_buf *out, const struct gw_topology *t)
+void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
+                            enum gw_epoch_source source, uint64_t receipts_ahead,
+                            struct gw_epoch_entry *out)
 {
-    gw_buf_puts(out, "{\"type\":\"epoch\",\"ring_id\":\"");
-    gw_buf_puts(out, ring_id(t->ring));
-    gw_buf_field_u64(out, "\",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":",
-                     t->contract.vnodes);
-    gw_buf_puts(out, ",\"DISPATCH_RING_HASH\":\"");
-    gw_buf_puts(out, ring_digest_name(t->contract.digest));
-    gw_buf_puts(out, "\",\"DISPATCH_CAPACITY_POLICY\":\"");
-    gw_buf_puts(out, gw_policy_name(t->contract.policy));
-    gw_buf_puts(out, "\"},\"shards\":[");
-    for (size_t i = 0; i < t->members.count; i++) {
-        const struct gw_shard *s = &t->members.shards[i];
-        gw_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
-        gw_buf_json_string(out, s->id, s->id_len);
-        gw_buf_puts(out, ",\"state\":\"");
-        gw_buf_puts(out, gw_state_name(s->state));
-        gw_buf_field_u64(out, "\",\"capacity\":", s->capacity);
-        gw_buf_field_u64(out, ",\"weight\":", s->weight);
-        gw_buf_puts(out, "}");
-    }
-    gw_buf_puts(out, "]}");
+    gw_chain_next(&j->chain, t->epoch, ring_id(t->ring), out);
+    out->source = source;
+    gw_chain_now(out->time);
+    out->first_seq = j->last_seq + receipts_ahead + 1;
 }
 
 int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, int *written,
                            struct gw_error *err)
 {
+    struct gw_epoch_entry latest, e;
+    *written = 0;
+    if (gw_chain_latest(&j->chain, &latest) && strcmp(latest.epoch, t->epoch) == 0)
+        return 0; /* the files name the journal's latest epoch: nothing to record */
+    gw_journal_epoch_entry(j, t, GW_SOURCE_START, 0, &e);
     struct gw_buf line;
     gw_buf_init(&line);
-    gw_journal_epoch_line(&line, t);
-    *written = 0;
-    int rc = line.failed ? -ENOMEM : 0;
-    int same = rc == 0 && j->epoch && j->epoch_len == line.len &&
-               memcmp(j->epoch, line.data, line.len) == 0;
-    if (rc == 0 && !same) {
-        size_t n = line.len;
-        gw_buf_puts(&line, "\n");
-        rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
-        if (rc == 0) {
-            free(j->epoch);
-            j->epoch = line.data; /* keeps the line without its newline */
-            j->epoch_len = n;
-            line.data = NULL;
-            *written = 1;
-        }
-    }
+    gw_journal_epoch_line(&line, &t->contract, &t->members, &e);
+    gw_buf_puts(&line, "\n");
+    int rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
+    if (rc == 0)
+        rc = gw_chain_append(&j->chain, &e);
     if (rc == -ENOMEM)
         no_memory(err);
+    *written = rc == 0;
     gw_buf_free(&line);
     return rc;
 }

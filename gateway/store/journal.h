@@ -9,6 +9,7 @@
 
 #include "batch.h"
 #include "buf.h"
+#include "chain.h"
 #include "error.h"
 #include "topology.h"
 
@@ -17,16 +18,17 @@
 
 struct gw_journal {
     int fd;
-    char *path;        /* <state-dir>/journal.jsonl */
-    uint64_t size;     /* bytes of whole, durable lines; anything past it is cut away */
-    uint64_t last_seq; /* seq of the last receipt record, 0 when there is none */
-    char *epoch;       /* the latest epoch line (no newline), NULL when there is none */
-    size_t epoch_len;
+    char *path;                  /* <state-dir>/journal.jsonl */
+    uint64_t size;               /* bytes of whole, durable lines; anything past it is cut away */
+    uint64_t last_seq;           /* seq of the last receipt record, 0 when there is none */
+    struct gw_epoch_chain chain; /* every epoch record, replayed and appended */
 };
 
-/* A receipt record met during replay; `receipt` is borrowed for the visit only. */
+/* A record met during replay, borrowed for the visit only: a receipt record (`receipt` set), or
+ * an epoch record (`members` set: its whole membership; `receipt` NULL). */
 struct gw_journal_record {
     size_t line;
+    const struct gw_membership *members;
     uint64_t seq;
     unsigned char fingerprint[GW_FINGERPRINT_LEN];
     json_t *receipt;
@@ -34,7 +36,7 @@ struct gw_journal_record {
     size_t receipt_len;
 };
 
-/* Called for every receipt record in file order. Returns 0, or a negative code with
+/* Called for every record in file order. Returns 0, or a negative code with
  * err->msg saying what is wrong with the record (the journal adds file and line). */
 typedef int (*gw_journal_visit_fn)(void *ctx, const struct gw_journal_record *rec,
                                    struct gw_error *err);
@@ -58,13 +60,22 @@ int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn v
 
 void gw_journal_close(struct gw_journal *j);
 
-/* Appends the epoch record of `t` unless it equals the journal's latest epoch. Returns 0 and
- * *written (0 or 1), or a negative code as gw_journal_append. */
+/* Appends and syncs the epoch record of `t` (source start) unless `t` is the journal's latest
+ * epoch, and adds it to the chain. For the start only, before the journal writer runs. Returns 0
+ * and *written (0 or 1), or a negative code as gw_journal_append. */
 int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, int *written,
                            struct gw_error *err);
 
-/* Appends the epoch record line of `t`, without a newline. */
-void gw_journal_epoch_line(struct gw_buf *out, const struct gw_topology *t);
+/* The chain's next entry for `t`: epoch_seq and prev from the chain, the time now, first_seq the
+ * seq the next receipt record will have after `receipts_ahead` more. Call from the one writer. */
+void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
+                            enum gw_epoch_source source, uint64_t receipts_ahead,
+                            struct gw_epoch_entry *out);
+
+/* Appends the epoch record line (docs/journal.md §2) of a contract, a membership and the chain
+ * entry `e`, without a newline. */
+void gw_journal_epoch_line(struct gw_buf *out, const struct gw_contract *c,
+                           const struct gw_membership *m, const struct gw_epoch_entry *e);
 
 /* Appends the bytes a receipt record starts with, up to and including `"receipt":`. The record
  * is this prefix, the receipt bytes and "}\n". */

@@ -1,51 +1,145 @@
-/* Cumulative per-shard totals, added only once a receipt is durable. */
+/* Cumulative per-shard totals by shard id, added only once a receipt is durable; a shard keeps
+ * its totals when it leaves the membership and when it comes back (docs/api.md §7). */
 #include "ledger.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-int gw_ledger_init(struct gw_ledger *l, size_t shards)
+int gw_ledger_init(struct gw_ledger *l)
 {
     memset(l, 0, sizeof(*l));
-    l->totals = calloc(shards ? shards : 1, sizeof(*l->totals));
-    if (!l->totals)
-        return -ENOMEM;
-    l->count = shards;
     pthread_mutex_init(&l->lock, NULL);
     return 0;
 }
 
 void gw_ledger_free(struct gw_ledger *l)
 {
-    if (!l->totals)
-        return;
-    free(l->totals);
+    free(l->entries);
+    free(l->by_id);
     pthread_mutex_destroy(&l->lock);
     memset(l, 0, sizeof(*l));
 }
 
-void gw_ledger_add(struct gw_ledger *l, const struct gw_tally *tally)
+static int id_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* Where `id` is or would go in by_id (lock held); *found says which. */
+static size_t locate(const struct gw_ledger *l, const char *id, size_t len, int *found)
+{
+    size_t lo = 0, hi = l->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct gw_ledger_entry *e = &l->entries[l->by_id[mid]];
+        int c = id_cmp(e->id, e->id_len, id, len);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = 0;
+    return lo;
+}
+
+static int grow(struct gw_ledger *l)
+{
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    struct gw_ledger_entry *e = realloc(l->entries, cap * sizeof(*e));
+    if (e)
+        l->entries = e;
+    size_t *o = e ? realloc(l->by_id, cap * sizeof(*o)) : NULL;
+    if (!o)
+        return -ENOMEM;
+    l->by_id = o;
+    l->cap = cap;
+    return 0;
+}
+
+/* The slot of a shard, added when new (lock held). Returns the slot or -ENOMEM. */
+static long slot_of(struct gw_ledger *l, const struct gw_shard *s)
+{
+    int found;
+    size_t at = locate(l, s->id, s->id_len, &found);
+    if (!found) {
+        if (l->count == l->cap && grow(l) != 0)
+            return -ENOMEM;
+        struct gw_ledger_entry *e = &l->entries[l->count];
+        memset(e, 0, sizeof(*e));
+        memcpy(e->id, s->id, s->id_len);
+        e->id_len = s->id_len;
+        memmove(l->by_id + at + 1, l->by_id + at, (l->count - at) * sizeof(*l->by_id));
+        l->by_id[at] = l->count++;
+    }
+    struct gw_ledger_entry *e = &l->entries[l->by_id[at]];
+    e->weight = s->weight;
+    e->capacity = s->capacity;
+    return (long)l->by_id[at];
+}
+
+int gw_ledger_register(struct gw_ledger *l, const struct gw_membership *m, size_t *slots)
+{
+    int rc = 0;
+    pthread_mutex_lock(&l->lock);
+    for (size_t i = 0; i < m->count && rc == 0; i++) {
+        long slot = slot_of(l, &m->shards[i]);
+        if (slot < 0)
+            rc = (int)slot;
+        else if (slots)
+            slots[i] = (size_t)slot;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return rc;
+}
+
+void gw_ledger_add(struct gw_ledger *l, const size_t *slots, const struct gw_tally *tally,
+                   size_t count)
 {
     pthread_mutex_lock(&l->lock);
-    for (size_t i = 0; i < l->count; i++) {
-        l->totals[i].load += tally[i].load;
-        l->totals[i].received += tally[i].received;
+    for (size_t i = 0; i < count; i++) {
+        assert(slots[i] < l->count);
+        l->entries[slots[i]].total.load += tally[i].load;
+        l->entries[slots[i]].total.received += tally[i].received;
     }
     pthread_mutex_unlock(&l->lock);
 }
 
-void gw_ledger_add_one(struct gw_ledger *l, size_t shard, uint64_t load, uint64_t received)
+int gw_ledger_add_id(struct gw_ledger *l, const char *id, size_t id_len, uint64_t load,
+                     uint64_t received)
+{
+    int found;
+    pthread_mutex_lock(&l->lock);
+    size_t at = locate(l, id, id_len, &found);
+    if (found) {
+        l->entries[l->by_id[at]].total.load += load;
+        l->entries[l->by_id[at]].total.received += received;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return found ? 0 : -ENOENT;
+}
+
+void gw_ledger_totals(struct gw_ledger *l, const size_t *slots, size_t count, struct gw_total *out)
 {
     pthread_mutex_lock(&l->lock);
-    l->totals[shard].load += load;
-    l->totals[shard].received += received;
+    for (size_t i = 0; i < count; i++)
+        out[i] = l->entries[slots[i]].total;
     pthread_mutex_unlock(&l->lock);
 }
 
-void gw_ledger_snapshot(struct gw_ledger *l, struct gw_total *out)
+struct gw_ledger_entry *gw_ledger_snapshot(struct gw_ledger *l, size_t *count)
 {
     pthread_mutex_lock(&l->lock);
-    memcpy(out, l->totals, l->count * sizeof(*out));
+    struct gw_ledger_entry *out = malloc((l->count ? l->count : 1) * sizeof(*out));
+    *count = out ? l->count : 0;
+    for (size_t i = 0; out && i < l->count; i++)
+        out[i] = l->entries[l->by_id[i]];
     pthread_mutex_unlock(&l->lock);
+    return out;
 }

@@ -1,5 +1,5 @@
-/* Cumulative per-shard totals over every durable receipt (GET /v1/shards, /metrics).
- * Thread-safe. */
+/* Cumulative per-shard totals over every durable receipt, keyed by shard id across every epoch
+ * (GET /v1/shards, /metrics). Thread-safe. */
 #ifndef SHARDGATE_GW_LEDGER_H
 #define SHARDGATE_GW_LEDGER_H
 
@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "dispatch.h"
+#include "membership.h"
 
 /* One shard's totals: 128-bit, so they stay exact (docs/api.md, GET /v1/shards); a receipt
  * adds at most 2^64 - 1 to each, so 2^64 receipts cannot wrap them. */
@@ -17,23 +18,44 @@ struct gw_total {
     gw_u128 received;
 };
 
+/* A shard seen in some epoch: its totals and its weight and capacity in the latest epoch that
+ * held it. */
+struct gw_ledger_entry {
+    char id[GW_SHARD_ID_MAX + 1];
+    size_t id_len;
+    uint32_t weight;
+    uint64_t capacity;
+    struct gw_total total;
+};
+
 struct gw_ledger {
     pthread_mutex_t lock;
-    struct gw_total *totals; /* one per membership shard, in id order */
-    size_t count;
+    struct gw_ledger_entry *entries; /* append-only: a slot number never changes */
+    size_t *by_id;                   /* slot numbers in bytewise id order */
+    size_t count, cap;
 };
 
 /* Returns 0 or -ENOMEM. */
-int gw_ledger_init(struct gw_ledger *l, size_t shards);
+int gw_ledger_init(struct gw_ledger *l);
 void gw_ledger_free(struct gw_ledger *l);
 
-/* Adds one receipt's per-shard tallies (`count` entries, in membership order). */
-void gw_ledger_add(struct gw_ledger *l, const struct gw_tally *tally);
+/* Makes every shard of `m` known (weight and capacity updated) and, when `slots` is not NULL,
+ * writes each member's slot (m->count entries, membership order). Returns 0 or -ENOMEM. */
+int gw_ledger_register(struct gw_ledger *l, const struct gw_membership *m, size_t *slots);
 
-/* Adds to one shard (journal replay). */
-void gw_ledger_add_one(struct gw_ledger *l, size_t shard, uint64_t load, uint64_t received);
+/* Adds one receipt's per-shard tallies (`count` entries, membership order, to `slots`). */
+void gw_ledger_add(struct gw_ledger *l, const size_t *slots, const struct gw_tally *tally,
+                   size_t count);
 
-/* Copies the totals into `out` (`count` entries). */
-void gw_ledger_snapshot(struct gw_ledger *l, struct gw_total *out);
+/* Adds to the shard with this id (journal replay). Returns 0, or -ENOENT when it was never
+ * registered. */
+int gw_ledger_add_id(struct gw_ledger *l, const char *id, size_t id_len, uint64_t load,
+                     uint64_t received);
+
+/* Copies the totals of `slots` (count of them) into `out`. */
+void gw_ledger_totals(struct gw_ledger *l, const size_t *slots, size_t count, struct gw_total *out);
+
+/* A copy of every entry in id order (*count of them; free() it). NULL when out of memory. */
+struct gw_ledger_entry *gw_ledger_snapshot(struct gw_ledger *l, size_t *count);
 
 #endif

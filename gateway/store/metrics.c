@@ -26,6 +26,9 @@ void gw_metrics_init(struct gw_metrics *m)
     atomic_init(&m->changes, 0);
     atomic_init(&m->commits, 0);
     atomic_init(&m->records, 0);
+    atomic_init(&m->epoch_seq, 0);
+    for (size_t i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
+        atomic_init(&m->reloads[i], 0);
     histogram_init(&m->request);
     histogram_init(&m->fsync);
 }
@@ -117,6 +120,13 @@ static void render_ring(struct gw_buf *out, const struct gw_topology *t)
     put_f(out, "shardgate_ring_online_shards %zu\n", ring_shard_count(t->ring));
 }
 
+static const char *const reload_names[GW_RELOAD_RESULT_COUNT] = {"applied", "unchanged", "refused"};
+
+void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result)
+{
+    atomic_fetch_add(&m->reloads[result], 1);
+}
+
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready)
 {
@@ -129,6 +139,14 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     render_shard_series(out, t, totals, 1);
     render_shard_series(out, t, totals, 0);
     render_ring(out, t);
+    header(out, "shardgate_epoch_seq", "gauge",
+           "epoch_seq of the epoch in force (docs/contract.md §7).");
+    put_f(out, "shardgate_epoch_seq %llu\n", atomic_load(&m->epoch_seq));
+    header(out, "shardgate_reloads_total", "counter",
+           "Membership reloads (SIGHUP, PUT) by result.");
+    for (int i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
+        put_f(out, "shardgate_reloads_total{result=\"%s\"} %llu\n", reload_names[i],
+              atomic_load(&m->reloads[i]));
     header(out, "shardgate_journal_commits_total", "counter", "Group commits (write + fdatasync).");
     put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));
     header(out, "shardgate_journal_records_total", "counter", "Receipt records journaled.");

@@ -22,6 +22,14 @@ enum gw_batch_result {
     GW_RESULT_COUNT
 };
 
+/* How a reload ended; the `result` label of shardgate_reloads_total (docs/api.md §15). */
+enum gw_reload_result {
+    GW_RELOAD_RESULT_APPLIED,
+    GW_RELOAD_RESULT_UNCHANGED,
+    GW_RELOAD_RESULT_REFUSED,
+    GW_RELOAD_RESULT_COUNT
+};
+
 #define GW_HISTOGRAM_BUCKETS 14
 
 struct gw_histogram {
@@ -32,9 +40,11 @@ struct gw_histogram {
 
 struct gw_metrics {
     atomic_ullong batches[GW_RESULT_COUNT];
-    atomic_ullong changes;       /* changes in accepted batches */
-    atomic_ullong commits;       /* journal group commits */
-    atomic_ullong records;       /* receipt records journaled */
+    atomic_ullong changes;   /* changes in accepted batches */
+    atomic_ullong commits;   /* journal group commits */
+    atomic_ullong records;   /* receipt records journaled */
+    atomic_ullong epoch_seq; /* epoch_seq of the published view */
+    atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
     struct gw_histogram request; /* every HTTP request, seconds */
     struct gw_histogram fsync;   /* journal fdatasync, seconds */
 };
@@ -46,6 +56,9 @@ void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_
 
 /* Counts one group commit of `records` records whose fdatasync took `sync_ns`. */
 void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns);
+
+/* Counts one reload by how it ended. */
+void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result);
 
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
 

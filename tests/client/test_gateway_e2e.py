@@ -84,7 +84,7 @@ class Gateway(Process):
 
 
 def golden_bytes():
-    with open(src("tests", "golden", "sample-0001.receipt.json"), "rb") as f:
+    with open(src("tests", "golden", "sample-0001.receipt.v2.json"), "rb") as f:
         return f.read()
 
 

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from sgtest import (Server, batch, case, eq, journal_lines, main, ok, read, run_server, src,
                     tmpdir, wait_until, write)
 
-GOLDEN = "tests/golden/sample-0001.receipt.json"
+GOLDEN = "tests/golden/sample-0001.receipt.v2.json"
 
 
 @case("golden")

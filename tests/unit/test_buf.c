@@ -84,13 +84,17 @@ static void test_u128(void)
 static void test_ledger_past_2_64(void)
 {
     struct gw_ledger l;
-    CHECK_EQ_U64(gw_ledger_init(&l, 2), 0);
+    CHECK_EQ_U64(gw_ledger_init(&l), 0);
+    struct gw_shard shards[2] = {{.id = "a", .id_len = 1}, {.id = "b", .id_len = 1}};
+    struct gw_membership m = {shards, 2};
+    size_t slots[2];
+    CHECK_EQ_U64(gw_ledger_register(&l, &m, slots), 0);
     struct gw_tally tally[2] = {{9007199254740991ULL, 1}, {0, 0}};
     for (int i = 0; i < 2049; i++)
-        gw_ledger_add(&l, tally);
-    gw_ledger_add_one(&l, 0, 9007199254740991ULL, 1);
+        gw_ledger_add(&l, slots, tally, 2);
+    CHECK_EQ_U64(gw_ledger_add_id(&l, "a", 1, 9007199254740991ULL, 1), 0);
     struct gw_total totals[2];
-    gw_ledger_snapshot(&l, totals);
+    gw_ledger_totals(&l, slots, 2, totals);
     struct gw_buf b;
     gw_buf_init(&b);
     gw_buf_u128(&b, totals[0].load);

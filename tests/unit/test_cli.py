@@ -10,7 +10,7 @@ SHARDGATE, ROOT = sys.argv[1], sys.argv[2]
 CONF = os.path.join(ROOT, "conf", "dispatch.env")
 SHARDS = os.path.join(ROOT, "input", "shards.json")
 BATCH = os.path.join(ROOT, "input", "changes.json")
-GOLDEN = open(os.path.join(ROOT, "tests", "golden", "sample-0001.receipt.json"), "rb").read()
+GOLDEN = open(os.path.join(ROOT, "tests", "golden", "sample-0001.receipt.v2.json"), "rb").read()
 TMP = tempfile.mkdtemp(prefix="shardgate-cli-")
 results = {"passed": 0, "failed": 0}
 
@@ -88,7 +88,10 @@ def test_capacity_reject():
            "dispatch: refused under DISPATCH_CAPACITY_POLICY=reject\n")
     expect("reject wrote nothing", os.path.exists(out), False)
     p = run("dispatch", "--conf", contract("reject"), "--shards", SHARDS, "--batch", BATCH)
-    expect("reject within capacity", (p.returncode, p.stdout), (0, GOLDEN))
+    # The policy is part of the epoch (docs/contract.md §7): the worked example under reject.
+    reject_epoch = b'"epoch":"65ed7c9015cf8d1c13108ff3c1ea0ebc78d07f36"'
+    expect("reject within capacity", (p.returncode, p.stdout),
+           (0, GOLDEN.replace(b'"epoch":"f60a5fb19effc4cfa95aed0af45997f72905f6ae"', reject_epoch)))
 
 
 def test_no_online_shard():

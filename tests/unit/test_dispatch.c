@@ -70,7 +70,7 @@ static void test_golden_receipt(void)
     char *shards = example_shards(), *batch, *golden;
     size_t len, glen;
     gw_file_read(path_of("input/changes.json"), &batch, &len);
-    gw_file_read(path_of("tests/golden/sample-0001.receipt.json"), &golden, &glen);
+    gw_file_read(path_of("tests/golden/sample-0001.receipt.v2.json"), &golden, &glen);
     struct gw_topology t = load_topology(shards, "report");
     struct gw_batch b;
     struct gw_dispatch d;

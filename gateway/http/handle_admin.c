@@ -1,0 +1,247 @@
+/* PUT /v1/admin/membership (docs/api.md §15): the admin token, If-Match on the current epoch,
+ * the shards document read as --shards is, then the one apply path of reload.c. */
+#include "request.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "http.h"
+#include "number.h"
+
+static const char *header(struct gw_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code, const char *msg,
+                            const char *path)
+{
+    return gw_serve_error(r, status, code, msg, path, NULL, NULL);
+}
+
+/* 1 when the request carries the admin bearer token (the client token is not accepted). */
+static int admin_authorized(struct gw_req *r)
+{
+    const char *token;
+    size_t len;
+    unsigned char digest[32];
+    if (gw_http_bearer(header(r, MHD_HTTP_HEADER_AUTHORIZATION), &token, &len) != 0 ||
+        !EVP_Digest(token, len, digest, NULL, EVP_sha256(), NULL))
+        return 0;
+    return CRYPTO_memcmp(digest, r->srv->admin_digest, sizeof(digest)) == 0;
+}
+
+/* "<epoch>" of the current view, for ETag. */
+static void quoted(char out[GW_EPOCH_HEX_LEN + 3], const char *epoch)
+{
+    snprintf(out, GW_EPOCH_HEX_LEN + 3, "\"%s\"", epoch);
+}
+
+static const char *query(struct gw_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A flag parameter: absent or "0" is 0, "1" is 1; -1 for anything else. */
+static int flag(struct gw_req *r, const char *name)
+{
+    const char *v = query(r, name);
+    return !v || strcmp(v, "0") == 0 ? 0 : strcmp(v, "1") == 0 ? 1 : -1;
+}
+
+/* ?dry_run=1, ?max_movement=F (0..1) and &force=1 into rl; a message when one is bad. */
+static const char *read_parameters(struct gw_req *r, struct gw_reload *rl)
+{
+    const char *mm = query(r, "max_movement");
+    char *end = NULL;
+    rl->dry_run = flag(r, "dry_run");
+    rl->force = flag(r, "force");
+    rl->max_movement = mm ? strtod(mm, &end) : -1;
+    if (rl->dry_run < 0)
+        return "dry_run";
+    if (rl->force < 0)
+        return "force";
+    if (mm && (!*mm || *end || !(rl->max_movement >= 0 && rl->max_movement <= 1)))
+        return "max_movement";
+    return NULL;
+}
+
+/* Everything decided from the headers: admin enabled, token, If-Match, Content-Type. */
+static enum MHD_Result begin(struct gw_req *r)
+{
+    char msg[320];
+    if (!r->srv->admin_auth)
+        return fail(r, MHD_HTTP_FORBIDDEN, "admin_disabled",
+                    "no admin token is configured (--admin-token-file)", "");
+    if (!admin_authorized(r)) {
+        snprintf(msg, sizeof(msg), "%s needs Authorization: Bearer <admin token>", r->path);
+        return gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized", msg, "",
+                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    }
+    struct gw_reload probe;
+    const char *bad = read_parameters(r, &probe);
+    if (bad) {
+        snprintf(msg, sizeof(msg),
+                 "%s: dry_run and force take 0 or 1, max_movement a number "
+                 "0..1",
+                 bad);
+        return fail(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, bad);
+    }
+    if (!header(r, MHD_HTTP_HEADER_IF_MATCH))
+        return fail(r, 428, "precondition_required",
+                    "If-Match: \"<current epoch>\" is required (GET /v1/ring names it)", "");
+    if (!gw_http_is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                    "Content-Type must be application/json", "");
+    const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    uint64_t declared = 0;
+    if (cl && gw_parse_u64(cl, 0, UINT64_MAX, &declared) == 0 && declared > r->srv->opt.max_body) {
+        r->drop = GW_BODY_TOO_LARGE;
+        return gw_body_refuse(r);
+    }
+    if (gw_body_begin(r, declared) != 0)
+        return gw_body_budget_exhausted(r);
+    r->phase = GW_PHASE_BODY;
+    return MHD_YES;
+}
+
+/* 412: the error body plus the current epoch, and its ETag. */
+static enum MHD_Result stale(struct gw_req *r, const struct gw_reload *rl, const char *msg)
+{
+    struct gw_buf body;
+    char etag[GW_EPOCH_HEX_LEN + 3];
+    gw_buf_init(&body);
+    gw_http_error_body(&body, "epoch_mismatch", msg, "");
+    if (body.len >= 2)
+        body.len -= 2; /* "}\n" */
+    gw_buf_puts(&body, ",\"epoch\":\"");
+    gw_buf_puts(&body, rl->entry.epoch);
+    gw_buf_puts(&body, "\"}\n");
+    quoted(etag, rl->entry.epoch);
+    return gw_serve_respond(r, MHD_HTTP_PRECONDITION_FAILED, "application/json", &body,
+                            MHD_HTTP_HEADER_ETAG, etag);
+}
+
+/* 422 movement_exceeds_limit: the error body plus the plan. */
+static enum MHD_Result too_much_movement(struct gw_req *r, struct gw_buf *plan, const char *msg)
+{
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_http_error_body(&body, "movement_exceeds_limit", msg, "max_movement");
+    if (body.len >= 2)
+        body.len -= 2; /* "}\n" */
+    gw_buf_puts(&body, ",\"plan\":");
+    gw_buf_append(&body, plan->data ? plan->data : "", plan->len);
+    body.failed |= plan->failed;
+    gw_buf_puts(&body, "}\n");
+    gw_buf_free(plan);
+    return gw_serve_respond(r, 422, "application/json", &body, NULL, NULL);
+}
+
+static enum MHD_Result applied(struct gw_req *r, const struct gw_reload *rl)
+{
+    struct gw_buf body;
+    char etag[GW_EPOCH_HEX_LEN + 3];
+    gw_buf_init(&body);
+    gw_buf_puts(&body, rl->verdict == GW_RELOAD_APPLIED ? "{\"changed\":true,\"epoch\":\""
+                                                        : "{\"changed\":false,\"epoch\":\"");
+    gw_buf_puts(&body, rl->entry.epoch);
+    gw_buf_field_u64(&body, "\",\"epoch_seq\":", rl->entry.epoch_seq);
+    gw_buf_puts(&body, rl->entry.prev[0] ? ",\"prev\":\"" : ",\"prev\":null");
+    if (rl->entry.prev[0]) {
+        gw_buf_puts(&body, rl->entry.prev);
+        gw_buf_puts(&body, "\"");
+    }
+    gw_buf_puts(&body, ",\"ring\":\"");
+    gw_buf_puts(&body, rl->entry.ring_id);
+    gw_buf_puts(&body, "\",\"source\":\"");
+    gw_buf_puts(&body, gw_source_name(rl->entry.source));
+    gw_buf_puts(&body, "\"}\n");
+    quoted(etag, rl->entry.epoch);
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, MHD_HTTP_HEADER_ETAG, etag);
+}
+
+/* The epoch an If-Match value names: "<40 hex>" (quotes required), else "" (never current). */
+static void if_match_epoch(const char *value, char out[GW_EPOCH_HEX_LEN + 1])
+{
+    size_t n = strlen(value);
+    out[0] = '\0';
+    if (n == GW_EPOCH_HEX_LEN + 2 && value[0] == '"' && value[n - 1] == '"') {
+        memcpy(out, value + 1, GW_EPOCH_HEX_LEN);
+        out[GW_EPOCH_HEX_LEN] = '\0';
+    }
+}
+
+static enum MHD_Result finish_body(struct gw_req *r)
+{
+    if (r->drop != GW_BODY_KEPT)
+        return gw_body_refuse(r);
+    struct gw_error err;
+    struct gw_membership m;
+    const struct gw_contract *contract = &r->view->topo.contract;
+    const char *text = r->body.data ? r->body.data : "";
+    int rc = gw_membership_parse(text, r->body.len, r->srv->opt.shards, &m, &err);
+    if (rc == 0 && (rc = gw_membership_check_ring(&m, contract->vnodes, r->srv->opt.shards, &err)))
+        gw_membership_free(&m);
+    if (rc == -ENOMEM) {
+        gw_body_done(r);
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    }
+    if (rc != 0) {
+        gw_body_done(r);
+        return fail(r, 422, "invalid_membership", err.msg, err.path);
+    }
+    char want[GW_EPOCH_HEX_LEN + 1];
+    if_match_epoch(header(r, MHD_HTTP_HEADER_IF_MATCH), want);
+    struct gw_buf plan;
+    gw_buf_init(&plan);
+    struct gw_reload rl = {.source = GW_SOURCE_ADMIN,
+                           .if_match = want,
+                           .shards_text = text,
+                           .shards_len = r->body.len,
+                           .plan = &plan};
+    read_parameters(r, &rl);
+    rc = gw_reload_apply(r->srv, contract, &m, &rl, &err);
+    gw_body_done(r);
+    if (rl.exceeded)
+        return too_much_movement(r, &plan, err.msg);
+    if (rc == 0 && rl.dry_run) {
+        gw_buf_puts(&plan, "\n");
+        return gw_serve_json(r, MHD_HTTP_OK, &plan);
+    }
+    gw_buf_free(&plan);
+    if (rl.stale)
+        return stale(r, &rl, err.msg);
+    if (rl.no_online)
+        return fail(r, 422, "no_online_shard", err.msg, "shards");
+    if (rc != 0)
+        return fail(r,
+                    rc == -ENOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_SERVICE_UNAVAILABLE,
+                    rc == -ENOMEM ? "internal" : "reload_failed", err.msg, "");
+    return applied(r, &rl);
+}
+
+enum MHD_Result gw_handle_admin_membership(struct gw_req *r, const char *data, size_t *size)
+{
+    switch (r->phase) {
+    case GW_PHASE_NEW:
+        return begin(r);
+    case GW_PHASE_BODY:
+        if (*size == 0)
+            return finish_body(r);
+        if (gw_body_take(r, data, *size) != MHD_YES)
+            return MHD_NO;
+        *size = 0;
+        return MHD_YES;
+    case GW_PHASE_COMMITTING:
+    case GW_PHASE_ANSWERED:
+        break;
+    }
+    *size = 0;
+    return MHD_YES;
+}

@@ -1,0 +1,219 @@
+/* The one apply path of a membership change (docs/api.md §15): SIGHUP and PUT
+ * /v1/admin/membership validate, build the new ring off the request path, write the shards file
+ * (PUT), journal and sync the epoch record through the journal writer, then publish the view.
+ * Refused or failed: the old view keeps serving. */
+#include "request.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "plan.h"
+
+/* Waits for one epoch record to be durable (the writer's completion). */
+struct epoch_wait {
+    struct gw_commit_item item;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+};
+
+static void epoch_synced(struct gw_commit_item *item, int rc)
+{
+    struct epoch_wait *w = (struct epoch_wait *)item;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Journals the epoch record of `t` after every receipt queued before it; returns once synced. */
+static int journal_epoch(struct gw_server *s, const struct gw_topology *t,
+                         enum gw_epoch_source source, struct gw_epoch_entry *out,
+                         struct gw_error *err)
+{
+    struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced}};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    gw_committer_submit(&s->committer, &w.item);
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    if (w.rc == 0 && !w.item.chained)
+        w.rc = -ENOMEM;
+    if (w.rc != 0)
+        gw_error_set(err, "", "%s",
+                     gw_committer_failed(&s->committer)
+                         ? s->committer.error.msg
+                         : "journal: the epoch record was not written");
+    *out = w.item.entry;
+    return w.rc;
+}
+
+/* Test only (docs/api.md §14): dies right after the epoch record is durable, before the switch. */
+static void crash_after_epoch(void)
+{
+    const char *v = getenv("SHARDGATE_TEST_CRASH_AFTER_EPOCH");
+    if (v && strcmp(v, "1") == 0)
+        _exit(70);
+}
+
+static int has_online(const struct gw_membership *m)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (m->shards[i].state == GW_STATE_ONLINE)
+            return 1;
+    return 0;
+}
+
+/* What the change would do against the current view: refused, unchanged or to apply. */
+static int decide(const struct gw_view *cur, const struct gw_contract *contract,
+                  const struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
+{
+    char next[GW_EPOCH_HEX_LEN + 1];
+    if (rl->if_match && strcmp(rl->if_match, cur->topo.epoch) != 0) {
+        rl->stale = 1;
+        gw_error_set(err, "", "If-Match names epoch %.40s; the current epoch is %s", rl->if_match,
+                     cur->topo.epoch);
+        return -ESTALE;
+    }
+    if (!has_online(members)) {
+        rl->no_online = 1;
+        gw_error_set(err, "", "no online shard: the membership would leave the ring empty");
+        return -EINVAL;
+    }
+    int rc = gw_epoch_id(contract, members, next, err);
+    if (rc == 0)
+        rl->verdict = strcmp(next, cur->topo.epoch) == 0 ? GW_RELOAD_UNCHANGED : GW_RELOAD_APPLIED;
+    return rc;
+}
+
+/* The movement plan from the current view to `next` (docs/contract.md §8): answered for a dry
+ * run, and checked against max_movement. Returns 0, -EDOM past the limit, or as the plan. */
+static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
+                      struct gw_reload *rl, struct gw_error *err)
+{
+    struct gw_plan plan;
+    int rc = gw_plan_compute(&cur->topo, next, &plan, err);
+    if (rc != 0)
+        return rc;
+    double moved = gw_plan_fraction(&plan);
+    if (!rl->dry_run && rl->max_movement >= 0 && moved > rl->max_movement && !rl->force) {
+        rl->exceeded = 1;
+        gw_error_set(err, "",
+                     "the change moves %.9f of the hash space, more than max_movement "
+                     "%.9f (add force=1 to apply it anyway)",
+                     moved, rl->max_movement);
+        rc = -EDOM;
+    }
+    if (rl->dry_run || rl->exceeded)
+        gw_plan_write(rl->plan, &plan);
+    gw_plan_free(&plan);
+    return rc;
+}
+
+/* Writes the shards file (PUT), journals the epoch, publishes `next` (taken over). */
+static int switch_to(struct gw_server *s, struct gw_topology *next_in, struct gw_reload *rl,
+                     struct gw_error *err)
+{
+    struct gw_topology next = *next_in;
+    int rc = 0;
+    memset(next_in, 0, sizeof(*next_in));
+    if (gw_committer_failed(&s->committer)) { /* no record can be written: touch no file */
+        gw_error_set(err, "", "%s", s->committer.error.msg);
+        rc = -EIO;
+    }
+    if (rc == 0 && rl->shards_text &&
+        (rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640)) != 0)
+        gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
+    if (rc == 0)
+        rc = journal_epoch(s, &next, rl->source, &rl->entry, err);
+    if (rc != 0) {
+        gw_topology_free(&next);
+        return rc;
+    }
+    crash_after_epoch();
+    struct gw_view *v;
+    rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, &s->ledger, &v, err);
+    if (rc == 0) {
+        gw_view_publish(&s->views, v);
+        atomic_store(&s->metrics.epoch_seq, rl->entry.epoch_seq);
+    }
+    return rc;
+}
+
+int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
+                    struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
+{
+    pthread_mutex_lock(&s->reload_lock);
+    struct gw_view *cur = gw_view_acquire(&s->views);
+    rl->verdict = GW_RELOAD_REFUSED;
+    struct gw_topology next;
+    memset(&next, 0, sizeof(next));
+    int rc = decide(cur, contract, members, rl, err);
+    if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
+        rc = gw_topology_build(contract, members, &next, err);
+    if (rc == 0 && (rl->dry_run || rl->max_movement >= 0))
+        rc = check_plan(cur, &next, rl, err);
+    if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
+        rc = switch_to(s, &next, rl, err);
+    if (next.ring)
+        gw_topology_free(&next);
+    if (rc != 0)
+        rl->verdict = GW_RELOAD_REFUSED;
+    if (rl->verdict != GW_RELOAD_APPLIED)
+        gw_chain_latest(&s->journal.chain, &rl->entry);
+    gw_view_unref(cur);
+    pthread_mutex_unlock(&s->reload_lock);
+    gw_membership_free(members);
+    if (!rl->dry_run)
+        gw_metrics_reload(&s->metrics, rl->verdict == GW_RELOAD_APPLIED ? GW_RELOAD_RESULT_APPLIED
+                                       : rl->verdict == GW_RELOAD_UNCHANGED
+                                           ? GW_RELOAD_RESULT_UNCHANGED
+                                           : GW_RELOAD_RESULT_REFUSED);
+    return rc;
+}
+
+static void log_reload(const struct gw_reload *rl, int rc, const struct gw_error *err)
+{
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "source", gw_source_name(rl->source));
+    gw_log_str(&f, "epoch", rl->entry.epoch);
+    gw_log_u64(&f, "epoch_seq", rl->entry.epoch_seq);
+    if (rc != 0)
+        gw_log_str(&f, "message", err->msg);
+    gw_log_event(rc != 0                              ? "reload_refused"
+                 : rl->verdict == GW_RELOAD_UNCHANGED ? "reload_unchanged"
+                                                      : "reload_applied",
+                 &f);
+}
+
+void gw_reload_from_files(struct gw_server *s)
+{
+    struct gw_error err;
+    struct gw_reload rl = {.source = GW_SOURCE_SIGHUP, .max_movement = -1};
+    struct gw_contract contract;
+    struct gw_membership members;
+    int rc = gw_contract_load(s->opt.conf, &contract, &err);
+    if (rc == 0)
+        rc = gw_membership_load(s->opt.shards, &members, &err);
+    if (rc == 0 &&
+        (rc = gw_membership_check_ring(&members, contract.vnodes, s->opt.shards, &err)) != 0)
+        gw_membership_free(&members);
+    if (rc == 0) {
+        rc = gw_reload_apply(s, &contract, &members, &rl, &err);
+    } else {
+        gw_chain_latest(&s->journal.chain, &rl.entry);
+        gw_metrics_reload(&s->metrics, GW_RELOAD_RESULT_REFUSED);
+    }
+    log_reload(&rl, rc, &err);
+}

@@ -1,0 +1,529 @@
+#!/usr/bin/env python3
+"""Live membership (issue #12, docs/api.md §15 and §16, docs/journal.md §2): SIGHUP and
+PUT /v1/admin/membership through the one apply path, the epoch chain in the journal, batches in
+flight across a switch, crashes around the switch, a journal written before live membership,
+and memory over 1,000 reloads. The real `shardgate serve` on 127.0.0.1, real signals, kill -9.
+
+usage: test_live_membership.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
+"""
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import (Failure, Server, batch, case, eq, journal_lines, main, ok,  # noqa: E402
+                    read, run_server, src, tmpdir, wait_until, write)
+
+EPOCH0 = "f60a5fb19effc4cfa95aed0af45997f72905f6ae"  # docs/contract.md §7
+RING0 = "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc"
+ADMIN = "admin-s3cret"
+CLIENT = "client-s3cret"
+
+
+def base_shards():
+    with open(src("input", "shards.json")) as f:
+        return json.load(f)
+
+
+def changed_shards(**states):
+    """The worked example's membership with some states changed (shard_d="online", ...)."""
+    doc = base_shards()
+    for s in doc["shards"]:
+        key = s["id"].replace("-", "_")
+        if key in states:
+            s["state"] = states[key]
+    return doc
+
+
+def with_capacity(doc, shard_id, capacity):
+    for s in doc["shards"]:
+        if s["id"] == shard_id:
+            s["capacity"] = capacity
+    return doc
+
+
+def epoch_of(doc, policy="report", vnodes=160, digest="sha1"):
+    """The epoch id of docs/contract.md §7, computed here independently."""
+    text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % vnodes
+    text += "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n" % (digest, policy)
+    for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
+        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def shards_file(doc=None):
+    """A writable copy of a membership: SIGHUP reads it, PUT replaces it."""
+    path = os.path.join(tmpdir(), "shards.json")
+    write(path, json.dumps(doc or base_shards()))
+    return path
+
+
+def secret(text):
+    path = os.path.join(tmpdir(), "token")
+    write(path, text + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def admin_server(shards=None, client=False, env=None, state_dir=None):
+    args = ["--admin-token-file", secret(ADMIN)]
+    if client:
+        args += ["--token-file", secret(CLIENT)]
+    return Server(shards=shards or shards_file(), args=args, env=env, state_dir=state_dir)
+
+
+def put(s, doc, if_match=None, token=ADMIN, query=""):
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    if if_match:
+        headers["If-Match"] = '"%s"' % if_match
+    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    return s.request("PUT", "/v1/admin/membership" + query, body=body, headers=headers)
+
+
+def current_epoch(s, headers=None):
+    r = s.get("/v1/ring", headers=headers)
+    eq(r.status, 200, "GET /v1/ring")
+    return r.json()["epoch"]
+
+
+def epochs(s, headers=None):
+    r = s.get("/v1/epochs", headers=headers)
+    eq(r.status, 200, "GET /v1/epochs")
+    return r.json()["epochs"]
+
+
+def sighup(s, event):
+    """Sends SIGHUP and waits for one more `event` log line; returns it."""
+    before = len(s.events(event))
+    s.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: len(s.events(event)) > before, 20, "the %s event" % event)
+    return s.events(event)[-1]
+
+
+def metric(s, name, headers=None):
+    for line in s.get("/metrics", headers=headers).body.decode().splitlines():
+        if line.startswith(name + " "):
+            return line.split(" ", 1)[1]
+    raise Failure("no metric %s" % name)
+
+
+def epoch_records(state_dir):
+    return [json.loads(l) for l in journal_lines(state_dir) if l.startswith(b'{"type":"epoch"')]
+
+
+# ---------------------------------------------------------------- SIGHUP
+
+@case("live_sighup")
+def sighup_applies_a_changed_membership():
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        eq(s.post(batch("before")).status, 200, "POST before")
+        new = changed_shards(shard_d="online")
+        write(path, json.dumps(new))
+        ev = sighup(s, "reload_applied")
+        eq((ev["source"], ev["epoch"], ev["epoch_seq"]), ("sighup", epoch_of(new), 2), "event")
+        eq(current_epoch(s), epoch_of(new), "GET /v1/ring names the new epoch")
+        eq(s.get("/v1/ring").json()["online"], ["shard-a", "shard-b", "shard-c", "shard-d"],
+           "shard-d is in the ring")
+        r = s.post(batch("after"))
+        eq((r.status, r.json()["epoch"]), (200, epoch_of(new)), "a batch after names it")
+        chain = epochs(s)
+        eq([(e["epoch"], e["epoch_seq"], e["prev"], e["source"], e["first_seq"]) for e in chain],
+           [(EPOCH0, 1, None, "start", 1), (epoch_of(new), 2, EPOCH0, "sighup", 2)], "chain")
+        eq((metric(s, "shardgate_epoch_seq"), metric(s, 'shardgate_reloads_total{result="applied"}')),
+           ("2", "1"), "metrics")
+        eq(s.stop(), 0, "exit")
+    rec = epoch_records(s.state_dir)[-1]
+    eq(list(rec), ["type", "epoch", "epoch_seq", "prev", "source", "time", "first_seq", "ring_id",
+                   "contract", "shards"], "epoch record keys (docs/journal.md §2)")
+    eq((rec["epoch"], rec["epoch_seq"], rec["prev"], rec["source"], rec["first_seq"]),
+       (epoch_of(new), 2, EPOCH0, "sighup", 2), "epoch record")
+
+
+@case("live_sighup")
+def sighup_refuses_a_bad_membership_and_keeps_serving():
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        write(path, '{"shards": [{"id": "shard-a", "state": "online", "capacity": -1}]}')
+        ev = sighup(s, "reload_refused")
+        eq(ev["message"], "shards: %s: shards[0].capacity: must be an integer "
+                          "0..9007199254740991" % path, "the start message")
+        eq((ev["epoch"], ev["epoch_seq"]), (EPOCH0, 1), "the old epoch stays")
+        write(path, json.dumps(changed_shards(shard_a="offline", shard_b="offline",
+                                              shard_c="offline")))
+        ev = sighup(s, "reload_refused")
+        eq(ev["message"], "no online shard: the membership would leave the ring empty",
+           "empty ring refused")
+        eq(s.get("/readyz").status, 200, "/readyz stays 200")
+        eq(current_epoch(s), EPOCH0, "old ring serves")
+        r = s.post(batch("still"))
+        eq((r.status, r.json()["epoch"]), (200, EPOCH0), "POST on the old ring")
+        eq(metric(s, 'shardgate_reloads_total{result="refused"}'), "2", "refused counted")
+        eq(len(epochs(s)), 1, "nothing journaled")
+
+
+@case("live_sighup")
+def sighup_with_unchanged_files_writes_nothing():
+    with admin_server() as s:
+        size = os.path.getsize(os.path.join(s.state_dir, "journal.jsonl"))
+        ev = sighup(s, "reload_unchanged")
+        eq((ev["epoch"], ev["epoch_seq"]), (EPOCH0, 1), "event")
+        eq(os.path.getsize(os.path.join(s.state_dir, "journal.jsonl")), size, "journal unchanged")
+        eq(metric(s, 'shardgate_reloads_total{result="unchanged"}'), "1", "counted")
+
+
+# ---------------------------------------------------------------- PUT /v1/admin/membership
+
+@case("live_admin")
+def put_without_admin_token_configured_is_403():
+    with Server() as s:
+        r = put(s, base_shards(), if_match=EPOCH0)
+        eq((r.status, r.error()), (403, ("admin_disabled", "")), "403")
+
+
+@case("live_admin")
+def the_admin_token_must_differ_from_the_client_token():
+    same, client = secret("same-token"), secret("same-token")
+    p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", shards_file(),
+                    "--state-dir", os.path.join(tmpdir(), "state"), "--listen", "127.0.0.1:0",
+                    "--token-file", client, "--admin-token-file", same])
+    eq((p.returncode, p.stderr), (3, "token: %s: the admin token must differ from the client "
+                                     "token (%s)\n" % (same, client)), "exit 3")
+
+
+@case("live_admin")
+def put_refusals_401_428_412():
+    with admin_server(client=True) as s:
+        doc = changed_shards(shard_d="online")
+        r = put(s, doc, if_match=EPOCH0, token=CLIENT)
+        eq((r.status, r.error(), r.headers.get("www-authenticate")),
+           (401, ("unauthorized", ""), "Bearer"), "the client token is not the admin token")
+        eq(put(s, doc, if_match=EPOCH0, token=None).status, 401, "no token")
+        r = put(s, doc, token=ADMIN)
+        eq((r.status, r.error()), (428, ("precondition_required", "")), "no If-Match")
+        stale = "0" * 40
+        r = put(s, doc, if_match=stale)
+        body = r.json()
+        eq((r.status, body["error"]["code"], body["epoch"], r.headers.get("etag")),
+           (412, "epoch_mismatch", EPOCH0, '"%s"' % EPOCH0), "stale If-Match")
+        eq(len(epochs(s, headers={"Authorization": "Bearer " + CLIENT})), 1, "nothing applied")
+
+
+@case("live_admin")
+def put_refuses_invalid_and_empty_memberships_with_422():
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        before = read(path)
+        bad = {"shards": [{"id": "shard-a", "state": "asleep", "capacity": 20}]}
+        r = put(s, bad, if_match=EPOCH0)
+        eq((r.status, r.error()), (422, ("invalid_membership", "shards[0].state")), "invalid")
+        eq(r.json()["error"]["message"],
+           "shards: %s: shards[0].state: must be one of online, draining, offline" % path, "message")
+        empty = changed_shards(shard_a="offline", shard_b="offline", shard_c="offline")
+        r = put(s, empty, if_match=EPOCH0)
+        eq((r.status, r.error()), (422, ("no_online_shard", "shards")), "no online shard")
+        eq(read(path), before, "the shards file is untouched")
+        eq(s.get("/readyz").status, 200, "/readyz 200")
+
+
+@case("live_admin")
+def put_applies_writes_the_file_and_journals_the_epoch():
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        eq(s.post(batch("p1")).status, 200, "POST")
+        r = put(s, base_shards(), if_match=EPOCH0)
+        eq((r.status, r.json()), (200, {"changed": False, "epoch": EPOCH0, "epoch_seq": 1,
+                                        "prev": None, "ring": RING0, "source": "start"}),
+           "the same epoch changes nothing")
+        doc = with_capacity(base_shards(), "shard-a", 25)
+        body = json.dumps(doc).encode()
+        r = put(s, body, if_match=EPOCH0)
+        new = epoch_of(doc)
+        eq((r.status, r.json(), r.headers.get("etag")),
+           (200, {"changed": True, "epoch": new, "epoch_seq": 2, "prev": EPOCH0, "ring": RING0,
+                  "source": "admin"}, '"%s"' % new), "applied")
+        eq(read(path), body, "the shards file holds the document")
+        r = s.post(batch("p2"))
+        eq((r.json()["epoch"], r.json()["shards"]["shard-a"]["capacity"]), (new, 25),
+           "receipts name the new epoch and its capacities")
+        eq(put(s, doc, if_match=EPOCH0).status, 412, "the old epoch is stale now")
+    recs = epoch_records(s.state_dir)
+    eq([(e["epoch_seq"], e["source"], e["first_seq"]) for e in recs],
+       [(1, "start", 1), (2, "admin", 2)], "journal chain")
+
+
+@case("live_admin")
+def shards_lists_removed_shards_with_totals_across_epochs():
+    with admin_server() as s:
+        eq(s.post(batch("r1", n=40)).status, 200, "POST")
+        before = s.shard_totals()
+        doc = base_shards()
+        doc["shards"] = [x for x in doc["shards"] if x["id"] != "shard-a"] + [
+            {"id": "shard-f", "state": "online", "capacity": 7}]
+        r = put(s, doc, if_match=EPOCH0)
+        eq(r.status, 200, "PUT without shard-a")
+        shards = s.get("/v1/shards").json()["shards"]
+        eq([(x["id"], x["state"]) for x in shards],
+           [("shard-a", "removed"), ("shard-b", "online"), ("shard-c", "online"),
+            ("shard-d", "offline"), ("shard-e", "draining"), ("shard-f", "online")], "states")
+        eq([shards[0]["load_total"], shards[0]["received_total"]], before["shard-a"],
+           "shard-a keeps its totals")
+        eq(s.stop(), 0, "exit")
+    with Server(state_dir=s.state_dir, shards=s.shards) as again:
+        eq(again.shard_totals()["shard-a"], before["shard-a"], "after a restart too")
+
+
+@case("live_plan")
+def dry_run_answers_the_plan_and_changes_nothing():
+    """?dry_run=1 answers the plan of docs/contract.md §8 (the bytes of `shardgate plan`,
+    tests/golden/plan-shard-d-online.json) and leaves the journal and the file byte-identical."""
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        eq(s.post(batch("d1")).status, 200, "POST")
+        j = os.path.join(s.state_dir, "journal.jsonl")
+        journal, shards = read(j), read(path)
+        r = put(s, changed_shards(shard_d="online"), if_match=EPOCH0, query="?dry_run=1")
+        eq((r.status, r.body), (200, read(src("tests", "golden", "plan-shard-d-online.json"))),
+           "the plan")
+        eq((read(j), read(path)), (journal, shards), "journal and shards file byte-identical")
+        eq((current_epoch(s), len(epochs(s))), (EPOCH0, 1), "nothing applied")
+        r = put(s, base_shards(), if_match="1" * 40, query="?dry_run=1")
+        eq(r.status, 412, "a dry run needs the current epoch too")
+        r = put(s, base_shards(), if_match=EPOCH0, query="?dry_run=yes")
+        eq((r.status, r.error()), (400, ("invalid_parameter", "dry_run")), "bad dry_run")
+
+
+@case("live_plan")
+def max_movement_refuses_unless_forced():
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        doc = changed_shards(shard_d="online")
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2")
+        body = r.json()
+        plan = json.loads(read(src("tests", "golden", "plan-shard-d-online.json")))
+        eq((r.status, body["error"]["code"], body["error"]["path"], body["plan"]),
+           (422, "movement_exceeds_limit", "max_movement", plan), "0.218 > 0.2 refused")
+        eq(body["error"]["message"], "the change moves 0.218417150 of the hash space, more than "
+           "max_movement 0.200000000 (add force=1 to apply it anyway)", "message")
+        eq(current_epoch(s), EPOCH0, "not applied")
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=1.5")
+        eq((r.status, r.error()), (400, ("invalid_parameter", "max_movement")), "out of 0..1")
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2&force=1")
+        eq((r.status, r.json()["epoch"]), (200, epoch_of(doc)), "forced")
+        back = put(s, base_shards(), if_match=epoch_of(doc), query="?max_movement=0.25")
+        eq((back.status, back.json()["epoch"]), (200, EPOCH0), "within the limit")
+
+
+# ---------------------------------------------------------------- batches across a switch
+
+def send_head(s, body):
+    """Opens a connection and sends the headers and half the body of a POST."""
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    head = ("POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)).encode()
+    sock.sendall(head + body[:len(body) // 2])
+    return sock
+
+
+def finish(sock, body):
+    sock.sendall(body[len(body) // 2:])
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), payload
+
+
+@case("live_inflight")
+def a_batch_in_flight_keeps_its_epoch():
+    """A request started before the switch is placed on its own view's ring and names that
+    epoch (docs/contract.md §7), even when its body ends after the switch; one committed across
+    a switch (SHARDGATE_TEST_COMMIT_DELAY_MS) too."""
+    path = shards_file()
+    new = changed_shards(shard_d="online")
+    with admin_server(shards=path, env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "300"}) as s:
+        body = json.dumps(batch("slow", n=50)).encode()
+        sock = send_head(s, body)
+        time.sleep(0.2)  # the request has started (headers read) on the old view
+        write(path, json.dumps(new))
+        sighup(s, "reload_applied")
+        status, payload = finish(sock, body)
+        receipt = json.loads(payload)
+        eq((status, receipt["epoch"], receipt["ring"]["id"]), (200, EPOCH0, RING0),
+           "the slow batch names the epoch it started on")
+        ok(all(p["shard"] != "shard-d" for p in receipt["placements"]),
+           "placed on the old ring (shard-d is not in it)")
+        r = s.post(batch("fast", n=50))
+        eq(r.json()["epoch"], epoch_of(new), "a new batch names the new epoch")
+        ok(any(p["shard"] == "shard-d" for p in r.json()["placements"]), "on the new ring")
+        # A batch queued for the writer (its commit delayed) before a switch: the epoch record
+        # is laid out after it, so its first_seq counts it.
+        held = []
+        t = threading.Thread(target=lambda: held.append(s.post(batch("queued", n=5))))
+        t.start()
+        time.sleep(0.15)  # dispatched at once; the writer holds it for 300 ms
+        write(path, json.dumps(base_shards()))
+        sighup(s, "reload_applied")
+        t.join(30)
+        eq((held[0].status, held[0].json()["epoch"]), (200, epoch_of(new)), "queued batch")
+    lines = [json.loads(l) for l in journal_lines(s.state_dir)]
+    eq([(l["type"], l.get("seq"), l.get("first_seq"), l.get("receipt", l).get("epoch"))
+        for l in lines],
+       [("epoch", None, 1, EPOCH0), ("epoch", None, 1, epoch_of(new)),
+        ("receipt", 1, None, EPOCH0), ("receipt", 2, None, epoch_of(new)),
+        ("receipt", 3, None, epoch_of(new)), ("epoch", None, 4, EPOCH0)],
+       "journal order: the slow batch names its own (earlier) epoch; first_seq counts the "
+       "receipts written before each record")
+
+
+# ---------------------------------------------------------------- crashes
+
+@case("live_crash")
+def a_crash_between_the_epoch_record_and_the_switch_loses_nothing():
+    path = shards_file()
+    d = os.path.join(tmpdir(), "state")
+    doc = changed_shards(shard_e="online")
+    with admin_server(shards=path, state_dir=d,
+                      env={"SHARDGATE_TEST_CRASH_AFTER_EPOCH": "1"}) as s:
+        first = s.post(batch("c1"))
+        eq(first.status, 200, "POST")
+        try:
+            put(s, doc, if_match=EPOCH0)
+        except (ConnectionError, OSError, Exception):  # the process dies mid-request
+            pass
+        eq(s.proc.wait(20), 70, "exit 70 right after the epoch record is synced")
+    eq(epoch_records(d)[-1]["epoch"], epoch_of(doc), "the epoch record is durable")
+    size = os.path.getsize(os.path.join(d, "journal.jsonl"))
+    with Server(state_dir=d, shards=path) as s:
+        eq(current_epoch(s), epoch_of(doc), "restart serves the new epoch")
+        eq(os.path.getsize(os.path.join(d, "journal.jsonl")), size, "no record added")
+        r = s.get("/v1/batches/c1")
+        eq((r.status, r.body), (200, first.body), "the stored receipt, byte for byte")
+        eq(s.post(batch("c2")).json()["epoch"], epoch_of(doc), "new batches on it")
+
+
+@case("live_kill9")
+def kill_9_during_puts_leaves_the_old_or_the_new_file():
+    """Repeated PUTs, each killed -9 at a random moment: the shards file is always exactly one
+    of the documents, never torn, and the gateway starts on it. Bounded: 12 rounds."""
+    path = shards_file()
+    d = os.path.join(tmpdir(), "state")
+    rng = random.Random(12)
+    docs = [json.dumps(with_capacity(base_shards(), "shard-a", 20 + i), indent=1).encode()
+            for i in range(13)]
+    write(path, docs[0], "wb")
+    for i in range(1, 13):
+        with admin_server(shards=path, state_dir=d) as s:
+            before = read(path)
+            cur = current_epoch(s)
+            pid = s.proc.pid
+
+            def killer():
+                time.sleep(rng.uniform(0, 0.02))
+                os.kill(pid, signal.SIGKILL)
+            t = threading.Thread(target=killer)
+            t.start()
+            try:
+                put(s, docs[i], if_match=cur)
+            except Exception:
+                pass
+            t.join()
+            s.kill()
+        now = read(path)
+        ok(now in (before, docs[i]), "round %d: the file is the old or the new one" % i)
+        left = [f for f in os.listdir(os.path.dirname(path)) if ".tmp." in f]
+        for f in left:  # a temp file of a killed PUT may stay behind; never the real one
+            os.unlink(os.path.join(os.path.dirname(path), f))
+    with admin_server(shards=path, state_dir=d) as s:
+        eq(current_epoch(s), epoch_of(json.loads(read(path))), "starts on the file")
+
+
+# ---------------------------------------------------------------- a journal from before #12
+
+@case("live_legacy")
+def a_legacy_state_dir_starts_serves_and_keeps_its_totals():
+    d = os.path.join(tmpdir(), "state")
+    os.mkdir(d, 0o700)
+    legacy = src("tests", "golden", "legacy-state", "journal.jsonl")
+    shutil.copyfile(legacy, os.path.join(d, "journal.jsonl"))
+    os.chmod(os.path.join(d, "journal.jsonl"), 0o600)
+    stored = [json.loads(l) for l in read(legacy).split(b"\n")[:-1]]
+    raw = read(legacy).split(b"\n")[:-1]
+    with Server(state_dir=d) as s:
+        eq(read(os.path.join(d, "journal.jsonl")), read(legacy), "same files: nothing appended")
+        for line in raw[1:]:
+            rec = json.loads(line)
+            r = s.get("/v1/batches/" + rec["receipt"]["batch_id"])
+            start = line.index(b'"receipt":') + len(b'"receipt":')
+            eq((r.status, r.body), (200, line[start:-1] + b"\n"), "stored v1 receipt bytes")
+        totals = s.shard_totals()
+        want = {}
+        for rec in stored[1:]:
+            for sid, x in rec["receipt"]["shards"].items():
+                t = want.setdefault(sid, [0, 0])
+                t[0] += x["load"]
+                t[1] += x["received"]
+        eq(totals, want, "totals of the v1 receipts")
+        chain = epochs(s)
+        eq([(e["epoch"], e["epoch_seq"], e["prev"], e["source"], e["time"], e["first_seq"])
+            for e in chain], [(EPOCH0, 1, None, "start", None, 1)], "the legacy record listed")
+        eq(s.stop(), 0, "exit")
+    path = shards_file(changed_shards(shard_d="online"))
+    with Server(state_dir=d, shards=path) as s:
+        eq(s.shard_totals(), want, "totals kept across the new epoch")
+        eq(s.post(batch("new")).json()["epoch"], epoch_of(changed_shards(shard_d="online")),
+           "a v2 receipt")
+    lines = read(os.path.join(d, "journal.jsonl")).split(b"\n")[:-1]
+    eq(lines[:3], raw, "the legacy lines stay")
+    rec = json.loads(lines[3])
+    eq((rec["epoch_seq"], rec["prev"], rec["source"], rec["first_seq"]), (2, EPOCH0, "start", 3),
+       "a new-form record continues the legacy numbering")
+
+
+@case("live_legacy")
+def replay_refuses_a_broken_chain():
+    """docs/journal.md §5: the chain rules, exit 3 with file and line."""
+    with admin_server() as s:
+        eq(s.post(batch("b1")).status, 200, "POST")
+        eq(put(s, changed_shards(shard_d="online"), if_match=EPOCH0).status, 200, "PUT")
+        eq(s.stop(), 0, "exit")
+    j = os.path.join(s.state_dir, "journal.jsonl")
+    good = read(j)
+    lines = good.split(b"\n")[:-1]
+    new = epoch_of(changed_shards(shard_d="online"))
+    faults = [
+        (2, lines[2].replace(b'"prev":"%s"' % EPOCH0.encode(), b'"prev":null'),
+         "epoch record: prev must be %s (the previous epoch)" % EPOCH0),
+        (2, lines[2].replace(b'"epoch_seq":2', b'"epoch_seq":3'), "epoch record: epoch_seq must be 2"),
+        (2, lines[2].replace(b'"first_seq":2', b'"first_seq":1'), "epoch record: first_seq must be 2"),
+        (2, lines[2].replace(b'"epoch":"%s"' % new.encode(), b'"epoch":"%s"' % (b"0" * 40)),
+         "epoch record: epoch must be %s (recomputed from contract and shards)" % new),
+        (0, lines[0].replace(b'"capacity":20', b'"capacity":21', 1),
+         "epoch record: epoch must be %s (recomputed from contract and shards)"
+         % epoch_of(with_capacity(base_shards(), "shard-a", 21))),
+    ]
+    for index, line, what in faults:
+        ok(line != lines[index], "the fault applies: %s" % what)
+        bad = lines[:index] + [line] + lines[index + 1:]
+        write(j, b"\n".join(bad) + b"\n", "wb")
+        p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", s.shards,
+                        "--state-dir", s.state_dir, "--listen", "127.0.0.1:0"])
+        eq((p.returncode, p.stderr), (3, "journal: %s:%d: %s\n" % (j, index + 1, what)), what)
+        eq(read(j), b"\n".join(bad) + b"\n", "the file is left untouched")
+    write(j, good, "wb")
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
