@@ -54,7 +54,7 @@ static char *dir_of(const char *path)
     return slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 }
 
-static int write_whole(int fd, const char *data, size_t len)
+int gw_file_write_all(int fd, const char *data, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, data, len);
@@ -83,7 +83,7 @@ int gw_file_replace(const char *path, const char *data, size_t len, mode_t mode)
     if (stat(path, &st) == 0)
         mode = st.st_mode & 07777; /* the file keeps its permissions */
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-    int rc = fd < 0 ? -errno : write_whole(fd, data, len);
+    int rc = fd < 0 ? -errno : gw_file_write_all(fd, data, len);
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     if (fd >= 0 && close(fd) != 0 && rc == 0)

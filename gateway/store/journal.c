@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "journal_epoch.h"
 #include "ring.h"
 #include "timing.h"
@@ -164,20 +165,6 @@ static int replay_line(struct replay *r, const char *line, size_t len, uint64_t 
     return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Why an open state-dir file is unusable (not a regular file, someone else's), or NULL. */
 static const char *unusable_file(int fd, char *why, size_t n)
 {
@@ -239,7 +226,7 @@ static int cut_tail(struct gw_journal *j, const char *data, uint64_t at, uint64_
     if (rc == 0 && fd < 0)
         rc = fd;
     if (rc == 0)
-        rc = write_all(fd, data + at, (size_t)(end - at));
+        rc = gw_file_write_all(fd, data + at, (size_t)(end - at));
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     if (rc == 0 && (ftruncate(j->fd, (off_t)at) != 0 || fsync(j->fd) != 0))
@@ -439,7 +426,7 @@ void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err)
 {
-    int rc = write_all(j->fd, data, len);
+    int rc = gw_file_write_all(j->fd, data, len);
     const char *what = "write";
     if (rc == 0) {
         uint64_t t0 = gw_now_ns();
