@@ -10,8 +10,8 @@
    (`GET /v1/epochs`), and `shardgate-health check --journal` must pass on the state dir;
 4. RSS: RELOADS SIGHUP reloads toggling between two memberships, VmRSS after the first 100 and
    after all of them;
-5. reload to first receipt at BIG shards x 160: the time from sending a PUT to the answer of the
-   first POST after it, which must name the new epoch.
+5. reload to first receipt at BIG shards x 160, five PUTs and five SIGHUPs: the time from
+   sending the PUT (or the signal) to the answer of the first POST naming the new epoch.
 
 usage: reload_load.py SHARDGATE SHARDGATE_HEALTH OUT.json [--duration 60] [--steady 20]
        [--changes 100] [--reloads 1000] [--clients 4] [--big 10000]
@@ -227,24 +227,50 @@ def rss_phase(a, binary, work):
             "vmrss_kb_after_all": after.get(a.reloads)}
 
 
+def first_receipt_after(gw, step, epoch=None):
+    """POSTs small batches until one names a new epoch (or `epoch`); returns that moment."""
+    before = None if epoch else gw.epoch_cached
+    for attempt in range(10000):
+        status, answer = gw.request("POST", "/v1/batches", batch("switch-%d" % step, attempt, 10),
+                                    {"Content-Type": "application/json"})
+        named = json.loads(answer)["epoch"] if status == 200 else None
+        if named is not None and (named == epoch if epoch else named != before):
+            return time.perf_counter()
+    return None
+
+
 def switch_phase(a, binary, work):
+    """PUT: from sending the PUT to the answer of the first POST after it (file write, epoch
+    record, switch, a journaled receipt). SIGHUP (the file already written): from the signal
+    to the first receipt naming the new epoch, POSTing back to back."""
     gw = Gateway(binary, work, membership(a.big, 0))
+    put_ms, hup_ms = [], []
     try:
-        times = []
-        for step in range(1, 6):
-            doc, current = json.dumps(membership(a.big, step)).encode(), gw.epoch()
-            t0 = time.perf_counter()
-            status, body = gw.put(doc, current)
-            epoch = json.loads(body)["epoch"] if status == 200 else None
-            status, answer = gw.request("POST", "/v1/batches", batch("switch", step, 10),
-                                        {"Content-Type": "application/json"})
-            ok = status == 200 and json.loads(answer)["epoch"] == epoch
-            times.append((time.perf_counter() - t0) * 1e3 if ok else None)
+        for step in range(1, 11):
+            doc = json.dumps(membership(a.big, step)).encode()
+            gw.epoch_cached = gw.epoch()
+            if step % 2:
+                t0 = time.perf_counter()
+                status, body = gw.put(doc, gw.epoch_cached)
+                t1 = first_receipt_after(gw, step, json.loads(body)["epoch"]) if status == 200 \
+                    else None
+                put_ms.append((t1 - t0) * 1e3 if t1 else None)
+            else:
+                tmp = gw.shards + ".tmp"
+                open(tmp, "wb").write(doc)
+                os.rename(tmp, gw.shards)
+                t0 = time.perf_counter()
+                gw.proc.send_signal(signal.SIGHUP)
+                t1 = first_receipt_after(gw, step)
+                hup_ms.append((t1 - t0) * 1e3 if t1 else None)
     finally:
         gw.stop()
-    good = sorted(t for t in times if t is not None)
-    return {"shards": a.big, "reload_to_first_receipt_ms": times,
-            "median_ms": good[len(good) // 2] if good else None}
+
+    def median(xs):
+        good = sorted(x for x in xs if x is not None)
+        return good[len(good) // 2] if len(good) == len(xs) else None
+    return {"shards": a.big, "put_to_first_receipt_ms": put_ms, "put_median_ms": median(put_ms),
+            "sighup_to_first_receipt_ms": hup_ms, "sighup_median_ms": median(hup_ms)}
 
 
 def main():
