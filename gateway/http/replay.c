@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "exit.h"
+#include "journal_ids.h"
 #include "log.h"
 #include "membership.h"
 
@@ -42,10 +44,16 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
             return -EINVAL;
         }
         /* By id, whatever epoch: every shard of a receipt is in its epoch record. */
-        gw_ledger_add_id(&s->ledger, shard, strlen(shard), (uint64_t)json_integer_value(load),
-                         (uint64_t)json_integer_value(received));
+        if (gw_ledger_add_id(&s->ledger, rec->epoch_seq, shard, strlen(shard),
+                             (uint64_t)json_integer_value(load),
+                             (uint64_t)json_integer_value(received)) == -ENOMEM) {
+            gw_error_set(err, "", "out of memory");
+            return -ENOMEM;
+        }
     }
-    struct gw_idem_ref ref = {rec->receipt_offset, rec->receipt_len};
+    if (rec->seq <= s->index_durable_seq)
+        return 0; /* the index files hold it already */
+    struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
     int rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id),
                             rec->fingerprint, ref);
     if (rc == -EEXIST)
@@ -82,12 +90,82 @@ static void log_replay(const struct gw_server *s, const struct gw_journal_repair
     gw_log_event("journal_replayed", &f);
 }
 
+static void log_skipped(const struct gw_server *s, uint64_t seq, const char *reason)
+{
+    char name[GW_CHECKPOINT_NAME_MAX], path[4096];
+    struct gw_buf f;
+    gw_checkpoint_name(name, seq);
+    snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+    gw_buf_init(&f);
+    gw_log_str(&f, "file", path);
+    gw_log_str(&f, "reason", reason);
+    gw_log_event("checkpoint_skipped", &f);
+}
+
+static void log_start(const struct gw_server *s, const struct gw_checkpoint *c, long listed)
+{
+    char name[GW_CHECKPOINT_NAME_MAX], path[4096];
+    struct gw_buf f;
+    gw_buf_init(&f);
+    if (c) {
+        gw_checkpoint_name(name, c->last_seq);
+        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+        gw_log_str(&f, "file", path);
+        gw_log_u64(&f, "last_seq", c->last_seq);
+        gw_log_u64(&f, "segment", c->segment);
+        gw_log_u64(&f, "offset", c->offset);
+        gw_log_event("checkpoint_used", &f);
+        return;
+    }
+    gw_log_str(&f, "reason", listed > 0 ? "no usable checkpoint" : "no checkpoint");
+    gw_log_event("journal_full_replay", &f);
+}
+
+/* Starts from the newest checkpoint that checks out (docs/journal.md §7): its chain and totals
+ * in place, the ids it covers back in the index. Returns 1 (and *from), 0 (none: a full
+ * replay), or a negative code with err set. */
+static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from, struct gw_error *err)
+{
+    uint64_t *seqs = NULL;
+    long n = gw_checkpoint_list(s->journal.dir, &seqs);
+    int rc = 0;
+    for (long i = 0; i < n && rc == 0; i++) {
+        struct gw_checkpoint c;
+        struct gw_error why;
+        if (gw_checkpoint_load(s->journal.dir, seqs[i], &s->journal, &c, &why) != 0) {
+            log_skipped(s, seqs[i], why.msg);
+            continue;
+        }
+        rc = gw_checkpoint_apply(&c, &s->journal, &s->ledger, err);
+        if (rc == 0)
+            rc = gw_journal_scan_ids(&s->journal, &s->idem, s->index_durable_seq, c.segment,
+                                     c.offset, err);
+        if (rc == 0) {
+            *from = (struct gw_journal_resume){c.segment, c.offset};
+            s->checkpoint_seq = c.last_seq;
+            log_start(s, &c, n);
+            rc = 1;
+        }
+        gw_checkpoint_free(&c);
+    }
+    if (rc == 0)
+        log_start(s, NULL, n);
+    free(seqs);
+    return rc;
+}
+
 /* Opens, replays and repairs the journal, then writes the epoch if it changed. */
 int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
 {
     struct gw_error err;
-    struct gw_journal_repair rep;
-    int rc = gw_journal_open(&s->journal, s->opt.state_dir, replay_receipt, s, &rep, &err);
+    struct gw_journal_repair rep = {0};
+    struct gw_journal_resume from;
+    int rc = gw_journal_prepare(&s->journal, s->opt.state_dir, s->opt.segment_bytes, &err);
+    int resumed = rc == 0 ? use_checkpoint(s, &from, &err) : 0;
+    if (rc == 0)
+        rc = resumed < 0 ? resumed : 0;
+    if (rc == 0)
+        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, &rep, &err);
     if (rc == -EINVAL) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_UNUSABLE;
