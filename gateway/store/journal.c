@@ -268,7 +268,7 @@ static int replay_lines(struct replay *r, const char *path, const char *data, ui
             return cut_tail(r->j, data, pos, size, err);
         }
         int rc = nl ? replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err)
-                    : bad(err, "unterminated line before the seal");
+                    : bad(err, "unterminated last line");
         if (rc != 0) {
             char what[sizeof(err->msg)];
             snprintf(what, sizeof(what), "%s", err->msg);
@@ -365,6 +365,23 @@ static int records_start(struct replay *r, const char *path, const char *data, u
     return check_segment_start(r, path, data, size, prev, pos, err);
 }
 
+/* `journal verify`: the seal's sha256 against the bytes before it. */
+static int check_seal_hash(const char *path, const char *data, const struct gw_segment *seg,
+                           struct gw_error *err)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    char hex[GW_SHA256_HEX + 1];
+    unsigned n = 0;
+    EVP_Digest(data, (size_t)seg->bytes, d, &n, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < n && 2 * i < GW_SHA256_HEX; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    if (strcmp(hex, seg->sha256) == 0)
+        return 0;
+    gw_error_set(err, "", "journal: %s: the seal's sha256 is not that of the bytes before it",
+                 path);
+    return -EINVAL;
+}
+
 static int replay_sealed(struct replay *r, const struct gw_segment *seg, uint64_t from,
                          struct gw_error *err)
 {
@@ -382,6 +399,8 @@ static int replay_sealed(struct replay *r, const struct gw_segment *seg, uint64_
         rc = records_start(r, path, data, seg->bytes, NULL, from, &pos, err);
     if (rc == 0)
         rc = replay_lines(r, path, data, pos, seg->bytes, count_lines(data, pos), NULL, err);
+    if (rc == 0 && (r->j->flags & GW_JOURNAL_VERIFY))
+        rc = check_seal_hash(path, data, seg, err);
     if (rc == 0 && r->j->last_seq != seg->last_seq) {
         gw_error_set(err, "",
                      "journal: %s: the seal's last_seq %llu is not its last receipt's %llu", path,
@@ -415,7 +434,7 @@ static int replay_active(struct replay *r, uint64_t from, struct gw_journal_repa
                            n ? j->segs.sealed[n - 1].sha256 : NULL, from, &pos, err);
     if (rc == 0 && st.st_size > 0)
         rc = replay_lines(r, j->path, data, pos, (uint64_t)st.st_size, count_lines(data, pos),
-                          repair, err);
+                          (j->flags & GW_JOURNAL_VERIFY) ? NULL : repair, err);
     j->size = repair->torn ? repair->offset : (uint64_t)st.st_size;
     if (rc == 0 && j->size > 0)
         EVP_DigestUpdate(j->hash, data, (size_t)j->size);
@@ -437,9 +456,9 @@ int gw_journal_replay(struct gw_journal *j, const struct gw_journal_resume *from
         if (seg->first_seq >= start.segment)
             rc = replay_sealed(&r, seg, seg->first_seq == start.segment ? start.offset : 0, err);
     }
-    if (rc == 0 && j->create_active)
+    if (rc == 0 && j->create_active && !(j->flags & GW_JOURNAL_VERIFY))
         rc = gw_journal_create_active(j, err);
-    else if (rc == 0)
+    else if (rc == 0 && j->fd >= 0)
         rc = replay_active(&r, j->segment == start.segment ? start.offset : 0, repair, err);
     gw_buf_free(&r.prefix);
     return rc;
@@ -570,6 +589,8 @@ static int open_active(struct gw_journal *j, struct gw_error *err)
         j->create_active = 1;
         return 0;
     }
+    if (!exists && (j->flags & GW_JOURNAL_VERIFY))
+        return 0; /* an empty journal: nothing to verify, nothing created */
     j->fd = open_state_file(j->path, O_RDWR | O_CREAT | O_APPEND, err);
     if (j->fd < 0) {
         int rc = j->fd;
@@ -582,9 +603,10 @@ static int open_active(struct gw_journal *j, struct gw_error *err)
 }
 
 int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_bytes,
-                       struct gw_error *err)
+                       unsigned flags, struct gw_error *err)
 {
     memset(j, 0, sizeof(*j));
+    j->flags = flags;
     j->fd = -1;
     j->dir_fd = -1;
     j->segment_bytes = segment_bytes;
@@ -595,7 +617,7 @@ int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_b
     int rc = j->hash && EVP_DigestInit_ex(j->hash, EVP_sha256(), NULL) ? 0 : no_memory(err);
     if (rc == 0)
         rc = lock_dir(j, dir, err);
-    if (rc == 0)
+    if (rc == 0 && !(flags & GW_JOURNAL_VERIFY))
         rc = finish_rotation(j, err);
     if (rc == 0)
         rc = gw_segments_scan(j->dir, &j->segs, err);
@@ -609,7 +631,7 @@ int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_b
 int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
                     struct gw_journal_repair *repair, struct gw_error *err)
 {
-    int rc = gw_journal_prepare(j, dir, GW_SEGMENT_BYTES_DEFAULT, err);
+    int rc = gw_journal_prepare(j, dir, GW_SEGMENT_BYTES_DEFAULT, 0, err);
     return rc == 0 ? gw_journal_replay(j, NULL, visit, ctx, repair, err) : rc;
 }
 

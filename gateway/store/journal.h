@@ -36,7 +36,12 @@ struct gw_journal {
     void *hash;               /* SHA-256 (EVP_MD_CTX) of the active segment's bytes so far */
     struct gw_buf epoch_line; /* the latest epoch record line, newline included */
     int create_active;        /* 1: no journal.jsonl at start; written after the replay */
+    unsigned flags;           /* GW_JOURNAL_* */
 };
+
+/* `shardgate journal verify`: change nothing (no crash state finished, no torn tail cut: both
+ * are reported), and hash every sealed segment against its seal. */
+#define GW_JOURNAL_VERIFY 1u
 
 /* Where a replay starts: just after a checkpoint's last record (docs/journal.md §7). The chain
  * and last_seq of the journal are the checkpoint's already. */
@@ -84,7 +89,7 @@ int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn v
  * rotation a crash interrupted, runs the start checks over the segments (docs/journal.md §6) and
  * opens the active one. Errors as gw_journal_open. */
 int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_bytes,
-                       struct gw_error *err);
+                       unsigned flags, struct gw_error *err);
 
 /* The second half: replays from `from` (NULL: the first segment) strictly to the end, repairs a
  * torn tail of the active segment, and creates the active segment if it was missing. */

@@ -122,8 +122,12 @@ def checkpoint_at_shutdown_used_at_restart():
         used = s.events("checkpoint_used")
         eq([u["file"] for u in used], [os.path.join(d, ckpt_name(150))], "checkpoint used")
         eq(s.shard_totals(), totals, "totals kept")
-        eq(s.post(batch("b7", n=20)).body, bodies["b7"], "an id the checkpoint covers")
-        eq(s.post(batch("b149", n=20)).body, bodies["b149"], "the last id")
+        conn = s.connect()
+        for bid, body in sorted(bodies.items()):
+            r = s.post(batch(bid, n=20), conn=conn)
+            eq((r.status, r.body, r.headers.get("idempotent-replayed")), (200, body, "true"),
+               "every id the checkpoint covers: " + bid)
+        conn.close()
         eq(s.post(batch("fresh", n=20)).status, 200, "a new id")
 
 

@@ -124,7 +124,14 @@ def batch(batch_id, n=3, size=1, prefix=None):
 
 
 def journal_lines(state_dir):
-    return read(os.path.join(state_dir, "journal.jsonl")).split(b"\n")[:-1]
+    """Every line of the journal: the sealed segments in seq order, then the active one
+    (docs/journal.md §6)."""
+    names = sorted(f for f in os.listdir(state_dir)
+                   if f.startswith("journal-") and f.endswith(".jsonl"))
+    lines = []
+    for name in names + ["journal.jsonl"]:
+        lines += read(os.path.join(state_dir, name)).split(b"\n")[:-1]
+    return lines
 
 
 def journal_receipts(state_dir):
