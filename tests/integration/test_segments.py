@@ -314,5 +314,49 @@ def option_ranges():
         "not \"12x\""), "window unit")
 
 
+def journal_verify(d):
+    return run_server(["journal", "verify", "--state-dir", d])
+
+
+@case("segment_verify")
+def verify_ok_then_seal_hash_fault():
+    d, _, _ = rotated_state()
+    r = journal_verify(d)
+    n = len(sealed(d))
+    eq((r.returncode, r.stdout, r.stderr),
+       (0, "journal: OK: %d sealed segments, 150 receipts, 2 checkpoints\n" % n, ""), "verified")
+    name = sealed(d)[1]
+    path = os.path.join(d, name)
+    data = bytearray(read(path))
+    at = data.index(b'"batch_id":"') + 12
+    data[at] = ord("Z") if data[at] != ord("Z") else ord("Y")  # same length, other id
+    write(path, bytes(data), "wb")
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr),
+       (3, "journal: %s/%s: the seal's sha256 is not that of the bytes before it\n" % (d, name)),
+       "a sealed segment edited in place: only the hash sees it")
+
+
+@case("segment_verify")
+def verify_refused_while_serving():
+    d = tmpdir()
+    with Server(state_dir=d, args=SMALL) as s:
+        eq(s.post(batch("v1")).status, 200, "post")
+        r = journal_verify(d)
+        eq((r.returncode, r.stderr), (1, "journal: %s: in use by another process\n" % d), "busy")
+
+
+@case("segment_verify")
+def verify_reports_a_bad_checkpoint():
+    d, _, _ = rotated_state()
+    newest = checkpoints(d)[-1]
+    path = os.path.join(d, newest)
+    write(path, read(path)[:-5] + b"00\"}\n", "wb")
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr),
+       (3, "checkpoint: %s/%s: sha256 does not match its bytes (torn or edited)\n" % (d, newest)),
+       "checkpoint fault")
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
