@@ -18,12 +18,14 @@ int gw_cmd_ring(int argc, char **argv);
 int gw_cmd_lookup(int argc, char **argv);
 int gw_cmd_serve(int argc, char **argv);
 int gw_cmd_plan(int argc, char **argv);
+int gw_cmd_journal(int argc, char **argv);
 
 extern const char gw_usage_dispatch[];
 extern const char gw_usage_ring[];
 extern const char gw_usage_lookup[];
 extern const char gw_usage_serve[];
 extern const char gw_usage_plan[];
+extern const char gw_usage_journal[];
 
 /* The contract path: --conf if given, else $SHARDGATE_CONF, else NULL. */
 const char *gw_conf_path(const char *from_option);

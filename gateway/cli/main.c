@@ -14,6 +14,7 @@ static const struct gw_command commands[] = {
     {"lookup", "show where keys are placed", gw_usage_lookup, gw_cmd_lookup},
     {"serve", "serve the HTTP API with a durable journal", gw_usage_serve, gw_cmd_serve},
     {"plan", "show what a membership change would move", gw_usage_plan, gw_cmd_plan},
+    {"journal", "verify a state dir's journal and checkpoints", gw_usage_journal, gw_cmd_journal},
 };
 
 static void usage(FILE *out)

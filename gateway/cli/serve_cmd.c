@@ -6,6 +6,8 @@
 #include "cli.h"
 #include "http.h"
 #include "number.h"
+#include "checkpointer.h"
+#include "segment.h"
 #include "server.h"
 
 const char gw_usage_serve[] =
@@ -15,12 +17,16 @@ const char gw_usage_serve[] =
     "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
     "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
+    "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
+    "                       [--idempotency-window DURATION]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
     "SIGHUP re-reads --conf and --shards; PUT /v1/admin/membership needs --admin-token-file.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
-    "          --body-timeout 60. --conf defaults to $SHARDGATE_CONF.\n"
+    "          --body-timeout 60, --segment-bytes 67108864, --checkpoint-interval 10s,\n"
+    "          no --idempotency-window (ids kept for ever). DURATION: 90s, 12h, 30d, 500ms.\n"
+    "          --conf defaults to $SHARDGATE_CONF.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
     "      64 usage, 1 internal error (cannot listen, state dir unwritable).\n";
 
@@ -40,6 +46,9 @@ enum {
     OPT_MAX_BODY_INFLIGHT,
     OPT_BODY_TIMEOUT,
     OPT_METRICS_OPEN,
+    OPT_SEGMENT_BYTES,
+    OPT_CHECKPOINT_INTERVAL,
+    OPT_IDEMPOTENCY_WINDOW,
     OPT_HELP
 };
 
@@ -94,7 +103,23 @@ static const struct number_option_spec {
     {OPT_MAX_PER_IP, "max-connections-per-ip", 1, 100000, KIND_UINT,
      offsetof(struct gw_serve_options, max_per_ip)},
     {OPT_TIMEOUT, "timeout", 1, 3600, KIND_UINT, offsetof(struct gw_serve_options, timeout_s)},
+    {OPT_SEGMENT_BYTES, "segment-bytes", GW_SEGMENT_BYTES_MIN, GW_SEGMENT_BYTES_MAX, KIND_U64,
+     offsetof(struct gw_serve_options, segment_bytes)},
 };
+
+/* --checkpoint-interval (100ms..1d) and --idempotency-window (1s..100 years). */
+static int set_duration(struct gw_serve_options *o, int c, const char *arg)
+{
+    int interval = c == OPT_CHECKPOINT_INTERVAL;
+    uint64_t min = interval ? 100 : 1000, max = interval ? 86400000ull : 3153600000000ull;
+    uint64_t *field = interval ? &o->checkpoint_interval_ms : &o->idempotency_window_ms;
+    if (gw_parse_duration_ms(arg, min, max, field) == 0)
+        return 0;
+    fprintf(stderr, "shardgate: --%s must be a duration %s..%s (e.g. 90s, 12h, 30d), not \"%s\"\n",
+            interval ? "checkpoint-interval" : "idempotency-window", interval ? "100ms" : "1s",
+            interval ? "1d" : "36500d", arg);
+    return -1;
+}
 
 static int set_number(struct gw_serve_options *o, int c, const char *arg)
 {
@@ -133,6 +158,9 @@ static const struct option serve_options[] = {
     {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
     {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
     {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
+    {"segment-bytes", required_argument, 0, OPT_SEGMENT_BYTES},
+    {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
+    {"idempotency-window", required_argument, 0, OPT_IDEMPOTENCY_WINDOW},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -147,7 +175,9 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .max_per_ip = GW_MAX_PER_IP_DEFAULT,
                                    .timeout_s = GW_TIMEOUT_DEFAULT,
                                    .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
-                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT};
+                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
+                                   .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,
+                                   .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS};
     optind = 1;
     opterr = 0;
     int c;
@@ -167,7 +197,10 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
             return usage_error("unknown option or missing value");
         if (c == OPT_METRICS_OPEN)
             o->metrics_open = 1;
-        else if (slot)
+        else if (c == OPT_CHECKPOINT_INTERVAL || c == OPT_IDEMPOTENCY_WINDOW) {
+            if (set_duration(o, c, optarg) != 0)
+                return GW_EXIT_USAGE;
+        } else if (slot)
             *slot = optarg;
         else if (set_number(o, c, optarg) != 0)
             return GW_EXIT_USAGE;

@@ -128,7 +128,7 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
 {
     struct gw_buf body;
     gw_buf_init(&body);
-    if (gw_journal_copy(&r->srv->journal, ref.offset, ref.len, &body) != 0) {
+    if (gw_journal_copy(&r->srv->journal, ref.segment, ref.offset, (size_t)ref.len, &body) != 0) {
         gw_buf_free(&body);
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
                               "cannot read the stored receipt from the journal", "", NULL, NULL);

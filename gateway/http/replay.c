@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "exit.h"
+#include "journal_ids.h"
 #include "log.h"
 #include "membership.h"
 
@@ -42,10 +44,16 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
             return -EINVAL;
         }
         /* By id, whatever epoch: every shard of a receipt is in its epoch record. */
-        gw_ledger_add_id(&s->ledger, shard, strlen(shard), (uint64_t)json_integer_value(load),
-                         (uint64_t)json_integer_value(received));
+        if (gw_ledger_add_id(&s->ledger, rec->epoch_seq, shard, strlen(shard),
+                             (uint64_t)json_integer_value(load),
+                             (uint64_t)json_integer_value(received)) == -ENOMEM) {
+            gw_error_set(err, "", "out of memory");
+            return -ENOMEM;
+        }
     }
-    struct gw_idem_ref ref = {rec->receipt_offset, rec->receipt_len};
+    if (rec->seq <= s->index_durable_seq)
+        return 0; /* the index files hold it already */
+    struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
     int rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id),
                             rec->fingerprint, ref);
     if (rc == -EEXIST)
@@ -82,12 +90,129 @@ static void log_replay(const struct gw_server *s, const struct gw_journal_repair
     gw_log_event("journal_replayed", &f);
 }
 
+#define SKIPPED_LOGGED 8 /* the newest two are kept: more only after a crash mid-prune */
+
+/* What the start decided about checkpoints, logged once the replay succeeded (a refused start
+ * prints its one error line only). */
+struct start_log {
+    uint64_t skipped[SKIPPED_LOGGED];
+    char reason[SKIPPED_LOGGED][sizeof(((struct gw_error *)0)->msg)];
+    size_t nskipped;
+    long listed;
+    struct gw_checkpoint used; /* last_seq 0: none */
+};
+
+static void log_skipped(const struct gw_server *s, uint64_t seq, const char *reason)
+{
+    char name[GW_CHECKPOINT_NAME_MAX], path[4096];
+    struct gw_buf f;
+    gw_checkpoint_name(name, seq);
+    snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+    gw_buf_init(&f);
+    gw_log_str(&f, "file", path);
+    gw_log_str(&f, "reason", reason);
+    gw_log_event("checkpoint_skipped", &f);
+}
+
+static void log_start(const struct gw_server *s, const struct start_log *l)
+{
+    char name[GW_CHECKPOINT_NAME_MAX], path[4096];
+    struct gw_buf f;
+    for (size_t i = 0; i < l->nskipped; i++)
+        log_skipped(s, l->skipped[i], l->reason[i]);
+    gw_buf_init(&f);
+    if (l->used.last_seq > 0) {
+        gw_checkpoint_name(name, l->used.last_seq);
+        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+        gw_log_str(&f, "file", path);
+        gw_log_u64(&f, "last_seq", l->used.last_seq);
+        gw_log_u64(&f, "segment", l->used.segment);
+        gw_log_u64(&f, "offset", l->used.offset);
+        gw_log_event("checkpoint_used", &f);
+        return;
+    }
+    gw_log_str(&f, "reason", l->listed > 0 ? "no usable checkpoint" : "no checkpoint");
+    gw_log_event("journal_full_replay", &f);
+}
+
+/* Starts from the newest checkpoint that checks out (docs/journal.md §7): its chain and totals
+ * in place, the ids it covers back in the index. Returns 1 (and *from), 0 (none: a full
+ * replay), or a negative code with err set. */
+static void note_skipped(struct start_log *log, uint64_t seq, const char *reason)
+{
+    if (log->nskipped == SKIPPED_LOGGED)
+        return;
+    log->skipped[log->nskipped] = seq;
+    snprintf(log->reason[log->nskipped++], sizeof(log->reason[0]), "%s", reason);
+}
+
+/* Puts one loaded checkpoint in place. Returns 1, 0 when its values do not apply (the chain and
+ * ledger emptied again: the next older one is tried), or a negative code. */
+static int apply_checkpoint(struct gw_server *s, const struct gw_checkpoint *c,
+                            struct start_log *log, struct gw_error *err)
+{
+    struct gw_error why;
+    int rc = gw_checkpoint_apply(c, &s->journal, &s->ledger, &why);
+    if (rc == -EINVAL) {
+        note_skipped(log, c->last_seq, why.msg);
+        gw_chain_free(&s->journal.chain);
+        gw_chain_init(&s->journal.chain);
+        gw_ledger_free(&s->ledger);
+        gw_ledger_init(&s->ledger);
+        s->journal.last_seq = 0;
+        return 0;
+    }
+    if (rc != 0) {
+        *err = why;
+        return rc;
+    }
+    rc = gw_journal_scan_ids(&s->journal, &s->idem, s->index_durable_seq, c->segment, c->offset,
+                             err);
+    if (rc != 0)
+        return rc;
+    s->checkpoint_seq = c->last_seq;
+    log->used.last_seq = c->last_seq;
+    log->used.segment = c->segment;
+    log->used.offset = c->offset;
+    return 1;
+}
+
+static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
+                          struct start_log *log, struct gw_error *err)
+{
+    uint64_t *seqs = NULL;
+    long n = gw_checkpoint_list(s->journal.dir, &seqs);
+    int rc = 0;
+    log->listed = n;
+    for (long i = 0; i < n && rc == 0; i++) {
+        struct gw_checkpoint c;
+        struct gw_error why;
+        if (gw_checkpoint_load(s->journal.dir, seqs[i], &s->journal, &c, &why) != 0) {
+            note_skipped(log, seqs[i], why.msg);
+            continue;
+        }
+        rc = apply_checkpoint(s, &c, log, err);
+        if (rc == 1)
+            *from = (struct gw_journal_resume){c.segment, c.offset};
+        gw_checkpoint_free(&c);
+    }
+    free(seqs);
+    return rc;
+}
+
 /* Opens, replays and repairs the journal, then writes the epoch if it changed. */
 int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
 {
     struct gw_error err;
-    struct gw_journal_repair rep;
-    int rc = gw_journal_open(&s->journal, s->opt.state_dir, replay_receipt, s, &rep, &err);
+    struct gw_journal_repair rep = {0};
+    struct gw_journal_resume from;
+    struct start_log log = {0};
+    int rc = gw_journal_prepare(&s->journal, s->opt.state_dir, s->opt.segment_bytes, 0, &err);
+    int resumed = rc == 0 ? use_checkpoint(s, &from, &log, &err) : 0;
+    if (rc == 0)
+        rc = resumed < 0 ? resumed : 0;
+    if (rc == 0)
+        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, &rep, &err);
     if (rc == -EINVAL) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_UNUSABLE;
@@ -99,6 +224,7 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
+    log_start(s, &log);
     log_replay(s, &rep, written);
     return GW_EXIT_OK;
 }

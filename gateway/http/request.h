@@ -32,7 +32,11 @@ struct gw_server {
     int reload_pending, reload_stopping;
     struct gw_journal journal;
     struct gw_committer committer;
+    struct gw_checkpointer checkpointer; /* docs/journal.md §7 */
+    uint64_t checkpoint_seq;             /* last_seq of the checkpoint the start used, 0: none */
     struct gw_idem idem;
+    int idem_open;
+    uint64_t index_durable_seq; /* the index files hold every id through this seq */
     struct gw_ledger ledger;
     struct gw_metrics metrics;
     int auth; /* 1 when POST needs the bearer token */

@@ -178,7 +178,8 @@ static void drain(struct gw_server *s)
     gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
     gw_log_u64(&f, "waited_ms", waited);
     gw_log_event("drained", &f);
-    gw_committer_stop(&s->committer);
+    gw_committer_stop(&s->committer);       /* offers the last checkpoint, after the last group */
+    gw_checkpointer_stop(&s->checkpointer); /* writes it */
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
     gw_committer_destroy(&s->committer);
@@ -211,11 +212,14 @@ static int setup(struct gw_server *s)
         return rc;
     gw_metrics_init(&s->metrics);
     gw_ledger_init(&s->ledger);
-    if (gw_idem_init(&s->idem) != 0) {
+    struct gw_error err;
+    struct gw_idem_options io = {.window_ms = s->opt.idempotency_window_ms};
+    if (gw_idem_open(&s->idem, s->opt.state_dir, &io, &s->index_durable_seq, &err) != 0) {
         gw_topology_free(&topo);
-        fprintf(stderr, "shardgate: out of memory\n");
+        fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
+    s->idem_open = 1;
     rc = gw_server_open_journal(s, &topo);
     if (rc == GW_EXIT_OK)
         rc = publish_first_view(s, &topo); /* takes topo */
@@ -223,8 +227,10 @@ static int setup(struct gw_server *s)
         gw_topology_free(&topo);
         return rc;
     }
-    struct gw_error err;
-    if (gw_committer_start(&s->committer, &s->journal, &s->metrics, commit_delay_ms(), &err)) {
+    if (gw_checkpointer_start(&s->checkpointer, &s->journal, &s->ledger, &s->idem,
+                              s->opt.checkpoint_interval_ms, s->checkpoint_seq, &err) != 0 ||
+        gw_committer_start(&s->committer, &s->journal, &s->metrics, &s->checkpointer,
+                           commit_delay_ms(), &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -240,12 +246,14 @@ static void teardown(struct gw_server *s)
 {
     gw_reloader_stop(s);
     gw_committer_stop(&s->committer);
+    gw_checkpointer_stop(&s->checkpointer);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
     gw_committer_destroy(&s->committer);
     if (s->journal.path)
         gw_journal_close(&s->journal);
-    gw_idem_free(&s->idem);
+    if (s->idem_open)
+        gw_idem_close(&s->idem);
     gw_view_slot_free(&s->views);
     gw_ledger_free(&s->ledger);
 }

@@ -22,9 +22,12 @@ struct gw_serve_options {
     size_t max_changes;
     unsigned threads;
     unsigned max_connections, max_per_ip, timeout_s;
-    uint64_t max_body_inflight; /* body bytes all requests may hold at once */
-    unsigned body_timeout_s;    /* a body not complete this long after its headers is cut */
-    int metrics_open;           /* 1: /metrics needs no token */
+    uint64_t max_body_inflight;      /* body bytes all requests may hold at once */
+    unsigned body_timeout_s;         /* a body not complete this long after its headers is cut */
+    int metrics_open;                /* 1: /metrics needs no token */
+    uint64_t segment_bytes;          /* rotate the journal at this size (docs/journal.md §6) */
+    uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
+    uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */
 };
 
 /* Serves until SIGTERM/SIGINT (SIGHUP reloads, docs/api.md §15), then drains (docs/api.md §13).

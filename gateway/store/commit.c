@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "timing.h"
 
@@ -38,6 +39,7 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
             continue;
         }
         it->seq = ++seq;
+        it->segment = c->journal->segment;
         gw_journal_receipt_prefix(&c->group, it->seq, it->fingerprint);
         it->receipt_offset = c->journal->size + c->group.len;
         gw_buf_append(&c->group, it->receipt, it->receipt_len);
@@ -65,16 +67,31 @@ static void chain_epochs(struct gw_committer *c, struct gw_commit_item *list)
             it->chained = gw_chain_append(&c->journal->chain, &it->entry) == 0;
 }
 
-static int commit_group(struct gw_committer *c, struct gw_commit_item *list)
+/* Rotation (docs/journal.md §6): before a group that would make a segment holding a receipt
+ * larger than --segment-bytes. The group is laid out again for the new segment. */
+static long rotate_if_due(struct gw_committer *c, struct gw_commit_item *list, long built,
+                          int *rotated, struct gw_error *err)
+{
+    struct gw_journal *j = c->journal;
+    if (built < 0 || j->last_seq < j->segment || j->size + c->group.len <= j->segment_bytes)
+        return built;
+    int rc = gw_journal_rotate(j, err);
+    if (rc != 0)
+        return rc;
+    *rotated = 1;
+    return build_group(c, list);
+}
+
+static int commit_group(struct gw_committer *c, struct gw_commit_item *list, int *rotated)
 {
     struct gw_error err;
     uint64_t sync_ns = 0;
-    long built = build_group(c, list);
+    long built = rotate_if_due(c, list, build_group(c, list), rotated, &err);
     int rc = built < 0 ? (int)built : 0;
     uint64_t n = built < 0 ? 0 : (uint64_t)built;
-    if (rc != 0) {
+    if (rc == -ENOMEM) {
         gw_error_set(&err, "", "journal: out of memory");
-    } else {
+    } else if (rc == 0) {
         rc = gw_journal_append(c->journal, c->group.data, c->group.len, &sync_ns, &err);
     }
     if (rc == 0) {
@@ -105,15 +122,37 @@ static size_t count_group(const struct gw_commit_item *list, const struct gw_com
     return n;
 }
 
+/* Waits for a group, or until a checkpoint interval is due. Returns 1 when woken by the
+ * timeout (the lock is held either way). */
+static int wait_for_work(struct gw_committer *c)
+{
+    if (!c->checkpointer) {
+        pthread_cond_wait(&c->wake, &c->lock);
+        return 0;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + gw_checkpointer_due_ms(c->checkpointer) * 1000000;
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT;
+}
+
 static void *writer_main(void *arg)
 {
     struct gw_committer *c = arg;
     pthread_mutex_lock(&c->lock);
     for (;;) {
-        while (!c->head && !c->stopping)
-            pthread_cond_wait(&c->wake, &c->lock);
-        if (!c->head)
+        while (!c->head && !c->stopping && !wait_for_work(c))
+            ;
+        if (!c->head && c->stopping)
             break;
+        if (!c->head) { /* the interval passed without a group */
+            pthread_mutex_unlock(&c->lock);
+            gw_checkpointer_offer(c->checkpointer, 0);
+            pthread_mutex_lock(&c->lock);
+            continue;
+        }
         pthread_mutex_unlock(&c->lock);
         if (c->delay_ms)
             gw_sleep_ms(c->delay_ms);
@@ -122,19 +161,26 @@ static void *writer_main(void *arg)
         c->head = c->tail = NULL; /* the writer owns head..tail now, nobody else */
         pthread_mutex_unlock(&c->lock);
         count_group(list, tail);
-        int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list);
-        finish(list, rc);
+        int rotated = 0;
+        int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list, &rotated);
+        finish(list, rc); /* the ledger has the group now: a snapshot agrees with the journal */
+        if (!gw_committer_failed(c))
+            gw_checkpointer_offer(c->checkpointer, rotated ? 2 : 0);
         pthread_mutex_lock(&c->lock);
     }
     pthread_mutex_unlock(&c->lock);
+    if (!gw_committer_failed(c)) /* a clean shutdown: after the last group */
+        gw_checkpointer_offer(c->checkpointer, 1);
     return NULL;
 }
 
 int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
-                       struct gw_metrics *metrics, unsigned delay_ms, struct gw_error *err)
+                       struct gw_metrics *metrics, struct gw_checkpointer *checkpointer,
+                       unsigned delay_ms, struct gw_error *err)
 {
     memset(c, 0, sizeof(*c));
     c->journal = journal;
+    c->checkpointer = checkpointer;
     c->metrics = metrics;
     c->delay_ms = delay_ms;
     atomic_init(&c->failed, 0);

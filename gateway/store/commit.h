@@ -10,6 +10,7 @@
 
 #include "batch.h"
 #include "buf.h"
+#include "checkpointer.h"
 #include "error.h"
 #include "journal.h"
 #include "metrics.h"
@@ -33,13 +34,15 @@ struct gw_commit_item {
     const unsigned char *fingerprint;
     gw_commit_done_fn done;
     uint64_t seq;            /* set before `done`, when durable */
-    uint64_t receipt_offset; /* where the receipt bytes are in the journal */
+    uint64_t segment;        /* first_seq of the segment holding it (docs/journal.md §6) */
+    uint64_t receipt_offset; /* where the receipt bytes are in that segment */
     struct gw_commit_item *next;
 };
 
 struct gw_committer {
     struct gw_journal *journal;
     struct gw_metrics *metrics;
+    struct gw_checkpointer *checkpointer; /* NULL: no checkpoints */
     unsigned delay_ms; /* test only: sleep before each group (SHARDGATE_TEST_COMMIT_DELAY_MS) */
     pthread_t thread;
     pthread_mutex_t lock;
@@ -53,9 +56,11 @@ struct gw_committer {
     struct gw_buf group;
 };
 
-/* Starts the writer for `journal`. Returns 0 or a negative code with err->msg. */
+/* Starts the writer for `journal`; it rotates segments and offers the checkpointer (may be
+ * NULL) a snapshot between groups. Returns 0 or a negative code with err->msg. */
 int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
-                       struct gw_metrics *metrics, unsigned delay_ms, struct gw_error *err);
+                       struct gw_metrics *metrics, struct gw_checkpointer *checkpointer,
+                       unsigned delay_ms, struct gw_error *err);
 
 /* Queues an item; its `done` runs on the writer thread (at once with -EIO when the journal has
  * failed or the writer is stopping). */

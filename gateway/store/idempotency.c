@@ -18,18 +18,32 @@ struct gw_idem_entry {
     char id[]; /* not NUL-terminated */
 };
 
-int gw_idem_init(struct gw_idem *t)
+int gw_idem_open(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
+                 uint64_t *durable_seq, struct gw_error *err)
 {
+    (void)state_dir;
+    (void)o;
+    *durable_seq = 0;
     memset(t, 0, sizeof(*t));
     t->mask = 1023;
     t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
-    if (!t->buckets)
+    if (!t->buckets) {
+        gw_error_set(err, "", "index: out of memory");
         return -ENOMEM;
+    }
     pthread_mutex_init(&t->lock, NULL);
     return 0;
 }
 
-void gw_idem_free(struct gw_idem *t)
+int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err)
+{
+    (void)t;
+    (void)through_seq;
+    (void)err;
+    return 0;
+}
+
+void gw_idem_close(struct gw_idem *t)
 {
     if (!t->buckets)
         return;
@@ -155,8 +169,9 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
     uint64_t h = gw_fnv1a(id, len);
     pthread_mutex_lock(&t->lock);
     struct gw_idem_entry **slot = slot_of(t, id, len, h);
-    int rc = *slot ? -EEXIST : add_entry(t, slot, id, len, h, fingerprint);
-    if (rc == 0) {
+    int same = *slot && (*slot)->durable && (*slot)->ref.seq == ref.seq;
+    int rc = same ? 0 : *slot ? -EEXIST : add_entry(t, slot, id, len, h, fingerprint);
+    if (rc == 0 && !same) {
         struct gw_idem_entry *e = *slot_of(t, id, len, h);
         e->durable = 1;
         e->ref = ref;

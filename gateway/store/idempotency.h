@@ -8,18 +8,26 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "error.h"
 
 enum gw_idem_verdict {
     GW_IDEM_NEW,       /* unknown id: now claimed as in flight by the caller */
     GW_IDEM_REPLAY,    /* durable with the same fingerprint: answer the stored receipt */
     GW_IDEM_REUSED,    /* durable with another fingerprint */
     GW_IDEM_IN_FLIGHT, /* claimed by a request whose receipt is not durable yet */
+    GW_IDEM_EXPIRED,   /* acknowledged longer ago than the window: 422 batch_id_expired */
 };
 
-/* Where a durable receipt's bytes are in the journal. */
+/* Where a durable receipt's bytes are (docs/journal.md §6). */
 struct gw_idem_ref {
-    uint64_t offset;
-    size_t len;
+    uint64_t segment; /* first_seq of the segment holding it */
+    uint64_t offset;  /* of the receipt bytes in that segment file */
+    uint64_t len;
+    uint64_t seq;
+};
+
+struct gw_idem_options {
+    uint64_t window_ms; /* 0: ids remembered for ever */
 };
 
 struct gw_idem_entry;
@@ -32,9 +40,16 @@ struct gw_idem {
     size_t durable; /* durable entries */
 };
 
-/* Returns 0 or -ENOMEM. */
-int gw_idem_init(struct gw_idem *t);
-void gw_idem_free(struct gw_idem *t);
+/* Opens the table for `state_dir`. *durable_seq: every acknowledged id with seq <= it is in the
+ * index files. This in-RAM table keeps no files: always 0, and the caller re-inserts from every
+ * segment. Returns 0 or -ENOMEM. */
+int gw_idem_open(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
+                 uint64_t *durable_seq, struct gw_error *err);
+void gw_idem_close(struct gw_idem *t);
+
+/* Makes every committed entry with seq <= through_seq durable in the index files. No files
+ * here: 0. */
+int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
 
 /* Looks `id` up; an unknown id is claimed as in flight with `fingerprint` (verdict NEW). For
  * REPLAY, *ref says where the receipt is. Returns 0, or -ENOMEM (nothing claimed). */
@@ -48,7 +63,8 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
 /* Drops a claim whose receipt will not be journaled. */
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len);
 
-/* Adds a durable entry (journal replay). Returns 0, -EEXIST when the id is known, -ENOMEM. */
+/* Adds a durable entry (journal replay). Returns 0 (also when the same id is there at the same
+ * seq), -EEXIST when the id is known at another seq, -ENOMEM. */
 int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
                    const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref);
 

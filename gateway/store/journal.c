@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <sys/file.h>
+
 #include "fileio.h"
 #include "journal_epoch.h"
 #include "ring.h"
@@ -24,6 +27,7 @@ struct replay {
     gw_journal_visit_fn visit;
     void *ctx;
     struct gw_buf prefix;
+    uint64_t segment; /* first_seq of the segment being replayed */
 };
 
 static char *join_path(const char *dir, const char *name)
@@ -83,8 +87,12 @@ static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t
     int rc = gw_epoch_record_replay(root, line, len, &r->j->chain, r->j->last_seq, &e, &m, err);
     if (rc != 0)
         return rc;
-    struct gw_journal_record rec = {.line = lineno, .members = &m};
-    rc = gw_chain_append(&r->j->chain, &e) ? no_memory(err) : r->visit(r->ctx, &rec, err);
+    struct gw_journal_record rec = {.line = lineno, .segment = r->segment, .members = &m};
+    gw_buf_reset(&r->j->epoch_line);
+    gw_buf_append(&r->j->epoch_line, line, len);
+    gw_buf_puts(&r->j->epoch_line, "\n");
+    rc = gw_chain_append(&r->j->chain, &e) || r->j->epoch_line.failed ? no_memory(err)
+                                                                      : r->visit(r->ctx, &rec, err);
     gw_membership_free(&m);
     return rc;
 }
@@ -127,7 +135,7 @@ static int replay_receipt(struct replay *r, json_t *root, const char *line, size
         return bad(err, "receipt record: fingerprint must be 64 lowercase hex digits");
     if (!json_is_object(rec->receipt))
         return bad(err, "receipt record: receipt must be an object");
-    int rc = gw_epoch_receipt_link(&r->j->chain, rec->receipt, err);
+    int rc = gw_epoch_receipt_link(&r->j->chain, rec->receipt, &rec->epoch_seq, err);
     if (rc != 0)
         return rc;
     rec->seq = r->j->last_seq + 1;
@@ -153,7 +161,8 @@ static int replay_line(struct replay *r, const char *line, size_t len, uint64_t 
         return -EINVAL;
     }
     const char *type = json_string_value(json_object_get(root, "type"));
-    struct gw_journal_record rec = {.line = lineno, .receipt_offset = offset};
+    struct gw_journal_record rec = {
+        .line = lineno, .segment = r->segment, .receipt_offset = offset};
     int rc;
     if (type && strcmp(type, "epoch") == 0)
         rc = replay_epoch(r, root, line, len, lineno, err);
@@ -244,29 +253,215 @@ static int cut_tail(struct gw_journal *j, const char *data, uint64_t at, uint64_
     return rc;
 }
 
-static int replay_all(struct replay *r, const char *data, uint64_t size,
-                      struct gw_journal_repair *repair, struct gw_error *err)
+/* Replays the lines in [pos, size) of a segment (line numbers from `lineno`); a torn last line
+ * is repaired only when `repair` is set (the active segment). */
+static int replay_lines(struct replay *r, const char *path, const char *data, uint64_t pos,
+                        uint64_t size, size_t lineno, struct gw_journal_repair *repair,
+                        struct gw_error *err)
 {
-    uint64_t pos = 0;
-    size_t lineno = 1;
     for (; pos < size; lineno++) {
         const char *nl = memchr(data + pos, '\n', size - pos);
         /* Only an unterminated last line can be torn: appends write whole lines, so a complete
          * line that does not replay is damage, never forgiven (docs/operations.md, Journal). */
-        if (!nl) {
+        if (!nl && repair) {
             *repair = (struct gw_journal_repair){1, lineno, pos, size - pos};
             return cut_tail(r->j, data, pos, size, err);
         }
-        int rc = replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err);
+        int rc = nl ? replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err)
+                    : bad(err, "unterminated last line");
         if (rc != 0) {
             char what[sizeof(err->msg)];
             snprintf(what, sizeof(what), "%s", err->msg);
-            gw_error_set(err, "", "journal: %s:%zu: %s", r->j->path, lineno, what);
+            gw_error_set(err, "", "journal: %s:%zu: %s", path, lineno, what);
             return rc;
         }
         pos = (uint64_t)(nl - data) + 1;
     }
     return 0;
+}
+
+static int map_fd(int fd, const char *path, uint64_t size, void **data, struct gw_error *err)
+{
+    *data = NULL;
+    if (size == 0)
+        return 0;
+    *data = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (*data != MAP_FAILED)
+        return 0;
+    *data = NULL;
+    gw_error_set(err, "", "journal: %s: cannot map: %s", path, strerror(errno));
+    return -errno;
+}
+
+/* The header and the epoch repeat that open every segment after the first (docs/journal.md §6):
+ * the header names this segment and links to `prev` (NULL: checked at start already), the
+ * repeat is byte for byte the chain's latest epoch record. *pos: where the records start. */
+static int check_segment_start(struct replay *r, const char *path, const char *data, uint64_t size,
+                               const char *prev, uint64_t *pos, struct gw_error *err)
+{
+    const char *nl = size ? memchr(data, '\n', size) : NULL;
+    uint64_t first = 0;
+    char link[GW_SHA256_HEX + 1];
+    const char *what = NULL;
+    if (!nl || gw_segment_parse_header(data, (size_t)(nl - data), &first, link) != 0)
+        what = "1: not a segment header line";
+    else if (first != r->segment)
+        what = "1: the header's first_seq is not this segment's";
+    else if (prev && strcmp(prev, link) != 0)
+        what = "1: the header's prev is not the sha256 of the previous segment's seal";
+    uint64_t at = nl ? (uint64_t)(nl - data) + 1 : 0;
+    const struct gw_buf *e = &r->j->epoch_line;
+    if (!what && (size - at < e->len || memcmp(data + at, e->data, e->len) != 0))
+        what = "2: not a repeat of the latest epoch record";
+    if (what) {
+        gw_error_set(err, "", "journal: %s:%s", path, what);
+        return -EINVAL;
+    }
+    *pos = at + e->len;
+    return 0;
+}
+
+/* The latest epoch record at or before `offset` of a segment (a replay resumed from a
+ * checkpoint): the last line there that is neither a receipt nor a header. */
+static int load_epoch_line(struct gw_journal *j, const char *data, uint64_t offset,
+                           struct gw_error *err)
+{
+    uint64_t end = offset;
+    while (end > 0) {
+        uint64_t start = end - 1;
+        while (start > 0 && data[start - 1] != '\n')
+            start--;
+        const char *l = data + start;
+        size_t n = (size_t)(end - start);
+        if (!(n > 17 && memcmp(l, "{\"type\":\"receipt\"", 17) == 0) &&
+            !(n > 17 && memcmp(l, "{\"type\":\"segment\"", 17) == 0)) {
+            gw_buf_reset(&j->epoch_line);
+            gw_buf_append(&j->epoch_line, l, n);
+            return j->epoch_line.failed ? no_memory(err) : 0;
+        }
+        end = start;
+    }
+    return bad(err, "checkpoint: no epoch record before its offset");
+}
+
+static size_t count_lines(const char *data, uint64_t upto)
+{
+    size_t n = 1;
+    for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + upto - p))) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* Where the records of this segment start: `from` when resuming inside it, else past its
+ * header and repeat. */
+static int records_start(struct replay *r, const char *path, const char *data, uint64_t size,
+                         const char *prev, uint64_t from, uint64_t *pos, struct gw_error *err)
+{
+    *pos = from;
+    if (from > 0)
+        return load_epoch_line(r->j, data, from, err);
+    if (r->segment == 1)
+        return 0;
+    return check_segment_start(r, path, data, size, prev, pos, err);
+}
+
+/* `journal verify`: the seal's sha256 against the bytes before it. */
+static int check_seal_hash(const char *path, const char *data, const struct gw_segment *seg,
+                           struct gw_error *err)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    char hex[GW_SHA256_HEX + 1];
+    unsigned n = 0;
+    EVP_Digest(data, (size_t)seg->bytes, d, &n, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < n && 2 * i < GW_SHA256_HEX; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    if (strcmp(hex, seg->sha256) == 0)
+        return 0;
+    gw_error_set(err, "", "journal: %s: the seal's sha256 is not that of the bytes before it",
+                 path);
+    return -EINVAL;
+}
+
+static int replay_sealed(struct replay *r, const struct gw_segment *seg, uint64_t from,
+                         struct gw_error *err)
+{
+    char *path = gw_journal_segment_path(r->j, seg->first_seq);
+    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int rc = !path ? no_memory(err) : fd < 0 ? -errno : 0;
+    if (path && fd < 0)
+        gw_error_set(err, "", "journal: %s: %s", path, strerror(-rc));
+    void *data = NULL;
+    uint64_t pos = 0;
+    r->segment = seg->first_seq;
+    if (rc == 0)
+        rc = map_fd(fd, path, seg->size, &data, err);
+    if (rc == 0)
+        rc = records_start(r, path, data, seg->bytes, NULL, from, &pos, err);
+    if (rc == 0)
+        rc = replay_lines(r, path, data, pos, seg->bytes, count_lines(data, pos), NULL, err);
+    if (rc == 0 && (r->j->flags & GW_JOURNAL_VERIFY))
+        rc = check_seal_hash(path, data, seg, err);
+    if (rc == 0 && r->j->last_seq != seg->last_seq) {
+        gw_error_set(err, "",
+                     "journal: %s: the seal's last_seq %llu is not its last receipt's %llu", path,
+                     (unsigned long long)seg->last_seq, (unsigned long long)r->j->last_seq);
+        rc = -EINVAL;
+    }
+    if (data)
+        munmap(data, (size_t)seg->size);
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    return rc;
+}
+
+static int replay_active(struct replay *r, uint64_t from, struct gw_journal_repair *repair,
+                         struct gw_error *err)
+{
+    struct gw_journal *j = r->j;
+    size_t n = j->segs.count;
+    struct stat st;
+    r->segment = j->segment;
+    if (fstat(j->fd, &st) != 0) {
+        gw_error_set(err, "", "journal: %s: cannot stat: %s", j->path, strerror(errno));
+        return -errno;
+    }
+    void *data = NULL;
+    uint64_t pos = 0;
+    int rc = map_fd(j->fd, j->path, (uint64_t)st.st_size, &data, err);
+    if (rc == 0 && st.st_size > 0)
+        rc = records_start(r, j->path, data, (uint64_t)st.st_size,
+                           n ? j->segs.sealed[n - 1].sha256 : NULL, from, &pos, err);
+    if (rc == 0 && st.st_size > 0)
+        rc = replay_lines(r, j->path, data, pos, (uint64_t)st.st_size, count_lines(data, pos),
+                          (j->flags & GW_JOURNAL_VERIFY) ? NULL : repair, err);
+    j->size = repair->torn ? repair->offset : (uint64_t)st.st_size;
+    if (rc == 0 && j->size > 0)
+        EVP_DigestUpdate(j->hash, data, (size_t)j->size);
+    if (data)
+        munmap(data, (size_t)st.st_size);
+    return rc;
+}
+
+int gw_journal_replay(struct gw_journal *j, const struct gw_journal_resume *from,
+                      gw_journal_visit_fn visit, void *ctx, struct gw_journal_repair *repair,
+                      struct gw_error *err)
+{
+    struct replay r = {.j = j, .visit = visit, .ctx = ctx};
+    struct gw_journal_resume start = from ? *from : (struct gw_journal_resume){1, 0};
+    memset(repair, 0, sizeof(*repair));
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < j->segs.count; i++) {
+        const struct gw_segment *seg = &j->segs.sealed[i];
+        if (seg->first_seq >= start.segment)
+            rc = replay_sealed(&r, seg, seg->first_seq == start.segment ? start.offset : 0, err);
+    }
+    if (rc == 0 && j->create_active && !(j->flags & GW_JOURNAL_VERIFY))
+        rc = gw_journal_create_active(j, err);
+    else if (rc == 0 && j->fd >= 0)
+        rc = replay_active(&r, j->segment == start.segment ? start.offset : 0, repair, err);
+    gw_buf_free(&r.prefix);
+    return rc;
 }
 
 /* Syncs the directory holding `dir`, so that a state dir just created survives a power loss
@@ -307,8 +502,9 @@ static int check_state_dir(const char *dir, struct gw_error *err)
     return -EINVAL;
 }
 
-/* Opens (creating) and locks the journal file. */
-static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err)
+/* Creates and checks the state dir and locks it: one process per state dir, whatever segment is
+ * active (docs/journal.md §6). */
+static int lock_dir(struct gw_journal *j, const char *dir, struct gw_error *err)
 {
     int created = mkdir(dir, 0750) == 0;
     if (!created && errno != EEXIST) {
@@ -320,66 +516,160 @@ static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err
     int rc = check_state_dir(dir, err);
     if (rc != 0)
         return rc;
+    j->dir = strdup(dir);
     j->path = join_path(dir, GW_JOURNAL_FILE);
-    if (!j->path)
+    if (!j->dir || !j->path)
         return no_memory(err);
-    int existed = access(j->path, F_OK) == 0;
+    j->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (j->dir_fd < 0) {
+        gw_error_set(err, "", "journal: state dir %s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    if (flock(j->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+        gw_error_set(err, "", "journal: %s: in use by another process", dir);
+        return -EBUSY;
+    }
+    return 0;
+}
+
+/* 1 when the file's last line is a seal line: a rotation stopped before its rename. */
+static int ends_sealed(int fd)
+{
+    struct stat st;
+    char buf[256];
+    if (fstat(fd, &st) != 0 || st.st_size < 2)
+        return 0;
+    size_t n = st.st_size < (off_t)sizeof(buf) ? (size_t)st.st_size : sizeof(buf);
+    if (pread(fd, buf, n, st.st_size - (off_t)n) != (ssize_t)n || buf[n - 1] != '\n')
+        return 0;
+    size_t at = n - 1;
+    while (at > 0 && buf[at - 1] != '\n')
+        at--;
+    uint64_t last, bytes;
+    char sha[GW_SHA256_HEX + 1];
+    return gw_segment_parse_seal(buf + at, n - 1 - at, &last, &bytes, sha) == 0;
+}
+
+/* Crash states of a rotation (docs/journal.md §6): a leftover journal.jsonl.new goes; an active
+ * segment ending with its seal takes its sealed name. */
+static int finish_rotation(struct gw_journal *j, struct gw_error *err)
+{
+    char *tmp = join_path(j->dir, GW_JOURNAL_NEW_FILE);
+    if (!tmp)
+        return no_memory(err);
+    int rc = unlink(tmp) == 0 || errno == ENOENT ? 0 : -errno;
+    free(tmp);
+    int fd = rc == 0 ? open(j->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd >= 0 && ends_sealed(fd)) {
+        struct gw_segments segs;
+        rc = gw_segments_scan(j->dir, &segs, err);
+        uint64_t first = segs.count ? segs.sealed[segs.count - 1].last_seq + 1 : 1;
+        char name[GW_SEGMENT_NAME_MAX];
+        gw_segment_name(name, first);
+        char *to = rc == 0 ? join_path(j->dir, name) : NULL;
+        if (rc == 0 && (!to || rename(j->path, to) != 0 || fsync(j->dir_fd) != 0))
+            rc = to ? -errno : -ENOMEM;
+        free(to);
+        gw_segments_free(&segs);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0 && rc != -EINVAL)
+        gw_error_set(err, "", "journal: %s: cannot finish a rotation: %s", j->path, strerror(-rc));
+    return rc;
+}
+
+/* Opens the active segment, or notes that it must be created after the replay. */
+static int open_active(struct gw_journal *j, struct gw_error *err)
+{
+    size_t n = j->segs.count;
+    j->segment = n ? j->segs.sealed[n - 1].last_seq + 1 : 1;
+    int exists = access(j->path, F_OK) == 0;
+    if (!exists && n > 0) {
+        j->create_active = 1;
+        return 0;
+    }
+    if (!exists && (j->flags & GW_JOURNAL_VERIFY))
+        return 0; /* an empty journal: nothing to verify, nothing created */
     j->fd = open_state_file(j->path, O_RDWR | O_CREAT | O_APPEND, err);
     if (j->fd < 0) {
-        rc = j->fd;
+        int rc = j->fd;
         j->fd = -1;
         return rc;
     }
-    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    if (fcntl(j->fd, F_SETLK, &lk) != 0) {
-        gw_error_set(err, "", "journal: %s: in use by another process", j->path);
-        return -EBUSY;
-    }
-    if (!existed)
-        sync_dir(dir);
+    if (!exists)
+        fsync(j->dir_fd);
     return 0;
+}
+
+int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_bytes,
+                       unsigned flags, struct gw_error *err)
+{
+    memset(j, 0, sizeof(*j));
+    j->flags = flags;
+    j->fd = -1;
+    j->dir_fd = -1;
+    j->segment_bytes = segment_bytes;
+    gw_chain_init(&j->chain);
+    gw_buf_init(&j->epoch_line);
+    pthread_rwlock_init(&j->swap, NULL);
+    j->hash = EVP_MD_CTX_new();
+    int rc = j->hash && EVP_DigestInit_ex(j->hash, EVP_sha256(), NULL) ? 0 : no_memory(err);
+    if (rc == 0)
+        rc = lock_dir(j, dir, err);
+    if (rc == 0 && !(flags & GW_JOURNAL_VERIFY))
+        rc = finish_rotation(j, err);
+    if (rc == 0)
+        rc = gw_segments_scan(j->dir, &j->segs, err);
+    if (rc == 0)
+        rc = open_active(j, err);
+    if (rc != 0)
+        gw_journal_close(j);
+    return rc;
 }
 
 int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
                     struct gw_journal_repair *repair, struct gw_error *err)
 {
-    memset(j, 0, sizeof(*j));
-    memset(repair, 0, sizeof(*repair));
-    j->fd = -1;
-    gw_chain_init(&j->chain);
-    int rc = open_file(j, dir, err);
-    struct stat st;
-    if (rc == 0 && fstat(j->fd, &st) != 0) {
-        rc = -errno;
-        gw_error_set(err, "", "journal: %s: cannot stat: %s", j->path, strerror(-rc));
-    }
-    void *data = NULL;
-    if (rc == 0 && st.st_size > 0) {
-        data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, j->fd, 0);
-        rc = data == MAP_FAILED ? -errno : 0;
-        if (rc != 0)
-            gw_error_set(err, "", "journal: %s: cannot map: %s", j->path, strerror(-rc));
-    }
-    if (rc == 0 && st.st_size > 0) {
-        struct replay r = {.j = j, .visit = visit, .ctx = ctx};
-        rc = replay_all(&r, data, (uint64_t)st.st_size, repair, err);
-        j->size = repair->torn ? repair->offset : (uint64_t)st.st_size;
-        munmap(data, (size_t)st.st_size);
-        gw_buf_free(&r.prefix);
-    }
-    if (rc != 0)
-        gw_journal_close(j);
-    return rc;
+    int rc = gw_journal_prepare(j, dir, GW_SEGMENT_BYTES_DEFAULT, 0, err);
+    return rc == 0 ? gw_journal_replay(j, NULL, visit, ctx, repair, err) : rc;
 }
 
 void gw_journal_close(struct gw_journal *j)
 {
     if (j->fd >= 0)
         close(j->fd);
+    if (j->dir_fd >= 0)
+        close(j->dir_fd);
     free(j->path);
+    free(j->dir);
     gw_chain_free(&j->chain);
+    gw_segments_free(&j->segs);
+    gw_buf_free(&j->epoch_line);
+    EVP_MD_CTX_free(j->hash);
+    pthread_rwlock_destroy(&j->swap);
     memset(j, 0, sizeof(*j));
     j->fd = -1;
+    j->dir_fd = -1;
+}
+
+char *gw_journal_segment_path(const struct gw_journal *j, uint64_t first_seq)
+{
+    char name[GW_SEGMENT_NAME_MAX];
+    if (first_seq == atomic_load(&((struct gw_journal *)j)->segment))
+        return strdup(j->path);
+    gw_segment_name(name, first_seq);
+    return join_path(j->dir, name);
+}
+
+int gw_journal_has_segment(const struct gw_journal *j, uint64_t first_seq)
+{
+    if (first_seq == j->segment)
+        return !j->create_active;
+    for (size_t i = 0; i < j->segs.count; i++)
+        if (j->segs.sealed[i].first_seq == first_seq)
+            return 1;
+    return 0;
 }
 
 void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
@@ -407,6 +697,11 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
     int rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
     if (rc == 0)
         rc = gw_chain_append(&j->chain, &e);
+    if (rc == 0) {
+        gw_buf_reset(&j->epoch_line);
+        gw_buf_append(&j->epoch_line, line.data, line.len);
+        rc = j->epoch_line.failed ? -ENOMEM : 0;
+    }
     if (rc == -ENOMEM)
         no_memory(err);
     *written = rc == 0;
@@ -437,6 +732,7 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
     }
     if (rc == 0) {
         j->size += len;
+        EVP_DigestUpdate(j->hash, data, len);
         return 0;
     }
     /* No partial line may stay behind: cut back to the last whole, durable line. */
@@ -446,20 +742,10 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
     return rc;
 }
 
-int gw_journal_copy(const struct gw_journal *j, uint64_t offset, size_t len, struct gw_buf *out)
-{
-    int rc = gw_buf_reserve(out, len);
-    if (rc == 0)
-        rc = gw_journal_read(j, offset, len, out->data + out->len);
-    if (rc == 0)
-        out->len += len;
-    return rc;
-}
-
-int gw_journal_read(const struct gw_journal *j, uint64_t offset, size_t len, char *out)
+static int read_fd(int fd, uint64_t offset, size_t len, char *out)
 {
     while (len > 0) {
-        ssize_t n = pread(j->fd, out, len, (off_t)offset);
+        ssize_t n = pread(fd, out, len, (off_t)offset);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -469,4 +755,36 @@ int gw_journal_read(const struct gw_journal *j, uint64_t offset, size_t len, cha
         offset += (uint64_t)n;
     }
     return 0;
+}
+
+/* A sealed segment's receipt: its file opened for the read (docs/journal.md §6). */
+static int read_sealed(struct gw_journal *j, uint64_t segment, uint64_t offset, size_t len,
+                       char *out)
+{
+    char name[GW_SEGMENT_NAME_MAX];
+    gw_segment_name(name, segment);
+    int fd = openat(j->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = read_fd(fd, offset, len, out);
+    close(fd);
+    return rc;
+}
+
+int gw_journal_copy(struct gw_journal *j, uint64_t segment, uint64_t offset, size_t len,
+                    struct gw_buf *out)
+{
+    int rc = gw_buf_reserve(out, len);
+    if (rc != 0)
+        return rc;
+    pthread_rwlock_rdlock(&j->swap);
+    int active = segment == atomic_load(&j->segment);
+    if (active)
+        rc = read_fd(j->fd, offset, len, out->data + out->len);
+    pthread_rwlock_unlock(&j->swap);
+    if (!active)
+        rc = read_sealed(j, segment, offset, len, out->data + out->len);
+    if (rc == 0)
+        out->len += len;
+    return rc;
 }

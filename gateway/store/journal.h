@@ -4,6 +4,8 @@
 #define SHARDGATE_GW_JOURNAL_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,23 +13,48 @@
 #include "buf.h"
 #include "chain.h"
 #include "error.h"
+#include "segment.h"
 #include "topology.h"
 
 #define GW_JOURNAL_FILE "journal.jsonl"
+#define GW_JOURNAL_NEW_FILE "journal.jsonl.new"
 #define GW_JOURNAL_BROKEN_SUFFIX ".broken"
 
 struct gw_journal {
-    int fd;
+    int fd;                      /* the active segment */
+    int dir_fd;                  /* the state dir, flock'ed: one process per state dir */
+    char *dir;                   /* <state-dir> */
     char *path;                  /* <state-dir>/journal.jsonl */
     uint64_t size;               /* bytes of whole, durable lines; anything past it is cut away */
     uint64_t last_seq;           /* seq of the last receipt record, 0 when there is none */
     struct gw_epoch_chain chain; /* every epoch record, replayed and appended */
+    /* Segments (docs/journal.md §6). */
+    _Atomic uint64_t segment; /* first_seq of the active segment */
+    uint64_t segment_bytes;   /* rotate before a group would make it larger */
+    struct gw_segments segs;  /* the sealed ones, ascending */
+    pthread_rwlock_t swap;    /* readers of the active fd against a rotation */
+    void *hash;               /* SHA-256 (EVP_MD_CTX) of the active segment's bytes so far */
+    struct gw_buf epoch_line; /* the latest epoch record line, newline included */
+    int create_active;        /* 1: no journal.jsonl at start; written after the replay */
+    unsigned flags;           /* GW_JOURNAL_* */
+};
+
+/* `shardgate journal verify`: change nothing (no crash state finished, no torn tail cut: both
+ * are reported), and hash every sealed segment against its seal. */
+#define GW_JOURNAL_VERIFY 1u
+
+/* Where a replay starts: just after a checkpoint's last record (docs/journal.md §7). The chain
+ * and last_seq of the journal are the checkpoint's already. */
+struct gw_journal_resume {
+    uint64_t segment, offset;
 };
 
 /* A record met during replay, borrowed for the visit only: a receipt record (`receipt` set), or
  * an epoch record (`members` set: its whole membership; `receipt` NULL). */
 struct gw_journal_record {
     size_t line;
+    uint64_t segment;   /* first_seq of the segment it is in */
+    uint64_t epoch_seq; /* receipts: the epoch it names */
     const struct gw_membership *members;
     uint64_t seq;
     unsigned char fingerprint[GW_FINGERPRINT_LEN];
@@ -57,6 +84,32 @@ struct gw_journal_repair {
  * the journal; -errno. */
 int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
                     struct gw_journal_repair *repair, struct gw_error *err);
+
+/* The first half of gw_journal_open: creates, checks and locks the state dir, finishes a
+ * rotation a crash interrupted, runs the start checks over the segments (docs/journal.md §6) and
+ * opens the active one. Errors as gw_journal_open. */
+int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_bytes,
+                       unsigned flags, struct gw_error *err);
+
+/* The second half: replays from `from` (NULL: the first segment) strictly to the end, repairs a
+ * torn tail of the active segment, and creates the active segment if it was missing. */
+int gw_journal_replay(struct gw_journal *j, const struct gw_journal_resume *from,
+                      gw_journal_visit_fn visit, void *ctx, struct gw_journal_repair *repair,
+                      struct gw_error *err);
+
+/* Path of the segment with this first_seq (sealed or active; free() it). NULL: no memory. */
+char *gw_journal_segment_path(const struct gw_journal *j, uint64_t first_seq);
+
+/* 1 when the segment with this first_seq is present (sealed or active). */
+int gw_journal_has_segment(const struct gw_journal *j, uint64_t first_seq);
+
+/* Writes the next active segment (header and epoch repeat) through journal.jsonl.new and a
+ * rename, and makes it the journal's fd. From the one writer, or at start. */
+int gw_journal_create_active(struct gw_journal *j, struct gw_error *err);
+
+/* Seals the active segment and opens the next one (docs/journal.md §6, rotation). From the one
+ * writer only. Returns 0 or -errno with err->msg. */
+int gw_journal_rotate(struct gw_journal *j, struct gw_error *err);
 
 void gw_journal_close(struct gw_journal *j);
 
@@ -88,10 +141,9 @@ void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err);
 
-/* Reads `len` bytes at `offset` (a stored receipt). Thread-safe. Returns 0 or -errno. */
-/* Appends `len` bytes read at `offset` to `out`. Returns 0, -ENOMEM or a read error. */
-int gw_journal_copy(const struct gw_journal *j, uint64_t offset, size_t len, struct gw_buf *out);
-
-int gw_journal_read(const struct gw_journal *j, uint64_t offset, size_t len, char *out);
+/* Appends `len` bytes read at `offset` of segment `segment` (a stored receipt) to `out`.
+ * Thread-safe. Returns 0, -ENOMEM or a read error. */
+int gw_journal_copy(struct gw_journal *j, uint64_t segment, uint64_t offset, size_t len,
+                    struct gw_buf *out);
 
 #endif

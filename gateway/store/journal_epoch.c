@@ -185,7 +185,8 @@ int gw_epoch_record_replay(json_t *root, const char *line, size_t len, struct gw
     return rc;
 }
 
-int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, struct gw_error *err)
+int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, uint64_t *epoch_seq,
+                          struct gw_error *err)
 {
     json_t *ring = json_object_get(json_object_get(receipt, "ring"), "id");
     json_t *epoch = json_object_get(receipt, "epoch");
@@ -195,13 +196,16 @@ int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, struct 
         return bad(err, "receipt record: its ring id matches no earlier epoch record%s", "");
     if (!epoch && json_is_integer(version) && json_integer_value(version) == 2)
         return bad(err, "receipt record: a version 2 receipt needs an epoch%s", "");
-    if (!epoch) /* version 1: the ring alone */
-        return gw_chain_find(chain, json_string_value(ring), 1, &e)
-                   ? 0
-                   : bad(err, "receipt record: its ring id matches no earlier epoch record%s", "");
+    if (!epoch) { /* version 1: the ring alone */
+        if (!gw_chain_find(chain, json_string_value(ring), 1, &e))
+            return bad(err, "receipt record: its ring id matches no earlier epoch record%s", "");
+        *epoch_seq = e.epoch_seq;
+        return 0;
+    }
     if (!json_is_string(epoch) || !gw_chain_find(chain, json_string_value(epoch), 0, &e))
         return bad(err, "receipt record: its epoch matches no earlier epoch record%s", "");
     if (strcmp(e.ring_id, json_string_value(ring)) != 0)
         return bad(err, "receipt record: its ring id is not that of its epoch %s", e.epoch);
+    *epoch_seq = e.epoch_seq;
     return 0;
 }

@@ -16,6 +16,9 @@ int gw_ledger_init(struct gw_ledger *l)
 
 void gw_ledger_free(struct gw_ledger *l)
 {
+    for (size_t i = 0; i < l->epoch_count; i++)
+        free(l->epochs[i].by_slot);
+    free(l->epochs);
     free(l->entries);
     free(l->by_id);
     pthread_mutex_destroy(&l->lock);
@@ -99,30 +102,97 @@ int gw_ledger_register(struct gw_ledger *l, const struct gw_membership *m, size_
     return rc;
 }
 
-void gw_ledger_add(struct gw_ledger *l, const size_t *slots, const struct gw_tally *tally,
-                   size_t count)
+/* The totals of epoch `epoch_seq`, room for every slot (lock held). NULL when out of memory. */
+static struct gw_total *epoch_totals(struct gw_ledger *l, uint64_t epoch_seq)
+{
+    size_t at = l->epoch_count;
+    while (at > 0 && l->epochs[at - 1].epoch_seq > epoch_seq)
+        at--; /* receipts name the latest epochs: this loop is short */
+    if (at == 0 || l->epochs[at - 1].epoch_seq != epoch_seq) {
+        if (l->epoch_count == l->epoch_cap) {
+            size_t cap = l->epoch_cap ? 2 * l->epoch_cap : 8;
+            struct gw_ledger_epoch *e = realloc(l->epochs, cap * sizeof(*e));
+            if (!e)
+                return NULL;
+            l->epochs = e;
+            l->epoch_cap = cap;
+        }
+        memmove(l->epochs + at + 1, l->epochs + at, (l->epoch_count - at) * sizeof(*l->epochs));
+        l->epochs[at] = (struct gw_ledger_epoch){.epoch_seq = epoch_seq};
+        l->epoch_count++;
+        at++;
+    }
+    struct gw_ledger_epoch *e = &l->epochs[at - 1];
+    if (e->slots < l->count) {
+        struct gw_total *t = realloc(e->by_slot, l->cap * sizeof(*t));
+        if (!t)
+            return NULL;
+        memset(t + e->slots, 0, (l->cap - e->slots) * sizeof(*t));
+        e->by_slot = t;
+        e->slots = l->cap;
+    }
+    return e->by_slot;
+}
+
+int gw_ledger_add(struct gw_ledger *l, uint64_t epoch_seq, const size_t *slots,
+                  const struct gw_tally *tally, size_t count)
 {
     pthread_mutex_lock(&l->lock);
+    struct gw_total *per_epoch = epoch_totals(l, epoch_seq);
     for (size_t i = 0; i < count; i++) {
         assert(slots[i] < l->count);
         l->entries[slots[i]].total.load += tally[i].load;
         l->entries[slots[i]].total.received += tally[i].received;
+        if (per_epoch) {
+            per_epoch[slots[i]].load += tally[i].load;
+            per_epoch[slots[i]].received += tally[i].received;
+        }
     }
     pthread_mutex_unlock(&l->lock);
+    return per_epoch ? 0 : -ENOMEM;
 }
 
-int gw_ledger_add_id(struct gw_ledger *l, const char *id, size_t id_len, uint64_t load,
-                     uint64_t received)
+int gw_ledger_add_id(struct gw_ledger *l, uint64_t epoch_seq, const char *id, size_t id_len,
+                     uint64_t load, uint64_t received)
 {
     int found;
     pthread_mutex_lock(&l->lock);
     size_t at = locate(l, id, id_len, &found);
-    if (found) {
-        l->entries[l->by_id[at]].total.load += load;
-        l->entries[l->by_id[at]].total.received += received;
+    struct gw_total *per_epoch = found ? epoch_totals(l, epoch_seq) : NULL;
+    if (per_epoch) {
+        size_t slot = l->by_id[at];
+        l->entries[slot].total.load += load;
+        l->entries[slot].total.received += received;
+        per_epoch[slot].load += load;
+        per_epoch[slot].received += received;
     }
     pthread_mutex_unlock(&l->lock);
-    return found ? 0 : -ENOENT;
+    return !found ? -ENOENT : per_epoch ? 0 : -ENOMEM;
+}
+
+int gw_ledger_restore(struct gw_ledger *l, const struct gw_ledger_entry *e)
+{
+    struct gw_shard s = {.id_len = e->id_len, .weight = e->weight, .capacity = e->capacity};
+    memcpy(s.id, e->id, e->id_len);
+    pthread_mutex_lock(&l->lock);
+    long slot = slot_of(l, &s);
+    if (slot >= 0)
+        l->entries[slot].total = e->total;
+    pthread_mutex_unlock(&l->lock);
+    return slot < 0 ? (int)slot : 0;
+}
+
+int gw_ledger_restore_epoch(struct gw_ledger *l, uint64_t epoch_seq, const char *id, size_t id_len,
+                            const struct gw_total *t)
+{
+    int found;
+    pthread_mutex_lock(&l->lock);
+    size_t at = locate(l, id, id_len, &found);
+    struct gw_total *per_epoch = found ? epoch_totals(l, epoch_seq) : NULL;
+    if (per_epoch)
+        per_epoch[l->by_id[at]] = *t;
+    pthread_mutex_unlock(&l->lock);
+    return !found ? -ENOENT : per_epoch ? 0 : -ENOMEM;
 }
 
 void gw_ledger_totals(struct gw_ledger *l, const size_t *slots, size_t count, struct gw_total *out)

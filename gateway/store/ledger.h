@@ -28,8 +28,17 @@ struct gw_ledger_entry {
     struct gw_total total;
 };
 
+/* One epoch's totals by ledger slot (docs/journal.md §7: a checkpoint's "totals"). */
+struct gw_ledger_epoch {
+    uint64_t epoch_seq;
+    struct gw_total *by_slot;
+    size_t slots;
+};
+
 struct gw_ledger {
     pthread_mutex_t lock;
+    struct gw_ledger_epoch *epochs; /* ascending epoch_seq */
+    size_t epoch_count, epoch_cap;
     struct gw_ledger_entry *entries; /* append-only: a slot number never changes */
     size_t *by_id;                   /* slot numbers in bytewise id order */
     size_t count, cap;
@@ -43,14 +52,28 @@ void gw_ledger_free(struct gw_ledger *l);
  * writes each member's slot (m->count entries, membership order). Returns 0 or -ENOMEM. */
 int gw_ledger_register(struct gw_ledger *l, const struct gw_membership *m, size_t *slots);
 
-/* Adds one receipt's per-shard tallies (`count` entries, membership order, to `slots`). */
-void gw_ledger_add(struct gw_ledger *l, const size_t *slots, const struct gw_tally *tally,
-                   size_t count);
+/* Adds one receipt of epoch `epoch_seq`: its per-shard tallies (`count` entries, membership
+ * order, to `slots`). Returns 0, or -ENOMEM (the per-epoch totals could not grow). */
+int gw_ledger_add(struct gw_ledger *l, uint64_t epoch_seq, const size_t *slots,
+                  const struct gw_tally *tally, size_t count);
 
-/* Adds to the shard with this id (journal replay). Returns 0, or -ENOENT when it was never
- * registered. */
-int gw_ledger_add_id(struct gw_ledger *l, const char *id, size_t id_len, uint64_t load,
-                     uint64_t received);
+/* Adds to the shard with this id (journal replay) in epoch `epoch_seq`. Returns 0, -ENOENT
+ * when it was never registered, -ENOMEM. */
+int gw_ledger_add_id(struct gw_ledger *l, uint64_t epoch_seq, const char *id, size_t id_len,
+                     uint64_t load, uint64_t received);
+
+/* Sets a shard's weight, capacity and cumulative totals (restart from a checkpoint), making it
+ * known. Returns 0 or -ENOMEM. */
+int gw_ledger_restore(struct gw_ledger *l, const struct gw_ledger_entry *e);
+
+/* Sets one shard's totals in epoch `epoch_seq` (restart from a checkpoint). Returns 0, -ENOENT
+ * (unknown shard), -ENOMEM. */
+int gw_ledger_restore_epoch(struct gw_ledger *l, uint64_t epoch_seq, const char *id, size_t id_len,
+                            const struct gw_total *t);
+
+/* Appends `"ledger":[...],"totals":[...]` of a checkpoint (docs/journal.md §7), one consistent
+ * copy. */
+void gw_ledger_write_checkpoint(struct gw_ledger *l, struct gw_buf *out);
 
 /* Copies the totals of `slots` (count of them) into `out`. */
 void gw_ledger_totals(struct gw_ledger *l, const size_t *slots, size_t count, struct gw_total *out);

@@ -124,7 +124,23 @@ def batch(batch_id, n=3, size=1, prefix=None):
 
 
 def journal_lines(state_dir):
-    return read(os.path.join(state_dir, "journal.jsonl")).split(b"\n")[:-1]
+    """Every line of the journal: the sealed segments in seq order, then the active one
+    (docs/journal.md §6)."""
+    names = sorted(f for f in os.listdir(state_dir)
+                   if f.startswith("journal-") and f.endswith(".jsonl"))
+    lines = []
+    for name in names + ["journal.jsonl"]:
+        lines += read(os.path.join(state_dir, name)).split(b"\n")[:-1]
+    return lines
+
+
+def journal_file_lines(state_dir):
+    """Every line of every segment in seq order, read a line at a time (with its newline)."""
+    names = sorted(f for f in os.listdir(state_dir)
+                   if f.startswith("journal-") and f.endswith(".jsonl"))
+    for name in names + ["journal.jsonl"]:
+        with open(os.path.join(state_dir, name), "rb") as f:
+            yield from f
 
 
 def journal_receipts(state_dir):
@@ -135,13 +151,12 @@ def journal_totals(server):
     """Per-shard [load, received] summed over the journal's receipts, with a zero entry for
     every shard /v1/shards lists: what /v1/shards must report."""
     totals = {sid: [0, 0] for sid in server.shard_totals()}
-    with open(os.path.join(server.state_dir, "journal.jsonl"), "rb") as f:
-        for line in f:  # a line at a time: journals of load tests are large
-            if line.startswith(b'{"type":"receipt"'):
-                for sid, s in json.loads(line)["receipt"]["shards"].items():
-                    t = totals.setdefault(sid, [0, 0])
-                    t[0] += s["load"]
-                    t[1] += s["received"]
+    for line in journal_file_lines(server.state_dir):  # a line at a time: load tests are large
+        if line.startswith(b'{"type":"receipt"'):
+            for sid, s in json.loads(line)["receipt"]["shards"].items():
+                t = totals.setdefault(sid, [0, 0])
+                t[0] += s["load"]
+                t[1] += s["received"]
     return totals
 
 

@@ -91,8 +91,8 @@ static void test_ledger_past_2_64(void)
     CHECK_EQ_U64(gw_ledger_register(&l, &m, slots), 0);
     struct gw_tally tally[2] = {{9007199254740991ULL, 1}, {0, 0}};
     for (int i = 0; i < 2049; i++)
-        gw_ledger_add(&l, slots, tally, 2);
-    CHECK_EQ_U64(gw_ledger_add_id(&l, "a", 1, 9007199254740991ULL, 1), 0);
+        gw_ledger_add(&l, 1, slots, tally, 2);
+    CHECK_EQ_U64(gw_ledger_add_id(&l, 1, "a", 1, 9007199254740991ULL, 1), 0);
     struct gw_total totals[2];
     gw_ledger_totals(&l, slots, 2, totals);
     struct gw_buf b;

@@ -1,0 +1,265 @@
+/* Reading a checkpoint back (docs/journal.md §7): its sha256 first (a torn or edited file is
+ * refused), then its JSON and its position against the journal's segments; then putting it into
+ * the journal's chain and the ledger. */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHA_TAIL (sizeof(",\"sha256\":\"") - 1 + GW_SHA256_HEX + 3) /* ...hex"}\n */
+#define CHECKPOINT_MAX (1ull << 30)
+
+static int why(struct gw_error *err, const char *what)
+{
+    gw_error_set(err, "", "%s", what);
+    return -EINVAL;
+}
+
+/* Reads the whole file; checks that it is one line ending with the sha256 of what precedes. */
+static int read_checked(const char *path, char **data, size_t *len, struct gw_error *err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return why(err, "cannot be read");
+    }
+    *len = (size_t)st.st_size;
+    *data = *len <= CHECKPOINT_MAX ? malloc(*len + 1) : NULL;
+    int rc = *data && pread(fd, *data, *len, 0) == (ssize_t)*len ? 0 : -EIO;
+    close(fd);
+    if (rc != 0)
+        return why(err, "cannot be read");
+    (*data)[*len] = '\0';
+    const char *tail = *data + *len - SHA_TAIL;
+    if (*len < SHA_TAIL + 2 || memcmp(tail, ",\"sha256\":\"", 11) != 0 ||
+        memcmp(*data + *len - 3, "\"}\n", 3) != 0 || memchr(*data, '\n', *len - 1))
+        return why(err, "not one line ending with its sha256 (torn)");
+    unsigned char d[EVP_MAX_MD_SIZE];
+    char hex[2 * EVP_MAX_MD_SIZE + 1];
+    unsigned n = 0;
+    EVP_Digest(*data, (size_t)(tail - *data), d, &n, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    if (memcmp(hex, tail + 11, GW_SHA256_HEX) != 0)
+        return why(err, "sha256 does not match its bytes (torn or edited)");
+    return 0;
+}
+
+static int get_u64(json_t *o, const char *key, uint64_t *v)
+{
+    json_t *x = json_object_get(o, key);
+    if (!json_is_integer(x) || json_integer_value(x) < 0)
+        return -EINVAL;
+    *v = (uint64_t)json_integer_value(x);
+    return 0;
+}
+
+static int copy_hex(json_t *x, char *out, size_t max, int nullable)
+{
+    if (nullable && json_is_null(x)) {
+        out[0] = '\0';
+        return 0;
+    }
+    if (!json_is_string(x) || json_string_length(x) > max)
+        return -EINVAL;
+    memcpy(out, json_string_value(x), json_string_length(x) + 1);
+    return 0;
+}
+
+static int parse_epoch(json_t *o, struct gw_epoch_entry *e)
+{
+    memset(e, 0, sizeof(*e));
+    if (copy_hex(json_object_get(o, "epoch"), e->epoch, GW_EPOCH_HEX_LEN, 0) ||
+        copy_hex(json_object_get(o, "ring"), e->ring_id, GW_EPOCH_HEX_LEN, 0) ||
+        copy_hex(json_object_get(o, "prev"), e->prev, GW_EPOCH_HEX_LEN, 1) ||
+        copy_hex(json_object_get(o, "time"), e->time, GW_EPOCH_TIME_LEN, 1) ||
+        get_u64(o, "epoch_seq", &e->epoch_seq) || get_u64(o, "first_seq", &e->first_seq) ||
+        !json_is_string(json_object_get(o, "source")) ||
+        gw_source_parse(json_string_value(json_object_get(o, "source")), &e->source) != 0)
+        return -EINVAL;
+    return 0;
+}
+
+static int parse(json_t *root, struct gw_checkpoint *c, struct gw_error *err)
+{
+    json_t *epochs = json_object_get(root, "epochs");
+    const char *type = json_string_value(json_object_get(root, "type"));
+    uint64_t version = 0;
+    if (!type || strcmp(type, "checkpoint") != 0 || get_u64(root, "version", &version) ||
+        version != 1 || get_u64(root, "last_seq", &c->last_seq) ||
+        get_u64(root, "segment", &c->segment) || get_u64(root, "offset", &c->offset) ||
+        get_u64(root, "index_seq", &c->index_seq) || !json_is_array(epochs) ||
+        !json_is_array(json_object_get(root, "ledger")) ||
+        !json_is_array(json_object_get(root, "totals")))
+        return why(err, "a key is missing or of the wrong type");
+    if (c->index_seq < c->last_seq)
+        return why(err, "index_seq is before last_seq");
+    c->epoch_count = json_array_size(epochs);
+    c->epochs = calloc(c->epoch_count ? c->epoch_count : 1, sizeof(*c->epochs));
+    if (!c->epochs)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->epoch_count; i++)
+        if (parse_epoch(json_array_get(epochs, i), &c->epochs[i]) != 0)
+            return why(err, "an epochs entry is not as GET /v1/epochs lists it");
+    if (c->epoch_count == 0)
+        return why(err, "no epoch");
+    return 0;
+}
+
+/* Reads up to 48 bytes of the line that ends just before `offset` of the segment file. */
+static int line_before(int fd, uint64_t offset, char *head, size_t *n)
+{
+    char buf[4096];
+    uint64_t end = offset - 1, at = end; /* end: the '\n' ending it; at: where it starts */
+    while (at > 0) {
+        size_t step = at < sizeof(buf) ? (size_t)at : sizeof(buf);
+        if (pread(fd, buf, step, (off_t)(at - step)) != (ssize_t)step)
+            return -EIO;
+        size_t i = step;
+        while (i > 0 && buf[i - 1] != '\n')
+            i--;
+        if (i > 0) {
+            at = at - step + i;
+            break;
+        }
+        at -= step;
+    }
+    *n = end - at < 48 ? (size_t)(end - at) : 48;
+    return pread(fd, head, *n, (off_t)at) == (ssize_t)*n ? 0 : -EIO;
+}
+
+/* The position lands at a line start, just after the record with seq last_seq (or after an epoch
+ * record or the header when the group had no receipt). */
+static int check_position(struct gw_journal *j, const struct gw_checkpoint *c, struct gw_error *err)
+{
+    if (!gw_journal_has_segment(j, c->segment))
+        return why(err, "its segment is not in the state dir");
+    char *path = gw_journal_segment_path(j, c->segment);
+    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    free(path);
+    struct stat st;
+    char nl = 0, head[49], want[64];
+    size_t n = 0;
+    int rc = fd >= 0 && fstat(fd, &st) == 0 && c->offset > 0 && c->offset <= (uint64_t)st.st_size &&
+                     pread(fd, &nl, 1, (off_t)c->offset - 1) == 1 && nl == '\n' &&
+                     line_before(fd, c->offset, head, &n) == 0
+                 ? 0
+                 : why(err, "its offset is not at a line start within its segment");
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        return rc;
+    int w = snprintf(want, sizeof(want), "{\"type\":\"receipt\",\"seq\":%" PRIu64 ",", c->last_seq);
+    int is_receipt = n >= 17 && memcmp(head, "{\"type\":\"receipt\"", 17) == 0;
+    if (is_receipt && (n < (size_t)w || memcmp(head, want, (size_t)w) != 0))
+        return why(err, "the record before its offset is not the receipt with its last_seq");
+    if (!is_receipt && c->last_seq >= c->segment)
+        return why(err, "no receipt record before its offset");
+    return 0;
+}
+
+int gw_checkpoint_load(const char *dir, uint64_t last_seq, struct gw_journal *j,
+                       struct gw_checkpoint *out, struct gw_error *err)
+{
+    char path[4096], name[GW_CHECKPOINT_NAME_MAX];
+    memset(out, 0, sizeof(*out));
+    gw_checkpoint_name(name, last_seq);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    char *data = NULL;
+    size_t len = 0;
+    json_error_t jerr;
+    int rc = read_checked(path, &data, &len, err);
+    json_t *root = rc == 0 ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+    free(data);
+    if (rc == 0 && !root)
+        rc = why(err, "not JSON (or a total beyond 2^63 - 1: then a full replay)");
+    out->json = root;
+    if (rc == 0)
+        rc = parse(root, out, err);
+    if (rc == 0 && out->last_seq != last_seq)
+        rc = why(err, "its last_seq is not the one of its name");
+    if (rc == 0)
+        rc = check_position(j, out, err);
+    if (rc != 0)
+        gw_checkpoint_free(out);
+    return rc;
+}
+
+void gw_checkpoint_free(struct gw_checkpoint *c)
+{
+    free(c->epochs);
+    json_decref(c->json);
+    memset(c, 0, sizeof(*c));
+}
+
+/* One ledger entry of the checkpoint. */
+static int apply_shard(struct gw_ledger *l, json_t *o)
+{
+    struct gw_ledger_entry e;
+    uint64_t weight, capacity, load, received;
+    json_t *id = json_object_get(o, "id");
+    memset(&e, 0, sizeof(e));
+    if (!json_is_string(id) || json_string_length(id) == 0 ||
+        json_string_length(id) > GW_SHARD_ID_MAX || get_u64(o, "weight", &weight) ||
+        weight > UINT32_MAX || get_u64(o, "capacity", &capacity) || get_u64(o, "load", &load) ||
+        get_u64(o, "received", &received))
+        return -EINVAL;
+    e.id_len = json_string_length(id);
+    memcpy(e.id, json_string_value(id), e.id_len);
+    e.weight = (uint32_t)weight;
+    e.capacity = capacity;
+    e.total.load = load;
+    e.total.received = received;
+    return gw_ledger_restore(l, &e);
+}
+
+static int apply_totals(struct gw_ledger *l, json_t *epoch)
+{
+    uint64_t seq, load, received;
+    json_t *shards = json_object_get(epoch, "shards"), *s;
+    size_t i;
+    if (get_u64(epoch, "epoch_seq", &seq) || !json_is_array(shards))
+        return -EINVAL;
+    json_array_foreach(shards, i, s)
+    {
+        json_t *id = json_object_get(s, "id");
+        if (!json_is_string(id) || get_u64(s, "load", &load) || get_u64(s, "received", &received))
+            return -EINVAL;
+        struct gw_total t = {load, received};
+        int rc = gw_ledger_restore_epoch(l, seq, json_string_value(id), json_string_length(id), &t);
+        if (rc != 0)
+            return rc == -ENOENT ? -EINVAL : rc;
+    }
+    return 0;
+}
+
+int gw_checkpoint_apply(const struct gw_checkpoint *c, struct gw_journal *j, struct gw_ledger *l,
+                        struct gw_error *err)
+{
+    size_t i;
+    int rc = 0;
+    for (i = 0; rc == 0 && i < c->epoch_count; i++)
+        rc = gw_chain_append(&j->chain, &c->epochs[i]);
+    json_t *ledger = json_object_get(c->json, "ledger"),
+           *totals = json_object_get(c->json, "totals");
+    for (i = 0; rc == 0 && i < json_array_size(ledger); i++)
+        rc = apply_shard(l, json_array_get(ledger, i));
+    for (i = 0; rc == 0 && i < json_array_size(totals); i++)
+        rc = apply_totals(l, json_array_get(totals, i));
+    j->last_seq = c->last_seq;
+    if (rc == -ENOMEM)
+        gw_error_set(err, "", "checkpoint: out of memory");
+    else if (rc != 0)
+        gw_error_set(err, "", "a ledger or totals entry is not valid");
+    return rc;
+}

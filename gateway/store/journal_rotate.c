@@ -1,0 +1,133 @@
+/* Rotation (docs/journal.md §6): seal the active segment, give it its sealed name, and start the
+ * next one with a header and the epoch record in force, each step durable before the next. */
+#include "journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+static void hex(const unsigned char *d, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[d[i] >> 4];
+        out[2 * i + 1] = digits[d[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* SHA-256 of the active segment's bytes so far, without ending the running hash. */
+static int active_sha256(struct gw_journal *j, char out[GW_SHA256_HEX + 1])
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_MD_CTX *copy = EVP_MD_CTX_new();
+    int ok = copy && EVP_MD_CTX_copy_ex(copy, j->hash) && EVP_DigestFinal_ex(copy, d, &n);
+    EVP_MD_CTX_free(copy);
+    if (ok)
+        hex(d, n, out);
+    return ok ? 0 : -ENOMEM;
+}
+
+static int fail(struct gw_error *err, const char *path, const char *what, int rc)
+{
+    gw_error_set(err, "", "journal: %s: %s: %s", path, what, strerror(-rc));
+    return rc;
+}
+
+/* Writes journal.jsonl.new whole and durable, then renames it to journal.jsonl. */
+static int write_new_active(struct gw_journal *j, const struct gw_buf *lines, struct gw_error *err)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s/%s", j->dir, GW_JOURNAL_NEW_FILE);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return fail(err, tmp, "cannot create", -errno);
+    int rc = gw_file_write_all(fd, lines->data, lines->len);
+    if (rc == 0 && fdatasync(fd) != 0)
+        rc = -errno;
+    close(fd);
+    if (rc == 0 && rename(tmp, j->path) != 0)
+        rc = -errno;
+    if (rc == 0 && fsync(j->dir_fd) != 0)
+        rc = -errno;
+    return rc == 0 ? 0 : fail(err, tmp, "cannot write the next segment", rc);
+}
+
+int gw_journal_create_active(struct gw_journal *j, struct gw_error *err)
+{
+    size_t n = j->segs.count;
+    uint64_t first = n ? j->segs.sealed[n - 1].last_seq + 1 : 1;
+    struct gw_buf lines;
+    gw_buf_init(&lines);
+    if (n)
+        gw_segment_header_line(&lines, first, j->segs.sealed[n - 1].sha256);
+    gw_buf_append(&lines, j->epoch_line.data, j->epoch_line.len);
+    int rc = lines.failed ? -ENOMEM : write_new_active(j, &lines, err);
+    int fd = rc == 0 ? open(j->path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (rc == 0 && fd < 0)
+        rc = fail(err, j->path, "cannot open", -errno);
+    if (rc == 0) {
+        pthread_rwlock_wrlock(&j->swap);
+        int old = j->fd;
+        j->fd = fd;
+        j->size = lines.len;
+        atomic_store(&j->segment, first);
+        pthread_rwlock_unlock(&j->swap);
+        if (old >= 0)
+            close(old);
+        j->create_active = 0;
+        EVP_DigestInit_ex(j->hash, EVP_sha256(), NULL);
+        EVP_DigestUpdate(j->hash, lines.data, lines.len);
+    }
+    if (rc == -ENOMEM)
+        gw_error_set(err, "", "journal: out of memory");
+    gw_buf_free(&lines);
+    return rc;
+}
+
+static int add_sealed(struct gw_journal *j, const struct gw_segment *s)
+{
+    if (j->segs.count == j->segs.cap) {
+        size_t cap = j->segs.cap ? 2 * j->segs.cap : 16;
+        struct gw_segment *p = realloc(j->segs.sealed, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        j->segs.sealed = p;
+        j->segs.cap = cap;
+    }
+    j->segs.sealed[j->segs.count++] = *s;
+    return 0;
+}
+
+int gw_journal_rotate(struct gw_journal *j, struct gw_error *err)
+{
+    struct gw_segment s = {.first_seq = j->segment, .last_seq = j->last_seq, .bytes = j->size};
+    struct gw_buf seal;
+    gw_buf_init(&seal);
+    int rc = active_sha256(j, s.sha256);
+    if (rc == 0)
+        gw_segment_seal_line(&seal, s.last_seq, s.bytes, s.sha256);
+    if (rc == 0 && !seal.failed)
+        rc = gw_journal_append(j, seal.data, seal.len, NULL, err);
+    s.size = j->size;
+    gw_buf_free(&seal);
+    char to[4096], name[GW_SEGMENT_NAME_MAX];
+    gw_segment_name(name, s.first_seq);
+    snprintf(to, sizeof(to), "%s/%s", j->dir, name);
+    if (rc == 0 && (rename(j->path, to) != 0 || fsync(j->dir_fd) != 0))
+        rc = fail(err, j->path, "cannot rename the sealed segment", -errno);
+    if (rc == 0)
+        rc = add_sealed(j, &s);
+    if (rc == 0)
+        rc = gw_journal_create_active(j, err);
+    if (rc == -ENOMEM)
+        gw_error_set(err, "", "journal: out of memory");
+    return rc;
+}

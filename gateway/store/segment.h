@@ -1,0 +1,54 @@
+/* Journal segments (docs/journal.md §6): names, the header and seal lines, and the start checks
+ * over the sealed segments of a state dir. */
+#ifndef SHARDGATE_GW_SEGMENT_H
+#define SHARDGATE_GW_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "error.h"
+
+#define GW_SEGMENT_NAME_MAX 40 /* "journal-" 20 digits ".jsonl" and a NUL */
+#define GW_SHA256_HEX 64
+#define GW_SEGMENT_BYTES_DEFAULT 67108864ull
+#define GW_SEGMENT_BYTES_MIN 65536ull
+#define GW_SEGMENT_BYTES_MAX (1ull << 40)
+
+/* A sealed segment as the start checks read it: its first and its last line only. */
+struct gw_segment {
+    uint64_t first_seq, last_seq; /* last_seq = first_seq - 1 when it holds no receipt */
+    uint64_t size;                /* file size */
+    uint64_t bytes;               /* bytes before the seal line */
+    char sha256[GW_SHA256_HEX + 1];
+    char prev[GW_SHA256_HEX + 1]; /* its header's prev ("" for the first segment) */
+};
+
+struct gw_segments {
+    struct gw_segment *sealed; /* ascending first_seq, a continuous run */
+    size_t count, cap;
+};
+
+/* `journal-<first_seq, 20 digits>.jsonl` into out. */
+void gw_segment_name(char out[GW_SEGMENT_NAME_MAX], uint64_t first_seq);
+/* Parses a sealed segment's name. Returns 0 or -EINVAL (not one). */
+int gw_segment_parse_name(const char *name, uint64_t *first_seq);
+
+/* The header line `{"type":"segment","first_seq":F,"prev":"<hex>"}` and a newline. */
+void gw_segment_header_line(struct gw_buf *out, uint64_t first_seq, const char *prev);
+/* The seal line `{"type":"seal","last_seq":L,"bytes":B,"sha256":"<hex>"}` and a newline. */
+void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes,
+                          const char *sha256);
+/* Parses a header line (without its newline), byte-exact. Returns 0 or -EINVAL. */
+int gw_segment_parse_header(const char *line, size_t len, uint64_t *first_seq, char *prev);
+/* Parses a seal line (without its newline), byte-exact. Returns 0 or -EINVAL. */
+int gw_segment_parse_seal(const char *line, size_t len, uint64_t *last_seq, uint64_t *bytes,
+                          char *sha256);
+
+/* Lists and checks the sealed segments of `dir` (docs/journal.md §6, start checks): names,
+ * first and last lines, the run of seqs, the prev links, the seal's byte count against the file
+ * size. Returns 0, -EINVAL with err->msg `journal: <file>: <what>`, -ENOMEM, -errno. */
+int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *err);
+void gw_segments_free(struct gw_segments *s);
+
+#endif

@@ -1,0 +1,153 @@
+/* The start checks over the sealed segments (docs/journal.md §6): cheap, the first and the last
+ * line of each, no hashing; a missing, truncated, reordered or swapped segment is named. */
+#include "segment.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EDGE_BYTES 512 /* header and seal lines are far shorter */
+
+static int fault(struct gw_error *err, const char *dir, uint64_t first_seq, const char *what)
+{
+    char name[GW_SEGMENT_NAME_MAX];
+    gw_segment_name(name, first_seq);
+    gw_error_set(err, "", "journal: %s/%s: %s", dir, name, what);
+    return -EINVAL;
+}
+
+static int read_at(int fd, char *buf, size_t len, uint64_t at)
+{
+    ssize_t n = pread(fd, buf, len, (off_t)at);
+    return n == (ssize_t)len ? 0 : -EIO;
+}
+
+/* Reads the header (unless the first segment) and the seal of one sealed segment. */
+static int read_edges(int fd, const char *dir, struct gw_segment *s, struct gw_error *err)
+{
+    char buf[EDGE_BYTES];
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return fault(err, dir, s->first_seq, "not a regular file");
+    s->size = (uint64_t)st.st_size;
+    size_t n = s->size < EDGE_BYTES ? (size_t)s->size : EDGE_BYTES;
+    if (n < 2 || read_at(fd, buf, n, s->size - n) != 0 || buf[n - 1] != '\n')
+        return fault(err, dir, s->first_seq, "truncated: it does not end with a seal line");
+    size_t start = n - 1;
+    while (start > 0 && buf[start - 1] != '\n')
+        start--;
+    if (gw_segment_parse_seal(buf + start, n - 1 - start, &s->last_seq, &s->bytes, s->sha256) != 0)
+        return fault(err, dir, s->first_seq, "truncated: it does not end with a seal line");
+    if (s->bytes + (n - start) != s->size)
+        return fault(err, dir, s->first_seq, "truncated: the seal's byte count is not the file's");
+    if (s->last_seq + 1 < s->first_seq)
+        return fault(err, dir, s->first_seq, "seal: last_seq is before the segment's first_seq");
+    s->prev[0] = '\0';
+    if (s->first_seq == 1)
+        return 0;
+    n = s->size < EDGE_BYTES ? (size_t)s->size : EDGE_BYTES;
+    uint64_t first = 0;
+    char *nl = read_at(fd, buf, n, 0) == 0 ? memchr(buf, '\n', n) : NULL;
+    if (!nl || gw_segment_parse_header(buf, (size_t)(nl - buf), &first, s->prev) != 0)
+        return fault(err, dir, s->first_seq, "no segment header line");
+    if (first != s->first_seq)
+        return fault(err, dir, s->first_seq,
+                     "its header's first_seq is not the one of its name (renamed or swapped)");
+    return 0;
+}
+
+static int add_segment(struct gw_segments *out, uint64_t first_seq)
+{
+    if (out->count == out->cap) {
+        size_t cap = out->cap ? 2 * out->cap : 16;
+        struct gw_segment *s = realloc(out->sealed, cap * sizeof(*s));
+        if (!s)
+            return -ENOMEM;
+        out->sealed = s;
+        out->cap = cap;
+    }
+    out->sealed[out->count++] = (struct gw_segment){.first_seq = first_seq};
+    return 0;
+}
+
+static int by_first_seq(const void *a, const void *b)
+{
+    const struct gw_segment *x = a, *y = b;
+    return (x->first_seq > y->first_seq) - (x->first_seq < y->first_seq);
+}
+
+static int list_names(const char *dir, struct gw_segments *out, struct gw_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        gw_error_set(err, "", "journal: state dir %s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    struct dirent *e;
+    uint64_t first;
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL)
+        if (gw_segment_parse_name(e->d_name, &first) == 0)
+            rc = add_segment(out, first);
+    closedir(d);
+    if (rc != 0)
+        gw_error_set(err, "", "journal: out of memory");
+    qsort(out->sealed, out->count, sizeof(*out->sealed), by_first_seq);
+    return rc;
+}
+
+/* Segment k continues segment k-1: first_seq and the prev link. */
+static int check_link(const char *dir, const struct gw_segment *prev, const struct gw_segment *s,
+                      struct gw_error *err)
+{
+    char what[200], name[GW_SEGMENT_NAME_MAX];
+    gw_segment_name(name, prev->first_seq);
+    if (s->first_seq != prev->last_seq + 1) {
+        snprintf(what, sizeof(what),
+                 "does not follow %s, which ends at seq %llu (a segment is missing)", name,
+                 (unsigned long long)prev->last_seq);
+        return fault(err, dir, s->first_seq, what);
+    }
+    if (strcmp(s->prev, prev->sha256) != 0) {
+        snprintf(what, sizeof(what),
+                 "its header's prev is not the sha256 of %s's seal (swapped or replaced)", name);
+        return fault(err, dir, s->first_seq, what);
+    }
+    return 0;
+}
+
+int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = list_names(dir, out, err);
+    for (size_t i = 0; rc == 0 && i < out->count; i++) {
+        char path[4096], name[GW_SEGMENT_NAME_MAX];
+        gw_segment_name(name, out->sealed[i].first_seq);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            rc = fault(err, dir, out->sealed[i].first_seq, strerror(errno));
+        else
+            rc = read_edges(fd, dir, &out->sealed[i], err);
+        if (fd >= 0)
+            close(fd);
+        if (rc == 0 && i == 0 && out->sealed[0].first_seq != 1)
+            rc = fault(err, dir, 1, "missing (the first segment)");
+        if (rc == 0 && i > 0)
+            rc = check_link(dir, &out->sealed[i - 1], &out->sealed[i], err);
+    }
+    if (rc != 0)
+        gw_segments_free(out);
+    return rc;
+}
+
+void gw_segments_free(struct gw_segments *s)
+{
+    free(s->sealed);
+    memset(s, 0, sizeof(*s));
+}
