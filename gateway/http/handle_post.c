@@ -53,7 +53,7 @@ static void committed(struct gw_commit_item *item, int rc)
     struct gw_server *s = r->srv;
     size_t len = strlen(r->batch_id);
     if (rc == 0) {
-        struct gw_idem_ref ref = {item->receipt_offset, item->receipt_len};
+        struct gw_idem_ref ref = {1, item->receipt_offset, item->receipt_len, item->seq};
         gw_idem_commit(&s->idem, r->batch_id, len, ref);
         gw_ledger_add(&s->ledger, r->view->slots, r->tally, r->view->topo.members.count);
     } else {
@@ -126,8 +126,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
     else if (rc != 0)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", err.msg, "");
-    else if (!d.ok && d.over_capacity_shards &&
-             gw_policy_refuses_over_capacity(t->contract.policy))
+    else if (!d.ok && d.over_capacity_shards && gw_policy_refuses_over_capacity(t->contract.policy))
         ret = over_capacity(r, b, &d);
     else if (gw_receipt_write(&r->receipt, t, b, &d), r->receipt.failed)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
@@ -177,6 +176,11 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
         snprintf(msg, sizeof(msg), "batch_id \"%s\" is being journaled by another request; retry",
                  r->batch_id);
         return fail(r, MHD_HTTP_CONFLICT, "in_flight", msg, "batch_id");
+    case GW_IDEM_EXPIRED:
+        snprintf(msg, sizeof(msg),
+                 "batch_id \"%s\" was acknowledged longer ago than the idempotency window",
+                 r->batch_id);
+        return fail(r, 422, "batch_id_expired", msg, "batch_id");
     case GW_IDEM_NEW:
         break;
     }

@@ -45,7 +45,7 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
         gw_ledger_add_id(&s->ledger, shard, strlen(shard), (uint64_t)json_integer_value(load),
                          (uint64_t)json_integer_value(received));
     }
-    struct gw_idem_ref ref = {rec->receipt_offset, rec->receipt_len};
+    struct gw_idem_ref ref = {1, rec->receipt_offset, rec->receipt_len, rec->seq};
     int rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id),
                             rec->fingerprint, ref);
     if (rc == -EEXIST)

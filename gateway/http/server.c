@@ -211,10 +211,17 @@ static int setup(struct gw_server *s)
         return rc;
     gw_metrics_init(&s->metrics);
     gw_ledger_init(&s->ledger);
-    if (gw_idem_init(&s->idem) != 0) {
+    /* Until checkpoints persist it, replay re-inserts every id (an identical entry is a no-op). */
+    struct gw_idem_options idem_opt = {0};
+    uint64_t idem_durable;
+    struct gw_error idem_err;
+    rc = gw_journal_make_state_dir(s->opt.state_dir, &idem_err);
+    if (rc == 0)
+        rc = gw_idem_open(&s->idem, s->opt.state_dir, &idem_opt, &idem_durable, &idem_err);
+    if (rc != 0) {
         gw_topology_free(&topo);
-        fprintf(stderr, "shardgate: out of memory\n");
-        return GW_EXIT_INTERNAL;
+        fprintf(stderr, "%s\n", idem_err.msg);
+        return rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
     }
     rc = gw_server_open_journal(s, &topo);
     if (rc == GW_EXIT_OK)
@@ -245,7 +252,7 @@ static void teardown(struct gw_server *s)
     gw_committer_destroy(&s->committer);
     if (s->journal.path)
         gw_journal_close(&s->journal);
-    gw_idem_free(&s->idem);
+    gw_idem_close(&s->idem);
     gw_view_slot_free(&s->views);
     gw_ledger_free(&s->ledger);
 }

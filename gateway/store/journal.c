@@ -307,8 +307,7 @@ static int check_state_dir(const char *dir, struct gw_error *err)
     return -EINVAL;
 }
 
-/* Opens (creating) and locks the journal file. */
-static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err)
+int gw_journal_make_state_dir(const char *dir, struct gw_error *err)
 {
     int created = mkdir(dir, 0750) == 0;
     if (!created && errno != EEXIST) {
@@ -317,7 +316,13 @@ static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err
     }
     if (created)
         sync_parent(dir);
-    int rc = check_state_dir(dir, err);
+    return check_state_dir(dir, err);
+}
+
+/* Opens (creating) and locks the journal file. */
+static int open_file(struct gw_journal *j, const char *dir, struct gw_error *err)
+{
+    int rc = gw_journal_make_state_dir(dir, err);
     if (rc != 0)
         return rc;
     j->path = join_path(dir, GW_JOURNAL_FILE);
