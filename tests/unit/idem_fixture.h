@@ -11,12 +11,12 @@
 
 #include "idempotency.h"
 
-static void fixture_id(char *id, size_t size, uint64_t n)
+static inline void fixture_id(char *id, size_t size, uint64_t n)
 {
     snprintf(id, size, "batch-%08llu", (unsigned long long)n);
 }
 
-static void fixture_fp(unsigned char fp[GW_FINGERPRINT_LEN], uint64_t n, int variant)
+static inline void fixture_fp(unsigned char fp[GW_FINGERPRINT_LEN], uint64_t n, int variant)
 {
     memset(fp, 0, GW_FINGERPRINT_LEN);
     for (int i = 0; i < 8; i++)
@@ -26,14 +26,14 @@ static void fixture_fp(unsigned char fp[GW_FINGERPRINT_LEN], uint64_t n, int var
         fp[0] ^= 0x80; /* another batch differs within the stored prefix */
 }
 
-static struct gw_idem_ref fixture_ref(uint64_t seq)
+static inline struct gw_idem_ref fixture_ref(uint64_t seq)
 {
     struct gw_idem_ref ref = {1 + seq / 1000, 100 * seq, 50 + seq % 7, seq};
     return ref;
 }
 
 /* A fresh directory under /tmp; `dir` gets its path. */
-static void fixture_mkdtemp(char dir[64])
+static inline void fixture_mkdtemp(char dir[64])
 {
     snprintf(dir, 64, "/tmp/sg-idem-XXXXXX");
     if (!mkdtemp(dir)) {
@@ -43,7 +43,7 @@ static void fixture_mkdtemp(char dir[64])
 }
 
 /* Removes the files of <dir>/index, then <dir>/index and <dir>. */
-static void fixture_rmtree(const char *dir)
+static inline void fixture_rmtree(const char *dir)
 {
     char sub[512], path[1024];
     snprintf(sub, sizeof(sub), "%s/index", dir);
@@ -62,7 +62,7 @@ static void fixture_rmtree(const char *dir)
 }
 
 /* Number of entries of <dir>/index (without . and ..). */
-static int fixture_count_files(const char *dir)
+static inline int fixture_count_files(const char *dir)
 {
     char sub[512];
     snprintf(sub, sizeof(sub), "%s/index", dir);
@@ -77,7 +77,7 @@ static int fixture_count_files(const char *dir)
 }
 
 /* Claims and commits id n at seq n; returns the verdict of the claim. */
-static enum gw_idem_verdict fixture_ack(struct gw_idem *t, uint64_t n)
+static inline enum gw_idem_verdict fixture_ack(struct gw_idem *t, uint64_t n)
 {
     char id[32];
     unsigned char fp[GW_FINGERPRINT_LEN];
@@ -93,7 +93,7 @@ static enum gw_idem_verdict fixture_ack(struct gw_idem *t, uint64_t n)
 }
 
 /* 1 when id n is found with exactly fixture_ref(n). */
-static int fixture_found(struct gw_idem *t, uint64_t n)
+static inline int fixture_found(struct gw_idem *t, uint64_t n)
 {
     char id[32];
     struct gw_idem_ref ref, want = fixture_ref(n);
