@@ -108,7 +108,7 @@ static void publish_flushed(struct gw_idem_state *s, struct gw_idem_runset *set,
 {
     struct gw_idem_table *done = malloc((k ? k : 1) * sizeof(*done));
     pthread_mutex_lock(&s->lock);
-    gw_idem__publish_locked(s, set);
+    struct gw_idem_runset *old = gw_idem__publish_locked(s, set);
     for (size_t i = 0; i < k; i++) {
         if (done)
             done[i] = s->frozen[i];
@@ -118,6 +118,7 @@ static void publish_flushed(struct gw_idem_state *s, struct gw_idem_runset *set,
     memmove(s->frozen, s->frozen + k, (s->nfrozen - k) * sizeof(*s->frozen));
     s->nfrozen -= k;
     pthread_mutex_unlock(&s->lock);
+    gw_idem__runset_put(old);
     for (size_t i = 0; done && i < k; i++)
         gw_idem_table_free(&done[i]); /* the unmap, outside the lock */
     free(done);

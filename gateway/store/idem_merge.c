@@ -119,8 +119,9 @@ static int install(struct gw_idem_state *s, struct gw_idem_runset *set)
         return rc;
     }
     pthread_mutex_lock(&s->lock);
-    gw_idem__publish_locked(s, set);
+    struct gw_idem_runset *old = gw_idem__publish_locked(s, set);
     pthread_mutex_unlock(&s->lock);
+    gw_idem__runset_put(old);
     return 0;
 }
 

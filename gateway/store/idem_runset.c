@@ -40,11 +40,10 @@ const struct gw_idem_rec *gw_idem__runset_find(const struct gw_idem_runset *set,
     return NULL;
 }
 
-void gw_idem__publish_locked(struct gw_idem_state *s, struct gw_idem_runset *set)
+struct gw_idem_runset *gw_idem__publish_locked(struct gw_idem_state *s, struct gw_idem_runset *set)
 {
     struct gw_idem_runset *old = s->runs;
     s->runs = set;
     s->version++;
-    /* The old list's last reference may be a reader's; unmapping then happens in its put. */
-    gw_idem__runset_put(old);
+    return old;
 }

@@ -51,8 +51,9 @@ struct gw_idem_runset *gw_idem__runset_get(struct gw_idem_state *s); /* lock hel
 void gw_idem__runset_put(struct gw_idem_runset *set);
 const struct gw_idem_rec *gw_idem__runset_find(const struct gw_idem_runset *set,
                                                struct gw_idem_key key);
-/* Publishes `set` (taking its reference) with the lock held, dropping the old one. */
-void gw_idem__publish_locked(struct gw_idem_state *s, struct gw_idem_runset *set);
+/* Publishes `set` (taking its reference) with the lock held. Returns the old list, for the
+ * caller to put AFTER unlocking: its last put may unmap runs, too slow for under the lock. */
+struct gw_idem_runset *gw_idem__publish_locked(struct gw_idem_state *s, struct gw_idem_runset *set);
 
 /* The lock held: moves the active table to the frozen list and starts a fresh one. Returns 0
  * or -ENOMEM. */

@@ -12,6 +12,7 @@
 
 #define ROUNDS 12
 #define PERSIST_EVERY 150
+#define DEADLINE_MS 20000
 
 /* Small tables and tiers: freezes, flushes and merges happen within milliseconds. */
 static const struct gw_idem_tuning crash_tuning = {.table_slots = 1024, .merge_base = 200};
@@ -39,17 +40,19 @@ static void child(const char *dir, int out)
     }
 }
 
-/* Reads reported seqs for `ms` milliseconds; returns the last one (or `last`). */
+/* Reads reported seqs for at least `ms` milliseconds and until one beyond `last` came (a slow
+ * disk under a parallel test run), within DEADLINE_MS; returns the last one. */
 static uint64_t read_reports(int in, uint64_t last, int ms)
 {
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    uint64_t first = last;
     for (;;) {
         clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = ms - ((now.tv_sec - start.tv_sec) * 1000 +
-                          (now.tv_nsec - start.tv_nsec) / 1000000);
+        long spent = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        long left = (last > first || ms == 0 ? ms : DEADLINE_MS) - spent;
         struct pollfd p = {in, POLLIN, 0};
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+        if (left < 0 || poll(&p, 1, (int)left) <= 0)
             return last;
         uint64_t seq;
         if (read(in, &seq, sizeof(seq)) != sizeof(seq))
