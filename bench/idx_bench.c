@@ -56,17 +56,22 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static long vm_rss_kb(void)
+/* "VmRSS N kB (anonymous A, file-backed F)": mapped runs count as file-backed pages. */
+static const char *rss(void)
 {
+    static char out[128];
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-            break;
+    long vm = -1, anon = -1, file = -1;
+    while (f && fgets(line, sizeof(line), f)) {
+        sscanf(line, "VmRSS: %ld", &vm);
+        sscanf(line, "RssAnon: %ld", &anon);
+        sscanf(line, "RssFile: %ld", &file);
+    }
     if (f)
         fclose(f);
-    return kb;
+    snprintf(out, sizeof(out), "VmRSS %ld kB (anonymous %ld, file-backed %ld)", vm, anon, file);
+    return out;
 }
 
 #ifdef IDX_BENCH_BASELINE
@@ -194,7 +199,7 @@ static uint64_t phase(struct gw_idem *t, struct checkpointer *c, const char *nam
     uint64_t t0 = now_ns();
     uint64_t bad = acknowledge(t, c, from, from + n, every, h);
     report(name, h, (double)(now_ns() - t0) / 1e9);
-    printf("VmRSS after %s: %ld kB\n", name, vm_rss_kb());
+    printf("after %s: %s\n", name, rss());
     return bad;
 }
 
@@ -205,7 +210,7 @@ static uint64_t reopen_and_sample(struct gw_idem *t, const char *dir, uint64_t l
     uint64_t t0 = now_ns();
     if (bench_open(t, dir) != 0)
         exit(1);
-    printf("reopen: %.3f s, VmRSS %ld kB\n", (double)(now_ns() - t0) / 1e9, vm_rss_kb());
+    printf("reopen: %.3f s, %s\n", (double)(now_ns() - t0) / 1e9, rss());
     char id[32];
     struct gw_idem_ref ref;
     uint64_t missing = 0;

@@ -82,7 +82,7 @@ static int write_run(struct gw_idem_state *s, const struct gw_idem_rec *recs, si
         gw_idem_run_abandon(w);
     free(w);
     const char *why;
-    if (rc == 0 && !(*out = gw_idem_run_open(s->dir, id, n, sha, &why)))
+    if (rc == 0 && !(*out = gw_idem_run_open(s->dir, id, n, sha, 0, &why)))
         rc = -EIO;
     return rc;
 }

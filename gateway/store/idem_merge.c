@@ -105,7 +105,7 @@ static int write_merged(struct gw_idem_state *s, struct gw_idem_run **in, size_t
         rc = gw_idem_run_finish(w, s->dir, sha);
     free(w);
     const char *why;
-    if (rc == 0 && !(*out = gw_idem_run_open(s->dir, id, total, sha, &why)))
+    if (rc == 0 && !(*out = gw_idem_run_open(s->dir, id, total, sha, 0, &why)))
         rc = -EIO;
     return rc;
 }

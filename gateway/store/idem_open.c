@@ -45,7 +45,7 @@ static const char *load_runs(struct gw_idem_state *s, const struct gw_idem_manif
     const char *why = NULL;
     for (size_t i = 0; i < m->nruns && !why; i++) {
         set->runs[i] =
-            gw_idem_run_open(s->dir, m->runs[i].id, m->runs[i].count, m->runs[i].sha256, &why);
+            gw_idem_run_open(s->dir, m->runs[i].id, m->runs[i].count, m->runs[i].sha256, 1, &why);
         if (!why) {
             s->durable += m->runs[i].count;
             if (m->runs[i].id >= m->next_run)

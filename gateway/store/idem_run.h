@@ -44,10 +44,11 @@ int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
 /* Drops a run being written (the temp file removed). */
 void gw_idem_run_abandon(struct gw_idem_run_writer *w);
 
-/* Maps <dir>/run-<id>.idx; checks its header, size (`count` records) and the SHA-256 of its
- * records against `sha256`. Returns a run with one reference, or NULL with *why set. */
+/* Maps <dir>/run-<id>.idx; checks its header, size (`count` records) and, when `verify`, the
+ * SHA-256 of its records against `sha256` (a run this process just wrote needs no re-reading).
+ * Returns a run with one reference, or NULL with *why set. */
 struct gw_idem_run *gw_idem_run_open(const char *dir, uint64_t id, uint64_t count,
-                                     const unsigned char sha256[SHA256_DIGEST_LENGTH],
+                                     const unsigned char sha256[SHA256_DIGEST_LENGTH], int verify,
                                      const char **why);
 void gw_idem_run_ref(struct gw_idem_run *r);
 /* Drops a reference; the last one unmaps. */
