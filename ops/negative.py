@@ -180,8 +180,19 @@ DEFECTS = [
     ("prev-link-not-checked", "gateway/store/segment_scan.c",
      "    if (strcmp(s->prev, prev->sha256) != 0) {", "    if (0) {", ("tests",),
      "http_segment_faults"),
+    # Issue #13: the idempotency index (docs/journal.md §9). A merge that loses the last entry
+    # of each run forgets acknowledged ids; a manifest read without its checksum trusts an
+    # edited durable_seq; an id exactly the window old must still replay.
+    ("idem-merge-drops-last-entry", "gateway/store/idem_merge.c",
+     "            if (pos[i] < in[i]->count &&", "            if (pos[i] + 1 < in[i]->count &&",
+     ("tests",), "^unit/test_idem"),
+    ("idem-manifest-checksum-unchecked", "gateway/store/idem_manifest.c",
+     "    *why = check_sum(text, len);", "    *why = (check_sum(text, len), NULL);", ("tests",),
+     "^unit/test_idempotency$"),
+    ("idem-window-boundary", "gateway/store/idempotency.c",
+     "now - r->ack_ms > s->window_ms", "now - r->ack_ms >= s->window_ms", ("tests",),
+     "^unit/test_idempotency$"),
 ]
-
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")
 # Keys equal to vnode labels hash exactly onto a point ("shard-b-3" is shard-b's vnode 15), so

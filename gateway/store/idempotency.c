@@ -1,203 +1,209 @@
-/* The idempotency table: a chained hash map under one mutex (lookups are short). */
+/* The request path of the idempotency index: claims, commits and lookups over the in-RAM tables
+ * and the published runs (docs/decisions.md §18). The lock is held for RAM probes only; runs
+ * are searched outside it and a change of runs meanwhile sends the lookup round again. */
 #include "idempotency.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fnv.h"
+#include "idem_state.h"
 
-struct gw_idem_entry {
-    struct gw_idem_entry *next;
-    uint64_t hash;
-    int durable;
-    unsigned char fingerprint[GW_FINGERPRINT_LEN];
-    struct gw_idem_ref ref;
-    size_t len;
-    char id[]; /* not NUL-terminated */
-};
+enum found { FOUND_NONE, FOUND_IN_FLIGHT, FOUND_DURABLE };
 
-int gw_idem_open(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
-                 uint64_t *durable_seq, struct gw_error *err)
+/* The lock held: `key` among claims and the tables not yet written as a run. */
+static enum found find_in_ram(struct gw_idem_state *s, struct gw_idem_key key,
+                              struct gw_idem_rec *out)
 {
-    (void)state_dir;
-    (void)o;
-    *durable_seq = 0;
-    memset(t, 0, sizeof(*t));
-    t->mask = 1023;
-    t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
-    if (!t->buckets) {
-        gw_error_set(err, "", "index: out of memory");
-        return -ENOMEM;
-    }
-    pthread_mutex_init(&t->lock, NULL);
-    return 0;
+    if (gw_idem_table_find(&s->inflight, key))
+        return FOUND_IN_FLIGHT;
+    const struct gw_idem_rec *r = gw_idem_table_find(&s->active, key);
+    for (size_t i = s->nfrozen; !r && i > 0; i--)
+        r = gw_idem_table_find(&s->frozen[i - 1], key);
+    if (!r)
+        return FOUND_NONE;
+    *out = *r;
+    return FOUND_DURABLE;
 }
 
-int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err)
+/* Looks `key` up everywhere. Returns FOUND_NONE with the lock HELD (so that the caller adds the
+ * key before anyone else can), else unlocked. */
+static enum found lookup_keep_lock_if_none(struct gw_idem_state *s, struct gw_idem_key key,
+                                           struct gw_idem_rec *out)
 {
-    (void)t;
-    (void)through_seq;
-    (void)err;
-    return 0;
-}
-
-void gw_idem_close(struct gw_idem *t)
-{
-    if (!t->buckets)
-        return;
-    for (size_t i = 0; i <= t->mask; i++) {
-        struct gw_idem_entry *e = t->buckets[i];
-        while (e) {
-            struct gw_idem_entry *next = e->next;
-            free(e);
-            e = next;
+    for (;;) {
+        pthread_mutex_lock(&s->lock);
+        enum found f = find_in_ram(s, key, out);
+        if (f != FOUND_NONE) {
+            pthread_mutex_unlock(&s->lock);
+            return f;
         }
-    }
-    free(t->buckets);
-    pthread_mutex_destroy(&t->lock);
-    memset(t, 0, sizeof(*t));
-}
-
-/* The slot that points at the entry for `id` (or at the NULL ending its chain). */
-static struct gw_idem_entry **slot_of(struct gw_idem *t, const char *id, size_t len, uint64_t h)
-{
-    struct gw_idem_entry **p = &t->buckets[h & t->mask];
-    while (*p && !((*p)->hash == h && (*p)->len == len && memcmp((*p)->id, id, len) == 0))
-        p = &(*p)->next;
-    return p;
-}
-
-/* Doubles the bucket array when the chains get long; a failed grow only costs speed. */
-static void maybe_grow(struct gw_idem *t)
-{
-    if (t->count < 2 * (t->mask + 1))
-        return;
-    size_t mask = 2 * t->mask + 1;
-    struct gw_idem_entry **buckets = calloc(mask + 1, sizeof(*buckets));
-    if (!buckets)
-        return;
-    for (size_t i = 0; i <= t->mask; i++) {
-        struct gw_idem_entry *e = t->buckets[i];
-        while (e) {
-            struct gw_idem_entry *next = e->next;
-            e->next = buckets[e->hash & mask];
-            buckets[e->hash & mask] = e;
-            e = next;
+        struct gw_idem_runset *set = gw_idem__runset_get(s);
+        uint64_t version = s->version;
+        pthread_mutex_unlock(&s->lock);
+        const struct gw_idem_rec *hit = gw_idem__runset_find(set, key);
+        if (hit)
+            *out = *hit;
+        gw_idem__runset_put(set);
+        if (hit)
+            return FOUND_DURABLE; /* runs only ever gain entries */
+        pthread_mutex_lock(&s->lock);
+        if (s->version == version) { /* no entry left RAM for a run we did not search */
+            f = find_in_ram(s, key, out);
+            if (f == FOUND_NONE)
+                return FOUND_NONE;
+            pthread_mutex_unlock(&s->lock);
+            return f;
         }
+        pthread_mutex_unlock(&s->lock);
     }
-    free(t->buckets);
-    t->buckets = buckets;
-    t->mask = mask;
 }
 
-/* Adds an entry at `slot` (the lock is held). Returns 0 or -ENOMEM. */
-static int add_entry(struct gw_idem *t, struct gw_idem_entry **slot, const char *id, size_t len,
-                     uint64_t h, const unsigned char *fingerprint)
+static enum gw_idem_verdict verdict_of(struct gw_idem_state *s, const struct gw_idem_rec *r,
+                                       uint64_t fp_prefix)
 {
-    struct gw_idem_entry *e = malloc(sizeof(*e) + len);
-    if (!e)
-        return -ENOMEM;
-    memset(e, 0, sizeof(*e));
-    e->hash = h;
-    e->len = len;
-    memcpy(e->id, id, len);
-    memcpy(e->fingerprint, fingerprint, GW_FINGERPRINT_LEN);
-    *slot = e;
-    t->count++;
-    maybe_grow(t);
-    return 0;
+    uint64_t now = gw_idem__now(s);
+    if (s->window_ms && now > r->ack_ms && now - r->ack_ms > s->window_ms)
+        return GW_IDEM_EXPIRED;
+    return r->fp_prefix == fp_prefix ? GW_IDEM_REPLAY : GW_IDEM_REUSED;
+}
+
+static struct gw_idem_ref ref_of(const struct gw_idem_rec *r)
+{
+    struct gw_idem_ref ref = {r->segment, r->offset, r->len, r->seq};
+    return ref;
 }
 
 int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
                   const unsigned char fingerprint[GW_FINGERPRINT_LEN],
                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref)
 {
-    uint64_t h = gw_fnv1a(id, len);
-    int rc = 0;
-    pthread_mutex_lock(&t->lock);
-    struct gw_idem_entry **slot = slot_of(t, id, len, h);
-    struct gw_idem_entry *e = *slot;
-    if (!e) {
-        *verdict = GW_IDEM_NEW;
-        rc = add_entry(t, slot, id, len, h, fingerprint);
-    } else if (!e->durable) {
+    struct gw_idem_state *s = t->s;
+    struct gw_idem_rec r = {.key = gw_idem_key_of(id, len)};
+    uint64_t fp = gw_idem_fp_prefix(fingerprint);
+    enum found f = lookup_keep_lock_if_none(s, r.key, &r);
+    if (f == FOUND_IN_FLIGHT) {
         *verdict = GW_IDEM_IN_FLIGHT;
-    } else if (memcmp(e->fingerprint, fingerprint, GW_FINGERPRINT_LEN) != 0) {
-        *verdict = GW_IDEM_REUSED;
+    } else if (f == FOUND_DURABLE) {
+        *verdict = verdict_of(s, &r, fp);
+        if (*verdict == GW_IDEM_REPLAY)
+            *ref = ref_of(&r);
     } else {
-        *verdict = GW_IDEM_REPLAY;
-        *ref = e->ref;
+        int rc = 0;
+        if (gw_idem_table_full(&s->inflight))
+            rc = gw_idem_table_grow(&s->inflight); /* bounded by concurrency, not history */
+        r.fp_prefix = fp;
+        if (rc == 0)
+            gw_idem_table_add(&s->inflight, &r);
+        pthread_mutex_unlock(&s->lock);
+        *verdict = GW_IDEM_NEW;
+        return rc;
     }
-    pthread_mutex_unlock(&t->lock);
-    return rc;
+    return 0;
+}
+
+/* The lock held: adds a durable record to the active table, freezing a full one first. */
+static int add_durable_locked(struct gw_idem_state *s, const struct gw_idem_rec *r)
+{
+    if (gw_idem_table_full(&s->active)) {
+        int rc = gw_idem__freeze_locked(s);
+        if (rc != 0 && s->active.count + 1 >= s->active.mask)
+            return rc; /* no fresh table and the full one has no slot left */
+    }
+    gw_idem_table_add(&s->active, r);
+    s->durable++;
+    return 0;
+}
+
+static void fill_ref(struct gw_idem_rec *r, struct gw_idem_ref ref)
+{
+    assert(ref.len <= UINT32_MAX);
+    r->segment = ref.segment;
+    r->offset = ref.offset;
+    r->len = (uint32_t)ref.len;
+    r->seq = ref.seq;
 }
 
 void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref ref)
 {
-    uint64_t h = gw_fnv1a(id, len);
-    pthread_mutex_lock(&t->lock);
-    struct gw_idem_entry *e = *slot_of(t, id, len, h);
-    assert(e && !e->durable); /* only a claim (in flight) becomes durable */
-    if (e && !e->durable) {
-        e->durable = 1;
-        e->ref = ref;
-        t->durable++;
+    struct gw_idem_state *s = t->s;
+    struct gw_idem_key key = gw_idem_key_of(id, len);
+    uint64_t now = gw_idem__now(s);
+    pthread_mutex_lock(&s->lock);
+    struct gw_idem_rec *claim = gw_idem_table_find(&s->inflight, key);
+    assert(claim); /* only a claim becomes durable */
+    if (claim) {
+        struct gw_idem_rec r = *claim;
+        gw_idem_table_remove(&s->inflight, claim);
+        fill_ref(&r, ref);
+        r.ack_ms = now;
+        if (add_durable_locked(s, &r) != 0) {
+            /* An acknowledged id must never be forgotten: out of memory ends the process. */
+            fprintf(stderr, "shardgate: out of memory\n");
+            exit(1);
+        }
     }
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
 {
-    uint64_t h = gw_fnv1a(id, len);
-    pthread_mutex_lock(&t->lock);
-    struct gw_idem_entry **slot = slot_of(t, id, len, h);
-    struct gw_idem_entry *e = *slot;
-    assert(e && !e->durable); /* only a claim is dropped: a durable id stays for good */
-    if (e && !e->durable) {
-        *slot = e->next;
-        free(e);
-        t->count--;
-    }
-    pthread_mutex_unlock(&t->lock);
+    struct gw_idem_state *s = t->s;
+    struct gw_idem_key key = gw_idem_key_of(id, len);
+    pthread_mutex_lock(&s->lock);
+    struct gw_idem_rec *claim = gw_idem_table_find(&s->inflight, key);
+    assert(claim); /* only a claim is dropped: a durable id stays for good */
+    if (claim)
+        gw_idem_table_remove(&s->inflight, claim);
+    pthread_mutex_unlock(&s->lock);
 }
 
 int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
                    const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref)
 {
-    uint64_t h = gw_fnv1a(id, len);
-    pthread_mutex_lock(&t->lock);
-    struct gw_idem_entry **slot = slot_of(t, id, len, h);
-    int same = *slot && (*slot)->durable && (*slot)->ref.seq == ref.seq;
-    int rc = same ? 0 : *slot ? -EEXIST : add_entry(t, slot, id, len, h, fingerprint);
-    if (rc == 0 && !same) {
-        struct gw_idem_entry *e = *slot_of(t, id, len, h);
-        e->durable = 1;
-        e->ref = ref;
-        t->durable++;
-    }
-    assert(t->durable <= t->count);
-    pthread_mutex_unlock(&t->lock);
+    struct gw_idem_state *s = t->s;
+    struct gw_idem_rec r = {.key = gw_idem_key_of(id, len)};
+    uint64_t now = gw_idem__now(s);
+    enum found f = lookup_keep_lock_if_none(s, r.key, &r);
+    if (f == FOUND_DURABLE)
+        return r.seq == ref.seq ? 0 : -EEXIST;
+    if (f == FOUND_IN_FLIGHT)
+        return -EEXIST;
+    r.fp_prefix = gw_idem_fp_prefix(fingerprint);
+    fill_ref(&r, ref);
+    r.ack_ms = now; /* replay does not know when it was acknowledged: the window starts now */
+    int rc = add_durable_locked(s, &r);
+    pthread_mutex_unlock(&s->lock);
     return rc;
 }
 
 int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref *ref)
 {
-    uint64_t h = gw_fnv1a(id, len);
-    pthread_mutex_lock(&t->lock);
-    struct gw_idem_entry *e = *slot_of(t, id, len, h);
-    int rc = e && e->durable ? 0 : -ENOENT;
-    if (rc == 0)
-        *ref = e->ref;
-    pthread_mutex_unlock(&t->lock);
-    return rc;
+    struct gw_idem_state *s = t->s;
+    struct gw_idem_rec r;
+    enum found f = lookup_keep_lock_if_none(s, gw_idem_key_of(id, len), &r);
+    if (f == FOUND_NONE)
+        pthread_mutex_unlock(&s->lock);
+    if (f != FOUND_DURABLE)
+        return -ENOENT;
+    *ref = ref_of(&r);
+    return 0;
 }
 
 size_t gw_idem_durable(struct gw_idem *t)
 {
-    pthread_mutex_lock(&t->lock);
-    size_t n = t->durable;
-    pthread_mutex_unlock(&t->lock);
+    pthread_mutex_lock(&t->s->lock);
+    size_t n = t->s->durable;
+    pthread_mutex_unlock(&t->s->lock);
+    return n;
+}
+
+size_t gw_idem_runs(struct gw_idem *t)
+{
+    pthread_mutex_lock(&t->s->lock);
+    size_t n = t->s->runs->n;
+    pthread_mutex_unlock(&t->s->lock);
     return n;
 }

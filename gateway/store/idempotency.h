@@ -1,25 +1,18 @@
-/* The idempotency table (docs/api.md §3, docs/journal.md §5): batch_id -> fingerprint and where its
- * receipt lies in the journal, plus the batch ids still being journaled. Thread-safe. */
+/* The idempotency index (docs/api.md §3, docs/journal.md §9): batch_id -> fingerprint and where
+ * its receipt lies, the batch ids still being journaled, and its own files under
+ * <state-dir>/index/ so that a restart does not rebuild it from the whole journal. RAM is
+ * bounded whatever the history and nothing ever rehashes the whole table (docs/decisions.md
+ * §18). Thread-safe. */
 #ifndef SHARDGATE_GW_IDEMPOTENCY_H
 #define SHARDGATE_GW_IDEMPOTENCY_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "batch.h"
 #include "error.h"
 
-enum gw_idem_verdict {
-    GW_IDEM_NEW,       /* unknown id: now claimed as in flight by the caller */
-    GW_IDEM_REPLAY,    /* durable with the same fingerprint: answer the stored receipt */
-    GW_IDEM_REUSED,    /* durable with another fingerprint */
-    GW_IDEM_IN_FLIGHT, /* claimed by a request whose receipt is not durable yet */
-    GW_IDEM_EXPIRED,   /* acknowledged longer ago than the window: 422 batch_id_expired */
-};
-
-/* Where a durable receipt's bytes are (docs/journal.md §6). */
-struct gw_idem_ref {
+struct gw_idem_ref {  /* where a durable receipt's bytes are */
     uint64_t segment; /* first_seq of the segment holding it */
     uint64_t offset;  /* of the receipt bytes in that segment file */
     uint64_t len;
@@ -30,29 +23,29 @@ struct gw_idem_options {
     uint64_t window_ms; /* 0: ids remembered for ever */
 };
 
-struct gw_idem_entry;
-
-struct gw_idem {
-    pthread_mutex_t lock;
-    struct gw_idem_entry **buckets;
-    size_t mask;
-    size_t count;   /* entries, durable or in flight */
-    size_t durable; /* durable entries */
+enum gw_idem_verdict {
+    GW_IDEM_NEW,       /* unknown id: now claimed as in flight by the caller */
+    GW_IDEM_REPLAY,    /* durable with the same fingerprint: answer the stored receipt */
+    GW_IDEM_REUSED,    /* durable with another fingerprint */
+    GW_IDEM_IN_FLIGHT, /* claimed by a request whose receipt is not durable yet */
+    GW_IDEM_EXPIRED,   /* acknowledged longer ago than the window: 422 batch_id_expired */
 };
 
-/* Opens the table for `state_dir`. *durable_seq: every acknowledged id with seq <= it is in the
- * index files. This in-RAM table keeps no files: always 0, and the caller re-inserts from every
- * segment. Returns 0 or -ENOMEM. */
+struct gw_idem_state;
+struct gw_idem {
+    struct gw_idem_state *s;
+};
+
+/* Opens (creating) <state_dir>/index/. *durable_seq: every acknowledged id with seq <= it is in
+ * the index files (0 when empty, or when the files were unusable: then logged as
+ * index_unusable and started empty, and the caller must re-insert from every segment).
+ * Returns 0, -ENOMEM, or -errno with err filled (the directory cannot be made or read). */
 int gw_idem_open(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
                  uint64_t *durable_seq, struct gw_error *err);
 void gw_idem_close(struct gw_idem *t);
 
-/* Makes every committed entry with seq <= through_seq durable in the index files. No files
- * here: 0. */
-int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
-
-/* Looks `id` up; an unknown id is claimed as in flight with `fingerprint` (verdict NEW). For
- * REPLAY, *ref says where the receipt is. Returns 0, or -ENOMEM (nothing claimed). */
+/* Looks `id` up; an unknown id is claimed as in flight (verdict NEW). For REPLAY, *ref says where
+ * the receipt is. Returns 0, or -ENOMEM (nothing claimed). */
 int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
                   const unsigned char fingerprint[GW_FINGERPRINT_LEN],
                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref);
@@ -63,8 +56,8 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
 /* Drops a claim whose receipt will not be journaled. */
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len);
 
-/* Adds a durable entry (journal replay). Returns 0 (also when the same id is there at the same
- * seq), -EEXIST when the id is known at another seq, -ENOMEM. */
+/* Replay: adds a durable entry; an identical existing entry (same id and seq) is 0 (no-op);
+ * the same id at another seq is -EEXIST; -ENOMEM. */
 int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
                    const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref);
 
@@ -73,5 +66,32 @@ int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_r
 
 /* Number of durable entries. */
 size_t gw_idem_durable(struct gw_idem *t);
+
+/* Makes every committed entry with seq <= through_seq durable in the index files (fsync'd,
+ * manifest replaced atomically). The caller has committed or inserted every id with seq <=
+ * through_seq before. Called from the checkpoint thread, never a request thread; holds the
+ * lock a claim takes only to swap the in-RAM table. Returns 0 or -errno with err filled. */
+int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
+
+/* For tests and benchmarks: sizes, the clock, and background work on demand. */
+struct gw_idem_tuning {
+    size_t table_slots;              /* slots of each in-RAM table, a power of two; 0: 2^18 */
+    uint64_t merge_base;             /* runs below 4x this are the smallest tier; 0: 65536 */
+    uint64_t (*now_ms)(void *clock); /* NULL: the wall clock (CLOCK_REALTIME) */
+    void *clock;
+    int no_thread; /* 1: no background thread; gw_idem_maintain does its work */
+};
+
+/* gw_idem_open with `tune` (NULL: the defaults). */
+int gw_idem_open_tuned(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
+                       const struct gw_idem_tuning *tune, uint64_t *durable_seq,
+                       struct gw_error *err);
+
+/* One round of the background work now: write frozen tables as a run, then merge runs while a
+ * tier is full. Returns 0 or -errno with err filled. */
+int gw_idem_maintain(struct gw_idem *t, struct gw_error *err);
+
+/* Number of run files the index consists of now. */
+size_t gw_idem_runs(struct gw_idem *t);
 
 #endif

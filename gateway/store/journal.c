@@ -502,9 +502,7 @@ static int check_state_dir(const char *dir, struct gw_error *err)
     return -EINVAL;
 }
 
-/* Creates and checks the state dir and locks it: one process per state dir, whatever segment is
- * active (docs/journal.md §6). */
-static int lock_dir(struct gw_journal *j, const char *dir, struct gw_error *err)
+int gw_journal_make_state_dir(const char *dir, struct gw_error *err)
 {
     int created = mkdir(dir, 0750) == 0;
     if (!created && errno != EEXIST) {
@@ -513,7 +511,14 @@ static int lock_dir(struct gw_journal *j, const char *dir, struct gw_error *err)
     }
     if (created)
         sync_parent(dir);
-    int rc = check_state_dir(dir, err);
+    return check_state_dir(dir, err);
+}
+
+/* Creates and checks the state dir and locks it: one process per state dir, whatever segment is
+ * active (docs/journal.md §6). */
+static int lock_dir(struct gw_journal *j, const char *dir, struct gw_error *err)
+{
+    int rc = gw_journal_make_state_dir(dir, err);
     if (rc != 0)
         return rc;
     j->dir = strdup(dir);

@@ -1,0 +1,60 @@
+/* A run: an immutable file of index records sorted by key, mmap'd read-only
+ * (docs/journal.md §9). Written once (temp name, fsync, rename), never modified. */
+#ifndef SHARDGATE_GW_IDEM_RUN_H
+#define SHARDGATE_GW_IDEM_RUN_H
+
+#include <openssl/sha.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "idem_rec.h"
+
+struct gw_idem_run {
+    uint64_t id; /* the file is run-<id, 20 digits>.idx */
+    uint64_t count;
+    const struct gw_idem_rec *recs; /* count records, sorted by key, in the map */
+    void *map;
+    size_t size;
+    unsigned char sha256[SHA256_DIGEST_LENGTH]; /* of the record bytes (after the header) */
+    atomic_uint refs;
+};
+
+/* A run being written, record by record in key order. */
+struct gw_idem_run_writer {
+    int fd;
+    char path[4096], tmp[4200];
+    SHA256_CTX sha;
+    uint64_t expected, written;
+    struct gw_idem_key last;
+    unsigned char buf[1 << 16];
+    size_t used;
+};
+
+/* "run-<id, 20 digits>.idx" into name (at least 32 bytes). */
+void gw_idem_run_name(char *name, size_t size, uint64_t id);
+
+/* Starts <dir>/run-<id>.idx.tmp for exactly `count` records. Returns 0 or -errno. */
+int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id, uint64_t count);
+/* Appends a record (keys strictly increasing). Returns 0 or -errno. */
+int gw_idem_run_put(struct gw_idem_run_writer *w, const struct gw_idem_rec *rec);
+/* Flushes, fdatasyncs and renames to run-<id>.idx, then fsyncs `dir`; *sha256 is the records'
+ * SHA-256. Returns 0 or -errno (the temp file removed). */
+int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
+                       unsigned char sha256[SHA256_DIGEST_LENGTH]);
+/* Drops a run being written (the temp file removed). */
+void gw_idem_run_abandon(struct gw_idem_run_writer *w);
+
+/* Maps <dir>/run-<id>.idx; checks its header, size (`count` records) and, when `verify`, the
+ * SHA-256 of its records against `sha256` (a run this process just wrote needs no re-reading).
+ * Returns a run with one reference, or NULL with *why set. */
+struct gw_idem_run *gw_idem_run_open(const char *dir, uint64_t id, uint64_t count,
+                                     const unsigned char sha256[SHA256_DIGEST_LENGTH], int verify,
+                                     const char **why);
+void gw_idem_run_ref(struct gw_idem_run *r);
+/* Drops a reference; the last one unmaps. */
+void gw_idem_run_unref(struct gw_idem_run *r);
+
+/* The record with `key`, or NULL. */
+const struct gw_idem_rec *gw_idem_run_find(const struct gw_idem_run *r, struct gw_idem_key key);
+
+#endif
