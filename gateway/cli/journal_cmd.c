@@ -1,10 +1,13 @@
 /* `shardgate journal verify` (docs/journal.md §8): every record of every segment under the
  * replay's rules, every seal hashed, every checkpoint read back; nothing is changed. */
+#define _XOPEN_SOURCE 700
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "cli.h"
@@ -61,15 +64,38 @@ static int verify_checkpoints(struct gw_journal *j, long *count)
     return rc;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* The duplicate-id check needs an index; verify changes nothing in the state dir, so it keeps
+ * one in a scratch dir of its own, removed afterwards. */
+static int open_scratch_index(struct gw_idem *ids, char *scratch, size_t n, struct gw_error *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(scratch, n, "%s/shardgate-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(scratch)) {
+        gw_error_set(err, "", "journal verify: cannot create %s: %s", scratch, strerror(errno));
+        return -errno;
+    }
+    uint64_t durable = 0;
+    struct gw_idem_options o = {0};
+    int rc = gw_idem_open(ids, scratch, &o, &durable, err);
+    if (rc != 0)
+        nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
+
 static int verify(const char *dir)
 {
     struct gw_journal j;
     struct gw_error err;
     struct gw_journal_repair rep;
     struct gw_idem ids;
-    uint64_t durable = 0;
-    struct gw_idem_options o = {0};
-    if (gw_idem_open(&ids, NULL, &o, &durable, &err) != 0) {
+    char scratch[4096];
+    if (open_scratch_index(&ids, scratch, sizeof(scratch), &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -87,6 +113,7 @@ static int verify(const char *dir)
     if (j.path)
         gw_journal_close(&j);
     gw_idem_close(&ids);
+    nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
 }
 
