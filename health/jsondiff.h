@@ -1,5 +1,5 @@
-/* Where two compact JSON texts first differ, as a JSON path (`totals[1].shards[0].load`) and
- * the two values there: for naming a checkpoint field health disagrees with. */
+/* Where two compact JSON texts first differ, as a JSON path and the two values. */
+/* E.g. `totals[1].shards[0].load`: for naming a checkpoint field health disagrees with. */
 #ifndef HC_JSONDIFF_H
 #define HC_JSONDIFF_H
 

@@ -1,5 +1,6 @@
-/* Reading the state dir before the active journal: checkpoints, then every sealed or archived
- * segment in first_seq order through the journal reader (spec of issue #13 §A, §D). */
+/* Reads the sealed and archived segments before the active journal.jsonl. */
+/* Checkpoints first, then every sealed or archived segment in first_seq order through the
+ * journal reader (spec of issue #13 §A, §D; docs/operations.md §1.6). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
