@@ -164,6 +164,20 @@ DEFECTS = [
      "    write_hex_or_null(out, \",\\\"prev\\\":\", e->prev);",
      "    write_hex_or_null(out, \",\\\"prev\\\":\", \"\");", GATEWAY,
      "http_live_sighup|http_live_legacy"),
+    # issue 13: health verifies seals, probe.py the checkpoint sums, health every epoch's totals
+    # (tests/health/test_segments.py, tests/client/test_probe_journal.py)
+    ("health-ignores-seal-sha256", "health/segment.c",
+     "        if (strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(",
+     "        if (0 && strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(", ("tests",),
+     "^health_segments_segments$"),
+    ("probe-adds-received-to-load", "client/probe.py",
+     "                box[0] += sh[\"load\"]\n",
+     "                box[0] += sh[\"load\"] + sh[\"received\"]\n", ("tests",),
+     "^client_probe_journal$"),
+    ("health-skips-first-epoch-totals", "health/totals.c",
+     "    if (received == 0)\n        return 0;",
+     "    if (received == 0 || epoch_seq == 1)\n        return 0;", ("tests",),
+     "^health_segments_(segments|checkpoints)$"),
 ]
 
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
