@@ -2,8 +2,11 @@
 """health_segments_*: shardgate-health on a state dir with sealed segments, checkpoints and an
 archive (issue #13; docs/operations.md §1.6). The state dirs come from
 tests/health/gen_state.py, whose bytes are checked here against hand-written golden lines."""
+import http.client
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 
@@ -209,6 +212,71 @@ def accept_archived_takes_the_checkpoint():
                         "--accept-archived", "--archive-dir", "d"], capture_output=True, text=True,
                        timeout=60)
     eq(r.returncode, 64, "both options: usage")
+
+
+# --- serve -----------------------------------------------------------------------------------
+
+class Serve:
+    """`shardgate-health serve` on the state dir at an ephemeral 127.0.0.1 port."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def __enter__(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.proc = subprocess.Popen(
+            [sgtest.HEALTH, "serve", "--conf", os.path.join(self.state, "dispatch.env"),
+             "--shards", os.path.join(self.state, "shards.json"), "--journal",
+             os.path.join(self.state, "journal.jsonl"), "--reverify-interval", "1", "--listen",
+             "127.0.0.1:%d" % self.port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sgtest.wait_until(lambda: self.get("/livez")[0] == 200, 10, "health /livez")
+        return self
+
+    def get(self, path="/healthz"):
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            body = resp.read().decode()
+            conn.close()
+            return resp.status, (json.loads(body) if path == "/healthz" else body)
+        except (OSError, http.client.HTTPException, ValueError):
+            return None, None
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@case("serve")
+def serve_follows_a_rotation_and_finds_a_bad_seal():
+    base = tmpdir()
+    state, _ = seg_faults.make("good", base)
+    later = os.path.join(base, "later")  # the same journal one receipt and one rotation later
+    gen_state.build(later, receipts=13)
+    s9 = gen_state.seg_name(9)
+    with Serve(state) as h:
+        st, doc = h.get()
+        eq((st, doc["issues"]), (200, []), "segmented state dir")
+        eq(doc["checks"]["receipts_verified"][0]["observedValue"], 12, "receipts")
+        shutil.copy(os.path.join(later, s9), os.path.join(state, s9))  # the rotation's rename
+        shutil.copy(os.path.join(later, "journal.jsonl"), os.path.join(state, "journal.new"))
+        os.rename(os.path.join(state, "journal.new"), os.path.join(state, "journal.jsonl"))
+        st, doc = h.get()
+        eq((st, doc["issues"], doc["checks"]["receipts_verified"][0]["observedValue"]),
+           (200, [], 13), "after the rotation")
+        path = os.path.join(state, S1)  # the same edit as seal_sha256_wrong, in place
+        data = open(path).read()
+        seg_faults.seal_sha256_wrong(os.path.join(base, "scratch"))
+        bad = open(os.path.join(base, "scratch", S1)).read()
+        eq(len(bad), len(data), "same length edit")
+        with open(path, "w") as f:
+            f.write(bad)
+        sgtest.wait_until(lambda: h.get()[0] == 503, 20, "503 after the full re-read")
+        st, doc = h.get()
+        ok(doc["issues"][0].startswith("journal_segment: %s:6: seal: sha256 " % S1), doc)
 
 
 if __name__ == "__main__":
