@@ -927,7 +927,8 @@ class Sums:
     def epoch(self, rec, chain_last_seq):
         legacy = "epoch" not in rec
         seq = len(self.epochs) + 1 if legacy else rec["epoch_seq"]
-        epoch = epoch_id(record_contract(rec["contract"]), rec["shards"]) if legacy else rec["epoch"]
+        epoch = (epoch_id(record_contract(rec["contract"]), rec["shards"]) if legacy
+                 else rec["epoch"])
         prev = self.epochs[-1]["epoch"] if self.epochs else None
         self.epochs.append({"epoch": epoch, "ring": rec["ring_id"], "epoch_seq": seq,
                             "prev": prev if legacy else rec["prev"],
@@ -957,8 +958,9 @@ class Sums:
         ledger = [{"id": i, "weight": self.meta.get(i, (None, None))[0],
                    "capacity": self.meta.get(i, (None, None))[1], "load": self.ledger[i][0],
                    "received": self.ledger[i][1]} for i in sorted(self.ledger, key=key)]
-        totals = [{"epoch_seq": e, "shards": [{"id": i, "load": v[0], "received": v[1]}
-                                              for i, v in sorted(per.items(), key=lambda x: key(x[0]))]}
+        totals = [{"epoch_seq": e,
+                   "shards": [{"id": i, "load": per[i][0], "received": per[i][1]}
+                              for i in sorted(per, key=key)]}
                   for e, per in sorted(self.totals.items())]
         return {"epochs": [dict(e) for e in self.epochs], "ledger": ledger, "totals": totals}
 
