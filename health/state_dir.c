@@ -170,8 +170,10 @@ int hc_state_dir_list(const char *journal_path, struct hc_state_dir *sd, struct 
         hc_state_dir_free(sd);
         return hc_err_set(err, rc, "out of memory");
     }
-    qsort(sd->segs, sd->n_segs, sizeof *sd->segs, hc_seg_cmp);
-    qsort(sd->checkpoints, sd->n_checkpoints, sizeof *sd->checkpoints, hc_name_cmp);
+    if (sd->n_segs > 1) /* qsort's base must not be NULL, even for 0 elements */
+        qsort(sd->segs, sd->n_segs, sizeof *sd->segs, hc_seg_cmp);
+    if (sd->n_checkpoints > 1)
+        qsort(sd->checkpoints, sd->n_checkpoints, sizeof *sd->checkpoints, hc_name_cmp);
     return 0;
 }
 
