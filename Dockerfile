@@ -6,7 +6,7 @@
 FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev \
+      build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev libzstd-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -20,7 +20,7 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARD
 FROM debian:12 AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libmicrohttpd12 libjansson4 libsystemd0 python3 \
+      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 python3 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin shardgate \
  && mkdir -p /var/lib/shardgate /etc/shardgate \

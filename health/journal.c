@@ -116,6 +116,7 @@ static void hc_journal_forget(struct hc_journal *j)
     j->pending = 0;
     j->line = 0;
     j->have_identity = 0;
+    hc_seg_free(j);
     hc_report_reset(j->v->report);
 }
 
@@ -169,25 +170,30 @@ static int hc_journal_epoch(struct hc_journal *j, const json_t *rec, struct hc_s
     ep->chain.before = j->n_epochs > 1 ? j->epochs[j->n_epochs - 2] : NULL;
     ep->chain.position = (int64_t)j->n_epochs;
     ep->chain.last_seq = j->prev_seq;
-    char subject[48];
-    snprintf(subject, sizeof subject, "epoch@line %ld", j->line);
+    char subject[112], where[96];
+    hc_seg_where(j, where, sizeof where);
+    snprintf(subject, sizeof subject, "epoch@%s", where);
+    int seed = j->seg != NULL && j->seg->seeding; /* the chain before it is archived, unread */
     struct hc_err what;
     rc = hc_epoch_record_decode(rec, j->line, ep, &what);
     if (rc == -EINVAL) {
         ep->usable = 0;
         hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject, "%s",
                         what.msg);
-        return 0;
+        return hc_seg_epoch(j, ep, raw.p, raw.n) ? hc_err_set(err, -ENOMEM, "out of memory") : 0;
     }
     if (rc != 0)
         return hc_err_set(err, rc, "%s", what.msg);
+    if (hc_seg_epoch(j, ep, raw.p, raw.n) != 0)
+        return hc_err_set(err, -ENOMEM, "out of memory");
     long at = hc_canon_epoch_record(ep, raw);
     if (at >= 0)
         hc_report_issue(j->v->report, HC_SLOT_EPOCH_RECORD, "epoch_record", subject,
                         "not the bytes the gateway writes for this record (first difference at "
                         "byte %ld, column %ld)",
                         at, at + 1);
-    hc_verify_epoch(j->v, ep);
+    if (!seed)
+        hc_verify_epoch(j->v, ep);
     return 0;
 }
 
@@ -234,8 +240,8 @@ static struct hc_epoch *hc_receipt_epoch(struct hc_journal *j, const json_t *rec
 static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc_str raw,
                               struct hc_err *err)
 {
-    char subject[48];
-    snprintf(subject, sizeof subject, "line %ld", j->line);
+    char subject[96];
+    hc_seg_where(j, subject, sizeof subject);
     const json_t *seq = json_object_get(rec, "seq");
     const json_t *fp = json_object_get(rec, "fingerprint");
     const json_t *receipt = json_object_get(rec, "receipt");
@@ -269,21 +275,28 @@ static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc
         r.duplicate_of_line = dup;
     }
     struct hc_epoch *against = hc_receipt_epoch(j, receipt, &r);
-    return hc_verify_receipt(j->v, receipt, against, &r, subject, err);
+    int rc = hc_verify_receipt(j->v, receipt, against, &r, subject, err);
+    const struct hc_epoch *e = r.named ? r.named : r.in_force;
+    int64_t epoch_seq = e == NULL ? 0 : e->chain.legacy ? e->chain.position : e->chain.epoch_seq;
+    if (rc == 0 && hc_seg_receipt(j, receipt, epoch_seq) != 0)
+        rc = hc_err_set(err, -ENOMEM, "out of memory");
+    return rc;
 }
 
-/* Verifies one complete line (without its newline), parsed already. */
-static int hc_journal_line(struct hc_journal *j, struct hc_line *l, struct hc_err *err)
+/* Verifies one complete line (without its newline, at file offset at), parsed already. */
+static int hc_journal_line(struct hc_journal *j, struct hc_line *l, uint64_t at, struct hc_err *err)
 {
-    char subject[48];
-    snprintf(subject, sizeof subject, "line %ld", j->line);
+    char subject[96];
+    hc_seg_where(j, subject, sizeof subject);
     json_t *rec = l->doc;
     if (rec == NULL) {
         hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject,
                         "not JSON: %s (column %d)", l->err.text, l->err.column);
         return 0;
     }
-    int rc = 0;
+    int rc = hc_seg_line(j, rec, l->p, l->n, at, err);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
     struct hc_str raw = {l->p, l->n};
     const char *type = json_string_value(json_object_get(rec, "type"));
     if (type != NULL && strcmp(type, "epoch") == 0)
@@ -298,8 +311,8 @@ static int hc_journal_line(struct hc_journal *j, struct hc_line *l, struct hc_er
 
 /* Parses the complete lines in buf[0..len) together, then verifies them in order. Returns the
  * bytes consumed via *used; 0 or a negative code with err filled. */
-static int hc_journal_batch(struct hc_journal *j, const char *buf, size_t len, size_t *used,
-                            struct hc_err *err)
+int hc_journal_lines(struct hc_journal *j, const char *buf, size_t len, size_t *used,
+                     struct hc_err *err)
 {
     size_t n = 0, start = 0;
     const char *nl;
@@ -326,10 +339,14 @@ static int hc_journal_batch(struct hc_journal *j, const char *buf, size_t len, s
     }
     hc_parse_lines(&j->parser, j->lines, n);
     int rc = 0;
+    uint64_t base = (uint64_t)j->offset;
     for (size_t i = 0; i < n; i++) {
         j->line++;
+        uint64_t at = base + (uint64_t)(j->lines[i].p - buf);
         if (rc == 0)
-            rc = hc_journal_line(j, &j->lines[i], err);
+            rc = hc_journal_line(j, &j->lines[i], at, err);
+        if (rc == 0)
+            rc = hc_seg_line_end(j, at + j->lines[i].n + 1, err);
     }
     hc_parse_release(&j->parser, j->lines, n);
     return rc;
@@ -394,7 +411,11 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
     int fd = hc_journal_open_same(j, err);
     if (fd < 0)
         return fd;
-    int rc = 0;
+    int rc = j->seg == NULL ? hc_seg_open(j, err) : 0;
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
     /* The read buffer is kept from call to call: a re-read after an out-of-memory needs no new
      * 4 MiB before it can get as far as the allocation that failed. */
     if (j->buf == NULL) {
@@ -431,7 +452,7 @@ static int hc_journal_read_new(struct hc_journal *j, struct hc_err *err)
         at += got;
         len += (size_t)got;
         size_t start = 0;
-        rc = hc_journal_batch(j, buf, len, &start, err);
+        rc = hc_journal_lines(j, buf, len, &start, err);
         if (start > 0) {
             hc_journal_remember_tail(j, buf + start, start);
             j->offset += (off_t)start;
@@ -468,4 +489,9 @@ int hc_journal_update(struct hc_journal *j, struct hc_err *err)
     if (rc != 0)
         j->reread = 1;
     return rc;
+}
+
+void hc_journal_finish(struct hc_journal *j)
+{
+    hc_seg_finish(j);
 }

@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "parse.h"
+#include "segment.h"
 #include "verify.h"
 
 struct hc_batch_set;
@@ -42,6 +43,9 @@ struct hc_journal {
     char *buf; /* the read buffer, kept between calls */
     size_t buf_cap;
     struct hc_parser parser;
+    /* the segments, checkpoints and archive beside it (segment.h); set up when reading from 0 */
+    struct hc_seg *seg;
+    struct hc_seg_options opts;
 };
 
 /* Prepares a reader; nothing is read yet. own is the service's own contract + shards. */
@@ -64,6 +68,15 @@ void hc_journal_set_own(struct hc_journal *j, const struct hc_epoch *own);
 
 /* Makes the next update forget everything and re-verify the whole file. */
 void hc_journal_reread(struct hc_journal *j);
+
+/* Verifies the complete lines in buf[0..len) of the current file, which start at file offset
+ * j->offset; *used is the bytes consumed (up to the last newline). For segment.c. Returns 0 or
+ * a negative code with err filled. */
+int hc_journal_lines(struct hc_journal *j, const char *buf, size_t len, size_t *used,
+                     struct hc_err *err);
+
+/* The journal was read to its end (check): checkpoints never reached are issues. */
+void hc_journal_finish(struct hc_journal *j);
 
 /* What the journal read so far says at its end. */
 void hc_journal_end_state(const struct hc_journal *j, struct hc_journal_end *end);

@@ -29,10 +29,11 @@ enum {
 
 static const char hc_usage[] =
     "usage: shardgate-health check --conf FILE --shards FILE (--receipt FILE | --journal FILE)\n"
-    "                              [--max-changes N]\n"
+    "                              [--max-changes N] [--archive-dir D | --accept-archived]\n"
     "       shardgate-health serve [--listen 127.0.0.1:8081] --conf FILE --shards FILE "
     "--journal FILE\n"
     "                              [--max-changes N] [--reverify-interval SECONDS]\n"
+    "                              [--archive-dir D | --accept-archived]\n"
     "       shardgate-health --help | --version\n"
     "\n"
     "Rebuilds the ketama ring from the contract and shards file with its own code and\n"
@@ -45,6 +46,9 @@ static const char hc_usage[] =
     "       verified on each request); GET /livez: 200. Listens on 127.0.0.1:8081 by default.\n"
     "       The whole journal is re-verified every --reverify-interval seconds (1..60, 60).\n"
     "--max-changes mirrors the gateway's option (1..10000000, default 100000).\n"
+    "The sealed segments, checkpoints and archive.jsonl beside the journal are verified too\n"
+    "(docs/operations.md §1.6): --archive-dir D reads archived segments (plain or .zst) from D;\n"
+    "without it each is an issue unless --accept-archived.\n"
     "\n"
     "--conf defaults to $SHARDGATE_CONF. Issues read \"<criterion>: <subject>: <detail>\".\n";
 
@@ -52,7 +56,8 @@ static int hc_usage_error(const char *fmt, const char *arg);
 
 struct hc_args {
     const char *cmd;
-    const char *conf, *shards, *receipt, *journal, *listen, *max_changes, *reverify;
+    const char *conf, *shards, *receipt, *journal, *listen, *max_changes, *reverify, *archive_dir;
+    int accept_archived;
     size_t max_changes_n;
     unsigned reverify_s;
 };
@@ -100,14 +105,20 @@ static int hc_parse_option(int argc, char **argv, int *i, struct hc_args *a)
         fputs(hc_usage, stdout);
         return EXIT_PASS;
     }
+    if (strcmp(opt, "--accept-archived") == 0) {
+        if (a->accept_archived)
+            return hc_usage_error("%s given twice", opt);
+        a->accept_archived = 1;
+        return -1;
+    }
     static const char *const names[] = {
-        "--conf",   "--shards",      "--receipt",          "--journal",
-        "--listen", "--max-changes", "--reverify-interval"};
-    const char **slots[] = {&a->conf,   &a->shards,      &a->receipt, &a->journal,
-                            &a->listen, &a->max_changes, &a->reverify};
+        "--conf",   "--shards",      "--receipt",           "--journal",
+        "--listen", "--max-changes", "--reverify-interval", "--archive-dir"};
+    const char **slots[] = {&a->conf,   &a->shards,      &a->receipt,  &a->journal,
+                            &a->listen, &a->max_changes, &a->reverify, &a->archive_dir};
     int k = -1;
     const char *value = NULL;
-    for (int n = 0; n < 7; n++) {
+    for (int n = 0; n < 8; n++) {
         size_t len = strlen(names[n]);
         if (strcmp(opt, names[n]) == 0) {
             k = n;
@@ -139,6 +150,10 @@ static int hc_check_args(struct hc_args *a)
         return hc_usage_error("%s", "--shards FILE is required");
     if (check && (a->receipt == NULL) == (a->journal == NULL))
         return hc_usage_error("%s", "check needs exactly one of --receipt FILE, --journal FILE");
+    if ((a->archive_dir != NULL || a->accept_archived) && a->journal == NULL)
+        return hc_usage_error("%s", "--archive-dir and --accept-archived need --journal FILE");
+    if (a->archive_dir != NULL && a->accept_archived)
+        return hc_usage_error("%s", "give --archive-dir D or --accept-archived, not both");
     if (check && a->listen != NULL)
         return hc_usage_error("%s", "--listen is for serve");
     if (check && a->reverify != NULL)
@@ -249,6 +264,7 @@ static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
     v.max_changes = a->max_changes_n;
     struct hc_journal j;
     hc_journal_init(&j, a->journal, &v, own);
+    j.opts = (struct hc_seg_options){a->archive_dir, a->accept_archived};
     if (a->receipt != NULL) {
         rc = hc_check_receipt(a->receipt, &v, own, &err);
     } else {
@@ -260,6 +276,7 @@ static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
             rc = 0;
         } else {
             struct hc_journal_end state;
+            hc_journal_finish(&j);
             hc_journal_end_state(&j, &state);
             hc_verify_end(&v, &end, &state);
         }
@@ -312,8 +329,14 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_files *files, struct 
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct hc_serve_config cfg = {a->listen,        a->journal,   *files, own, hc_criteria_to_run(),
-                                  a->max_changes_n, a->reverify_s};
+    struct hc_serve_config cfg = {a->listen,
+                                  a->journal,
+                                  *files,
+                                  own,
+                                  hc_criteria_to_run(),
+                                  a->max_changes_n,
+                                  a->reverify_s,
+                                  {a->archive_dir, a->accept_archived}};
     struct hc_server *s;
     struct hc_err err;
     int rc = hc_serve_start(&cfg, &s, &err);

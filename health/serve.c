@@ -330,6 +330,7 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     }
     s->verifier.max_changes = cfg->max_changes ? cfg->max_changes : HC_MAX_CHANGES_DEFAULT;
     hc_journal_init(&s->journal, cfg->journal, &s->verifier, s->own);
+    s->journal.opts = cfg->segments;
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
     unsigned v6 = addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "files.h"
+#include "segment.h"
 #include "verify.h"
 
 struct hc_server;
@@ -19,6 +20,7 @@ struct hc_serve_config {
     size_t n_criteria;     /* how much of the criteria table runs */
     size_t max_changes;    /* the gateway's --max-changes */
     unsigned reverify_s;   /* seconds between full re-verifications (and the torn-tail age) */
+    struct hc_seg_options segments; /* --archive-dir, --accept-archived */
 };
 
 /* Parses "IPv4:PORT" or "[IPv6]:PORT" (docs/operations.md §1.1). Returns 0 or -EINVAL with err

@@ -144,6 +144,10 @@ extern const size_t hc_criteria_count;
 #define HC_SLOT_SCHEMA ((int)hc_criteria_count)
 #define HC_SLOT_LINE ((int)hc_criteria_count + 1)
 #define HC_SLOT_EPOCH_RECORD ((int)hc_criteria_count + 2)
+/* The segments, checkpoints and archive of the state dir (docs/operations.md §1.6). */
+#define HC_SLOT_SEGMENT ((int)hc_criteria_count + 3)
+#define HC_SLOT_CHECKPOINT ((int)hc_criteria_count + 4)
+#define HC_SLOT_ARCHIVE ((int)hc_criteria_count + 5)
 
 /* Criterion helpers: count n evaluations; record an issue for the running criterion. */
 void hc_run_count(struct hc_run *run, uint64_t n);

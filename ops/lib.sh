@@ -7,6 +7,9 @@ SHARDGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev
     libmemcached-dev python3 curl wrk clang libclang-rt-14-dev gnuplot-nox docker-compose
     valgrind strace)
+# shardgate-health reads zstd-compressed archived journal segments (docs/tools.md §7, issue #13);
+# the zstd CLI lets the tests and probe.py write/read them.
+SHARDGATE_PACKAGES+=(libzstd-dev zstd)
 
 # The packaging checks' tools (docs/operations.md, Packaging and containers): containers
 # (podman, a local Debian 12 base image made by mmdebstrap), man page lint, metrics lint,

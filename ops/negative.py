@@ -192,6 +192,20 @@ DEFECTS = [
     ("idem-window-boundary", "gateway/store/idempotency.c",
      "now - r->ack_ms > s->window_ms", "now - r->ack_ms >= s->window_ms", ("tests",),
      "^unit/test_idempotency$"),
+    # issue 13: health verifies seals, probe.py the checkpoint sums, health every epoch's totals
+    # (tests/health/test_segments.py, tests/client/test_probe_journal.py)
+    ("health-ignores-seal-sha256", "health/segment.c",
+     "        if (strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(",
+     "        if (0 && strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(", ("tests",),
+     "^health_segments_segments$"),
+    ("probe-adds-received-to-load", "client/probe.py",
+     "                box[0] += sh[\"load\"]\n",
+     "                box[0] += sh[\"load\"] + sh[\"received\"]\n", ("tests",),
+     "^client_probe_journal$"),
+    ("health-skips-first-epoch-totals", "health/totals.c",
+     "    if (received == 0)\n        return 0;",
+     "    if (received == 0 || epoch_seq == 1)\n        return 0;", ("tests",),
+     "^health_segments_(segments|checkpoints)$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

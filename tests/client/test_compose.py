@@ -120,7 +120,7 @@ def needed_libraries(path):
 # Debian 12 runtime package of every shared library the programs may need.
 RUNTIME_PACKAGE = {"libcrypto.so.3": "libssl3", "libssl.so.3": "libssl3",
                    "libmicrohttpd.so.12": "libmicrohttpd12", "libjansson.so.4": "libjansson4",
-                   "libsystemd.so.0": "libsystemd0"}
+                   "libsystemd.so.0": "libsystemd0", "libzstd.so.1": "libzstd1"}
 # libc is in every image; sanitizer runtimes only appear in the ASan test build, never in
 # the image's Release build.
 BASE_OR_SANITIZER = re.compile(
