@@ -160,7 +160,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     memset(&next, 0, sizeof(next));
     int rc = decide(cur, contract, members, rl, err);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
-        rc = gw_topology_build(contract, members, &next, err);
+        rc = gw_topology_build_from(contract, members, cur->topo.ring, &next, err);
     if (rc == 0 && (rl->dry_run || rl->max_movement >= 0))
         rc = check_plan(cur, &next, rl, err);
     if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
