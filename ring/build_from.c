@@ -129,6 +129,7 @@ static void merge(struct ring *ring, const struct ring *prev, const struct reuse
     size_t j = 0;
     for (size_t i = 0; i < prev->npoints; i++) {
         struct ring_point p = prev->points[i];
+        assert(p.shard < prev->nshards);
         if (p.vnode >= r->keep[p.shard])
             continue;
         p.shard = r->new_rank[p.shard];
