@@ -1,5 +1,4 @@
 /* libring's build: point generation, the two-thread radix sort into ring order, the buckets. */
-#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "ring_internal.h"
 
 #include <assert.h>
@@ -8,27 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/mman.h>
-
 #define VNODE_LABEL_MAX (RING_ID_PREFIX_MAX + 1 + 10)
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* Large arrays (the points and buckets of big rings) go on 2 MiB-aligned memory marked for
- * transparent huge pages: a lookup on a 10,000-shard ring touches two random lines in 20 MB,
- * and with 4 KiB pages each touch also misses the TLB. The hint is best effort. */
-static void *big_alloc(size_t bytes)
-{
-    if (bytes < HUGE_PAGE)
-        return malloc(bytes ? bytes : 1);
-    void *p = NULL;
-    size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 /* Writes the decimal form of `v` at `out`; returns its length. */
 static size_t put_decimal(char *out, size_t v)
@@ -231,8 +210,10 @@ int ring__alloc_arrays(struct ring *ring, size_t total, unsigned *bits_out)
     ring->bucket_shift = 32 - bits;
     unsigned coarse_bits = bits > RING_COARSE_FACTOR ? bits - RING_COARSE_FACTOR : 0;
     ring->coarse_shift = 32 - coarse_bits;
-    ring->points = big_alloc((total + RING_WINDOW) * sizeof(*ring->points));
-    ring->buckets = big_alloc((((size_t)1 << bits) + 1) * sizeof(*ring->buckets));
+    ring->points_bytes = (total + RING_WINDOW) * sizeof(*ring->points);
+    ring->buckets_bytes = (((size_t)1 << bits) + 1) * sizeof(*ring->buckets);
+    ring->points = ring__big_alloc(ring->points_bytes);
+    ring->buckets = ring__big_alloc(ring->buckets_bytes);
     ring->coarse = malloc((((size_t)1 << coarse_bits) + 1) * sizeof(*ring->coarse));
     *bits_out = bits;
     return ring->points && ring->buckets && ring->coarse ? 0 : -ENOMEM;
@@ -251,7 +232,7 @@ static int plan_build(struct ring *ring, struct build_work *w)
     w->parallel = w->total >= PARALLEL_MIN_POINTS;
     w->h = calloc(2, sizeof(*w->h));
     w->group_end = malloc(TOP_GROUPS * sizeof(*w->group_end));
-    w->tmp = big_alloc(w->total * sizeof(*w->tmp));
+    w->tmp = ring__big_alloc(w->total * sizeof(*w->tmp));
     if (rc != 0 || !w->h || !w->group_end || !w->tmp)
         return -ENOMEM;
     for (int i = 0; i < 2; i++) {
@@ -270,7 +251,7 @@ static void free_work(struct build_work *w)
     }
     free(w->h);
     free(w->group_end);
-    free(w->tmp);
+    ring__big_free(w->tmp, w->total * sizeof(*w->tmp));
 }
 
 /* Step 1: generate and count the points, shards split in two halves by point count. */

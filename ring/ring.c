@@ -159,8 +159,8 @@ void ring_free(struct ring *ring)
     for (size_t i = 0; i < ring->nshards; i++)
         free(ring->shards[i].id);
     free(ring->shards);
-    free(ring->points);
-    free(ring->buckets);
+    ring__big_free(ring->points, ring->points_bytes);
+    ring__big_free(ring->buckets, ring->buckets_bytes);
     free(ring->coarse);
     free(ring);
 }

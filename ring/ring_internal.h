@@ -27,15 +27,21 @@ struct ring {
     size_t nshards;
     struct ring_shard_slot *shards; /* in id order */
     size_t npoints;
-    struct ring_point *points; /* in ring order, then RING_WINDOW padding points */
-    unsigned bucket_shift;     /* a hash's bucket is hash >> bucket_shift (64-bit shift) */
-    uint32_t *buckets;         /* buckets[b]: first point whose bucket >= b; 2^bits + 1 */
+    struct ring_point *points;          /* in ring order, then RING_WINDOW padding points */
+    size_t points_bytes, buckets_bytes; /* as allocated (ring__big_alloc) */
+    unsigned bucket_shift;              /* a hash's bucket is hash >> bucket_shift (64-bit shift) */
+    uint32_t *buckets;                  /* buckets[b]: first point whose bucket >= b; 2^bits + 1 */
     /* The same for single-key lookups, 2^RING_COARSE_FACTOR times coarser: 256 KiB at
      * 10,000 x 160, small enough to stay in the core's cache while the points do not. */
     unsigned coarse_shift;
     uint32_t *coarse;
     char id[RING_ID_HEX_LEN + 1];
 };
+
+/* memory.c: `bytes` of memory for a big array (huge pages from 2 MiB; a spare left by a freed
+ * ring when one fits), or NULL. Released by ring__big_free with the same `bytes`. */
+void *ring__big_alloc(size_t bytes);
+void ring__big_free(void *p, size_t bytes);
 
 /* ring.c: shard ids compare bytewise, a prefix before the longer id (<0, 0, >0). */
 int ring__id_compare(const char *a, size_t alen, const char *b, size_t blen);
