@@ -14,7 +14,8 @@
    sending the PUT (or the signal) to the answer of the first POST naming the new epoch.
 
 usage: reload_load.py SHARDGATE SHARDGATE_HEALTH OUT.json [--duration 60] [--steady 20]
-       [--changes 100] [--reloads 1000] [--clients 4] [--big 10000]
+       [--changes 100] [--reloads 1000] [--clients 4] [--big 10000] [--rounds 5]
+       [--phase all|switch]   (switch: only item 5, ROUNDS PUTs and ROUNDS SIGHUPs)
 """
 import argparse
 import http.client
@@ -246,7 +247,7 @@ def switch_phase(a, binary, work):
     gw = Gateway(binary, work, membership(a.big, 0))
     put_ms, hup_ms = [], []
     try:
-        for step in range(1, 11):
+        for step in range(1, 2 * a.rounds + 1):
             doc = json.dumps(membership(a.big, step)).encode()
             gw.epoch_cached = gw.epoch()
             if step % 2:
@@ -284,15 +285,22 @@ def main():
     ap.add_argument("--reloads", type=int, default=1000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--big", type=int, default=10000)
+    ap.add_argument("--rounds", type=int, default=5, help="PUTs and SIGHUPs of the switch phase")
+    ap.add_argument("--phase", choices=("all", "switch"), default="all",
+                    help="switch: only the reload-to-first-receipt figure (no health run)")
     a = ap.parse_args()
     result = {"load_avg_before": os.getloadavg()[0]}
     for name, phase in (("load", lambda w: load_phases(a, a.shardgate, a.health, w)),
                         ("rss", lambda w: rss_phase(a, a.shardgate, w)),
                         ("switch", lambda w: switch_phase(a, a.shardgate, w))):
+        if a.phase == "switch" and name != "switch":
+            continue
         with tempfile.TemporaryDirectory(prefix="shardgate-reload-") as work:
             result[name] = phase(work)
         print(name, json.dumps(result[name]), flush=True)
     json.dump(result, open(a.out, "w"), indent=1)
+    if a.phase == "switch":
+        return 0 if result["switch"]["put_median_ms"] is not None else 1
     load = result["load"]
     ok = (load["failed_requests"] == 0 and load["health_exit"] == 0
           and load["receipt_epochs_unknown"] == 0)

@@ -16,7 +16,7 @@ struct opts {
     int rounds;       /* timed rounds per figure (the median is reported) */
     FILE *json;       /* results, or NULL */
     size_t memory_of; /* --memory N: only measure peak RSS of an N-shard ring */
-    const char *only; /* --only ITEM: run one item (lookup, peer, build, distribution) */
+    const char *only; /* --only ITEM: run one item (lookup, peer, build, build_from, ...) */
 };
 
 static int failures;
@@ -517,6 +517,46 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return o->rounds >= 1 && o->rounds <= 32 && o->keys >= 1 ? 0 : -1;
 }
 
+/* Item 3b (issue #12's switch, docs/decisions.md §19): wall time of ring_build_from at 10,000
+ * x 160, each round from the previous round's ring, after a change like reload_load.py's (one
+ * of the first five shards offline, another at weight 2); each ring is checked equal to the
+ * ring built from scratch (untimed). */
+static void bench_build_from(const struct opts *o)
+{
+    size_t n = o->check ? 100 : 10000;
+    char(*ids)[16] = calloc(n, 16);
+    struct ring_shard *sh = calloc(n, sizeof(*sh));
+    struct ring *prev = make_ring(RING_SHA1, 160, n, "shard-%05zu", SIZE_MAX), *next, *full;
+    struct ring_error err;
+    double ms[32];
+    for (int i = 0; i < o->rounds; i++) {
+        size_t k = 0, off = (size_t)i % 5, heavy = (off + 1) % 5;
+        for (size_t j = 0; j < n; j++) {
+            snprintf(ids[j], 16, "shard-%05zu", j);
+            if (j != off)
+                sh[k++] = (struct ring_shard){ids[j], strlen(ids[j]), j == heavy ? 2 : 1};
+        }
+        double t0 = bench_now_ns();
+        REQUIRE(ring_build_from(&next, prev, RING_SHA1, 160, sh, k, &err) == 0, "%s", err.msg);
+        ms[i] = (bench_now_ns() - t0) / 1e6;
+        REQUIRE(ring_build(&full, RING_SHA1, 160, sh, k, &err) == 0, "%s", err.msg);
+        REQUIRE(strcmp(ring_id(next), ring_id(full)) == 0 &&
+                    ring_points_total(next) == ring_points_total(full) &&
+                    memcmp(ring_points(next), ring_points(full),
+                           ring_points_total(full) * sizeof(struct ring_point)) == 0,
+                "build_from round %d: not the ring built from scratch", i);
+        ring_free(full);
+        ring_free(prev);
+        prev = next;
+    }
+    printf("build_from sha1 %5zu shards x 160 (one offline, one weight 2): %.2f ms wall "
+           "(median of %d)\n",
+           n, bench_median(ms, (size_t)o->rounds), o->rounds);
+    ring_free(prev);
+    free(ids);
+    free(sh);
+}
+
 /* Whether item `name` runs: all do unless --only names one. */
 static int wanted(const struct opts *o, const char *name)
 {
@@ -528,7 +568,7 @@ int main(int argc, char **argv)
     struct opts o;
     if (parse_opts(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: ring_bench [--check] [--rounds N<=32] [--keys N] [--json FILE] "
-                        "[--memory SHARDS] [--only lookup|peer|build|distribution]\n");
+                        "[--memory SHARDS] [--only lookup|peer|build|build_from|distribution]\n");
         return 64;
     }
     if (o.memory_of)
@@ -546,6 +586,8 @@ int main(int argc, char **argv)
         bench_peer(&o, &k);
     if (wanted(&o, "build"))
         bench_build(&o);
+    if (wanted(&o, "build_from"))
+        bench_build_from(&o);
     if (wanted(&o, "distribution"))
         bench_distribution(&o, &k);
     if (o.json) {

@@ -49,6 +49,14 @@ DEFECTS = [
      "    if (below == 0 && at > lo) {", "    if (0) {", ("tests",), "^unit/test_ring$"),
     ("single-lookup-window-not-walked-on", "ring/lookup.c",
      "    while (below == RING_WINDOW) {", "    while (0) {", ("tests",), "^unit/test_ring$"),
+    # Issue #12's switch (docs/decisions.md §19): a reload builds the new ring from the previous
+    # one, merging the kept points with the fresh ones; tests/unit/test_ring_from.c compares it
+    # with the ring built from scratch over random membership changes.
+    ("merge-fresh-tail-dropped", "ring/build_from.c",
+     "    while (j < r->fresh)\n        emit(&m, fresh[j++]);\n", "", ("tests",),
+     "^unit/test_ring_from$"),
+    ("merge-kept-points-not-renumbered", "ring/build_from.c",
+     "        p.shard = r->new_rank[p.shard];\n", "", ("tests",), "^unit/test_ring_from$"),
     ("ok-written-as-true", "gateway/core/dispatch.c",
      "d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;", "d->ok = 1;", GATEWAY,
      "^unit/test_dispatch$|^case/valid/"),

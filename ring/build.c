@@ -1,5 +1,4 @@
 /* libring's build: point generation, the two-thread radix sort into ring order, the buckets. */
-#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "ring_internal.h"
 
 #include <assert.h>
@@ -8,27 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sys/mman.h>
-
 #define VNODE_LABEL_MAX (RING_ID_PREFIX_MAX + 1 + 10)
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* Large arrays (the points and buckets of big rings) go on 2 MiB-aligned memory marked for
- * transparent huge pages: a lookup on a 10,000-shard ring touches two random lines in 20 MB,
- * and with 4 KiB pages each touch also misses the TLB. The hint is best effort. */
-static void *big_alloc(size_t bytes)
-{
-    if (bytes < HUGE_PAGE)
-        return malloc(bytes ? bytes : 1);
-    void *p = NULL;
-    size_t rounded = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-    if (posix_memalign(&p, HUGE_PAGE, rounded) != 0)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 /* Writes the decimal form of `v` at `out`; returns its length. */
 static size_t put_decimal(char *out, size_t v)
@@ -48,10 +27,8 @@ static size_t put_decimal(char *out, size_t v)
 #define TOP_GROUPS (1u << TOP_BITS)
 #define LOCAL_BITS 7 /* then three passes of 7 bits within each top group (in L1) */
 
-/* Appends the points of shard `rank` in vnode order to `out` and counts them by their top
- * TOP_BITS bits in `top`; returns how many. */
-static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_point *out,
-                           uint32_t *top)
+size_t ring__shard_points(const struct ring *ring, uint32_t rank, size_t from,
+                          struct ring_point *out)
 {
     const struct ring_shard_slot *s = &ring->shards[rank];
     size_t words = ring__digest_len(ring->digest) / 4;
@@ -60,14 +37,24 @@ static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_p
     uint32_t w[5];
     memcpy(label, s->id, s->id_len);
     label[s->id_len] = '-';
-    for (size_t k = 0, g = 0; k < count; g++) {
+    size_t k = from;
+    for (size_t g = from / words; k < count; g++) {
         size_t n = put_decimal(label + s->id_len + 1, g);
         ring__digest_words(ring->digest, label, s->id_len + 1 + n, w);
-        for (size_t j = 0; j < words && k < count; j++, k++) {
-            out[k] = (struct ring_point){w[j], rank, (uint32_t)k};
-            top[w[j] >> (32 - TOP_BITS)]++;
-        }
+        for (size_t j = k % words; j < words && k < count; j++, k++)
+            out[k - from] = (struct ring_point){w[j], rank, (uint32_t)k};
     }
+    return count > from ? count - from : 0;
+}
+
+/* Appends the points of shard `rank` in vnode order to `out` and counts them by their top
+ * TOP_BITS bits in `top`; returns how many. */
+static size_t shard_points(const struct ring *ring, uint32_t rank, struct ring_point *out,
+                           uint32_t *top)
+{
+    size_t count = ring__shard_points(ring, rank, 0, out);
+    for (size_t k = 0; k < count; k++)
+        top[out[k].value >> (32 - TOP_BITS)]++;
     return count;
 }
 
@@ -217,6 +204,21 @@ struct build_work {
     int parallel;           /* big enough for the helper thread */
 };
 
+int ring__alloc_arrays(struct ring *ring, size_t total, unsigned *bits_out)
+{
+    unsigned bits = bucket_bits(total);
+    ring->bucket_shift = 32 - bits;
+    unsigned coarse_bits = bits > RING_COARSE_FACTOR ? bits - RING_COARSE_FACTOR : 0;
+    ring->coarse_shift = 32 - coarse_bits;
+    ring->points_bytes = (total + RING_WINDOW) * sizeof(*ring->points);
+    ring->buckets_bytes = (((size_t)1 << bits) + 1) * sizeof(*ring->buckets);
+    ring->points = ring__big_alloc(ring->points_bytes);
+    ring->buckets = ring__big_alloc(ring->buckets_bytes);
+    ring->coarse = malloc((((size_t)1 << coarse_bits) + 1) * sizeof(*ring->coarse));
+    *bits_out = bits;
+    return ring->points && ring->buckets && ring->coarse ? 0 : -ENOMEM;
+}
+
 /* Counts the points, sizes the buckets and allocates every array of the build. Returns 0,
  * -EINVAL (more than UINT32_MAX points) or -ENOMEM; `w` is to be released by free_work. */
 static int plan_build(struct ring *ring, struct build_work *w)
@@ -225,19 +227,13 @@ static int plan_build(struct ring *ring, struct build_work *w)
         w->total += (size_t)ring->vnodes * ring->shards[i].weight;
     if (w->total > UINT32_MAX)
         return -EINVAL;
-    w->bits = bucket_bits(w->total);
+    int rc = ring__alloc_arrays(ring, w->total, &w->bits);
     w->nb = (size_t)1 << w->bits;
     w->parallel = w->total >= PARALLEL_MIN_POINTS;
-    ring->bucket_shift = 32 - w->bits;
-    unsigned coarse_bits = w->bits > RING_COARSE_FACTOR ? w->bits - RING_COARSE_FACTOR : 0;
-    ring->coarse_shift = 32 - coarse_bits;
-    ring->points = big_alloc((w->total + RING_WINDOW) * sizeof(*ring->points));
-    ring->buckets = big_alloc((w->nb + 1) * sizeof(*ring->buckets));
-    ring->coarse = malloc((((size_t)1 << coarse_bits) + 1) * sizeof(*ring->coarse));
     w->h = calloc(2, sizeof(*w->h));
     w->group_end = malloc(TOP_GROUPS * sizeof(*w->group_end));
-    w->tmp = big_alloc(w->total * sizeof(*w->tmp));
-    if (!ring->points || !ring->buckets || !ring->coarse || !w->h || !w->group_end || !w->tmp)
+    w->tmp = ring__big_alloc(w->total * sizeof(*w->tmp));
+    if (rc != 0 || !w->h || !w->group_end || !w->tmp)
         return -ENOMEM;
     for (int i = 0; i < 2; i++) {
         w->h[i].ring = ring;
@@ -255,7 +251,7 @@ static void free_work(struct build_work *w)
     }
     free(w->h);
     free(w->group_end);
-    free(w->tmp);
+    ring__big_free(w->tmp, w->total * sizeof(*w->tmp));
 }
 
 /* Step 1: generate and count the points, shards split in two halves by point count. */
@@ -326,7 +322,7 @@ static int sort_points(struct ring *ring, struct build_work *w, size_t most)
 
 /* Step 4: the padding after the last point, and the coarse buckets: the first point whose
  * coarse bucket is >= c is the first whose bucket is >= c * 2^(bits - coarse bits). */
-static void finish_points(struct ring *ring)
+void ring__finish_points(struct ring *ring)
 {
     for (size_t j = 0; j < RING_WINDOW; j++)
         ring->points[ring->npoints + j] = (struct ring_point){UINT32_MAX, 0, 0};
@@ -370,6 +366,16 @@ static void check_bucket_bounds(const struct ring *ring, size_t nb)
 }
 #endif
 
+void ring__check(const struct ring *ring)
+{
+#ifndef NDEBUG
+    check_ring_order(ring);
+    check_bucket_bounds(ring, (size_t)1 << (32 - ring->bucket_shift));
+#else
+    (void)ring;
+#endif
+}
+
 int ring__build_points(struct ring *ring)
 {
     struct build_work w = {0};
@@ -379,13 +385,9 @@ int ring__build_points(struct ring *ring)
         rc = sort_points(ring, &w, scatter_points(&w));
     }
     if (rc == 0)
-        finish_points(ring);
-#ifndef NDEBUG
-    if (rc == 0) {
-        check_ring_order(ring);
-        check_bucket_bounds(ring, w.nb);
-    }
-#endif
+        ring__finish_points(ring);
+    if (rc == 0)
+        ring__check(ring);
     free_work(&w);
     return rc;
 }

@@ -28,8 +28,7 @@ const char *ring_digest_name(enum ring_digest digest)
     return digest == RING_MD5 ? "md5" : "sha1";
 }
 
-/* Shard ids compare bytewise, a prefix before the longer id. */
-static int id_compare(const char *a, size_t alen, const char *b, size_t blen)
+int ring__id_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
     int c = memcmp(a, b, alen < blen ? alen : blen);
     if (c != 0)
@@ -40,7 +39,7 @@ static int id_compare(const char *a, size_t alen, const char *b, size_t blen)
 static int slot_compare(const void *pa, const void *pb)
 {
     const struct ring_shard_slot *a = pa, *b = pb;
-    return id_compare(a->id, a->id_len, b->id, b->id_len);
+    return ring__id_compare(a->id, a->id_len, b->id, b->id_len);
 }
 
 static int copy_shards(struct ring *ring, const struct ring_shard *shards, size_t n,
@@ -72,7 +71,7 @@ static int copy_shards(struct ring *ring, const struct ring_shard *shards, size_
     qsort(ring->shards, n, sizeof(*ring->shards), slot_compare);
     for (size_t i = 1; i < n; i++) {
         const struct ring_shard_slot *a = &ring->shards[i - 1], *b = &ring->shards[i];
-        if (id_compare(a->id, a->id_len, b->id, b->id_len) == 0) {
+        if (ring__id_compare(a->id, a->id_len, b->id, b->id_len) == 0) {
             snprintf(err->msg, sizeof(err->msg), "duplicate shard id \"%s\"", b->id);
             return -EINVAL;
         }
@@ -103,8 +102,10 @@ static void compute_id(struct ring *ring)
     ring->id[RING_ID_HEX_LEN] = '\0';
 }
 
-int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
-               const struct ring_shard *shards, size_t n, struct ring_error *err)
+/* ring_build and ring_build_from: the points reused from `prev` when it has the same digest and
+ * vnodes, else built from scratch; the same ring either way. */
+static int build(struct ring **out, const struct ring *prev, enum ring_digest digest,
+                 uint32_t vnodes, const struct ring_shard *shards, size_t n, struct ring_error *err)
 {
     *out = NULL;
     if (vnodes < 1 || vnodes > RING_VNODES_MAX) {
@@ -120,7 +121,10 @@ int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
     ring->vnodes = vnodes;
     int rc = copy_shards(ring, shards, n, err);
     if (rc == 0) {
-        rc = ring__build_points(ring);
+        int reuse = prev && prev->digest == digest && prev->vnodes == vnodes;
+        rc = reuse ? ring__build_points_from(ring, prev) : 1;
+        if (rc == 1)
+            rc = ring__build_points(ring);
         if (rc == -EINVAL)
             snprintf(err->msg, sizeof(err->msg), "more than %u points", UINT32_MAX);
     }
@@ -135,6 +139,19 @@ int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
     return 0;
 }
 
+int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
+               const struct ring_shard *shards, size_t n, struct ring_error *err)
+{
+    return build(out, NULL, digest, vnodes, shards, n, err);
+}
+
+int ring_build_from(struct ring **out, const struct ring *prev, enum ring_digest digest,
+                    uint32_t vnodes, const struct ring_shard *shards, size_t n,
+                    struct ring_error *err)
+{
+    return build(out, prev, digest, vnodes, shards, n, err);
+}
+
 void ring_free(struct ring *ring)
 {
     if (!ring)
@@ -142,8 +159,8 @@ void ring_free(struct ring *ring)
     for (size_t i = 0; i < ring->nshards; i++)
         free(ring->shards[i].id);
     free(ring->shards);
-    free(ring->points);
-    free(ring->buckets);
+    ring__big_free(ring->points, ring->points_bytes);
+    ring__big_free(ring->buckets, ring->buckets_bytes);
     free(ring->coarse);
     free(ring);
 }

@@ -54,6 +54,15 @@ const char *ring_digest_name(enum ring_digest digest);
 int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
                const struct ring_shard *shards, size_t n, struct ring_error *err);
 
+/* Builds the same ring as ring_build, byte for byte, from the previous ring `prev` (or NULL):
+ * when it has the same digest and vnodes, only the points `prev` lacks are hashed (new shards,
+ * the extra points of a weight increase) and merged with the ones it has, which costs one pass
+ * over its points instead of hashing and sorting them all (docs/decisions.md §19). `prev` is
+ * only read (it may be in use by other threads). Returns as ring_build. */
+int ring_build_from(struct ring **out, const struct ring *prev, enum ring_digest digest,
+                    uint32_t vnodes, const struct ring_shard *shards, size_t n,
+                    struct ring_error *err);
+
 void ring_free(struct ring *ring);
 
 /* The key hash (docs/contract.md "The ring"): LE32 of the first four digest bytes. */

@@ -27,15 +27,24 @@ struct ring {
     size_t nshards;
     struct ring_shard_slot *shards; /* in id order */
     size_t npoints;
-    struct ring_point *points; /* in ring order, then RING_WINDOW padding points */
-    unsigned bucket_shift;     /* a hash's bucket is hash >> bucket_shift (64-bit shift) */
-    uint32_t *buckets;         /* buckets[b]: first point whose bucket >= b; 2^bits + 1 */
+    struct ring_point *points;          /* in ring order, then RING_WINDOW padding points */
+    size_t points_bytes, buckets_bytes; /* as allocated (ring__big_alloc) */
+    unsigned bucket_shift;              /* a hash's bucket is hash >> bucket_shift (64-bit shift) */
+    uint32_t *buckets;                  /* buckets[b]: first point whose bucket >= b; 2^bits + 1 */
     /* The same for single-key lookups, 2^RING_COARSE_FACTOR times coarser: 256 KiB at
      * 10,000 x 160, small enough to stay in the core's cache while the points do not. */
     unsigned coarse_shift;
     uint32_t *coarse;
     char id[RING_ID_HEX_LEN + 1];
 };
+
+/* memory.c: `bytes` of memory for a big array (huge pages from 2 MiB; a spare left by a freed
+ * ring when one fits), or NULL. Released by ring__big_free with the same `bytes`. */
+void *ring__big_alloc(size_t bytes);
+void ring__big_free(void *p, size_t bytes);
+
+/* ring.c: shard ids compare bytewise, a prefix before the longer id (<0, 0, >0). */
+int ring__id_compare(const char *a, size_t alen, const char *b, size_t blen);
 
 /* hash.c: the digest's size in bytes (16 or 20). */
 size_t ring__digest_len(enum ring_digest digest);
@@ -47,5 +56,28 @@ void ring__digest_words(enum ring_digest digest, const void *data, size_t len, u
  * from ring->shards.
  * Returns 0, -EINVAL (more than UINT32_MAX points) or -ENOMEM. */
 int ring__build_points(struct ring *ring);
+
+/* build.c: writes the points of shard `rank` with vnodes from, from + 1, ..., vnodes * weight - 1
+ * (in vnode order) to `out`; returns how many (0 when from is past the last). */
+size_t ring__shard_points(const struct ring *ring, uint32_t rank, size_t from,
+                          struct ring_point *out);
+
+/* build.c: sizes the buckets for `total` points (ring->bucket_shift, ring->coarse_shift, the
+ * bucket bits in *bits) and allocates ring->points (total plus the padding), ring->buckets and
+ * ring->coarse. Returns 0 or -ENOMEM (what was allocated is freed by ring_free). */
+int ring__alloc_arrays(struct ring *ring, size_t total, unsigned *bits);
+
+/* build.c: the padding after the last point and the coarse buckets from the buckets. */
+void ring__finish_points(struct ring *ring);
+
+/* build.c: in debug builds, asserts the ring order, the buckets and the padding. */
+void ring__check(const struct ring *ring);
+
+/* build_from.c: fills ring->points, ring->buckets and ring->coarse from ring->shards as
+ * ring__build_points does, byte for byte, reusing the points of `prev` (same digest and vnodes):
+ * a shard in both keeps its points with vnode < min(old, new count), the rest is hashed anew,
+ * and the two sorted runs are merged. Returns 0, 1 when hashing anew would be most of the work
+ * (the caller builds from scratch), -EINVAL (more than UINT32_MAX points) or -ENOMEM. */
+int ring__build_points_from(struct ring *ring, const struct ring *prev);
 
 #endif

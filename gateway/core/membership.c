@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "membership_read.h"
 
 static const char *const state_names[] = {
     [GW_STATE_ONLINE] = "online",
@@ -171,6 +172,16 @@ static int check_capacity_sum(uint64_t *sum, const struct gw_shard *s, const cha
     return fail(err, name, at, "sum of capacities exceeds 9007199254740991");
 }
 
+/* Shard i in file order: its place, the online weight so far (rule R2) and rule R1's sum. */
+static int account_shard(struct gw_shard *s, size_t i, uint64_t *capacity, uint64_t *weight,
+                         const char *name, struct gw_error *err)
+{
+    s->file_index = i;
+    *weight += s->state == GW_STATE_ONLINE ? s->weight : 0;
+    s->online_weight = *weight;
+    return check_capacity_sum(capacity, s, name, err);
+}
+
 static int parse_list(json_t *list, const char *name, struct gw_membership *out,
                       struct gw_error *err)
 {
@@ -186,17 +197,26 @@ static int parse_list(json_t *list, const char *name, struct gw_membership *out,
         struct gw_shard *s = &out->shards[i];
         snprintf(at, sizeof(at), "shards[%zu]", i);
         int rc = parse_shard(json_array_get(list, i), name, at, s, err);
-        if (rc != 0)
-            return rc;
-        s->file_index = i;
-        weight += s->state == GW_STATE_ONLINE ? s->weight : 0;
-        s->online_weight = weight;
-        rc = check_capacity_sum(&capacity, s, name, err);
+        if (rc == 0)
+            rc = account_shard(s, i, &capacity, &weight, name, err);
         if (rc != 0)
             return rc;
     }
     out->count = n;
     return sort_unique(out->shards, n, name, err);
+}
+
+/* The fast path's shards (each valid by itself) through the same rules across shards as
+ * parse_list: the same first fault, the same message. */
+static int settle_list(struct gw_membership *out, const char *name, struct gw_error *err)
+{
+    uint64_t capacity = 0, weight = 0;
+    for (size_t i = 0; i < out->count; i++) {
+        int rc = account_shard(&out->shards[i], i, &capacity, &weight, name, err);
+        if (rc != 0)
+            return rc;
+    }
+    return sort_unique(out->shards, out->count, name, err);
 }
 
 static int parse_root(json_t *root, const char *name, struct gw_membership *out,
@@ -244,8 +264,8 @@ int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, con
     return fail(err, name, at, "ring exceeds 16777216 points");
 }
 
-int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,
-                        struct gw_error *err)
+int gw_membership_parse_tree(const char *text, size_t len, const char *name,
+                             struct gw_membership *out, struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
     json_error_t jerr;
@@ -258,6 +278,22 @@ int gw_membership_parse(const char *text, size_t len, const char *name, struct g
     }
     int rc = parse_root(root, name, out, err);
     json_decref(root);
+    if (rc != 0)
+        gw_membership_free(out);
+    return rc;
+}
+
+int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,
+                        struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = gw_membership_read_fast(text, len, &out->shards, &out->count);
+    if (rc == 1)
+        return gw_membership_parse_tree(text, len, name, out, err);
+    if (rc == 0)
+        rc = settle_list(out, name, err);
+    else
+        no_memory(err, name);
     if (rc != 0)
         gw_membership_free(out);
     return rc;

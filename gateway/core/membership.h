@@ -33,9 +33,17 @@ struct gw_membership {
 
 /* Parses membership JSON; `name` is the file name used in messages. Returns 0, or -EINVAL with
  * err->path the JSON path and err->msg "shards: <name>: <path>: <what>". Enforces rule R1 of
- * docs/contract.md (Membership): the running sum of capacity stays <= GW_SAFE_INT_MAX. */
+ * docs/contract.md (Membership): the running sum of capacity stays <= GW_SAFE_INT_MAX. A valid
+ * document is read without a jansson tree (membership_read.c); any other goes through
+ * gw_membership_parse_tree, so every message is the strict path's. */
 int gw_membership_parse(const char *text, size_t len, const char *name, struct gw_membership *out,
                         struct gw_error *err);
+
+/* gw_membership_parse through the jansson tree alone, never the fast path of membership_read.c
+ * (docs/decisions.md §19): the strict path that gives every verdict the fast path declines, and
+ * what tests compare the fast path with. Returns as gw_membership_parse. */
+int gw_membership_parse_tree(const char *text, size_t len, const char *name,
+                             struct gw_membership *out, struct gw_error *err);
 
 /* Parses a `shards` array already read as JSON (an epoch record's), as gw_membership_parse. */
 int gw_membership_from_json(json_t *list, const char *name, struct gw_membership *out,

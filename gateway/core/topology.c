@@ -8,6 +8,12 @@
 int gw_topology_build(const struct gw_contract *contract, struct gw_membership *members,
                       struct gw_topology *out, struct gw_error *err)
 {
+    return gw_topology_build_from(contract, members, NULL, out, err);
+}
+
+int gw_topology_build_from(const struct gw_contract *contract, struct gw_membership *members,
+                           const struct ring *prev, struct gw_topology *out, struct gw_error *err)
+{
     memset(out, 0, sizeof(*out));
     out->contract = *contract;
     out->members = *members;
@@ -37,7 +43,7 @@ int gw_topology_build(const struct gw_contract *contract, struct gw_membership *
         return rc;
     }
     struct ring_error rerr;
-    rc = ring_build(&out->ring, contract->digest, contract->vnodes, online, k, &rerr);
+    rc = ring_build_from(&out->ring, prev, contract->digest, contract->vnodes, online, k, &rerr);
     free(online);
     if (rc != 0) {
         gw_error_set(err, "", "ring: %s", rerr.msg);

@@ -29,6 +29,11 @@ int gw_topology_load(const char *conf_path, const char *shards_path, struct gw_t
 int gw_topology_build(const struct gw_contract *contract, struct gw_membership *members,
                       struct gw_topology *out, struct gw_error *err);
 
+/* The same, with the ring built from `prev` (read only; NULL: from scratch), which hashes only
+ * the points `prev` lacks (docs/decisions.md §19); the ring is the same either way. */
+int gw_topology_build_from(const struct gw_contract *contract, struct gw_membership *members,
+                           const struct ring *prev, struct gw_topology *out, struct gw_error *err);
+
 void gw_topology_free(struct gw_topology *t);
 
 #endif

@@ -120,19 +120,23 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
     return rc;
 }
 
-/* Writes the shards file (PUT), journals the epoch, publishes `next` (taken over). */
+/* Writes the shards file (PUT; or joins its write started by `early`), journals the epoch,
+ * publishes `next` (taken over). */
 static int switch_to(struct gw_server *s, struct gw_topology *next_in, struct gw_reload *rl,
-                     struct gw_error *err)
+                     struct gw_shards_write *early, struct gw_error *err)
 {
     struct gw_topology next = *next_in;
-    int rc = 0;
+    int rc = 0, file_rc = 0;
     memset(next_in, 0, sizeof(*next_in));
     if (gw_committer_failed(&s->committer)) { /* no record can be written: touch no file */
         gw_error_set(err, "", "%s", s->committer.error.msg);
         rc = -EIO;
     }
-    if (rc == 0 && rl->shards_text &&
-        (rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640)) != 0)
+    if (early)
+        file_rc = gw_shards_write_wait(early);
+    else if (rc == 0 && rl->shards_text)
+        file_rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640);
+    if (rc == 0 && (rc = file_rc) != 0)
         gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
     if (rc == 0)
         rc = journal_epoch(s, &next, rl->source, &rl->entry, err);
@@ -159,12 +163,20 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     struct gw_topology next;
     memset(&next, 0, sizeof(next));
     int rc = decide(cur, contract, members, rl, err);
+    /* No plan can refuse it: the PUT's file is written while the ring is built. */
+    struct gw_shards_write early;
+    int overlap = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
+                  rl->max_movement < 0 && !gw_committer_failed(&s->committer);
+    if (overlap)
+        gw_shards_write_start(&early, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
-        rc = gw_topology_build(contract, members, &next, err);
+        rc = gw_topology_build_from(contract, members, cur->topo.ring, &next, err);
     if (rc == 0 && (rl->dry_run || rl->max_movement >= 0))
         rc = check_plan(cur, &next, rl, err);
     if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
-        rc = switch_to(s, &next, rl, err);
+        rc = switch_to(s, &next, rl, overlap ? &early : NULL, err);
+    else if (overlap) /* the build failed (out of memory): the file is new, the view is not */
+        gw_shards_write_wait(&early);
     if (next.ring)
         gw_topology_free(&next);
     if (rc != 0)

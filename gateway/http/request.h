@@ -201,6 +201,22 @@ struct gw_reload {
     int no_online;               /* refused because no shard is online */
     struct gw_epoch_entry entry; /* the epoch in force after the call */
 };
+/* A PUT's shards file replacement (gw_file_replace) on its own thread, started while the ring
+ * is built (docs/decisions.md §19). */
+struct gw_shards_write {
+    pthread_t thread;
+    int threaded; /* 0: the write ran on the caller's thread (or was joined) */
+    const char *path, *text;
+    size_t len;
+    int rc; /* gw_file_replace's */
+};
+/* Starts replacing `path` with `text` (kept alive by the caller until the wait); when no thread
+ * can be started, writes it before returning. */
+void gw_shards_write_start(struct gw_shards_write *w, const char *path, const char *text,
+                           size_t len);
+/* Joins the write; returns 0 or its -errno. */
+int gw_shards_write_wait(struct gw_shards_write *w);
+
 /* Validates, builds the new ring, writes the shards file (PUT), journals and syncs the epoch
  * record through the writer, then publishes; everything under reload_lock. Takes `contract` and
  * `members` (freed). Returns 0 (verdict applied or unchanged), -EINVAL/-ESTALE refused (err
