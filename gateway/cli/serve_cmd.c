@@ -14,13 +14,13 @@ const char gw_usage_serve[] =
     "                       [--max-body BYTES] [--max-changes N]\n"
     "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
     "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
-    "                       [--body-timeout SECONDS] [--metrics-open]\n"
+    "                       [--body-timeout SECONDS] [--metrics-open] [--max-watchers N]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
     "SIGHUP re-reads --conf and --shards; PUT /v1/admin/membership needs --admin-token-file.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
-    "          --body-timeout 60. --conf defaults to $SHARDGATE_CONF.\n"
+    "          --body-timeout 60, --max-watchers 256. --conf defaults to $SHARDGATE_CONF.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
     "      64 usage, 1 internal error (cannot listen, state dir unwritable).\n";
 
@@ -40,6 +40,7 @@ enum {
     OPT_MAX_BODY_INFLIGHT,
     OPT_BODY_TIMEOUT,
     OPT_METRICS_OPEN,
+    OPT_MAX_WATCHERS,
     OPT_HELP
 };
 
@@ -94,6 +95,8 @@ static const struct number_option_spec {
     {OPT_MAX_PER_IP, "max-connections-per-ip", 1, 100000, KIND_UINT,
      offsetof(struct gw_serve_options, max_per_ip)},
     {OPT_TIMEOUT, "timeout", 1, 3600, KIND_UINT, offsetof(struct gw_serve_options, timeout_s)},
+    {OPT_MAX_WATCHERS, "max-watchers", 1, 100000, KIND_UINT,
+     offsetof(struct gw_serve_options, max_watchers)},
 };
 
 static int set_number(struct gw_serve_options *o, int c, const char *arg)
@@ -133,6 +136,7 @@ static const struct option serve_options[] = {
     {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
     {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
     {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
+    {"max-watchers", required_argument, 0, OPT_MAX_WATCHERS},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -147,7 +151,8 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .max_per_ip = GW_MAX_PER_IP_DEFAULT,
                                    .timeout_s = GW_TIMEOUT_DEFAULT,
                                    .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
-                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT};
+                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
+                                   .max_watchers = GW_MAX_WATCHERS_DEFAULT};
     optind = 1;
     opterr = 0;
     int c;

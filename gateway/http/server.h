@@ -14,6 +14,7 @@
 #define GW_DRAIN_TIMEOUT_S 30
 #define GW_MAX_BODY_INFLIGHT_DEFAULT (256ull << 20)
 #define GW_BODY_TIMEOUT_DEFAULT 60
+#define GW_MAX_WATCHERS_DEFAULT 256
 
 struct gw_serve_options {
     const char *conf, *shards, *state_dir, *listen, *token_file;
@@ -25,6 +26,7 @@ struct gw_serve_options {
     uint64_t max_body_inflight; /* body bytes all requests may hold at once */
     unsigned body_timeout_s;    /* a body not complete this long after its headers is cut */
     int metrics_open;           /* 1: /metrics needs no token */
+    unsigned max_watchers;      /* feed requests at once (docs/api.md §17) */
 };
 
 /* Serves until SIGTERM/SIGINT (SIGHUP reloads, docs/api.md §15), then drains (docs/api.md §13).
