@@ -18,7 +18,7 @@
 #define FEED_LIMIT_DEFAULT 1000
 #define FEED_LIMIT_MAX 100000
 #define FEED_WAIT_MAX_MS 30000
-#define FEED_BODY_MAX (4u << 20)  /* an answer stops growing past this: bounded per watcher */
+#define FEED_BODY_MAX (1u << 20)  /* an answer stops growing past this: bounded per watcher */
 #define FEED_SCAN_MAX (64u << 20) /* record bytes one answer reads before it answers a bookmark */
 
 struct gw_feed_req {
