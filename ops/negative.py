@@ -164,6 +164,14 @@ DEFECTS = [
      "    write_hex_or_null(out, \",\\\"prev\\\":\", e->prev);",
      "    write_hex_or_null(out, \",\\\"prev\\\":\", \"\");", GATEWAY,
      "http_live_sighup|http_live_legacy"),
+    # Issue #14, the assignment feed: an empty page that does not move the cursor over receipts
+    # without a match (no bookmark), and a cursor that serves its own receipt again.
+    ("feed-bookmark-not-advanced", "gateway/http/handle_feed.c",
+     "        fr->after = last; /* a bookmark: receipts without a match are passed over */",
+     "        last = fr->after;", ("tests",), "^http_feed$"),
+    ("feed-after-off-by-one", "gateway/store/feed.c",
+     "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
+     "^unit/test_feed$|^http_feed$"),
 ]
 
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
