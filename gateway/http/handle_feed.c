@@ -24,7 +24,8 @@
 struct gw_feed_req {
     struct gw_feed_waiter waiter; /* first: the wake callback finds the request from it */
     struct gw_req *r;
-    uint64_t after; /* the cursor; moves over receipts without a match while waiting */
+    uint64_t after;          /* the cursor; moves over receipts without a match while waiting */
+    struct gw_feed_mark pos; /* where the last read stopped: a re-read after a wake seeks there */
     size_t limit;
     enum gw_feed_form form;
     char shard[GW_SHARD_ID_MAX + 3]; /* the shard as a JSON string; "" for /v1/receipts */
@@ -120,7 +121,7 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     struct collect c = {.fr = fr, .out = {.form = fr->form}};
     uint64_t last = fr->after, earliest = 0;
     gw_feed_out_begin(&c.out);
-    int rc = gw_feed_read(&r->srv->feed, fr->after, visit, &c, &last, &earliest);
+    int rc = gw_feed_read(&r->srv->feed, fr->after, visit, &c, &fr->pos, &last, &earliest);
     if (rc == 0 && c.out.items == 0) {
         fr->after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;

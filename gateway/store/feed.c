@@ -27,7 +27,9 @@ struct scan {
     int repeat_next;    /* 1 after a header: the next epoch record is a repeat, not delivered */
     struct gw_buf held; /* epoch records waiting for their first receipt, '\n' after each */
     uint64_t last;
-    int done; /* 1 once the visitor stopped or a receipt past the bound was met */
+    uint64_t marked;         /* receipts <= it are past the index's last mark already */
+    struct gw_feed_mark pos; /* just after the last receipt passed (seq 0: none yet) */
+    int done;                /* 1 once the visitor stopped or a receipt past the bound was met */
 };
 
 int gw_feed_init(struct gw_feed *f, const char *state_dir)
@@ -65,12 +67,24 @@ uint64_t gw_feed_durable_seq(struct gw_feed *f)
     return seq;
 }
 
+/* 1 when receipt `seq` ending at (segment, offset) deserves a mark after `last`. */
+static int mark_due(const struct gw_feed_mark *last, uint64_t seq, uint64_t segment,
+                    uint64_t offset)
+{
+    if (!last)
+        return seq % GW_FEED_MARK_EVERY == 0 || offset >= GW_FEED_MARK_BYTES;
+    if (last->seq >= seq)
+        return 0;
+    return seq % GW_FEED_MARK_EVERY == 0 || last->segment != segment ||
+           offset - last->offset >= GW_FEED_MARK_BYTES;
+}
+
 /* Marks only grow at their end, so they stay sorted by seq (a failed allocation just leaves
  * the index sparser). */
 static void add_mark(struct gw_feed *f, uint64_t seq, uint64_t segment, uint64_t offset)
 {
     pthread_mutex_lock(&f->lock);
-    if (f->nmarks == 0 || f->marks[f->nmarks - 1].seq < seq) {
+    if (mark_due(f->nmarks ? &f->marks[f->nmarks - 1] : NULL, seq, segment, offset)) {
         if (f->nmarks == f->cap) {
             size_t n = f->cap ? f->cap * 2 : 64;
             struct gw_feed_mark *m = realloc(f->marks, n * sizeof(*m));
@@ -134,7 +148,8 @@ static int on_receipt(struct scan *s, uint64_t seq, const char *line, size_t len
         return 0;
     }
     s->prev_seq = seq;
-    if (seq % GW_FEED_MARK_EVERY == 0)
+    s->pos = (struct gw_feed_mark){seq, s->segment, end};
+    if (seq > s->marked) /* new ground: add_mark decides */
         add_mark(s->f, seq, s->segment, end);
     if (seq <= s->after) {
         gw_buf_reset(&s->held);
@@ -231,11 +246,14 @@ static int scan_segment(struct scan *s, const struct gw_feed_segment *seg, uint6
 }
 
 /* Where a read after `after` starts: a segment index and an offset in it. */
-static size_t start_at(struct scan *s, const struct gw_feed_segments *segs, uint64_t *offset)
+static size_t start_at(struct scan *s, const struct gw_feed_segments *segs,
+                       const struct gw_feed_mark *hint, uint64_t *offset)
 {
     struct gw_feed_mark m;
     *offset = 0;
-    if (!find_mark(s->f, s->after, &m))
+    if (hint && hint->seq == s->after && hint->seq > 0)
+        m = *hint;
+    else if (!find_mark(s->f, s->after, &m))
         return 0;
     for (size_t i = 0; i < segs->count; i++)
         if (segs->list[i].first_seq == m.segment) {
@@ -246,11 +264,12 @@ static size_t start_at(struct scan *s, const struct gw_feed_segments *segs, uint
     return 0;
 }
 
-static int read_segments(struct scan *s, const struct gw_feed_segments *segs)
+static int read_segments(struct scan *s, const struct gw_feed_segments *segs,
+                         const struct gw_feed_mark *hint)
 {
     uint64_t offset;
     int rc = 0;
-    for (size_t i = start_at(s, segs, &offset); rc == 0 && !s->done && i < segs->count; i++) {
+    for (size_t i = start_at(s, segs, hint, &offset); rc == 0 && !s->done && i < segs->count; i++) {
         const struct gw_feed_segment *seg = &segs->list[i];
         if (seg->first_seq > s->durable)
             break; /* a segment made after the bound holds nothing durable yet */
@@ -261,11 +280,12 @@ static int read_segments(struct scan *s, const struct gw_feed_segments *segs)
 }
 
 int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void *ctx,
-                 uint64_t *last, uint64_t *earliest)
+                 struct gw_feed_mark *pos, uint64_t *last, uint64_t *earliest)
 {
     struct scan s = {.f = f, .after = after, .visit = visit, .ctx = ctx, .last = after};
     pthread_mutex_lock(&f->lock);
     s.durable = f->durable_seq;
+    s.marked = f->nmarks ? f->marks[f->nmarks - 1].seq : 0;
     pthread_mutex_unlock(&f->lock);
     *last = after;
     if (after >= s.durable)
@@ -280,9 +300,11 @@ int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void
         return -ESTALE;
     }
     gw_buf_init(&s.held);
-    rc = read_segments(&s, &segs);
+    rc = read_segments(&s, &segs, pos);
     gw_buf_free(&s.held);
     gw_feed_segments_free(&segs);
     *last = s.last;
+    if (pos && rc == 0 && s.pos.seq == s.last && s.last > after)
+        *pos = s.pos; /* where the next read, after s.last, starts */
     return rc;
 }

@@ -38,8 +38,10 @@ struct gw_feed_record {
 /* Returns 0 to go on, 1 to stop after this record (a receipt), or a negative code. */
 typedef int (*gw_feed_visit_fn)(void *ctx, const struct gw_feed_record *rec);
 
-/* Every this many receipts the reader leaves a mark. */
+/* The reader leaves a mark every this many receipts, or this many bytes after the last mark
+ * (large receipts), or at a segment's first receipt. */
 #define GW_FEED_MARK_EVERY 1024u
+#define GW_FEED_MARK_BYTES (4u << 20)
 
 /* Starts empty: nothing is durable until gw_feed_durable. Returns 0 or -ENOMEM. */
 int gw_feed_init(struct gw_feed *f, const char *state_dir);
@@ -56,9 +58,11 @@ uint64_t gw_feed_durable_seq(struct gw_feed *f);
 /* Visits the durable records after cursor `after` in journal order: each receipt with seq >
  * after, each epoch record just before the receipt whose first_seq it has (so an epoch record
  * waits for its first receipt). *last gets the seq of the last receipt visited (`after` when
- * none). Returns 0; -ESTALE when `after` is older than the oldest segment present (*earliest =
- * its first_seq); -EIO/-errno when a segment cannot be read; or the visitor's negative code. */
+ * none). `pos` (may be NULL) is a caller's position: where the previous read stopped, used when
+ * its seq is `after` (a waiter re-reading after a wake seeks no mark), then updated. Returns 0;
+ * -ESTALE when `after` is older than the oldest segment present (*earliest = its first_seq);
+ * -EIO/-errno when a segment cannot be read; or the visitor's negative code. */
 int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void *ctx,
-                 uint64_t *last, uint64_t *earliest);
+                 struct gw_feed_mark *pos, uint64_t *last, uint64_t *earliest);
 
 #endif

@@ -187,7 +187,7 @@ static const char *trace_read(struct gw_feed *f, uint64_t after, uint64_t quiet_
     t.quiet_below = quiet_below;
     t.stop_at = stop_at;
     t.receipts = 0;
-    *rc = gw_feed_read(f, after, trace_visit, &t, last, &earliest);
+    *rc = gw_feed_read(f, after, trace_visit, &t, NULL, last, &earliest);
     if (*rc == -ESTALE) {
         gw_buf_field_u64(&t.text, "earliest ", earliest);
     }
@@ -207,8 +207,10 @@ static void test_reads(const char *dir)
                  "E1@1 R2999 R3000 E2@3001 R3001 R3002 R3003 R3004 R3005 E3@3006 R3006 ");
     CHECK_EQ_U64(rc, 0);
     CHECK_EQ_U64(last, 3006);
-    CHECK_EQ_U64(f.nmarks, 2); /* receipts 1024 and 2048 */
+    CHECK_EQ_U64(f.nmarks, 3); /* receipts 1024 and 2048, and the active segment's first */
     CHECK_EQ_U64(f.marks[1].seq, 2048);
+    CHECK_EQ_U64(f.marks[2].seq, 3001);
+    CHECK_EQ_U64(f.marks[2].segment, 3001);
     /* From a mark: the same records as a scan would give. */
     CHECK_EQ_STR(trace_read(&f, 2999, 0, 0, &last, &rc),
                  "R3000 E2@3001 R3001 R3002 R3003 R3004 R3005 E3@3006 R3006 ");
@@ -222,6 +224,38 @@ static void test_reads(const char *dir)
     gw_feed_durable(&f, 3003); /* the bound: nothing after it, whatever the file holds */
     CHECK_EQ_STR(trace_read(&f, 3000, 0, 0, &last, &rc), "E2@3001 R3001 R3002 R3003 ");
     CHECK_EQ_U64(last, 3003);
+    gw_feed_free(&f);
+}
+
+/* A caller's position: the next read after the last one starts where it stopped, and gives
+ * what a read from a mark gives. */
+static void test_position(const char *dir)
+{
+    struct gw_feed f;
+    struct gw_feed_mark pos = {0, 0, 0};
+    struct trace t = {.quiet_below = 0};
+    uint64_t last = 0, earliest = 0;
+    CHECK_EQ_U64(gw_feed_init(&f, dir), 0);
+    gw_feed_durable(&f, 3004);
+    gw_buf_init(&t.text);
+    CHECK_EQ_U64(gw_feed_read(&f, 2999, trace_visit, &t, &pos, &last, &earliest), 0);
+    CHECK_EQ_U64(pos.seq, 3004);
+    CHECK_EQ_U64(pos.segment, 3001);
+    struct gw_feed_mark after_3004 = pos;
+    gw_feed_durable(&f, 3006);
+    gw_buf_reset(&t.text);
+    CHECK_EQ_U64(gw_feed_read(&f, 3004, trace_visit, &t, &pos, &last, &earliest), 0);
+    gw_buf_append(&t.text, "", 1);
+    CHECK_EQ_STR(t.text.data, "R3005 E3@3006 R3006 ");
+    CHECK_EQ_U64(pos.seq, 3006);
+    /* The position is used, not a mark: the one after 3004, said to be after 3002, skips
+     * 3003 and 3004. */
+    pos = (struct gw_feed_mark){3002, 3001, after_3004.offset};
+    gw_buf_reset(&t.text);
+    CHECK_EQ_U64(gw_feed_read(&f, 3002, trace_visit, &t, &pos, &last, &earliest), 0);
+    gw_buf_append(&t.text, "", 1);
+    CHECK_EQ_STR(t.text.data, "R3005 E3@3006 R3006 ");
+    gw_buf_free(&t.text);
     gw_feed_free(&f);
 }
 
@@ -255,6 +289,7 @@ int main(int argc, char **argv)
     test_placements_escapes();
     CHECK_EQ_U64(make_state(dir), 0);
     test_reads(dir);
+    test_position(dir);
     test_stale(dir);
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
