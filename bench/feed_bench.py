@@ -7,7 +7,8 @@
    end, twice (cold: the sparse index is learnt while reading; warm), counting assignments;
 2. POST throughput (wrk, bench/http_post.lua, 100-change batches, WRK_CONNS connections) in one
    gateway run, phases of SECONDS each: none, 10 idle long-pollers (a shard nothing is placed
-   on, wait_ms 30000, re-polling), 4 active consumers (following s0 from the tail), none again.
+   on, from the tail, wait_ms 30000, re-polling), 4 active consumers (following s0 from the
+   tail: every assignment posted), none again.
    The drop is against the mean of the two phases without watchers.
 
 usage: feed_bench.py SHARDGATE OUT.json [--assignments 2000000] [--seconds 10] [--conns 8]
@@ -112,9 +113,8 @@ def consume_once(port, total):
             "assignments_per_s": round(count / secs)}
 
 
-def idle_poller(port, stop_at):
+def idle_poller(port, after, stop_at):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    after = 0
     while time.time() < stop_at:
         c.request("GET", "/v1/shards/idle/assignments?after=%d&wait_ms=30000" % after)
         body = c.getresponse().read()
@@ -123,11 +123,18 @@ def idle_poller(port, stop_at):
 
 
 def tail_seq(port):
+    """The latest seq: pages of the idle shard until one does not move (each page reads at
+    most 64 MiB of journal)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", "/v1/shards/idle/assignments?after=0")
-    body = c.getresponse().read()
-    tail = body.rfind(b'{"type":"bookmark","last_seq":')
-    return int(body[tail + 30:body.index(b"}", tail)])
+    after = -1
+    last = 0
+    while last != after:
+        after = last
+        c.request("GET", "/v1/shards/idle/assignments?after=%d" % after)
+        body = c.getresponse().read()
+        tail = body.rfind(b'{"type":"bookmark","last_seq":')
+        last = int(body[tail + 30:body.index(b"}", tail)])
+    return last
 
 
 def wrk_phase(port, seconds, conns, watchers):
@@ -139,7 +146,7 @@ def wrk_phase(port, seconds, conns, watchers):
     q = multiprocessing.Queue()
     for _ in range(n):
         if kind == "idle":
-            procs.append(multiprocessing.Process(target=idle_poller, args=(port, stop_at)))
+            procs.append(multiprocessing.Process(target=idle_poller, args=(port, start, stop_at)))
         else:
             procs.append(multiprocessing.Process(
                 target=follow, args=(port, "s0", start, 1 << 62, seconds + 2, q)))

@@ -39,9 +39,9 @@ struct gw_feed_record {
 typedef int (*gw_feed_visit_fn)(void *ctx, const struct gw_feed_record *rec);
 
 /* The reader leaves a mark every this many receipts, or this many bytes after the last mark
- * (large receipts), or at a segment's first receipt. */
+ * (large receipts: 4,000 marks per GB, 96 KB), or at a segment's first receipt. */
 #define GW_FEED_MARK_EVERY 1024u
-#define GW_FEED_MARK_BYTES (4u << 20)
+#define GW_FEED_MARK_BYTES (256u << 10)
 
 /* Starts empty: nothing is durable until gw_feed_durable. Returns 0 or -ENOMEM. */
 int gw_feed_init(struct gw_feed *f, const char *state_dir);
