@@ -214,6 +214,14 @@ DEFECTS = [
      "    if (received == 0)\n        return 0;",
      "    if (received == 0 || epoch_seq == 1)\n        return 0;", ("tests",),
      "^health_segments_(segments|checkpoints)$"),
+    # Issue #14, the assignment feed: an empty page that does not move the cursor over receipts
+    # without a match (no bookmark), and a cursor that serves its own receipt again.
+    ("feed-bookmark-not-advanced", "gateway/http/handle_feed.c",
+     "        fr->after = last; /* a bookmark: receipts without a match are passed over */",
+     "        last = fr->after;", ("tests",), "^http_feed$"),
+    ("feed-after-off-by-one", "gateway/store/feed.c",
+     "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
+     "^unit/test_feed$|^http_feed$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

@@ -18,13 +18,14 @@ const char gw_usage_serve[] =
     "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
-    "                       [--idempotency-window DURATION]\n"
+    "                       [--idempotency-window DURATION] [--max-watchers N]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
     "SIGHUP re-reads --conf and --shards; PUT /v1/admin/membership needs --admin-token-file.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
     "          --body-timeout 60, --segment-bytes 67108864, --checkpoint-interval 10s,\n"
+    "          --max-watchers 256,\n"
     "          no --idempotency-window (ids kept for ever). DURATION: 90s, 12h, 30d, 500ms.\n"
     "          --conf defaults to $SHARDGATE_CONF.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
@@ -49,6 +50,7 @@ enum {
     OPT_SEGMENT_BYTES,
     OPT_CHECKPOINT_INTERVAL,
     OPT_IDEMPOTENCY_WINDOW,
+    OPT_MAX_WATCHERS,
     OPT_HELP
 };
 
@@ -105,6 +107,8 @@ static const struct number_option_spec {
     {OPT_TIMEOUT, "timeout", 1, 3600, KIND_UINT, offsetof(struct gw_serve_options, timeout_s)},
     {OPT_SEGMENT_BYTES, "segment-bytes", GW_SEGMENT_BYTES_MIN, GW_SEGMENT_BYTES_MAX, KIND_U64,
      offsetof(struct gw_serve_options, segment_bytes)},
+    {OPT_MAX_WATCHERS, "max-watchers", 1, 100000, KIND_UINT,
+     offsetof(struct gw_serve_options, max_watchers)},
 };
 
 /* --checkpoint-interval (100ms..1d) and --idempotency-window (1s..100 years). */
@@ -161,6 +165,7 @@ static const struct option serve_options[] = {
     {"segment-bytes", required_argument, 0, OPT_SEGMENT_BYTES},
     {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
     {"idempotency-window", required_argument, 0, OPT_IDEMPOTENCY_WINDOW},
+    {"max-watchers", required_argument, 0, OPT_MAX_WATCHERS},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -177,7 +182,8 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
                                    .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
                                    .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,
-                                   .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS};
+                                   .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS,
+                                   .max_watchers = GW_MAX_WATCHERS_DEFAULT};
     optind = 1;
     opterr = 0;
     int c;

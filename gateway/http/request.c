@@ -81,6 +81,7 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         r->status = r->deadline_ns && now >= r->deadline_ns ? MHD_HTTP_REQUEST_TIMEOUT : 0;
     log_request(r, now - r->start_ns);
     gw_body_release(r);
+    gw_feed_req_free(r);
     gw_buf_free(&r->receipt);
     free(r->tally);
     gw_view_unref(r->view); /* an old view is freed by its last request */

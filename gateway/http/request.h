@@ -12,6 +12,8 @@
 #include "batch.h"
 #include "buf.h"
 #include "commit.h"
+#include "feed.h"
+#include "feed_watch.h"
 #include "idempotency.h"
 #include "journal.h"
 #include "ledger.h"
@@ -39,7 +41,9 @@ struct gw_server {
     uint64_t index_durable_seq; /* the index files hold every id through this seq */
     struct gw_ledger ledger;
     struct gw_metrics metrics;
-    int auth; /* 1 when POST needs the bearer token */
+    struct gw_feed feed;        /* the assignment feed's reader (docs/api.md §17) */
+    struct gw_feed_watch watch; /* its waiting requests, woken by the journal writer */
+    int auth;                   /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];
@@ -83,6 +87,7 @@ struct gw_req {
     struct gw_commit_item item;
     atomic_int committed; /* set by the journal writer before it resumes the connection */
     int commit_rc;
+    struct gw_feed_req *feed; /* a feed request's state (handle_feed.c), NULL otherwise */
 };
 
 /* The MHD callbacks (cls is the gw_server): routes.c and request.c. */
@@ -167,6 +172,10 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size);
 enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_admin_membership(struct gw_req *r, const char *data, size_t *size);
+/* The feed (handle_feed.c, docs/api.md §17 and §18); gw_feed_req_free at completion. */
+enum MHD_Result gw_handle_receipts(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest);
+void gw_feed_req_free(struct gw_req *r);
 
 /* Queues a stored receipt (read from the journal) and a newline with status 200 and one
  * optional header, or the 500 that says it cannot be read (handle_read.c). */

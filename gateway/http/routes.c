@@ -12,6 +12,8 @@ static const struct gw_route routes[] = {
     {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL},
     {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL},
     {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL},
+    {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL},
+    {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL},
     {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership},
     {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL},
     {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL},

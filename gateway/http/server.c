@@ -165,7 +165,8 @@ static int start_daemon(struct gw_server *s)
 static void drain(struct gw_server *s)
 {
     atomic_store(&s->draining, 1);
-    gw_reloader_stop(s); /* a reload in progress finishes first */
+    gw_feed_watch_stop(&s->watch); /* waiting feed requests answer now, and no more wait */
+    gw_reloader_stop(s);           /* a reload in progress finishes first */
     MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
     unsigned waited = 0;
     while (atomic_load(&s->active) > 0 && waited < GW_DRAIN_TIMEOUT_S * 1000) {
@@ -200,6 +201,25 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
     }
 }
 
+/* The journal writer's hook: the feed's bound first, then the watchers it wakes. */
+static void announce_durable(void *ctx, uint64_t last_seq)
+{
+    struct gw_server *s = ctx;
+    gw_feed_durable(&s->feed, last_seq);
+    gw_feed_watch_durable(&s->watch, last_seq);
+}
+
+/* The feed reads the state dir's segments; what replay found is durable. */
+static int start_feed(struct gw_server *s)
+{
+    int rc = gw_feed_init(&s->feed, s->opt.state_dir);
+    if (rc == 0) {
+        gw_feed_durable(&s->feed, s->journal.last_seq);
+        rc = gw_feed_watch_start(&s->watch, s->journal.last_seq, s->opt.max_watchers);
+    }
+    return rc;
+}
+
 /* Sets everything up in order; returns GW_EXIT_OK to serve, else the exit code. */
 static int setup(struct gw_server *s)
 {
@@ -232,10 +252,15 @@ static int setup(struct gw_server *s)
         gw_topology_free(&topo);
         return rc;
     }
+    if (start_feed(s) != 0) {
+        fprintf(stderr, "shardgate: cannot start the feed\n");
+        return GW_EXIT_INTERNAL;
+    }
+    struct gw_commit_hook hook = {announce_durable, s};
     if (gw_checkpointer_start(&s->checkpointer, &s->journal, &s->ledger, &s->idem,
                               s->opt.checkpoint_interval_ms, s->checkpoint_seq, &err) != 0 ||
         gw_committer_start(&s->committer, &s->journal, &s->metrics, &s->checkpointer,
-                           commit_delay_ms(), &err)) {
+                           commit_delay_ms(), &hook, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -255,6 +280,8 @@ static void teardown(struct gw_server *s)
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
     gw_committer_destroy(&s->committer);
+    gw_feed_watch_destroy(&s->watch);
+    gw_feed_free(&s->feed);
     if (s->journal.path)
         gw_journal_close(&s->journal);
     if (s->idem_open)

@@ -14,6 +14,7 @@
 #define GW_DRAIN_TIMEOUT_S 30
 #define GW_MAX_BODY_INFLIGHT_DEFAULT (256ull << 20)
 #define GW_BODY_TIMEOUT_DEFAULT 60
+#define GW_MAX_WATCHERS_DEFAULT 256
 
 struct gw_serve_options {
     const char *conf, *shards, *state_dir, *listen, *token_file;
@@ -28,6 +29,7 @@ struct gw_serve_options {
     uint64_t segment_bytes;          /* rotate the journal at this size (docs/journal.md §6) */
     uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
     uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */
+    unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
 };
 
 /* Serves until SIGTERM/SIGINT (SIGHUP reloads, docs/api.md §15), then drains (docs/api.md §13).

@@ -99,6 +99,8 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, int
         c->journal->last_seq += n;
         gw_metrics_commit(c->metrics, n, sync_ns);
         chain_epochs(c, list);
+        if (c->hook.durable)
+            c->hook.durable(c->hook.ctx, c->journal->last_seq);
     } else if (rc != -ENOMEM) {
         c->error = err;
         atomic_store(&c->failed, 1);
@@ -176,9 +178,11 @@ static void *writer_main(void *arg)
 
 int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
                        struct gw_metrics *metrics, struct gw_checkpointer *checkpointer,
-                       unsigned delay_ms, struct gw_error *err)
+                       unsigned delay_ms, const struct gw_commit_hook *hook, struct gw_error *err)
 {
     memset(c, 0, sizeof(*c));
+    if (hook)
+        c->hook = *hook;
     c->journal = journal;
     c->checkpointer = checkpointer;
     c->metrics = metrics;

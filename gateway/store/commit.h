@@ -39,8 +39,16 @@ struct gw_commit_item {
     struct gw_commit_item *next;
 };
 
+/* Told after each durable group: every receipt <= last_seq is in the journal, synced (the
+ * assignment feed's bound, docs/api.md §17). Runs on the writer thread: it must be quick. */
+struct gw_commit_hook {
+    void (*durable)(void *ctx, uint64_t last_seq);
+    void *ctx;
+};
+
 struct gw_committer {
     struct gw_journal *journal;
+    struct gw_commit_hook hook; /* durable NULL: none */
     struct gw_metrics *metrics;
     struct gw_checkpointer *checkpointer; /* NULL: no checkpoints */
     unsigned delay_ms; /* test only: sleep before each group (SHARDGATE_TEST_COMMIT_DELAY_MS) */
@@ -57,10 +65,11 @@ struct gw_committer {
 };
 
 /* Starts the writer for `journal`; it rotates segments and offers the checkpointer (may be
- * NULL) a snapshot between groups. Returns 0 or a negative code with err->msg. */
+ * NULL) a snapshot between groups; `hook` (may be NULL) is told after each durable group.
+ * Returns 0 or a negative code with err->msg. */
 int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
                        struct gw_metrics *metrics, struct gw_checkpointer *checkpointer,
-                       unsigned delay_ms, struct gw_error *err);
+                       unsigned delay_ms, const struct gw_commit_hook *hook, struct gw_error *err);
 
 /* Queues an item; its `done` runs on the writer thread (at once with -EIO when the journal has
  * failed or the writer is stopping). */

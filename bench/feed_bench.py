@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""The assignment feed's figures (issue #14, docs/performance.md §11).
+
+1. feed throughput to one consumer over loopback: a membership of one online shard (every
+   change lands on it) and ASSIGNMENTS changes posted in batches of 1,000; then one consumer
+   process follows GET /v1/shards/s0/assignments (NDJSON, limit 100000) from cursor 0 to the
+   end, twice (cold: the sparse index is learnt while reading; warm), counting assignments;
+2. POST throughput (wrk, bench/http_post.lua, 100-change batches, WRK_CONNS connections) in one
+   gateway run, phases of SECONDS each: none, 10 idle long-pollers (a shard nothing is placed
+   on, from the tail, wait_ms 30000, re-polling), 4 active consumers (following s0 from the
+   tail: every assignment posted), (then again, see below).
+   Repeated --rounds times (none, idle, active), then none once more; each round's drop is
+   against the mean of the phases without watchers before and after it, and the median of the
+   rounds is reported (a shared machine moves a single phase by more than 10%).
+
+usage: feed_bench.py SHARDGATE OUT.json [--assignments 2000000] [--seconds 10] [--conns 8]
+       [--rounds 3]
+"""
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+CONTRACT = ("DISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\nDISPATCH_RING_HASH=sha1\n"
+            "DISPATCH_CAPACITY_POLICY=report\n")
+SHARDS = {"shards": [{"id": "idle", "state": "offline", "capacity": 1, "weight": 1},
+                     {"id": "s0", "state": "online", "capacity": 10**15, "weight": 1}]}
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gateway(binary, work, port):
+    conf, shards = os.path.join(work, "dispatch.env"), os.path.join(work, "shards.json")
+    open(conf, "w").write(CONTRACT)
+    json.dump(SHARDS, open(shards, "w"))
+    proc = subprocess.Popen([binary, "serve", "--conf", conf, "--shards", shards, "--state-dir",
+                             os.path.join(work, "state"), "--listen", "127.0.0.1:%d" % port,
+                             "--threads", "2"],
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(work, "serve.log"), "w"))
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", "/readyz")
+            if c.getresponse().status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("feed_bench: serve did not become ready")
+
+
+def post_all(port, total, per_batch=1000, clients=2):
+    """Posts `total` changes in batches; returns seconds."""
+    changes = ",".join('{"id":"c%d","key":"k:%d","size":%d}' % (i, i, 1 + i % 9)
+                       for i in range(per_batch))
+    n = total // per_batch
+
+    def worker(k):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        for i in range(k, n, clients):
+            body = '{"batch_id":"fill-%d","changes":[%s]}' % (i, changes)
+            c.request("POST", "/v1/batches", body=body,
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            if r.status != 200:
+                raise SystemExit("feed_bench: POST %d" % r.status)
+    t0 = time.time()
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return time.time() - t0
+
+
+def follow(port, shard, after, until_count, stop_seconds, out):
+    """One consumer: pages until until_count assignments (or stop_seconds); puts
+    (count, seconds, requests) in `out`."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    count = requests = 0
+    t0 = time.time()
+    while count < until_count and time.time() - t0 < stop_seconds:
+        c.request("GET", "/v1/shards/%s/assignments?after=%d&limit=100000&wait_ms=1000"
+                  % (shard, after))
+        r = c.getresponse()
+        body = r.read()
+        requests += 1
+        if r.status != 200:
+            raise SystemExit("feed_bench: GET %d %r" % (r.status, body[:200]))
+        count += body.count(b'{"type":"assignment"')
+        tail = body.rfind(b'{"type":"bookmark","last_seq":')
+        after = int(body[tail + 30:body.index(b"}", tail)])
+    out.put((count, time.time() - t0, requests))
+
+
+def consume_once(port, total):
+    q = multiprocessing.Queue()
+    p = multiprocessing.Process(target=follow, args=(port, "s0", 0, total, 600, q))
+    p.start()
+    count, secs, requests = q.get()
+    p.join()
+    return {"assignments": count, "seconds": round(secs, 3), "requests": requests,
+            "assignments_per_s": round(count / secs)}
+
+
+def idle_poller(port, after, stop_at):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    while time.time() < stop_at:
+        c.request("GET", "/v1/shards/idle/assignments?after=%d&wait_ms=30000" % after)
+        body = c.getresponse().read()
+        tail = body.rfind(b'{"type":"bookmark","last_seq":')
+        after = int(body[tail + 30:body.index(b"}", tail)])
+
+
+def tail_seq(port):
+    """The latest seq: pages of the idle shard until one does not move (each page reads at
+    most 64 MiB of journal)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    after = -1
+    last = 0
+    while last != after:
+        after = last
+        c.request("GET", "/v1/shards/idle/assignments?after=%d" % after)
+        body = c.getresponse().read()
+        tail = body.rfind(b'{"type":"bookmark","last_seq":')
+        last = int(body[tail + 30:body.index(b"}", tail)])
+    return last
+
+
+def wrk_phase(port, seconds, conns, watchers):
+    """POST throughput for `seconds` with `watchers` ("idle", n) or ("active", n) running."""
+    stop_at = time.time() + seconds + 3
+    procs = []
+    kind, n = watchers
+    start = tail_seq(port)
+    q = multiprocessing.Queue()
+    for _ in range(n):
+        if kind == "idle":
+            procs.append(multiprocessing.Process(target=idle_poller, args=(port, start, stop_at)))
+        else:
+            procs.append(multiprocessing.Process(
+                target=follow, args=(port, "s0", start, 1 << 62, seconds + 2, q)))
+    for p in procs:
+        p.start()
+    time.sleep(1)
+    out = subprocess.run(["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s",
+                          os.path.join(HERE, "http_post.lua"), "http://127.0.0.1:%d" % port,
+                          "--", "100", "%s%d-%d" % (kind, n, int(time.time()))],
+                         capture_output=True, text=True, timeout=seconds + 60)
+    line = [l for l in out.stdout.splitlines() if l.startswith("{")][-1]
+    res = json.loads(line)
+    consumed = 0
+    if kind == "active":
+        for _ in range(n):
+            consumed += q.get()[0]
+    for p in procs:
+        p.terminate() if kind == "idle" else None
+        p.join(60)
+    res["watchers"] = "%d %s" % (n, kind)
+    res["assignments_consumed"] = consumed
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("shardgate")
+    ap.add_argument("out")
+    ap.add_argument("--assignments", type=int, default=2000000)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--conns", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="feed-bench-")
+    port = free_port()
+    gw = start_gateway(a.shardgate, work, port)
+    try:
+        fill = post_all(port, a.assignments)
+        cold = consume_once(port, a.assignments)
+        warm = consume_once(port, a.assignments)
+        phases = [wrk_phase(port, a.seconds, a.conns, w)
+                  for _ in range(a.rounds) for w in (("none", 0), ("idle", 10), ("active", 4))]
+        phases.append(wrk_phase(port, a.seconds, a.conns, ("none", 0)))
+    finally:
+        gw.terminate()
+        gw.wait(60)
+    drops = {"idle": [], "active": []}
+    for r in range(a.rounds):
+        # against the mean of the phases without watchers before and after this round
+        base = (phases[3 * r]["requests_per_s"] + phases[3 * r + 3]["requests_per_s"]) / 2
+        drops["idle"].append(round(100 * (1 - phases[3 * r + 1]["requests_per_s"] / base), 1))
+        drops["active"].append(round(100 * (1 - phases[3 * r + 2]["requests_per_s"] / base), 1))
+    result = {"fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
+              "post_phases": phases, "drop_idle_pct": drops["idle"],
+              "drop_active_pct": drops["active"],
+              "drop_idle_pct_median": sorted(drops["idle"])[a.rounds // 2],
+              "drop_active_pct_median": sorted(drops["active"])[a.rounds // 2]}
+    json.dump(result, open(a.out, "w"), indent=1)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

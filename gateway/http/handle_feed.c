@@ -1,0 +1,274 @@
+/* The assignment feed (docs/api.md §17, §18): GET /v1/receipts and
+ * GET /v1/shards/{id}/assignments. A request with nothing to send yet is suspended (never a
+ * thread blocked) until the journal writer makes a receipt after its cursor durable, or until
+ * wait_ms has passed. */
+#include "request.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "feed_render.h"
+#include "http.h"
+#include "membership.h"
+#include "number.h"
+#include "timing.h"
+
+#define FEED_LIMIT_DEFAULT 1000
+#define FEED_LIMIT_MAX 100000
+#define FEED_WAIT_MAX_MS 30000
+#define FEED_BODY_MAX (1u << 20)  /* an answer stops growing past this: bounded per watcher */
+#define FEED_SCAN_MAX (64u << 20) /* record bytes one answer reads before it answers a bookmark */
+
+struct gw_feed_req {
+    struct gw_feed_waiter waiter; /* first: the wake callback finds the request from it */
+    struct gw_req *r;
+    uint64_t after;          /* the cursor; moves over receipts without a match while waiting */
+    struct gw_feed_mark pos; /* where the last read stopped: a re-read after a wake seeks there */
+    size_t limit;
+    enum gw_feed_form form;
+    char shard[GW_SHARD_ID_MAX + 3]; /* the shard as a JSON string; "" for /v1/receipts */
+    size_t shard_len;
+};
+
+/* One read's collection. */
+struct collect {
+    struct gw_feed_req *fr;
+    struct gw_feed_out out;
+    uint64_t scanned;
+};
+
+static void wake(struct gw_feed_waiter *w)
+{
+    struct gw_feed_req *fr = (struct gw_feed_req *)w;
+    MHD_resume_connection(fr->r->conn);
+}
+
+static void suspend(void *arg)
+{
+    MHD_suspend_connection(arg);
+}
+
+static int full(const struct collect *c)
+{
+    return c->out.items >= c->fr->limit || c->out.body.len >= FEED_BODY_MAX ||
+           c->scanned >= FEED_SCAN_MAX;
+}
+
+/* The placements of one receipt on the shard; the last one carries the SSE id. */
+static int visit_assignments(struct collect *c, const struct gw_feed_record *rec)
+{
+    struct gw_feed_receipt r;
+    struct gw_feed_placement p, held;
+    int have = 0, rc;
+    if (gw_feed_receipt_open(rec->line, rec->len, &r) != 0)
+        return -EINVAL;
+    while ((rc = gw_feed_receipt_next(&r, &p)) == 1) {
+        if (p.shard.n != c->fr->shard_len || memcmp(p.shard.p, c->fr->shard, p.shard.n) != 0)
+            continue;
+        if (have)
+            gw_feed_out_assignment(&c->out, rec->seq, &r, &held, 0);
+        held = p;
+        have = 1;
+    }
+    if (rc < 0)
+        return -EINVAL;
+    if (have)
+        gw_feed_out_assignment(&c->out, rec->seq, &r, &held, 1);
+    return 0;
+}
+
+static int visit(void *ctx, const struct gw_feed_record *rec)
+{
+    struct collect *c = ctx;
+    c->scanned += rec->len;
+    if (rec->kind == GW_FEED_EPOCH) {
+        gw_feed_out_item(&c->out, "epoch", rec->line, rec->len, 0);
+        return c->out.body.failed ? -ENOMEM : 0;
+    }
+    int rc = 0;
+    if (c->fr->shard_len)
+        rc = visit_assignments(c, rec);
+    else
+        gw_feed_out_item(&c->out, "receipt", rec->line, rec->len, rec->seq);
+    if (rc == 0 && c->out.body.failed)
+        rc = -ENOMEM;
+    return rc < 0 ? rc : full(c);
+}
+
+/* 410: the cursor is older than the oldest segment present (docs/api.md §17). */
+static enum MHD_Result gone(struct gw_req *r, uint64_t earliest)
+{
+    char msg[160];
+    struct gw_buf body;
+    snprintf(msg, sizeof(msg),
+             "after: older than the oldest journal segment present; resume "
+             "from after=%llu or later",
+             (unsigned long long)(earliest - 1));
+    gw_buf_init(&body);
+    gw_http_error_body(&body, "cursor_expired", msg, "after");
+    if (!body.failed)
+        body.len -= 2; /* reopen the object */
+    gw_buf_field_u64(&body, ",\"earliest_seq\":", earliest);
+    gw_buf_puts(&body, "}\n");
+    return gw_serve_respond(r, 410, "application/json", &body, NULL, NULL);
+}
+
+/* Reads what there is; answers it, or suspends the request to wait for more. */
+static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
+{
+    struct collect c = {.fr = fr, .out = {.form = fr->form}};
+    uint64_t last = fr->after, earliest = 0;
+    gw_feed_out_begin(&c.out);
+    int rc = gw_feed_read(&r->srv->feed, fr->after, visit, &c, &fr->pos, &last, &earliest);
+    if (rc == 0 && c.out.items == 0) {
+        fr->after = last; /* a bookmark: receipts without a match are passed over */
+        fr->waiter.after = last;
+        if (gw_feed_watch_wait(&r->srv->watch, &fr->waiter, suspend, r->conn)) {
+            gw_buf_free(&c.out.body);
+            return MHD_YES;
+        }
+    }
+    if (rc == -ESTALE) {
+        gw_buf_free(&c.out.body);
+        return gone(r, earliest);
+    }
+    if (rc != 0) {
+        gw_buf_free(&c.out.body);
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                              rc == -ENOMEM ? "out of memory" : "cannot read the journal", "", NULL,
+                              NULL);
+    }
+    gw_feed_out_end(&c.out, last);
+    return gw_serve_respond(r, MHD_HTTP_OK, gw_feed_form_type(fr->form), &c.out.body,
+                            MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+}
+
+static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const char *what)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s: %s", name, what);
+    return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, name, NULL, NULL);
+}
+
+/* A numeric query parameter in min..max, `def` when absent; 0 or -EINVAL. */
+static int number_param(struct gw_req *r, const char *name, uint64_t min, uint64_t max,
+                        uint64_t def, uint64_t *out)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    *out = def;
+    return v ? gw_parse_u64(v, min, max, out) : 0;
+}
+
+/* The form the Accept header asks for: JSON or SSE by name, else NDJSON. */
+static enum gw_feed_form form_of(struct gw_req *r)
+{
+    const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Accept");
+    if (accept && strstr(accept, "text/event-stream"))
+        return GW_FEED_SSE;
+    if (accept && strstr(accept, "application/json") && !strstr(accept, "application/x-ndjson"))
+        return GW_FEED_JSON;
+    return GW_FEED_NDJSON;
+}
+
+/* after, or an SSE client's Last-Event-ID when after is absent. */
+static int cursor_param(struct gw_req *r, uint64_t *after)
+{
+    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "after");
+    if (!v)
+        v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
+    *after = 0;
+    return v ? gw_parse_u64(v, 0, UINT64_MAX, after) : 0;
+}
+
+/* Reads the parameters into fr; answers a 400 and returns MHD_NO-or-YES via *answered. */
+static enum MHD_Result parse_params(struct gw_req *r, struct gw_feed_req *fr, int *answered)
+{
+    uint64_t limit, wait_ms;
+    *answered = 1;
+    if (cursor_param(r, &fr->after) != 0)
+        return bad_parameter(r, "after", "must be an integer 0..18446744073709551615");
+    if (number_param(r, "limit", 1, FEED_LIMIT_MAX, FEED_LIMIT_DEFAULT, &limit) != 0)
+        return bad_parameter(r, "limit", "must be an integer 1..100000");
+    if (number_param(r, "wait_ms", 0, FEED_WAIT_MAX_MS, 0, &wait_ms) != 0)
+        return bad_parameter(r, "wait_ms", "must be an integer 0..30000");
+    *answered = 0;
+    fr->limit = (size_t)limit;
+    fr->form = form_of(r);
+    fr->waiter.wake = wake;
+    fr->waiter.deadline_ns = gw_now_ns() + wait_ms * 1000000u;
+    return MHD_YES;
+}
+
+/* 1 when `id` is a shard of any epoch (the ledger holds every shard ever seen). */
+static int shard_known(struct gw_server *s, const char *id, size_t len)
+{
+    size_t n = 0;
+    int found = 0;
+    struct gw_ledger_entry *all = gw_ledger_snapshot(&s->ledger, &n);
+    for (size_t i = 0; all && i < n && !found; i++)
+        found = all[i].id_len == len && memcmp(all[i].id, id, len) == 0;
+    free(all);
+    return found;
+}
+
+/* The first call: the watcher limit, then the parameters. */
+static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_len)
+{
+    if (gw_feed_watch_enter(&r->srv->watch) != 0)
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_watchers",
+                              "too many feed requests at once (--max-watchers)", "",
+                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    struct gw_feed_req *fr = calloc(1, sizeof(*fr));
+    if (!fr) {
+        gw_feed_watch_leave(&r->srv->watch);
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "",
+                              NULL, NULL);
+    }
+    fr->r = r;
+    r->feed = fr;
+    if (shard_len) {
+        fr->shard[0] = '"';
+        memcpy(fr->shard + 1, shard, shard_len);
+        fr->shard[shard_len + 1] = '"';
+        fr->shard_len = shard_len + 2;
+    }
+    int answered;
+    enum MHD_Result ret = parse_params(r, fr, &answered);
+    return answered ? ret : serve_page(r, fr);
+}
+
+enum MHD_Result gw_handle_receipts(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    return r->feed ? serve_page(r, r->feed) : begin(r, NULL, 0);
+}
+
+/* GET /v1/shards/{id}/assignments: the only path under /v1/shards/. */
+enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest)
+{
+    if (r->feed)
+        return serve_page(r, r->feed);
+    const char *slash = strchr(rest, '/');
+    char msg[320];
+    if (!slash || strcmp(slash, "/assignments") != 0) {
+        snprintf(msg, sizeof(msg), "no such endpoint: %.200s", r->path);
+        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "", NULL, NULL);
+    }
+    size_t len = (size_t)(slash - rest);
+    if (!gw_name_valid(rest, len, GW_SHARD_ID_MAX) || !shard_known(r->srv, rest, len)) {
+        snprintf(msg, sizeof(msg), "no such shard: \"%.*s\"", (int)(len < 128 ? len : 128), rest);
+        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "shard", NULL, NULL);
+    }
+    return begin(r, rest, len);
+}
+
+void gw_feed_req_free(struct gw_req *r)
+{
+    if (!r->feed)
+        return;
+    gw_feed_watch_leave(&r->srv->watch);
+    free(r->feed);
+    r->feed = NULL;
+}

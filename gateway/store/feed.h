@@ -1,0 +1,68 @@
+/* The assignment feed's reader (docs/api.md §17, §18): the journal's records after a cursor, in
+ * order, read from the segment files of the state dir (spec of journal segments, "A"), a sparse
+ * seq -> (segment, offset) index so a cursor seeks without scanning from the start, and the
+ * durable bound announced by the journal writer after each group. */
+#ifndef SHARDGATE_GW_FEED_H
+#define SHARDGATE_GW_FEED_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* One index mark: the byte just after receipt `seq`'s line in segment `segment`. */
+struct gw_feed_mark {
+    uint64_t seq, segment, offset;
+};
+
+struct gw_feed {
+    char *dir;
+    pthread_mutex_t lock; /* the bound and the marks */
+    uint64_t durable_seq; /* every receipt <= it is durable; nothing after it is delivered */
+    struct gw_feed_mark *marks;
+    size_t nmarks, cap;
+};
+
+enum gw_feed_kind { GW_FEED_RECEIPT, GW_FEED_EPOCH };
+
+/* A record met by gw_feed_read, borrowed for the visit only. `seq` is a receipt's seq, or the
+ * seq of the receipt an epoch record comes just before (its first_seq). */
+struct gw_feed_record {
+    enum gw_feed_kind kind;
+    uint64_t seq;
+    const char *line; /* the record line, without its newline */
+    size_t len;
+};
+
+/* Returns 0 to go on, 1 to stop after this record (a receipt), or a negative code. */
+typedef int (*gw_feed_visit_fn)(void *ctx, const struct gw_feed_record *rec);
+
+/* The reader leaves a mark every this many receipts, or this many bytes after the last mark
+ * (large receipts: 4,000 marks per GB, 96 KB), or at a segment's first receipt. */
+#define GW_FEED_MARK_EVERY 1024u
+#define GW_FEED_MARK_BYTES (256u << 10)
+
+/* Starts empty: nothing is durable until gw_feed_durable. Returns 0 or -ENOMEM. */
+int gw_feed_init(struct gw_feed *f, const char *state_dir);
+void gw_feed_free(struct gw_feed *f);
+
+/* The journal writer, after each group: every receipt <= seq is durable. A line past the bound
+ * (written, not yet synced) is never delivered: receipts by their seq, epoch records only with
+ * the durable receipt that follows them; an unterminated line is never read as a record. */
+void gw_feed_durable(struct gw_feed *f, uint64_t seq);
+
+/* The durable bound now. */
+uint64_t gw_feed_durable_seq(struct gw_feed *f);
+
+/* Visits the durable records after cursor `after` in journal order: each receipt with seq >
+ * after, each epoch record just before the receipt whose first_seq it has (so an epoch record
+ * waits for its first receipt). *last gets the seq of the last receipt visited (`after` when
+ * none). `pos` (may be NULL) is a caller's position: where the previous read stopped, used when
+ * its seq is `after` (a waiter re-reading after a wake seeks no mark), then updated. Returns 0;
+ * -ESTALE when `after` is older than the oldest segment present (*earliest = its first_seq);
+ * -EIO/-errno when a segment cannot be read; or the visitor's negative code. */
+int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void *ctx,
+                 struct gw_feed_mark *pos, uint64_t *last, uint64_t *earliest);
+
+#endif

@@ -1,0 +1,154 @@
+/* The thread that wakes feed watchers: on a durable commit past their cursor, or at their
+ * deadline (docs/api.md §17). */
+#include "feed_watch.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "timing.h"
+
+static void unlink_waiter(struct gw_feed_watch *w, struct gw_feed_waiter *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        w->head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+    x->queued = 0;
+}
+
+/* Wakes the waiters that are due; returns the earliest deadline left (0: none). */
+static uint64_t wake_due(struct gw_feed_watch *w)
+{
+    uint64_t now = gw_now_ns(), earliest = 0;
+    for (struct gw_feed_waiter *x = w->head, *next; x; x = next) {
+        next = x->next;
+        if (w->stopping || w->durable > x->after || now >= x->deadline_ns) {
+            unlink_waiter(w, x);
+            x->wake(x);
+        } else if (!earliest || x->deadline_ns < earliest) {
+            earliest = x->deadline_ns;
+        }
+    }
+    return earliest;
+}
+
+/* The condition uses CLOCK_MONOTONIC, as gw_now_ns does. */
+static void wait_until(struct gw_feed_watch *w, uint64_t deadline_ns)
+{
+    if (!deadline_ns) {
+        pthread_cond_wait(&w->cond, &w->lock);
+        return;
+    }
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+    pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+}
+
+static void *watch_main(void *arg)
+{
+    struct gw_feed_watch *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        uint64_t earliest = wake_due(w);
+        if (w->stopping)
+            break;
+        wait_until(w, earliest);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+int gw_feed_watch_start(struct gw_feed_watch *w, uint64_t durable, unsigned max_watchers)
+{
+    memset(w, 0, sizeof(*w));
+    w->durable = durable;
+    w->max_watchers = max_watchers;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&w->lock, NULL);
+    int rc = pthread_create(&w->thread, NULL, watch_main, w);
+    if (rc != 0) {
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        return -rc;
+    }
+    w->started = 1;
+    return 0;
+}
+
+void gw_feed_watch_stop(struct gw_feed_watch *w)
+{
+    if (!w->started)
+        return;
+    pthread_mutex_lock(&w->lock);
+    int joined = w->stopping;
+    w->stopping = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    if (!joined)
+        pthread_join(w->thread, NULL);
+}
+
+void gw_feed_watch_destroy(struct gw_feed_watch *w)
+{
+    if (!w->started)
+        return;
+    gw_feed_watch_stop(w);
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    w->started = 0;
+}
+
+int gw_feed_watch_enter(struct gw_feed_watch *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int ok = w->watchers < w->max_watchers;
+    if (ok)
+        w->watchers++;
+    pthread_mutex_unlock(&w->lock);
+    return ok ? 0 : -EBUSY;
+}
+
+void gw_feed_watch_leave(struct gw_feed_watch *w)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->watchers > 0)
+        w->watchers--;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq)
+{
+    if (!w->started)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->durable = seq;
+    if (w->head)
+        pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int gw_feed_watch_wait(struct gw_feed_watch *w, struct gw_feed_waiter *waiter,
+                       void (*suspend)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&w->lock);
+    int queue = !w->stopping && w->durable <= waiter->after && gw_now_ns() < waiter->deadline_ns;
+    if (queue) {
+        suspend(arg);
+        waiter->queued = 1;
+        waiter->prev = NULL;
+        waiter->next = w->head;
+        if (w->head)
+            w->head->prev = waiter;
+        w->head = waiter;
+        pthread_cond_signal(&w->cond); /* its deadline may be the earliest now */
+    }
+    pthread_mutex_unlock(&w->lock);
+    return queue;
+}

@@ -1,0 +1,288 @@
+"""The assignment feed over real HTTP (docs/api.md §17, §18): GET /v1/receipts and
+GET /v1/shards/{id}/assignments in their three forms with exact bytes, bookmarks, limits, the
+400s, 404s, 401, long-poll wake-up latency, the watcher limit, SSE resume and the drain."""
+
+import json
+import os
+import signal
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import (Server, batch, case, eq, journal_lines, main, ok, read, src, tmpdir,
+                    write)
+
+
+def golden_server(s):
+    """POSTs the worked example; returns the journal's two lines (epoch, receipt)."""
+    eq(s.post(read(src("input", "changes.json"))).status, 200, "POST sample-0001")
+    lines = journal_lines(s.state_dir)
+    eq(len(lines), 2, "journal lines")
+    return lines
+
+
+def assignment(seq, batch_id, epoch, cid, key, size):
+    return ('{"type":"assignment","seq":%d,"batch_id":"%s","epoch":"%s","id":"%s","key":"%s",'
+            '"size":%d}' % (seq, batch_id, epoch, cid, key, size)).encode()
+
+
+EPOCH = "f60a5fb19effc4cfa95aed0af45997f72905f6ae"
+SHARD_C = [("ch-002", "user:42", 2), ("ch-005", "user:842", 1), ("ch-007", "invoice:8", 6),
+           ("ch-008", "user:7", 1)]
+
+
+@case("feed")
+def receipts_ndjson_and_json_exact_bytes():
+    with Server() as s:
+        epoch, receipt = golden_server(s)
+        r = s.get("/v1/receipts")
+        eq(r.status, 200, "status")
+        eq(r.headers["content-type"], "application/x-ndjson", "Content-Type")
+        eq(r.body, epoch + b"\n" + receipt + b"\n" + b'{"type":"bookmark","last_seq":1}\n',
+           "NDJSON body")
+        r2 = s.get("/v1/receipts?after=0", headers={"Accept": "application/x-ndjson"})
+        eq(r2.body, r.body, "Accept: application/x-ndjson")
+        j = s.get("/v1/receipts", headers={"Accept": "application/json"})
+        eq(j.headers["content-type"], "application/json", "JSON Content-Type")
+        eq(j.body, b'{"items":[' + epoch + b"," + receipt + b'],"last_seq":1}\n', "JSON body")
+        eq(s.get("/v1/receipts?after=1").body, b'{"type":"bookmark","last_seq":1}\n',
+           "nothing after the last")
+
+
+@case("feed")
+def assignments_exact_bytes():
+    with Server() as s:
+        epoch, _ = golden_server(s)
+        r = s.get("/v1/shards/shard-c/assignments")
+        eq(r.status, 200, "status")
+        want = [epoch] + [assignment(1, "sample-0001", EPOCH, *c) for c in SHARD_C]
+        eq(r.body, b"\n".join(want) + b'\n{"type":"bookmark","last_seq":1}\n', "NDJSON body")
+        j = s.get("/v1/shards/shard-c/assignments?after=0",
+                  headers={"Accept": "application/json"})
+        eq(j.body, b'{"items":[' + b",".join(want) + b'],"last_seq":1}\n', "JSON body")
+
+
+@case("feed")
+def bookmark_advances_without_a_match():
+    with Server() as s:
+        golden_server(s)
+        for i in range(3):
+            eq(s.post(batch("b%d" % i)).status, 200, "POST")
+        # shard-d is offline: nothing is ever placed on it; the cursor still moves.
+        r = s.get("/v1/shards/shard-d/assignments?after=1", headers={"Accept": "application/json"})
+        eq(r.body, b'{"items":[],"last_seq":4}\n', "empty page with a bookmark")
+
+
+@case("feed")
+def limit_pages_by_receipt():
+    with Server() as s:
+        for i in range(5):
+            eq(s.post(batch("p%d" % i)).status, 200, "POST")
+        r = s.get("/v1/receipts?after=1&limit=2", headers={"Accept": "application/json"})
+        doc = r.json()
+        eq([i["seq"] for i in doc["items"]], [2, 3], "seqs")
+        eq(doc["last_seq"], 3, "last_seq")
+        # a receipt's assignments are never split: limit=1 still answers all three of p4's
+        r = s.get("/v1/shards/shard-a/assignments?after=0&limit=1",
+                  headers={"Accept": "application/json"}).json()
+        seqs = [i["seq"] for i in r["items"] if i["type"] == "assignment"]
+        ok(len(set(seqs)) == 1 and r["last_seq"] == seqs[0], "one receipt per page: %r" % r)
+
+
+@case("feed")
+def bad_parameters_are_400_with_the_name():
+    with Server() as s:
+        cases = [("after=x", "after", "after: must be an integer 0..18446744073709551615"),
+                 ("limit=0", "limit", "limit: must be an integer 1..100000"),
+                 ("limit=100001", "limit", "limit: must be an integer 1..100000"),
+                 ("wait_ms=30001", "wait_ms", "wait_ms: must be an integer 0..30000"),
+                 ("wait_ms=-1", "wait_ms", "wait_ms: must be an integer 0..30000")]
+        for query, path, message in cases:
+            for base in ("/v1/receipts", "/v1/shards/shard-a/assignments"):
+                r = s.get("%s?%s" % (base, query))
+                eq((r.status, r.json()), (400, {"error": {"code": "invalid_parameter",
+                                                          "message": message, "path": path}}),
+                   "%s?%s" % (base, query))
+
+
+@case("feed")
+def unknown_shard_and_path_are_404():
+    with Server() as s:
+        r = s.get("/v1/shards/shard-z/assignments")
+        eq((r.status, r.json()), (404, {"error": {"code": "not_found", "path": "shard",
+                                                  "message": 'no such shard: "shard-z"'}}),
+           "unknown shard")
+        r = s.get("/v1/shards/shard-a/other")
+        eq((r.status, r.error()), (404, ("not_found", "")), "other path under a shard")
+        eq(s.get("/v1/shards/shard-d/assignments").status, 200, "an offline shard is known")
+
+
+@case("feed")
+def feed_needs_the_token():
+    d = tmpdir()
+    token = write(os.path.join(d, "token"), "s3cret-token\n")
+    with Server(args=["--token-file", token]) as s:
+        for path in ("/v1/receipts", "/v1/shards/shard-a/assignments"):
+            r = s.get(path)
+            eq((r.status, r.error()), (401, ("unauthorized", "")), path)
+            r = s.get(path, headers={"Authorization": "Bearer s3cret-token"})
+            eq(r.status, 200, path + " with the token")
+
+
+class Poll(threading.Thread):
+    """One GET in a thread; .response and .done_at once it returns."""
+
+    def __init__(self, server, path, headers=None):
+        super().__init__(daemon=True)
+        self.server, self.path, self.headers = server, path, headers or {}
+        self.response = None
+        self.done_at = None
+
+    def run(self):
+        self.response = self.server.get(self.path, headers=self.headers)
+        self.done_at = time.monotonic()
+
+
+
+@case("feed_wait")
+def long_poll_wakes_within_50ms_of_the_commit():
+    with Server() as s:
+        lat = []
+        for i in range(9):
+            p = Poll(s, "/v1/receipts?after=%d&wait_ms=10000" % i)
+            p.start()
+            time.sleep(0.15)
+            ok(p.done_at is None, "the poll waits")
+            eq(s.post(batch("w%d" % i)).status, 200, "POST")
+            acked = time.monotonic()
+            p.join(15)
+            eq(p.response.status, 200, "poll status")
+            ok(b'\n{"type":"receipt","seq":%d,' % (i + 1) in b"\n" + p.response.body,
+               "woken by it: %r" % p.response.body[:80])
+            lat.append(p.done_at - acked)
+        med = statistics.median(lat)
+        print("wake latency after the 200 (s): median %.4f max %.4f" % (med, max(lat)))
+        ok(med <= 0.050, "median wake latency %.4fs <= 50 ms (%r)" % (med, lat))
+
+
+@case("feed_wait")
+def long_poll_answers_a_bookmark_at_its_deadline():
+    with Server() as s:
+        t0 = time.monotonic()
+        r = s.get("/v1/receipts?after=0&wait_ms=400")
+        took = time.monotonic() - t0
+        eq(r.body, b'{"type":"bookmark","last_seq":0}\n', "empty answer")
+        ok(0.38 <= took < 3, "answered at the deadline: %.3fs" % took)
+        # an idle shard's cursor moves to the latest seq at the deadline
+        eq(s.post(batch("x")).status, 200, "POST")
+        r = s.get("/v1/shards/shard-d/assignments?after=0&wait_ms=200",
+                  headers={"Accept": "application/json"})
+        ok(r.json()["last_seq"] == 1, "bookmark: %r" % r.body)
+
+
+@case("feed_wait")
+def watcher_limit_is_503_with_retry_after():
+    with Server(args=["--max-watchers", "2"]) as s:
+        polls = [Poll(s, "/v1/receipts?wait_ms=3000") for _ in range(2)]
+        for p in polls:
+            p.start()
+        time.sleep(0.3)
+        r = s.get("/v1/shards/shard-a/assignments")
+        eq((r.status, r.error(), r.headers.get("retry-after")),
+           (503, ("too_many_watchers", ""), "1"), "past --max-watchers")
+        eq(s.get("/v1/ring").status, 200, "other endpoints are not limited")
+        for p in polls:
+            p.join(10)
+            eq(p.response.status, 200, "waiting polls answered")
+        eq(s.get("/v1/receipts").status, 200, "a slot is free again")
+
+
+@case("feed_wait")
+def sigterm_answers_waiting_polls_at_once():
+    with Server() as s:
+        p = Poll(s, "/v1/receipts?wait_ms=30000")
+        p.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        rc = s.stop(signal.SIGTERM, timeout=10)
+        p.join(10)
+        eq(rc, 0, "exit code")
+        eq(p.response.body, b'{"type":"bookmark","last_seq":0}\n', "answered, empty")
+        ok(time.monotonic() - t0 < 5, "drained without waiting for the poll's 30 s")
+
+
+def sse_events(body):
+    """[(event, data, id or None)] of an SSE body."""
+    out = []
+    for block in body.decode().split("\n\n"):
+        if not block:
+            continue
+        fields = dict(l.split(": ", 1) for l in block.split("\n"))
+        out.append((fields["event"], fields["data"], fields.get("id")))
+    return out
+
+
+@case("feed_sse")
+def sse_form_and_last_event_id_resume():
+    with Server() as s:
+        epoch, _ = golden_server(s)
+        eq(s.post(batch("s2")).status, 200, "POST s2")
+        h = {"Accept": "text/event-stream"}
+        r = s.get("/v1/shards/shard-c/assignments?limit=1", headers=h)
+        eq(r.headers["content-type"], "text/event-stream", "Content-Type")
+        want = ("event: epoch\ndata: %s\n\n" % epoch.decode()
+                + "".join("event: assignment\ndata: %s\n%s\n" % (
+                    assignment(1, "sample-0001", EPOCH, *c).decode(),
+                    "id: 1\n" if i == len(SHARD_C) - 1 else "")
+                    for i, c in enumerate(SHARD_C))
+                + 'event: bookmark\ndata: {"type":"bookmark","last_seq":1}\nid: 1\n\n')
+        eq(r.body.decode(), want, "SSE body")
+        # an EventSource reconnects with the last id it saw: the next receipt comes
+        r2 = s.get("/v1/receipts", headers=dict(h, **{"Last-Event-ID": "1"}))
+        ev = sse_events(r2.body)
+        eq([(e, i) for e, _, i in ev], [("receipt", "2"), ("bookmark", "2")], "resumed at 2")
+        eq(json.loads(ev[0][1])["receipt"]["batch_id"], "s2", "the receipt after 1")
+        r3 = s.get("/v1/receipts?after=0", headers=dict(h, **{"Last-Event-ID": "1"}))
+        eq(len(sse_events(r3.body)), 4, "after= wins over Last-Event-ID")
+
+
+@case("feed_gone")
+def cursor_older_than_the_oldest_segment_is_410():
+    """Needs journal segments (issue #13: --segment-bytes, `shardgate journal archive`); skipped
+    on a gateway without them. The reader's side is unit/test_feed (test_stale)."""
+    d = tmpdir()
+    s = Server(args=["--segment-bytes", "65536"])
+    try:
+        s.start()
+    except Exception as e:
+        if "server exited 64 " in str(e):  # usage: an option it does not know
+            raise sgtest.Skip("the gateway has no journal segments (--segment-bytes) yet")
+        raise
+    with s:
+        for i in range(60):  # ~3 KB receipts: several 64 KiB segments
+            eq(s.post(batch("g%d" % i, n=20)).status, 200, "POST")
+        eq(s.stop(), 0, "clean stop (writes a checkpoint)")
+    archive = os.path.join(d, "archive")
+    os.mkdir(archive)
+    r = sgtest.run_gateway("journal", "archive", "--state-dir", s.state_dir, "--dir", archive,
+                           "--plain")
+    eq(r.returncode, 0, "archive: %s" % r.stderr)
+    sealed = sorted(n for n in os.listdir(s.state_dir) if n.startswith("journal-"))
+    ok(sealed, "sealed segments left after the archive")
+    earliest = int(sealed[0][len("journal-"):-len(".jsonl")])
+    ok(earliest > 1, "the first segment was archived")
+    with Server(state_dir=s.state_dir) as s2:
+        r = s2.get("/v1/shards/shard-a/assignments?after=0")
+        eq((r.status, r.json()["error"]["code"], r.json()["earliest_seq"]),
+           (410, "cursor_expired", earliest), "410 with earliest_seq")
+        r = s2.get("/v1/receipts?after=%d" % (earliest - 1), headers={"Accept":
+                                                                      "application/json"})
+        eq(r.status, 200, "from earliest_seq - 1")
+        eq(r.json()["items"][0]["seq"], earliest, "the first receipt still present")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
