@@ -228,6 +228,7 @@ int main(int argc, char **argv)
         return 64;
     }
     uint64_t n = strtoull(argv[1], NULL, 10), every = strtoull(argv[2], NULL, 10);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each figure as soon as it is measured */
     struct gw_idem t;
     mkdir(argv[3], 0750); /* the state dir, made by the journal in the gateway */
     if (n == 0 || every == 0 || bench_open(&t, argv[3]) != 0)
@@ -243,7 +244,7 @@ int main(int argc, char **argv)
     pthread_cond_signal(&c.wake);
     pthread_mutex_unlock(&c.lock);
     pthread_join(th, NULL);
-    printf("ratio p99.9 growth/steady: %.2f\n",
+    printf("ratio p99.9 growth/steady: %.3g\n",
            (double)hist_quantile(&growth, 0.999) / (double)hist_quantile(&steady, 0.999));
 #ifndef IDX_BENCH_BASELINE
     bad += reopen_and_sample(&t, argv[3], 2 * n);
