@@ -564,7 +564,8 @@ static int finish_rotation(struct gw_journal *j, struct gw_error *err)
         return no_memory(err);
     int rc = unlink(tmp) == 0 || errno == ENOENT ? 0 : -errno;
     free(tmp);
-    int fd = rc == 0 ? open(j->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    /* O_NONBLOCK: a FIFO in the journal's place must not block (it is refused later). */
+    int fd = rc == 0 ? open(j->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
     if (fd >= 0 && ends_sealed(fd)) {
         struct gw_segments segs;
         rc = gw_segments_scan(j->dir, &segs, err);

@@ -97,7 +97,8 @@ static int list_names(const char *dir, struct gw_segments *out, struct gw_error 
     closedir(d);
     if (rc != 0)
         gw_error_set(err, "", "journal: out of memory");
-    qsort(out->sealed, out->count, sizeof(*out->sealed), by_first_seq);
+    if (out->count > 1)
+        qsort(out->sealed, out->count, sizeof(*out->sealed), by_first_seq);
     return rc;
 }
 
