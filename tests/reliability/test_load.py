@@ -95,10 +95,9 @@ def client(s, n, rng, deadline, out, errors, acked_count):
 def journal_ids(state_dir):
     """The batch ids of the journal's receipt records, read a line at a time."""
     ids = []
-    with open(os.path.join(state_dir, "journal.jsonl"), "rb") as f:
-        for line in f:
-            if line.startswith(b'{"type":"receipt"'):
-                ids.append(json.loads(line)["receipt"]["batch_id"])
+    for line in sgtest.journal_file_lines(state_dir):  # every segment (docs/journal.md §6)
+        if line.startswith(b'{"type":"receipt"'):
+            ids.append(json.loads(line)["receipt"]["batch_id"])
     return ids
 
 
