@@ -222,6 +222,11 @@ DEFECTS = [
     ("feed-after-off-by-one", "gateway/store/feed.c",
      "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
      "^unit/test_feed$|^http_feed$"),
+    # issue 13 §D: the archive moves only what the newest valid checkpoint (and its index) covers
+    ("archive-beyond-checkpoint", "gateway/store/archive.c",
+     "if (seg->last_seq > out->through_seq || out->through_seq == 0)",
+     "if (out->through_seq == 0)", ("tests",),
+     "^http_segment_archive$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

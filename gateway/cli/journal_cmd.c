@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "checkpoint.h"
 #include "cli.h"
 #include "idempotency.h"
@@ -16,6 +17,10 @@
 
 const char gw_usage_journal[] =
     "usage: shardgate journal verify --state-dir DIR\n"
+    "       shardgate journal archive --state-dir DIR --dir ARCHIVE_DIR [--plain]\n"
+    "archive moves the sealed segments the newest valid checkpoint covers to ARCHIVE_DIR, zstd\n"
+    "(or plain with --plain), listed in DIR/archive.jsonl (docs/journal.md §8); a re-run\n"
+    "completes an interrupted one.\n"
     "Verifies the journal of a state dir (docs/journal.md §8): every record of every segment\n"
     "under the replay's rules, the header links, the sha256 of every sealed segment, and every\n"
     "checkpoint. Changes nothing; refused while a server holds the state dir.\n"
@@ -117,20 +122,34 @@ static int verify(const char *dir)
     return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
 }
 
-int gw_cmd_journal(int argc, char **argv)
+static int archive(const char *dir, const char *adir, int plain)
 {
-    static const struct option opts[] = {
-        {"state-dir", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *dir = NULL;
+    struct gw_archive_result r;
+    struct gw_error err;
+    int rc = gw_journal_archive(dir, adir, plain, &r, &err);
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
+    }
+    printf("journal: archived %zu segments (%zu completed from an earlier run) through seq %llu\n",
+           r.archived, r.completed, r.through_seq);
+    return GW_EXIT_OK;
+}
+
+struct journal_args {
+    const char *dir, *adir;
+    int plain;
+};
+
+/* Returns -1 when parsed, else the exit code (help, usage). */
+static int parse_args(int argc, char **argv, int is_archive, struct journal_args *a)
+{
+    static const struct option opts[] = {{"state-dir", required_argument, 0, 's'},
+                                         {"dir", required_argument, 0, 'd'},
+                                         {"plain", no_argument, 0, 'p'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int c;
-    if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
-        fputs(gw_usage_journal, stdout);
-        return GW_EXIT_OK;
-    }
-    if (argc < 2 || strcmp(argv[1], "verify") != 0) {
-        fprintf(stderr, "shardgate: journal: the command is verify\n%s", gw_usage_journal);
-        return GW_EXIT_USAGE;
-    }
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc - 1, argv + 1, "+", opts, NULL)) != -1) {
@@ -138,15 +157,40 @@ int gw_cmd_journal(int argc, char **argv)
             fputs(gw_usage_journal, stdout);
             return GW_EXIT_OK;
         }
-        if (c != 's') {
+        if (c == 's')
+            a->dir = optarg;
+        else if (is_archive && c == 'd')
+            a->adir = optarg;
+        else if (is_archive && c == 'p')
+            a->plain = 1;
+        else {
             fprintf(stderr, "shardgate: unknown option or missing value\n%s", gw_usage_journal);
             return GW_EXIT_USAGE;
         }
-        dir = optarg;
     }
-    if (!dir || optind < argc - 1) {
-        fprintf(stderr, "shardgate: --state-dir DIR is required\n%s", gw_usage_journal);
+    if (!a->dir || optind < argc - 1 || (is_archive && !a->adir)) {
+        fprintf(stderr, "shardgate: %s is required\n%s",
+                a->dir ? "--dir ARCHIVE_DIR" : "--state-dir DIR", gw_usage_journal);
         return GW_EXIT_USAGE;
     }
-    return verify(dir);
+    return -1;
+}
+
+int gw_cmd_journal(int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+        fputs(gw_usage_journal, stdout);
+        return GW_EXIT_OK;
+    }
+    int is_archive = argc >= 2 && strcmp(argv[1], "archive") == 0;
+    if (argc < 2 || (!is_archive && strcmp(argv[1], "verify") != 0)) {
+        fprintf(stderr, "shardgate: journal: the command is verify or archive\n%s",
+                gw_usage_journal);
+        return GW_EXIT_USAGE;
+    }
+    struct journal_args a = {0};
+    int rc = parse_args(argc, argv, is_archive, &a);
+    if (rc >= 0)
+        return rc;
+    return is_archive ? archive(a.dir, a.adir, a.plain) : verify(a.dir);
 }

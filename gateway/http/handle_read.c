@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http.h"
 #include "membership.h"
 #include "receipt.h"
 
@@ -122,11 +123,32 @@ enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
+/* 410: the receipt is in a segment `shardgate journal archive` moved away (docs/api.md §3,
+ * docs/decisions.md §17): the id stays known, never dispatched again, its bytes not served. */
+static enum MHD_Result archived(struct gw_req *r, struct gw_idem_ref ref)
+{
+    char msg[400];
+    struct gw_buf body;
+    snprintf(msg, sizeof(msg),
+             "the receipt of batch_id \"%s\" (seq %llu) is in an archived journal segment; it is "
+             "never dispatched again",
+             r->batch_id, (unsigned long long)ref.seq);
+    gw_buf_init(&body);
+    gw_http_error_body(&body, "receipt_archived", msg, "batch_id");
+    if (!body.failed)
+        body.len -= 2; /* reopen the object */
+    gw_buf_field_u64(&body, ",\"seq\":", ref.seq);
+    gw_buf_puts(&body, "}\n");
+    return gw_serve_respond(r, 410, "application/json", &body, NULL, NULL);
+}
+
 /* The stored receipt and a newline, read from the journal (docs/api.md §3 and §4). */
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
                                          const char *header, const char *value)
 {
     struct gw_buf body;
+    if (gw_segments_archived(&r->srv->journal.segs, ref.segment))
+        return archived(r, ref);
     gw_buf_init(&body);
     if (gw_journal_copy(&r->srv->journal, ref.segment, ref.offset, (size_t)ref.len, &body) != 0) {
         gw_buf_free(&body);

@@ -142,6 +142,11 @@ static int line_before(int fd, uint64_t offset, char *head, size_t *n)
  * record or the header when the group had no receipt). */
 static int check_position(struct gw_journal *j, const struct gw_checkpoint *c, struct gw_error *err)
 {
+    const struct gw_segment *archived = gw_segments_archived(&j->segs, c->segment);
+    if (archived) /* docs/journal.md §8: usable only when it ends exactly at that segment's end */
+        return archived->last_seq == c->last_seq
+                   ? 0
+                   : why(err, "its segment is archived and it does not end at that segment's end");
     if (!gw_journal_has_segment(j, c->segment))
         return why(err, "its segment is not in the state dir");
     char *path = gw_journal_segment_path(j, c->segment);

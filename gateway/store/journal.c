@@ -293,6 +293,27 @@ static int map_fd(int fd, const char *path, uint64_t size, void **data, struct g
     return -errno;
 }
 
+/* The previous segment is archived (docs/journal.md §8) and the replay resumed after it from a
+ * checkpoint, so no epoch record has been read: the repeat is taken as the latest epoch record
+ * when it names the checkpoint chain's latest epoch. Returns NULL or what is wrong. */
+static const char *adopt_repeat(struct gw_journal *j, const char *data, uint64_t at, uint64_t size)
+{
+    struct gw_epoch_entry latest;
+    const char *nl = at < size ? memchr(data + at, '\n', (size_t)(size - at)) : NULL;
+    if (!nl || !gw_chain_latest(&j->chain, &latest))
+        return "2: no epoch repeat after an archived segment";
+    char want[GW_EPOCH_HEX_LEN + 16];
+    snprintf(want, sizeof(want), "\"epoch\":\"%s\"", latest.epoch);
+    size_t n = (size_t)(nl - (data + at)) + 1;
+    size_t wl = strlen(want), k = 0;
+    while (k + wl <= n && memcmp(data + at + k, want, wl) != 0)
+        k++;
+    if (k + wl > n)
+        return "2: the epoch repeat is not the checkpoint's latest epoch";
+    gw_buf_append(&j->epoch_line, data + at, n);
+    return j->epoch_line.failed ? "2: out of memory" : NULL;
+}
+
 /* The header and the epoch repeat that open every segment after the first (docs/journal.md §6):
  * the header names this segment and links to `prev` (NULL: checked at start already), the
  * repeat is byte for byte the chain's latest epoch record. *pos: where the records start. */
@@ -310,6 +331,8 @@ static int check_segment_start(struct replay *r, const char *path, const char *d
     else if (prev && strcmp(prev, link) != 0)
         what = "1: the header's prev is not the sha256 of the previous segment's seal";
     uint64_t at = nl ? (uint64_t)(nl - data) + 1 : 0;
+    if (!what && r->j->epoch_line.len == 0)
+        what = adopt_repeat(r->j, data, at, size); /* the previous segment is archived */
     const struct gw_buf *e = &r->j->epoch_line;
     if (!what && (size - at < e->len || memcmp(data + at, e->data, e->len) != 0))
         what = "2: not a repeat of the latest epoch record";
@@ -443,14 +466,34 @@ static int replay_active(struct replay *r, uint64_t from, struct gw_journal_repa
     return rc;
 }
 
+/* Archived segments are never read at start (docs/journal.md §8): the checkpoint the replay
+ * resumes from must cover each, else exit 3 naming the first one not covered. */
+static int check_archived_covered(const struct gw_journal *j, const struct gw_journal_resume *from,
+                                  struct gw_error *err)
+{
+    for (size_t i = 0; i < j->segs.narchived; i++) {
+        const struct gw_segment *a = &j->segs.archived[i];
+        if (from && (a->first_seq < from->segment ||
+                     (a->first_seq == from->segment && a->last_seq == from->last_seq)))
+            continue;
+        char name[GW_SEGMENT_NAME_MAX];
+        gw_segment_name(name, a->first_seq);
+        gw_error_set(err, "",
+                     "journal: %s/%s: archived (archive.jsonl) and no usable checkpoint covers it",
+                     j->dir, name);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int gw_journal_replay(struct gw_journal *j, const struct gw_journal_resume *from,
                       gw_journal_visit_fn visit, void *ctx, struct gw_journal_repair *repair,
                       struct gw_error *err)
 {
     struct replay r = {.j = j, .visit = visit, .ctx = ctx};
-    struct gw_journal_resume start = from ? *from : (struct gw_journal_resume){1, 0};
+    struct gw_journal_resume start = from ? *from : (struct gw_journal_resume){1, 0, 0};
     memset(repair, 0, sizeof(*repair));
-    int rc = 0;
+    int rc = check_archived_covered(j, from, err);
     for (size_t i = 0; rc == 0 && i < j->segs.count; i++) {
         const struct gw_segment *seg = &j->segs.sealed[i];
         if (seg->first_seq >= start.segment)
@@ -569,7 +612,7 @@ static int finish_rotation(struct gw_journal *j, struct gw_error *err)
     if (fd >= 0 && ends_sealed(fd)) {
         struct gw_segments segs;
         rc = gw_segments_scan(j->dir, &segs, err);
-        uint64_t first = segs.count ? segs.sealed[segs.count - 1].last_seq + 1 : 1;
+        uint64_t first = gw_segments_next_first(&segs);
         char name[GW_SEGMENT_NAME_MAX];
         gw_segment_name(name, first);
         char *to = rc == 0 ? join_path(j->dir, name) : NULL;
@@ -589,9 +632,9 @@ static int finish_rotation(struct gw_journal *j, struct gw_error *err)
 static int open_active(struct gw_journal *j, struct gw_error *err)
 {
     size_t n = j->segs.count;
-    j->segment = n ? j->segs.sealed[n - 1].last_seq + 1 : 1;
+    j->segment = gw_segments_next_first(&j->segs);
     int exists = access(j->path, F_OK) == 0;
-    if (!exists && n > 0) {
+    if (!exists && (n > 0 || j->segs.narchived > 0)) {
         j->create_active = 1;
         return 0;
     }
@@ -670,6 +713,8 @@ char *gw_journal_segment_path(const struct gw_journal *j, uint64_t first_seq)
 
 int gw_journal_has_segment(const struct gw_journal *j, uint64_t first_seq)
 {
+    if (gw_segments_archived(&j->segs, first_seq))
+        return 0;
     if (first_seq == j->segment)
         return !j->create_active;
     for (size_t i = 0; i < j->segs.count; i++)

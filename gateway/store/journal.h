@@ -47,6 +47,7 @@ struct gw_journal {
  * and last_seq of the journal are the checkpoint's already. */
 struct gw_journal_resume {
     uint64_t segment, offset;
+    uint64_t last_seq; /* the seq the position follows (an archived segment must end there) */
 };
 
 /* A record met during replay, borrowed for the visit only: a receipt record (`receipt` set), or

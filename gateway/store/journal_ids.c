@@ -123,11 +123,31 @@ static int scan_segment(struct scan *s, struct gw_journal *j, uint64_t first_seq
     return rc;
 }
 
+/* The ids of an archived segment are only in the index (docs/journal.md §8): an index durable
+ * below its last seq would forget them, so the start refuses, naming the segment. */
+static int check_index_covers_archived(const struct gw_journal *j, uint64_t durable,
+                                       struct gw_error *err)
+{
+    for (size_t i = 0; i < j->segs.narchived; i++) {
+        if (j->segs.archived[i].last_seq <= durable)
+            continue;
+        char name[GW_SEGMENT_NAME_MAX];
+        gw_segment_name(name, j->segs.archived[i].first_seq);
+        gw_error_set(
+            err, "",
+            "journal: %s/%s: archived (archive.jsonl) but the idempotency index is durable "
+            "only through seq %llu",
+            j->dir, name, (unsigned long long)durable);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int gw_journal_scan_ids(struct gw_journal *j, struct gw_idem *idem, uint64_t after_seq,
                         uint64_t end_segment, uint64_t end_offset, struct gw_error *err)
 {
     struct scan s = {.idem = idem, .after_seq = after_seq};
-    int rc = 0;
+    int rc = check_index_covers_archived(j, after_seq, err);
     for (size_t i = 0; rc == 0 && i < j->segs.count; i++) {
         const struct gw_segment *seg = &j->segs.sealed[i];
         if (seg->first_seq > end_segment)

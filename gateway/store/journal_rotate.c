@@ -63,7 +63,9 @@ static int write_new_active(struct gw_journal *j, const struct gw_buf *lines, st
 int gw_journal_create_active(struct gw_journal *j, struct gw_error *err)
 {
     size_t n = j->segs.count;
-    uint64_t first = n ? j->segs.sealed[n - 1].last_seq + 1 : 1;
+    uint64_t first = gw_segments_next_first(&j->segs);
+    if (n == 0 && j->segs.narchived > 0)
+        return fail(err, j->path, "cannot recreate: the segment before it is archived", -EINVAL);
     struct gw_buf lines;
     gw_buf_init(&lines);
     if (n)

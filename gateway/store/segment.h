@@ -27,6 +27,11 @@ struct gw_segment {
 struct gw_segments {
     struct gw_segment *sealed; /* ascending first_seq, a continuous run */
     size_t count, cap;
+    /* Sealed segments moved away by `shardgate journal archive` (docs/journal.md §8): listed in
+     * archive.jsonl, absent from the state dir; a run from seq 1 just before `sealed`. Their
+     * sha256 is archive.jsonl's (of the whole file), `prev` is empty. */
+    struct gw_segment *archived;
+    size_t narchived;
 };
 
 /* `journal-<first_seq, 20 digits>.jsonl` into out. */
@@ -50,5 +55,17 @@ int gw_segment_parse_seal(const char *line, size_t len, uint64_t *last_seq, uint
  * size. Returns 0, -EINVAL with err->msg `journal: <file>: <what>`, -ENOMEM, -errno. */
 int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *err);
 void gw_segments_free(struct gw_segments *s);
+/* first_seq of the segment after the last sealed one (present or archived): 1 when none. */
+uint64_t gw_segments_next_first(const struct gw_segments *s);
+/* The archived segment with this first_seq, or NULL. */
+const struct gw_segment *gw_segments_archived(const struct gw_segments *s, uint64_t first_seq);
+
+#define GW_ARCHIVE_LIST_FILE "archive.jsonl"
+/* Reads <dir>/archive.jsonl (docs/journal.md §8): one entry a line, byte-exact
+ * `{"name","first_seq","last_seq","bytes","sha256","archived_as"}`; *out (free() it) in file
+ * order, as_names[i] (free() the array and each) the archived_as. A missing file is 0 entries.
+ * Returns 0, -EINVAL with err `journal: <file>:<line>: <what>`, -ENOMEM, -errno. */
+int gw_archive_list_read(const char *dir, struct gw_segment **out, size_t *n, char ***as_names,
+                         struct gw_error *err);
 
 #endif

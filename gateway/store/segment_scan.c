@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,10 +123,43 @@ static int check_link(const char *dir, const struct gw_segment *prev, const stru
     return 0;
 }
 
+/* The archived segments (archive.jsonl, docs/journal.md §8) whose file is gone from the state
+ * dir: a run from seq 1, ending just before the first segment present. One listed but still
+ * present (an archive stopped before its unlink) counts as present. */
+static int add_archived(const char *dir, struct gw_segments *out, struct gw_error *err)
+{
+    struct gw_segment *list;
+    char **as;
+    size_t n;
+    int rc = gw_archive_list_read(dir, &list, &n, &as, err);
+    for (size_t i = 0; i < n; i++)
+        free(as[i]);
+    free(as);
+    uint64_t present = out->count ? out->sealed[0].first_seq : UINT64_MAX;
+    size_t kept = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (list[i].first_seq >= present)
+            continue;
+        uint64_t want = kept ? list[kept - 1].last_seq + 1 : 1;
+        if (list[i].first_seq != want)
+            rc = fault(err, dir, want, "missing: neither in the state dir nor in archive.jsonl");
+        list[kept++] = list[i];
+    }
+    if (rc == 0 && kept && out->count && list[kept - 1].last_seq + 1 != present)
+        rc = fault(err, dir, list[kept - 1].last_seq + 1,
+                   "missing: neither in the state dir nor in archive.jsonl");
+    out->archived = list;
+    out->narchived = kept;
+    return rc;
+}
+
 int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
     int rc = list_names(dir, out, err);
+    if (rc == 0)
+        rc = add_archived(dir, out, err);
+    uint64_t start = out->narchived ? out->archived[out->narchived - 1].last_seq + 1 : 1;
     for (size_t i = 0; rc == 0 && i < out->count; i++) {
         char path[4096], name[GW_SEGMENT_NAME_MAX];
         gw_segment_name(name, out->sealed[i].first_seq);
@@ -137,8 +171,11 @@ int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *
             rc = read_edges(fd, dir, &out->sealed[i], err);
         if (fd >= 0)
             close(fd);
-        if (rc == 0 && i == 0 && out->sealed[0].first_seq != 1)
-            rc = fault(err, dir, 1, "missing (the first segment)");
+        if (rc == 0 && i == 0 && out->sealed[0].first_seq != start)
+            rc = start == 1 ? fault(err, dir, 1, "missing (the first segment)")
+                            : fault(err, dir, start,
+                                    "missing: neither in the state dir nor in "
+                                    "archive.jsonl");
         if (rc == 0 && i > 0)
             rc = check_link(dir, &out->sealed[i - 1], &out->sealed[i], err);
     }
@@ -147,8 +184,24 @@ int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *
     return rc;
 }
 
+uint64_t gw_segments_next_first(const struct gw_segments *s)
+{
+    if (s->count)
+        return s->sealed[s->count - 1].last_seq + 1;
+    return s->narchived ? s->archived[s->narchived - 1].last_seq + 1 : 1;
+}
+
+const struct gw_segment *gw_segments_archived(const struct gw_segments *s, uint64_t first_seq)
+{
+    for (size_t i = 0; i < s->narchived; i++)
+        if (s->archived[i].first_seq == first_seq)
+            return &s->archived[i];
+    return NULL;
+}
+
 void gw_segments_free(struct gw_segments *s)
 {
     free(s->sealed);
+    free(s->archived);
     memset(s, 0, sizeof(*s));
 }

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -356,6 +357,157 @@ def verify_reports_a_bad_checkpoint():
     eq((r.returncode, r.stderr),
        (3, "checkpoint: %s/%s: sha256 does not match its bytes (torn or edited)\n" % (d, newest)),
        "checkpoint fault")
+
+
+def journal_archive(d, adir, *extra):
+    return run_server(["journal", "archive", "--state-dir", d, "--dir", adir] + list(extra))
+
+
+def archive_lines(d, names, plain):
+    """The archive.jsonl lines expected for these sealed segments (read before the archive)."""
+    out = []
+    for name, data in names:
+        first = int(name[len("journal-"):-len(".jsonl")])
+        out.append('{"name":"%s","first_seq":%d,"last_seq":%d,"bytes":%d,"sha256":"%s",'
+                   '"archived_as":"%s"}\n' % (name, first, seal_of(data)[0]["last_seq"],
+                                              len(data), hashlib.sha256(data).hexdigest(),
+                                              name if plain else name + ".zst"))
+    return "".join(out)
+
+
+def archived_state(plain):
+    """A rotated state dir archived: (d, adir, bodies, totals, [(name, bytes)] archived)."""
+    d, bodies, totals = rotated_state()
+    before = [(n, read(os.path.join(d, n))) for n in sealed(d)]
+    adir = os.path.join(tmpdir(), "archive")
+    os.mkdir(adir)
+    r = journal_archive(d, adir, *(["--plain"] if plain else []))
+    eq((r.returncode, r.stdout, r.stderr),
+       (0, "journal: archived %d segments (0 completed from an earlier run) through seq 150\n"
+        % len(before), ""), "archived every sealed segment the shutdown checkpoint covers")
+    return d, adir, bodies, totals, before
+
+
+def unzstd(path):
+    return subprocess.run(["zstd", "-q", "-d", "-c", path], stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+@case("segment_archive")
+def archive_zstd_and_plain_exact_files():
+    for plain in (False, True):
+        d, adir, _, _, before = archived_state(plain)
+        eq(sealed(d), [], "no sealed segment left in the state dir")
+        eq(read(os.path.join(d, "archive.jsonl")).decode(), archive_lines(d, before, plain),
+           "archive.jsonl lines")
+        suffix = "" if plain else ".zst"
+        eq(sorted(os.listdir(adir)), [n + suffix for n, _ in before], "files in the archive dir")
+        for name, data in before:
+            path = os.path.join(adir, name + suffix)
+            got = read(path) if plain else unzstd(path)
+            eq(hashlib.sha256(got).hexdigest(), hashlib.sha256(data).hexdigest(),
+               "the original bytes of " + name)
+
+
+@case("segment_archive")
+def archive_refused_while_serving():
+    d = tmpdir()
+    adir = tmpdir()
+    with Server(state_dir=d, args=SMALL) as s:
+        eq(s.post(batch("a1")).status, 200, "post")
+        r = journal_archive(d, adir)
+        eq((r.returncode, r.stdout, r.stderr),
+           (1, "", "journal: %s: in use by another process\n" % d), "busy")
+    eq(os.listdir(adir), [], "nothing archived")
+
+
+@case("segment_archive")
+def archive_only_what_a_checkpoint_covers():
+    d, _, _ = rotated_state()
+    cps = checkpoints(d)
+    os.unlink(os.path.join(d, cps[-1]))  # the older one (the last rotation's) stays
+    older = json.loads(read(os.path.join(d, cps[0])))["last_seq"]
+    want = [n for n in sealed(d) if seal_of(read(os.path.join(d, n)))[0]["last_seq"] <= older]
+    keep = [n for n in sealed(d) if n not in want]
+    adir = tmpdir()
+    r = journal_archive(d, adir, "--plain")
+    eq((r.returncode, r.stdout),
+       (0, "journal: archived %d segments (0 completed from an earlier run) through seq %d\n"
+        % (len(want), older)), "only the covered ones")
+    eq((sorted(os.listdir(adir)), sealed(d)), (want, keep), "moved and kept")
+    d2, _, _ = rotated_state()
+    for c in checkpoints(d2):
+        os.unlink(os.path.join(d2, c))
+    r = journal_archive(d2, adir)
+    eq((r.returncode, r.stdout),
+       (0, "journal: archived 0 segments (0 completed from an earlier run) through seq 0\n"),
+       "no checkpoint: nothing archived")
+
+
+@case("segment_archive")
+def restart_after_archive_knows_every_id():
+    d, adir, bodies, totals, before = archived_state(False)
+    archived_ids = {}
+    for _, data in before:
+        for l in data.split(b"\n"):
+            if l.startswith(b'{"type":"receipt"'):
+                rec = json.loads(l)
+                archived_ids[rec["receipt"]["batch_id"]] = rec["seq"]
+    with Server(state_dir=d, args=SMALL) as s:
+        eq(s.shard_totals(), totals, "totals kept")
+        conn = s.connect()
+        for bid, body in sorted(bodies.items()):
+            r = s.post(batch(bid, n=20), conn=conn)
+            if bid in archived_ids:
+                seq = archived_ids[bid]
+                msg = ('the receipt of batch_id "%s" (seq %d) is in an archived journal segment;'
+                       ' it is never dispatched again' % (bid, seq))
+                want = {"error": {"code": "receipt_archived", "message": msg,
+                                  "path": "batch_id"}, "seq": seq}
+                eq((r.status, r.json()), (410, want), "a retry of an archived receipt: " + bid)
+                g = s.get("/v1/batches/" + bid, conn=conn)
+                eq((g.status, g.json()), (410, want), "GET of an archived receipt: " + bid)
+            else:
+                eq((r.status, r.body), (200, body), "a present receipt: " + bid)
+        conn.close()
+        ok(len(archived_ids) > 0 and len(archived_ids) < len(bodies), "both kinds met")
+        eq(s.post(batch("fresh", n=20)).status, 200, "a new id")
+        eq(s.shard_totals() != totals, True, "the new batch counted, the archived ones not again")
+
+
+@case("segment_archive")
+def archived_segment_without_covering_checkpoint_exit_3():
+    d, _, _, _, before = archived_state(True)
+    for c in checkpoints(d):
+        os.unlink(os.path.join(d, c))
+    start_fails(d, "journal: %s/%s: archived (archive.jsonl) and no usable checkpoint covers it"
+                % (d, before[0][0]))
+
+
+@case("segment_archive")
+def archive_rerun_after_a_crash_completes():
+    d, _, _ = rotated_state()
+    crash = tmpdir()
+    shutil.rmtree(crash)
+    shutil.copytree(d, crash)
+    adir = tmpdir()
+    r = journal_archive(d, adir)
+    eq(r.returncode, 0, "a whole run")
+    lines = read(os.path.join(d, "archive.jsonl")).decode().splitlines(True)
+    # the crash: the first segment copied, listed, not yet unlinked; the second's copy torn
+    cdir = tmpdir()
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    shutil.copy(os.path.join(adir, first["archived_as"]), cdir)
+    write(os.path.join(cdir, second["archived_as"] + ".tmp"), b"torn", "wb")
+    write(os.path.join(crash, "archive.jsonl"), lines[0].encode(), "wb")
+    with Server(state_dir=crash, args=SMALL) as s:  # the crash state starts
+        eq(s.post(batch("b0", n=20)).status, 200, "a present id")
+    r = journal_archive(crash, cdir)
+    eq((r.returncode, r.stdout),
+       (0, "journal: archived %d segments (1 completed from an earlier run) through seq 150\n"
+        % (len(lines) - 1)), "the re-run completes")
+    eq(read(os.path.join(crash, "archive.jsonl")).decode(), "".join(lines), "same list")
+    eq(sorted(os.listdir(cdir)), sorted(os.listdir(adir)), "same files, no .tmp left")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,191 @@
+/* `shardgate journal archive` (docs/journal.md §8). Per segment: D/<name>.tmp written and
+ * fsynced, renamed, D fsynced; the archive.jsonl line appended and fdatasynced; the segment
+ * unlinked and the state dir fsynced. A crash at any point leaves a state the start accepts and
+ * a re-run completes. */
+#include "archive.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <zstd.h>
+
+#include "checkpoint.h"
+#include "fileio.h"
+#include "journal.h"
+#include "segment.h"
+
+#define ARCHIVE_ZSTD_LEVEL 3
+
+static int fail(struct gw_error *err, const char *path, const char *what, int rc)
+{
+    gw_error_set(err, "", "journal archive: %s: %s: %s", path, what, strerror(-rc));
+    return rc;
+}
+
+static int sync_path(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -errno;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+static void sha256_hex(const void *data, size_t len, char hex[GW_SHA256_HEX + 1])
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_Digest(data, len, d, &n, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < n && 2 * i < GW_SHA256_HEX; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+/* Writes the (compressed) bytes to D/<as>.tmp, fsync, rename to D/<as>, fsync D. */
+static int write_copy(const char *adir, const char *as, const void *data, size_t len, int plain,
+                      struct gw_error *err)
+{
+    char tmp[4200], dest[4096];
+    snprintf(dest, sizeof(dest), "%s/%s", adir, as);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", dest);
+    void *z = NULL;
+    size_t zlen = len;
+    if (!plain) {
+        z = malloc(ZSTD_compressBound(len));
+        if (!z)
+            return gw_error_set(err, "", "journal archive: out of memory"), -ENOMEM;
+        zlen = ZSTD_compress(z, ZSTD_compressBound(len), data, len, ARCHIVE_ZSTD_LEVEL);
+        if (ZSTD_isError(zlen)) {
+            free(z);
+            return fail(err, tmp, "zstd", -EIO);
+        }
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+    int rc = fd < 0 ? -errno : gw_file_write_all(fd, plain ? data : z, zlen);
+    if (rc == 0 && fsync(fd) != 0)
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    free(z);
+    if (rc == 0 && rename(tmp, dest) != 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = sync_path(adir);
+    return rc == 0 ? 0 : fail(err, dest, "cannot write the archived copy", rc);
+}
+
+/* Appends the segment's archive.jsonl line and fdatasyncs it. */
+static int append_entry(const char *dir, uint64_t first, uint64_t last, size_t size,
+                        const char *sha, const char *as, struct gw_error *err)
+{
+    char path[4096], line[512], name[GW_SEGMENT_NAME_MAX];
+    gw_segment_name(name, first);
+    snprintf(path, sizeof(path), "%s/%s", dir, GW_ARCHIVE_LIST_FILE);
+    int n = snprintf(line, sizeof(line),
+                     "{\"name\":\"%s\",\"first_seq\":%llu,\"last_seq\":%llu,\"bytes\":%zu,"
+                     "\"sha256\":\"%s\",\"archived_as\":\"%s\"}\n",
+                     name, (unsigned long long)first, (unsigned long long)last, size, sha, as);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+    int rc = fd < 0 ? -errno : gw_file_write_all(fd, line, (size_t)n);
+    if (rc == 0 && fdatasync(fd) != 0)
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    return rc == 0 ? 0 : fail(err, path, "cannot append", rc);
+}
+
+static int unlink_segment(const char *dir, uint64_t first, struct gw_error *err)
+{
+    char path[4096], name[GW_SEGMENT_NAME_MAX];
+    gw_segment_name(name, first);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int rc = unlink(path) == 0 ? sync_path(dir) : -errno;
+    return rc == 0 ? 0 : fail(err, path, "cannot unlink", rc);
+}
+
+/* One segment: the copy, its line, the unlink. */
+static int archive_one(const char *dir, const char *adir, const struct gw_segment *seg, int plain,
+                       struct gw_error *err)
+{
+    char path[4096], name[GW_SEGMENT_NAME_MAX], as[GW_SEGMENT_NAME_MAX + 4];
+    char sha[GW_SHA256_HEX + 1];
+    gw_segment_name(name, seg->first_seq);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(as, sizeof(as), "%s%s", name, plain ? "" : ".zst");
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return fail(err, path, "cannot open", -errno);
+    void *data = mmap(NULL, (size_t)seg->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data == MAP_FAILED)
+        return fail(err, path, "cannot map", -errno);
+    sha256_hex(data, (size_t)seg->size, sha);
+    int rc = write_copy(adir, as, data, (size_t)seg->size, plain, err);
+    munmap(data, (size_t)seg->size);
+    if (rc == 0)
+        rc = append_entry(dir, seg->first_seq, seg->last_seq, (size_t)seg->size, sha, as, err);
+    return rc == 0 ? unlink_segment(dir, seg->first_seq, err) : rc;
+}
+
+/* The bound: the newest checkpoint that loads, min(its last_seq, its index_seq); 0: none. */
+static uint64_t covered_through(struct gw_journal *j)
+{
+    uint64_t *seqs = NULL, bound = 0;
+    long n = gw_checkpoint_list(j->dir, &seqs);
+    for (long i = 0; i < n && bound == 0; i++) {
+        struct gw_checkpoint c;
+        struct gw_error why;
+        if (gw_checkpoint_load(j->dir, seqs[i], j, &c, &why) != 0)
+            continue;
+        bound = c.index_seq < c.last_seq ? c.index_seq : c.last_seq;
+        gw_checkpoint_free(&c);
+    }
+    free(seqs);
+    return bound;
+}
+
+/* 1 when archive.jsonl already lists the segment (an earlier run stopped before the unlink). */
+static int listed(const struct gw_segment *list, size_t n, uint64_t first_seq)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i].first_seq == first_seq)
+            return 1;
+    return 0;
+}
+
+int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_archive_result *out,
+                       struct gw_error *err)
+{
+    struct gw_journal j;
+    struct gw_segment *list = NULL;
+    char **as = NULL;
+    size_t n = 0;
+    memset(out, 0, sizeof(*out));
+    int rc = gw_journal_prepare(&j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, err);
+    if (rc != 0)
+        return rc;
+    rc = gw_archive_list_read(dir, &list, &n, &as, err);
+    out->through_seq = rc == 0 ? covered_through(&j) : 0;
+    for (size_t i = 0; rc == 0 && i < j.segs.count; i++) {
+        const struct gw_segment *seg = &j.segs.sealed[i];
+        if (seg->last_seq > out->through_seq || out->through_seq == 0)
+            break;
+        int again = listed(list, n, seg->first_seq);
+        rc = again ? unlink_segment(dir, seg->first_seq, err)
+                   : archive_one(dir, adir, seg, plain, err);
+        if (rc == 0)
+            again ? out->completed++ : out->archived++;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(as[i]);
+    free(as);
+    free(list);
+    gw_journal_close(&j);
+    return rc;
+}
