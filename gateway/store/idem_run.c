@@ -15,16 +15,18 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "idem_bloom.h"
 
 #define RUN_MAGIC "SGIDXRUN"
-#define RUN_VERSION 1u
+#define RUN_VERSION 2u /* 2: the Bloom filter after the records */
 
 struct run_header {
     char magic[8];
     uint32_t version;
     uint32_t rec_size;
     uint64_t count;
-    uint64_t reserved[5];
+    uint64_t bloom_blocks; /* gw_idem_bloom_blocks(count) */
+    uint64_t reserved[4];
 };
 _Static_assert(sizeof(struct run_header) == sizeof(struct gw_idem_rec), "records stay aligned");
 
@@ -49,14 +51,21 @@ int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id
     gw_idem_run_name(name, sizeof(name), id);
     snprintf(w->path, sizeof(w->path), "%s/%s", dir, name);
     snprintf(w->tmp, sizeof(w->tmp), "%s.tmp", w->path);
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0)
-        return -errno;
+    w->bloom_blocks = gw_idem_bloom_blocks(count);
+    w->bloom = calloc(w->bloom_blocks ? w->bloom_blocks : 1, 64);
+    w->fd = w->bloom ? open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (w->fd < 0) {
+        int rc = w->bloom ? -errno : -ENOMEM;
+        free(w->bloom);
+        w->bloom = NULL;
+        return rc;
+    }
     SHA256_Init(&w->sha);
     w->expected = count;
     w->written = 0;
     w->used = 0;
-    struct run_header h = {RUN_MAGIC, RUN_VERSION, sizeof(struct gw_idem_rec), count, {0}};
+    struct run_header h = {RUN_MAGIC, RUN_VERSION,     sizeof(struct gw_idem_rec),
+                           count,     w->bloom_blocks, {0}};
     memcpy(w->buf, &h, sizeof(h)); /* the header is not part of the records' SHA-256 */
     w->used = sizeof(h);
     return 0;
@@ -85,6 +94,7 @@ int gw_idem_run_put(struct gw_idem_run_writer *w, const struct gw_idem_rec *rec)
     SHA256_Update(&w->sha, &r, sizeof(r));
     w->used += sizeof(r);
     w->written++;
+    gw_idem_bloom_add(w->bloom, w->bloom_blocks, r.key);
     return 0;
 }
 
@@ -92,7 +102,13 @@ int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
                        unsigned char sha256[SHA256_DIGEST_LENGTH])
 {
     assert(w->written == w->expected);
+    size_t bloom_size = w->bloom_blocks * 64;
+    SHA256_Update(&w->sha, w->bloom, bloom_size);
     int rc = flush_buf(w);
+    if (rc == 0)
+        rc = gw_file_write_all(w->fd, (const char *)w->bloom, bloom_size);
+    free(w->bloom);
+    w->bloom = NULL;
     if (rc == 0 && fdatasync(w->fd) != 0)
         rc = -errno;
     if (close(w->fd) != 0 && rc == 0)
@@ -115,6 +131,8 @@ void gw_idem_run_abandon(struct gw_idem_run_writer *w)
     if (w->fd >= 0)
         close(w->fd);
     w->fd = -1;
+    free(w->bloom);
+    w->bloom = NULL;
     unlink(w->tmp);
 }
 
@@ -151,7 +169,8 @@ static const char *check_run(int fd, const void *map, size_t size, uint64_t coun
         return "not an index run";
     if (h->version != RUN_VERSION || h->rec_size != sizeof(struct gw_idem_rec))
         return "unknown run version";
-    if (h->count != count || size != sizeof(*h) + count * sizeof(struct gw_idem_rec))
+    if (h->count != count || h->bloom_blocks != gw_idem_bloom_blocks(count) ||
+        size != sizeof(*h) + count * sizeof(struct gw_idem_rec) + h->bloom_blocks * 64)
         return "run size differs from its record count";
     if (!verify)
         return NULL;
@@ -191,6 +210,8 @@ struct gw_idem_run *gw_idem_run_open(const char *dir, uint64_t id, uint64_t coun
     r->id = id;
     r->count = count;
     r->recs = (const struct gw_idem_rec *)((const char *)r->map + sizeof(struct run_header));
+    r->bloom = (const uint64_t *)(const void *)(r->recs + count);
+    r->bloom_blocks = gw_idem_bloom_blocks(count);
     memcpy(r->sha256, sha256, SHA256_DIGEST_LENGTH);
     atomic_init(&r->refs, 1);
     return r;
@@ -226,7 +247,7 @@ static void bracket(const struct gw_idem_run *r, struct gw_idem_key key, size_t 
 
 const struct gw_idem_rec *gw_idem_run_find(const struct gw_idem_run *r, struct gw_idem_key key)
 {
-    if (r->count == 0)
+    if (r->count == 0 || !gw_idem_bloom_may_contain(r->bloom, r->bloom_blocks, key))
         return NULL;
     size_t lo, hi;
     bracket(r, key, &lo, &hi);

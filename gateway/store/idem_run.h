@@ -13,6 +13,8 @@ struct gw_idem_run {
     uint64_t id; /* the file is run-<id, 20 digits>.idx */
     uint64_t count;
     const struct gw_idem_rec *recs; /* count records, sorted by key, in the map */
+    const uint64_t *bloom;          /* bloom_blocks 64-byte blocks after the records, in the map */
+    size_t bloom_blocks;
     void *map;
     size_t size;
     unsigned char sha256[SHA256_DIGEST_LENGTH]; /* of the record bytes (after the header) */
@@ -26,6 +28,8 @@ struct gw_idem_run_writer {
     SHA256_CTX sha;
     uint64_t expected, written;
     struct gw_idem_key last;
+    uint64_t *bloom; /* the filter, built as records are put, written by finish */
+    size_t bloom_blocks;
     unsigned char buf[1 << 16];
     size_t used;
 };
@@ -37,8 +41,8 @@ void gw_idem_run_name(char *name, size_t size, uint64_t id);
 int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id, uint64_t count);
 /* Appends a record (keys strictly increasing). Returns 0 or -errno. */
 int gw_idem_run_put(struct gw_idem_run_writer *w, const struct gw_idem_rec *rec);
-/* Flushes, fdatasyncs and renames to run-<id>.idx, then fsyncs `dir`; *sha256 is the records'
- * SHA-256. Returns 0 or -errno (the temp file removed). */
+/* Writes the filter, flushes, fdatasyncs and renames to run-<id>.idx, then fsyncs `dir`; *sha256 is
+ * the SHA-256 of the records and the filter. Returns 0 or -errno (the temp file removed). */
 int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
                        unsigned char sha256[SHA256_DIGEST_LENGTH]);
 /* Drops a run being written (the temp file removed). */
@@ -54,7 +58,7 @@ void gw_idem_run_ref(struct gw_idem_run *r);
 /* Drops a reference; the last one unmaps. */
 void gw_idem_run_unref(struct gw_idem_run *r);
 
-/* The record with `key`, or NULL. */
+/* The record with `key`, or NULL; the filter answers most absent keys without a record page. */
 const struct gw_idem_rec *gw_idem_run_find(const struct gw_idem_run *r, struct gw_idem_key key);
 
 #endif
