@@ -463,6 +463,34 @@ def archive_only_what_a_checkpoint_covers():
 
 
 @case("segment_archive")
+def archive_stops_at_an_older_checkpoint():
+    """With only an early checkpoint left, the sealed segments after it stay."""
+    d = tmpdir()
+    early = None
+    with Server(state_dir=d, args=SMALL) as s:
+        for i in range(400):
+            eq(s.post(batch("e%d" % i, n=20)).status, 200, "post")
+            if early is None and sealed(d) and checkpoints(d):
+                name = checkpoints(d)[0]
+                early = (name, read(os.path.join(d, name)))
+            if early and len(sealed(d)) >= 4:
+                break
+        eq(s.stop(), 0, "clean stop")
+    ok(early and len(sealed(d)) >= 4, "an early checkpoint and four sealed segments")
+    for c in checkpoints(d):
+        os.unlink(os.path.join(d, c))
+    write(os.path.join(d, early[0]), early[1], "wb")
+    last = json.loads(early[1])["last_seq"]
+    want = [n for n in sealed(d) if seal_of(read(os.path.join(d, n)))[0]["last_seq"] <= last]
+    ok(want and len(want) < len(sealed(d)), "the early checkpoint covers some, not all")
+    keep = [n for n in sealed(d) if n not in want]
+    adir = tmpdir()
+    r = journal_archive(d, adir, "--plain")
+    eq((r.returncode, sorted(os.listdir(adir)), sealed(d)), (0, want, keep),
+       "only what the checkpoint covers: %s" % r.stderr)
+
+
+@case("segment_archive")
 def restart_after_archive_knows_every_id():
     d, adir, bodies, totals, before = archived_state(False)
     archived_ids = {}
