@@ -7,49 +7,39 @@
 static void *reloader_main(void *arg)
 {
     struct gw_server *s = arg;
-    pthread_mutex_lock(&s->reload_lock_wait);
+    struct gw_worker *w = &s->reloader;
+    pthread_mutex_lock(&w->lock);
     for (;;) {
-        while (!s->reload_pending && !s->reload_stopping)
-            pthread_cond_wait(&s->reload_wake, &s->reload_lock_wait);
-        if (s->reload_stopping)
+        while (!s->reload_pending && !w->stopping)
+            pthread_cond_wait(&w->wake, &w->lock);
+        if (w->stopping)
             break;
         s->reload_pending = 0; /* SIGHUPs while a reload runs give one more reload */
-        pthread_mutex_unlock(&s->reload_lock_wait);
+        pthread_mutex_unlock(&w->lock);
         gw_reload_from_files(s);
-        pthread_mutex_lock(&s->reload_lock_wait);
+        pthread_mutex_lock(&w->lock);
     }
-    pthread_mutex_unlock(&s->reload_lock_wait);
+    pthread_mutex_unlock(&w->lock);
     return NULL;
 }
 
-int gw_reloader_start(struct gw_server *s)
+int gw_reloader_start(struct gw_server *s, struct gw_error *err)
 {
     pthread_mutex_init(&s->reload_lock, NULL);
-    pthread_mutex_init(&s->reload_lock_wait, NULL);
-    pthread_cond_init(&s->reload_wake, NULL);
-    s->reload_pending = s->reload_stopping = 0;
-    if (pthread_create(&s->reloader, NULL, reloader_main, s) != 0)
-        return -1;
-    s->reloader_started = 1;
-    return 0;
+    s->reload_pending = 0;
+    return gw_worker_start(&s->reloader, reloader_main, s,
+                           "shardgate: cannot start the reload thread", err);
 }
 
 void gw_reloader_request(struct gw_server *s)
 {
-    pthread_mutex_lock(&s->reload_lock_wait);
+    pthread_mutex_lock(&s->reloader.lock);
     s->reload_pending = 1;
-    pthread_cond_signal(&s->reload_wake);
-    pthread_mutex_unlock(&s->reload_lock_wait);
+    pthread_cond_signal(&s->reloader.wake);
+    pthread_mutex_unlock(&s->reloader.lock);
 }
 
 void gw_reloader_stop(struct gw_server *s)
 {
-    if (!s->reloader_started)
-        return;
-    pthread_mutex_lock(&s->reload_lock_wait);
-    s->reload_stopping = 1;
-    pthread_cond_signal(&s->reload_wake);
-    pthread_mutex_unlock(&s->reload_lock_wait);
-    pthread_join(s->reloader, NULL);
-    s->reloader_started = 0;
+    gw_worker_join(&s->reloader);
 }

@@ -22,16 +22,14 @@
 #include "server.h"
 #include "topology.h"
 #include "view.h"
+#include "worker.h"
 
 struct gw_server {
     struct gw_serve_options opt;
     struct gw_view_slot views; /* the published view: topology, epoch_seq (docs/decisions.md §14) */
     pthread_mutex_t reload_lock; /* one reload at a time: SIGHUP and PUT take the same path */
-    pthread_t reloader;          /* applies SIGHUP reloads off the signal thread */
-    int reloader_started;
-    pthread_mutex_t reload_lock_wait; /* guards the three below */
-    pthread_cond_t reload_wake;
-    int reload_pending, reload_stopping;
+    struct gw_worker reloader;   /* applies SIGHUP reloads off the signal thread */
+    int reload_pending;          /* under reloader.lock */
     struct gw_journal journal;
     struct gw_committer committer;
     struct gw_checkpointer checkpointer; /* docs/journal.md §7 */
@@ -235,7 +233,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
 /* SIGHUP: re-reads --conf and --shards and applies them, logging the outcome. */
 void gw_reload_from_files(struct gw_server *s);
 /* Starts and stops the thread that runs SIGHUP reloads. */
-int gw_reloader_start(struct gw_server *s);
+int gw_reloader_start(struct gw_server *s, struct gw_error *err);
 void gw_reloader_request(struct gw_server *s);
 void gw_reloader_stop(struct gw_server *s);
 

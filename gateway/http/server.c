@@ -264,8 +264,8 @@ static int setup(struct gw_server *s)
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
-    if (gw_reloader_start(s) != 0) {
-        fprintf(stderr, "shardgate: cannot start the reload thread\n");
+    if (gw_reloader_start(s, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
     atomic_store(&s->replayed, 1);

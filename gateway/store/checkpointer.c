@@ -46,22 +46,22 @@ static void write_one(struct gw_checkpointer *c, const struct gw_checkpoint_snap
 static void *checkpointer_main(void *arg)
 {
     struct gw_checkpointer *c = arg;
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->worker.lock);
     for (;;) {
-        while (!c->has_pending && !c->stopping)
-            pthread_cond_wait(&c->wake, &c->lock);
+        while (!c->has_pending && !c->worker.stopping)
+            pthread_cond_wait(&c->worker.wake, &c->worker.lock);
         if (!c->has_pending)
             break;
         struct gw_checkpoint_snapshot s = c->pending;
         c->has_pending = 0;
         c->busy = 1;
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->worker.lock);
         write_one(c, &s);
         gw_checkpoint_snapshot_free(&s);
-        pthread_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->worker.lock);
         c->busy = 0;
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->worker.lock);
     return NULL;
 }
 
@@ -76,17 +76,8 @@ int gw_checkpointer_start(struct gw_checkpointer *c, struct gw_journal *j, struc
     c->interval_ms = interval_ms;
     c->taken_seq = taken_seq;
     c->taken_ns = gw_now_ns();
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
-    int rc = pthread_create(&c->thread, NULL, checkpointer_main, c);
-    if (rc != 0) {
-        gw_error_set(err, "", "checkpoint: cannot start the checkpoint thread: %s", strerror(rc));
-        pthread_cond_destroy(&c->wake);
-        pthread_mutex_destroy(&c->lock);
-        return -rc;
-    }
-    c->started = 1;
-    return 0;
+    return gw_worker_start(&c->worker, checkpointer_main, c,
+                           "checkpoint: cannot start the checkpoint thread", err);
 }
 
 uint64_t gw_checkpointer_due_ms(struct gw_checkpointer *c)
@@ -97,7 +88,7 @@ uint64_t gw_checkpointer_due_ms(struct gw_checkpointer *c)
 
 void gw_checkpointer_offer(struct gw_checkpointer *c, int force)
 {
-    if (!c || !c->started)
+    if (!c || !c->worker.started)
         return;
     if (!force && (gw_now_ns() - c->taken_ns) / 1000000 < c->interval_ms)
         return;
@@ -112,25 +103,16 @@ void gw_checkpointer_offer(struct gw_checkpointer *c, int force)
     }
     c->taken_seq = s.last_seq;
     c->taken_ns = gw_now_ns();
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->worker.lock);
     if (c->has_pending)
         gw_checkpoint_snapshot_free(&c->pending);
     c->pending = s;
     c->has_pending = 1;
-    pthread_cond_signal(&c->wake);
-    pthread_mutex_unlock(&c->lock);
+    pthread_cond_signal(&c->worker.wake);
+    pthread_mutex_unlock(&c->worker.lock);
 }
 
 void gw_checkpointer_stop(struct gw_checkpointer *c)
 {
-    if (!c->started)
-        return;
-    pthread_mutex_lock(&c->lock);
-    c->stopping = 1;
-    pthread_cond_signal(&c->wake);
-    pthread_mutex_unlock(&c->lock);
-    pthread_join(c->thread, NULL);
-    pthread_cond_destroy(&c->wake);
-    pthread_mutex_destroy(&c->lock);
-    c->started = 0;
+    gw_worker_destroy(&c->worker);
 }

@@ -9,6 +9,7 @@
 
 #include "checkpoint.h"
 #include "idempotency.h"
+#include "worker.h"
 
 #define GW_CHECKPOINT_INTERVAL_DEFAULT_MS 10000
 
@@ -17,13 +18,11 @@ struct gw_checkpointer {
     struct gw_ledger *ledger;
     struct gw_idem *idem;
     uint64_t interval_ms;
-    uint64_t taken_seq; /* last_seq of the newest snapshot taken (the writer's) */
-    uint64_t taken_ns;  /* when it was taken */
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
+    uint64_t taken_seq;      /* last_seq of the newest snapshot taken (the writer's) */
+    uint64_t taken_ns;       /* when it was taken */
+    struct gw_worker worker; /* its lock guards pending, has_pending and busy */
     struct gw_checkpoint_snapshot pending;
-    int has_pending, busy, stopping, started;
+    int has_pending, busy;
 };
 
 /* Starts the thread. `taken_seq`: the last_seq of the checkpoint the start used (0: none).

@@ -129,7 +129,7 @@ static size_t count_group(const struct gw_commit_item *list, const struct gw_com
 static int wait_for_work(struct gw_committer *c)
 {
     if (!c->checkpointer) {
-        pthread_cond_wait(&c->wake, &c->lock);
+        pthread_cond_wait(&c->worker.wake, &c->worker.lock);
         return 0;
     }
     struct timespec ts;
@@ -137,40 +137,40 @@ static int wait_for_work(struct gw_committer *c)
     uint64_t ns = (uint64_t)ts.tv_nsec + gw_checkpointer_due_ms(c->checkpointer) * 1000000;
     ts.tv_sec += (time_t)(ns / 1000000000);
     ts.tv_nsec = (long)(ns % 1000000000);
-    return pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT;
+    return pthread_cond_timedwait(&c->worker.wake, &c->worker.lock, &ts) == ETIMEDOUT;
 }
 
 static void *writer_main(void *arg)
 {
     struct gw_committer *c = arg;
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->worker.lock);
     for (;;) {
-        while (!c->head && !c->stopping && !wait_for_work(c))
+        while (!c->head && !c->worker.stopping && !wait_for_work(c))
             ;
-        if (!c->head && c->stopping)
+        if (!c->head && c->worker.stopping)
             break;
         if (!c->head) { /* the interval passed without a group */
-            pthread_mutex_unlock(&c->lock);
+            pthread_mutex_unlock(&c->worker.lock);
             gw_checkpointer_offer(c->checkpointer, 0);
-            pthread_mutex_lock(&c->lock);
+            pthread_mutex_lock(&c->worker.lock);
             continue;
         }
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->worker.lock);
         if (c->delay_ms)
             gw_sleep_ms(c->delay_ms);
-        pthread_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->worker.lock);
         struct gw_commit_item *list = c->head, *tail = c->tail;
         c->head = c->tail = NULL; /* the writer owns head..tail now, nobody else */
-        pthread_mutex_unlock(&c->lock);
+        pthread_mutex_unlock(&c->worker.lock);
         count_group(list, tail);
         int rotated = 0;
         int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list, &rotated);
         finish(list, rc); /* the ledger has the group now: a snapshot agrees with the journal */
         if (!gw_committer_failed(c))
             gw_checkpointer_offer(c->checkpointer, rotated ? 2 : 0);
-        pthread_mutex_lock(&c->lock);
+        pthread_mutex_lock(&c->worker.lock);
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->worker.lock);
     if (!gw_committer_failed(c)) /* a clean shutdown: after the last group */
         gw_checkpointer_offer(c->checkpointer, 1);
     return NULL;
@@ -189,25 +189,16 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
     c->delay_ms = delay_ms;
     atomic_init(&c->failed, 0);
     gw_buf_init(&c->group);
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->wake, NULL);
-    int rc = pthread_create(&c->thread, NULL, writer_main, c);
-    if (rc != 0) {
-        gw_error_set(err, "", "journal: cannot start the writer thread: %s", strerror(rc));
-        pthread_cond_destroy(&c->wake);
-        pthread_mutex_destroy(&c->lock);
-        return -rc;
-    }
-    c->started = 1;
-    return 0;
+    return gw_worker_start(&c->worker, writer_main, c, "journal: cannot start the writer thread",
+                           err);
 }
 
 void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
 {
     assert(item->done != NULL);
     item->next = NULL;
-    pthread_mutex_lock(&c->lock);
-    int refuse = c->stopping;
+    pthread_mutex_lock(&c->worker.lock);
+    int refuse = c->worker.stopping;
     if (!refuse) {
         assert(item != c->tail && (!c->tail) == (!c->head)); /* queued once, list well formed */
         if (c->tail)
@@ -215,9 +206,9 @@ void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
         else
             c->head = item;
         c->tail = item;
-        pthread_cond_signal(&c->wake);
+        pthread_cond_signal(&c->worker.wake);
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->worker.lock);
     if (refuse)
         item->done(item, -EIO);
 }
@@ -229,24 +220,13 @@ int gw_committer_failed(struct gw_committer *c)
 
 void gw_committer_stop(struct gw_committer *c)
 {
-    if (!c->started || c->stopped)
-        return;
-    pthread_mutex_lock(&c->lock);
-    c->stopping = 1;
-    pthread_cond_signal(&c->wake);
-    pthread_mutex_unlock(&c->lock);
-    pthread_join(c->thread, NULL);
-    c->stopped = 1;
+    gw_worker_join(&c->worker);
 }
 
 void gw_committer_destroy(struct gw_committer *c)
 {
-    if (!c->started)
+    if (!c->worker.started)
         return;
-    gw_committer_stop(c);
-    pthread_cond_destroy(&c->wake);
-    pthread_mutex_destroy(&c->lock);
+    gw_worker_destroy(&c->worker);
     gw_buf_free(&c->group);
-    c->started = 0;
-    c->stopped = 0;
 }

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "journal.h"
 #include "metrics.h"
+#include "worker.h"
 
 struct gw_commit_item;
 
@@ -52,13 +53,8 @@ struct gw_committer {
     struct gw_metrics *metrics;
     struct gw_checkpointer *checkpointer; /* NULL: no checkpoints */
     unsigned delay_ms; /* test only: sleep before each group (SHARDGATE_TEST_COMMIT_DELAY_MS) */
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
+    struct gw_worker worker; /* the writer; its lock guards head, tail and stopping */
     struct gw_commit_item *head, *tail;
-    int stopping;
-    int started;
-    int stopped;           /* writer joined; lock and wake still valid until gw_committer_destroy */
     atomic_int failed;     /* set for good after the first write or sync failure */
     struct gw_error error; /* what failed (written once, before `failed` is set) */
     struct gw_buf group;
