@@ -133,7 +133,7 @@ static int wait_for_work(struct gw_committer *c)
         return 0;
     }
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* the worker's condition clock */
     uint64_t ns = (uint64_t)ts.tv_nsec + gw_checkpointer_due_ms(c->checkpointer) * 1000000;
     ts.tv_sec += (time_t)(ns / 1000000000);
     ts.tv_nsec = (long)(ns % 1000000000);

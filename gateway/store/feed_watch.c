@@ -26,7 +26,7 @@ static uint64_t wake_due(struct gw_feed_watch *w)
     uint64_t now = gw_now_ns(), earliest = 0;
     for (struct gw_feed_waiter *x = w->head, *next; x; x = next) {
         next = x->next;
-        if (w->stopping || w->durable > x->after || now >= x->deadline_ns) {
+        if (w->worker.stopping || w->durable > x->after || now >= x->deadline_ns) {
             unlink_waiter(w, x);
             x->wake(x);
         } else if (!earliest || x->deadline_ns < earliest) {
@@ -36,28 +36,28 @@ static uint64_t wake_due(struct gw_feed_watch *w)
     return earliest;
 }
 
-/* The condition uses CLOCK_MONOTONIC, as gw_now_ns does. */
+/* The worker's condition uses CLOCK_MONOTONIC, as gw_now_ns does. */
 static void wait_until(struct gw_feed_watch *w, uint64_t deadline_ns)
 {
     if (!deadline_ns) {
-        pthread_cond_wait(&w->cond, &w->lock);
+        pthread_cond_wait(&w->worker.wake, &w->worker.lock);
         return;
     }
     struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
-    pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+    pthread_cond_timedwait(&w->worker.wake, &w->worker.lock, &ts);
 }
 
 static void *watch_main(void *arg)
 {
     struct gw_feed_watch *w = arg;
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->worker.lock);
     for (;;) {
         uint64_t earliest = wake_due(w);
-        if (w->stopping)
+        if (w->worker.stopping)
             break;
         wait_until(w, earliest);
     }
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->worker.lock);
     return NULL;
 }
 
@@ -66,79 +66,55 @@ int gw_feed_watch_start(struct gw_feed_watch *w, uint64_t durable, unsigned max_
     memset(w, 0, sizeof(*w));
     w->durable = durable;
     w->max_watchers = max_watchers;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&w->lock, NULL);
-    int rc = pthread_create(&w->thread, NULL, watch_main, w);
-    if (rc != 0) {
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
-        return -rc;
-    }
-    w->started = 1;
-    return 0;
+    struct gw_error err;
+    return gw_worker_start(&w->worker, watch_main, w, "feed", &err);
 }
 
 void gw_feed_watch_stop(struct gw_feed_watch *w)
 {
-    if (!w->started)
-        return;
-    pthread_mutex_lock(&w->lock);
-    int joined = w->stopping;
-    w->stopping = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-    if (!joined)
-        pthread_join(w->thread, NULL);
+    gw_worker_join(&w->worker);
 }
 
 void gw_feed_watch_destroy(struct gw_feed_watch *w)
 {
-    if (!w->started)
-        return;
-    gw_feed_watch_stop(w);
-    pthread_cond_destroy(&w->cond);
-    pthread_mutex_destroy(&w->lock);
-    w->started = 0;
+    gw_worker_destroy(&w->worker);
 }
 
 int gw_feed_watch_enter(struct gw_feed_watch *w)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->worker.lock);
     int ok = w->watchers < w->max_watchers;
     if (ok)
         w->watchers++;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->worker.lock);
     return ok ? 0 : -EBUSY;
 }
 
 void gw_feed_watch_leave(struct gw_feed_watch *w)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->worker.lock);
     if (w->watchers > 0)
         w->watchers--;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->worker.lock);
 }
 
 void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq)
 {
-    if (!w->started)
+    if (!w->worker.started)
         return;
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->worker.lock);
     w->durable = seq;
     if (w->head)
-        pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
+        pthread_cond_signal(&w->worker.wake);
+    pthread_mutex_unlock(&w->worker.lock);
 }
 
 int gw_feed_watch_wait(struct gw_feed_watch *w, struct gw_feed_waiter *waiter,
                        void (*suspend)(void *arg), void *arg)
 {
-    pthread_mutex_lock(&w->lock);
-    int queue = !w->stopping && w->durable <= waiter->after && gw_now_ns() < waiter->deadline_ns;
+    pthread_mutex_lock(&w->worker.lock);
+    int queue =
+        !w->worker.stopping && w->durable <= waiter->after && gw_now_ns() < waiter->deadline_ns;
     if (queue) {
         suspend(arg);
         waiter->queued = 1;
@@ -147,8 +123,8 @@ int gw_feed_watch_wait(struct gw_feed_watch *w, struct gw_feed_waiter *waiter,
         if (w->head)
             w->head->prev = waiter;
         w->head = waiter;
-        pthread_cond_signal(&w->cond); /* its deadline may be the earliest now */
+        pthread_cond_signal(&w->worker.wake); /* its deadline may be the earliest now */
     }
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->worker.lock);
     return queue;
 }

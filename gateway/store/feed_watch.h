@@ -5,6 +5,8 @@
 #define SHARDGATE_GW_FEED_WATCH_H
 
 #include <pthread.h>
+
+#include "worker.h"
 #include <stdint.h>
 
 struct gw_feed_waiter;
@@ -20,10 +22,7 @@ struct gw_feed_waiter {
 };
 
 struct gw_feed_watch {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    pthread_t thread;
-    int started, stopping;
+    struct gw_worker worker; /* its lock guards the waiters, durable and the count */
     uint64_t durable;
     struct gw_feed_waiter *head;
     unsigned watchers, max_watchers;

@@ -2,13 +2,18 @@
 #include "worker.h"
 
 #include <string.h>
+#include <time.h>
 
 int gw_worker_start(struct gw_worker *w, void *(*fn)(void *), void *arg, const char *what,
                     struct gw_error *err)
 {
     memset(w, 0, sizeof(*w));
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->wake, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->wake, NULL);
     int rc = pthread_create(&w->thread, NULL, fn, arg);
     if (rc != 0) {
         gw_error_set(err, "", "%s: %s", what, strerror(rc));

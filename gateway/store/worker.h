@@ -10,9 +10,9 @@
 struct gw_worker {
     pthread_t thread;
     pthread_mutex_t lock; /* guards `stopping` and whatever state the owner keeps with it */
-    pthread_cond_t wake;
-    int stopping; /* under lock: the thread finishes its work and returns */
-    int started;  /* the thread runs or ran; lock and wake valid until gw_worker_destroy */
+    pthread_cond_t wake;  /* on CLOCK_MONOTONIC (gw_now_ns's clock) for timed waits */
+    int stopping;         /* under lock: the thread finishes its work and returns */
+    int started;          /* the thread runs or ran; lock and wake valid until gw_worker_destroy */
     int joined;
 };
 
