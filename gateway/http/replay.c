@@ -201,6 +201,15 @@ static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
 }
 
 /* Opens, replays and repairs the journal, then writes the epoch if it changed. */
+/* Opens the idempotency index of the state dir with the --idempotency-window. */
+static int open_index(struct gw_server *s, struct gw_error *err)
+{
+    struct gw_idem_options io = {.window_ms = s->opt.idempotency_window_ms};
+    int rc = gw_idem_open(&s->idem, s->opt.state_dir, &io, &s->index_durable_seq, err);
+    s->idem_open = rc == 0;
+    return rc;
+}
+
 int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
 {
     struct gw_error err;
@@ -208,6 +217,8 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
     struct gw_journal_resume from;
     struct start_log log = {0};
     int rc = gw_journal_prepare(&s->journal, s->opt.state_dir, s->opt.segment_bytes, 0, &err);
+    if (rc == 0) /* inside the state dir's lock: one server's index at a time */
+        rc = open_index(s, &err);
     int resumed = rc == 0 ? use_checkpoint(s, &from, &log, &err) : 0;
     if (rc == 0)
         rc = resumed < 0 ? resumed : 0;

@@ -233,18 +233,6 @@ static int setup(struct gw_server *s)
     gw_metrics_init(&s->metrics);
     gw_ledger_init(&s->ledger);
     struct gw_error err;
-    struct gw_idem_options io = {.window_ms = s->opt.idempotency_window_ms};
-    rc = gw_journal_make_state_dir(s->opt.state_dir, &err);
-    if (rc == 0)
-        rc = gw_idem_open(&s->idem, s->opt.state_dir, &io, &s->index_durable_seq, &err);
-    if (rc == -EBUSY) /* the index is locked exactly while a server holds this state dir */
-        gw_error_set(&err, "", "journal: %s: in use by another process", s->opt.state_dir);
-    if (rc != 0) {
-        gw_topology_free(&topo);
-        fprintf(stderr, "%s\n", err.msg);
-        return rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
-    }
-    s->idem_open = 1;
     rc = gw_server_open_journal(s, &topo);
     if (rc == GW_EXIT_OK)
         rc = publish_first_view(s, &topo); /* takes topo */

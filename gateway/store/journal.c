@@ -545,7 +545,9 @@ static int check_state_dir(const char *dir, struct gw_error *err)
     return -EINVAL;
 }
 
-int gw_journal_make_state_dir(const char *dir, struct gw_error *err)
+/* Creates `dir` if needed (synced into its parent) and checks it (docs/operations.md, State
+ * dir). Returns 0; -EINVAL (refused, err filled); -errno. */
+static int make_state_dir(const char *dir, struct gw_error *err)
 {
     int created = mkdir(dir, 0750) == 0;
     if (!created && errno != EEXIST) {
@@ -561,7 +563,7 @@ int gw_journal_make_state_dir(const char *dir, struct gw_error *err)
  * active (docs/journal.md §6). */
 static int lock_dir(struct gw_journal *j, const char *dir, struct gw_error *err)
 {
-    int rc = gw_journal_make_state_dir(dir, err);
+    int rc = make_state_dir(dir, err);
     if (rc != 0)
         return rc;
     j->dir = strdup(dir);

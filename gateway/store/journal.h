@@ -77,11 +77,6 @@ struct gw_journal_repair {
     uint64_t bytes;  /* how many bytes it had */
 };
 
-/* Creates `dir` if needed (synced into its parent) and checks it (docs/operations.md, State
- * dir): done first so that nothing is created in a refused state dir. Returns 0; -EINVAL
- * (refused, err filled); -errno. */
-int gw_journal_make_state_dir(const char *dir, struct gw_error *err);
-
 /* Creates `dir` if needed, opens and locks its journal, replays every record through `visit`
  * and repairs a torn last line: only an unterminated one (copied to journal.jsonl.broken, then
  * truncated away). Returns 0; -EINVAL when the journal is unusable: a complete line is bad
