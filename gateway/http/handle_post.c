@@ -56,8 +56,8 @@ static void committed(struct gw_commit_item *item, int rc)
         struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
                                   item->seq};
         gw_idem_commit(&s->idem, r->batch_id, len, ref);
-        /* Out of memory for the per-epoch totals only: the checkpoint will lack them, and the
-         * next start replays (docs/decisions.md §17). */
+        /* Out of memory for the per-epoch totals only: this process writes no more
+         * checkpoints, so the next start replays from the last good one (docs/journal.md §7). */
         gw_ledger_add(&s->ledger, r->view->epoch_seq, r->view->slots, r->tally,
                       r->view->topo.members.count);
     } else {

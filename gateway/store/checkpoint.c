@@ -33,8 +33,8 @@ int gw_checkpoint_take(struct gw_journal *j, struct gw_ledger *l,
         gw_buf_append(&out->body, chain.data + 1, chain.len - 2);
     gw_buf_free(&chain);
     gw_buf_puts(&out->body, ",");
-    gw_ledger_write_checkpoint(l, &out->body);
-    return chain.failed || out->body.failed ? -ENOMEM : 0;
+    int rc = gw_ledger_write_checkpoint(l, &out->body);
+    return rc != 0 || chain.failed || out->body.failed ? -ENOMEM : 0;
 }
 
 void gw_checkpoint_snapshot_free(struct gw_checkpoint_snapshot *s)

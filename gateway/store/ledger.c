@@ -102,6 +102,13 @@ int gw_ledger_register(struct gw_ledger *l, const struct gw_membership *m, size_
     return rc;
 }
 
+/* Out of memory for a per-epoch total: this process writes no more checkpoints (lock held). */
+static struct gw_total *totals_lost(struct gw_ledger *l)
+{
+    l->epochs_incomplete = 1;
+    return NULL;
+}
+
 /* The totals of epoch `epoch_seq`, room for every slot (lock held). NULL when out of memory. */
 static struct gw_total *epoch_totals(struct gw_ledger *l, uint64_t epoch_seq)
 {
@@ -113,7 +120,7 @@ static struct gw_total *epoch_totals(struct gw_ledger *l, uint64_t epoch_seq)
             size_t cap = l->epoch_cap ? 2 * l->epoch_cap : 8;
             struct gw_ledger_epoch *e = realloc(l->epochs, cap * sizeof(*e));
             if (!e)
-                return NULL;
+                return totals_lost(l);
             l->epochs = e;
             l->epoch_cap = cap;
         }
@@ -126,7 +133,7 @@ static struct gw_total *epoch_totals(struct gw_ledger *l, uint64_t epoch_seq)
     if (e->slots < l->count) {
         struct gw_total *t = realloc(e->by_slot, l->cap * sizeof(*t));
         if (!t)
-            return NULL;
+            return totals_lost(l);
         memset(t + e->slots, 0, (l->cap - e->slots) * sizeof(*t));
         e->by_slot = t;
         e->slots = l->cap;

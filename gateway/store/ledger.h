@@ -42,6 +42,8 @@ struct gw_ledger {
     struct gw_ledger_entry *entries; /* append-only: a slot number never changes */
     size_t *by_id;                   /* slot numbers in bytewise id order */
     size_t count, cap;
+    int epochs_incomplete; /* per-epoch totals once missed a receipt (out of memory): no
+                            * checkpoint from this process, the next start replays */
 };
 
 /* Returns 0 or -ENOMEM. */
@@ -72,8 +74,8 @@ int gw_ledger_restore_epoch(struct gw_ledger *l, uint64_t epoch_seq, const char 
                             const struct gw_total *t);
 
 /* Appends `"ledger":[...],"totals":[...]` of a checkpoint (docs/journal.md §7), one consistent
- * copy. */
-void gw_ledger_write_checkpoint(struct gw_ledger *l, struct gw_buf *out);
+ * copy. Returns 0, or -ENOMEM when the per-epoch totals are incomplete (nothing appended). */
+int gw_ledger_write_checkpoint(struct gw_ledger *l, struct gw_buf *out);
 
 /* Copies the totals of `slots` (count of them) into `out`. */
 void gw_ledger_totals(struct gw_ledger *l, const size_t *slots, size_t count, struct gw_total *out);

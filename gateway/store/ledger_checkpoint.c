@@ -3,6 +3,8 @@
  * both agree. */
 #include "ledger.h"
 
+#include <errno.h>
+
 static void write_ledger(struct gw_ledger *l, struct gw_buf *out)
 {
     gw_buf_puts(out, "\"ledger\":[");
@@ -40,9 +42,13 @@ static void write_epoch(struct gw_ledger *l, const struct gw_ledger_epoch *ep, s
     gw_buf_puts(out, "]}");
 }
 
-void gw_ledger_write_checkpoint(struct gw_ledger *l, struct gw_buf *out)
+int gw_ledger_write_checkpoint(struct gw_ledger *l, struct gw_buf *out)
 {
     pthread_mutex_lock(&l->lock);
+    if (l->epochs_incomplete) {
+        pthread_mutex_unlock(&l->lock);
+        return -ENOMEM;
+    }
     write_ledger(l, out);
     gw_buf_puts(out, ",\"totals\":[");
     int first = 1;
@@ -60,4 +66,5 @@ void gw_ledger_write_checkpoint(struct gw_ledger *l, struct gw_buf *out)
     }
     gw_buf_puts(out, "]");
     pthread_mutex_unlock(&l->lock);
+    return 0;
 }

@@ -1,4 +1,5 @@
 /* The streamed JSON writer: escaping and integers, byte for byte; the ledger's exact totals. */
+#include <errno.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -106,6 +107,34 @@ static void test_ledger_past_2_64(void)
     gw_ledger_free(&l);
 }
 
+/* Once a per-epoch total was lost (out of memory), the ledger refuses every checkpoint body:
+ * a checkpoint must never hold per-epoch totals short of a receipt. */
+static void test_ledger_checkpoint_refused_after_lost_totals(void)
+{
+    struct gw_ledger l;
+    CHECK_EQ_U64(gw_ledger_init(&l), 0);
+    struct gw_shard shards[1] = {{.id = "a", .id_len = 1}};
+    struct gw_membership m = {shards, 1};
+    size_t slots[1];
+    CHECK_EQ_U64(gw_ledger_register(&l, &m, slots), 0);
+    struct gw_tally tally[1] = {{5, 1}};
+    CHECK_EQ_U64(gw_ledger_add(&l, 1, slots, tally, 1), 0);
+    struct gw_buf b;
+    gw_buf_init(&b);
+    CHECK_EQ_U64(gw_ledger_write_checkpoint(&l, &b), 0);
+    gw_buf_append(&b, "", 1);
+    CHECK_EQ_STR(b.data, "\"ledger\":[{\"id\":\"a\",\"weight\":0,\"capacity\":0,\"load\":5,"
+                         "\"received\":1}],\"totals\":[{\"epoch_seq\":1,\"shards\":[{\"id\":"
+                         "\"a\",\"load\":5,\"received\":1}]}]");
+    l.epochs_incomplete = 1; /* what an out-of-memory in gw_ledger_add leaves */
+    gw_buf_free(&b);
+    gw_buf_init(&b);
+    CHECK_EQ_U64(gw_ledger_write_checkpoint(&l, &b), (uint64_t)-ENOMEM);
+    CHECK_EQ_U64(b.len, 0);
+    gw_buf_free(&b);
+    gw_ledger_free(&l);
+}
+
 int main(void)
 {
     test_escaping();
@@ -113,5 +142,6 @@ int main(void)
     test_integers();
     test_u128();
     test_ledger_past_2_64();
+    test_ledger_checkpoint_refused_after_lost_totals();
     return CHECK_DONE();
 }
