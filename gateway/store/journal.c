@@ -683,7 +683,12 @@ int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn v
                     struct gw_journal_repair *repair, struct gw_error *err)
 {
     int rc = gw_journal_prepare(j, dir, GW_SEGMENT_BYTES_DEFAULT, 0, err);
-    return rc == 0 ? gw_journal_replay(j, NULL, visit, ctx, repair, err) : rc;
+    if (rc != 0)
+        return rc;
+    rc = gw_journal_replay(j, NULL, visit, ctx, repair, err);
+    if (rc != 0)
+        gw_journal_close(j);
+    return rc;
 }
 
 void gw_journal_close(struct gw_journal *j)

@@ -82,7 +82,7 @@ struct gw_journal_repair {
  * truncated away). Returns 0; -EINVAL when the journal is unusable: a complete line is bad
  * (err->msg "journal: <file>:<line>: <what>", the file untouched), or the state dir or a file
  * in it fails docs/operations.md (State dir requirements); -EBUSY when another process holds
- * the journal; -errno. */
+ * the journal; -errno. On an error nothing stays open or allocated. */
 int gw_journal_open(struct gw_journal *j, const char *dir, gw_journal_visit_fn visit, void *ctx,
                     struct gw_journal_repair *repair, struct gw_error *err);
 

@@ -234,11 +234,13 @@ def failed_body_append_is_never_parsed():
         return
     env = {"ASAN_OPTIONS": ":".join(x for x in [os.environ.get("ASAN_OPTIONS"), "detect_leaks=0",
                                                 "allocator_may_return_null=1",
-                                                "max_allocation_size_mb=3"] if x)}
-    with Server(env=env, args=["--max-body", str(8 * MIB)]) as s:
-        # A valid batch, then blanks: growing the body past 2 MiB fails, and the 2 MiB received
-        # would parse as the batch.
-        body = json.dumps(batch("prefix")).encode() + b" " * (6 * MIB)
+                                                "max_allocation_size_mb=20"] if x)}
+    # The cap sits above the index's 16 MiB table (allocated at start) and below the body's
+    # growth from 16 to 32 MiB.
+    with Server(env=env, args=["--max-body", str(40 * MIB)]) as s:
+        # A valid batch, then blanks: growing the body past 16 MiB fails, and the 16 MiB
+        # received would parse as the batch.
+        body = json.dumps(batch("prefix")).encode() + b" " * (24 * MIB)
         head, rest = chunked_post(s.port, body, chunk=100000)
         ok(head.startswith(b"HTTP/1.1 500"), "out of memory mid-body: %r" % head[:40])
         eq(json.loads(rest)["error"], {"code": "internal", "path": "",
