@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import Server, batch, case, eq, main, ok, read, run_server, src, tmpdir, write
+import sgtest  # noqa: E402
+from sgtest import Server, batch, case, eq, main, ok, read, run, run_server, src, tmpdir, write
 
 SMALL = ["--segment-bytes", "65536"]
 
@@ -556,5 +557,36 @@ def archive_rerun_after_a_crash_completes():
     eq(sorted(os.listdir(cdir)), sorted(os.listdir(adir)), "same files, no .tmp left")
 
 
+def health_on(d, *extra):
+    """(exit code, verdict) of shardgate-health check on the state dir's journal."""
+    r = run([sgtest.HEALTH, "check", "--conf", src("conf", "dispatch.env"), "--shards",
+             src("input", "shards.json"), "--journal", os.path.join(d, "journal.jsonl")]
+            + list(extra))
+    return r.returncode, json.loads(r.stdout)
+
+
+@case("segment_archive")
+def health_verifies_the_gateways_own_archive():
+    """shardgate-health reads what `shardgate journal archive` wrote: with --archive-dir every
+    archived receipt is judged; without it they cannot be judged (exit 2); a changed byte in an
+    archived file is named."""
+    for plain in (False, True):
+        d, adir, _, _, before = archived_state(plain)
+        rc, v = health_on(d, "--archive-dir", adir)
+        eq((rc, v["status"], v["receipts"], v["issues"]), (0, "pass", 150, []),
+           "the archive verified (plain=%s)" % plain)
+        rc, v = health_on(d)
+        eq((rc, v["status"], sorted(i.split(":")[0] for i in v["issues"])),
+           (2, "fail", ["journal_archived_unverified"] * len(before)),
+           "without --archive-dir (plain=%s)" % plain)
+    name = before[0][0]
+    data = bytearray(read(os.path.join(adir, name)))
+    data[len(data) // 2] ^= 1
+    write(os.path.join(adir, name), bytes(data), "wb")
+    rc, v = health_on(d, "--archive-dir", adir)
+    eq((rc, [i.split(": ")[:2] for i in v["issues"]]), (2, [["journal_archive", name]]),
+       "the changed archived file is named")
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv, ("shardgate", "health", "source")))
