@@ -231,9 +231,30 @@ DEFECTS = [
     # A run's Bloom filter built from the wrong key half: lookups then test other blocks and
     # lose present ids (a false negative forgets an acknowledged batch).
     ("idem-bloom-wrong-key-half", "gateway/store/idem_bloom.c",
-     "    uint64_t *block = words + block_of(key, nblocks)",
-     "    uint64_t *block = words + block_of((struct gw_idem_key){key.lo, key.hi}, nblocks)",
+     "    uint64_t *block = words + gw_idem_bloom_block_of(key, nblocks)",
+     "    uint64_t *block = words + gw_idem_bloom_block_of((struct gw_idem_key){key.lo, key.hi}, "
+     "nblocks)",
      ("tests",), "^unit/test_idem_bloom$"),
+    # The feed's watchers (docs/api.md §18): a shard's watcher woken by every group re-reads what
+    # does not concern it (the idle-watcher cost); a receipt announced with no shard bits never
+    # wakes its shard's watchers before their deadline.
+    ("feed-watch-ignores-shard-bit", "gateway/store/feed_watch.c",
+     "    if (!x->shard_bit)\n        return w->durable;", "    return w->durable;", ("tests",),
+     "^unit/test_feed_watch$"),
+    ("feed-receipt-without-shard-bits", "gateway/http/handle_post.c",
+     "                                      .shard_bits = shard_bits(r),\n",
+     "                                      .shard_bits = 0 & shard_bits(r),\n", ("tests",),
+     "^http_feed_wait$"),
+    # A run's blocks taken as good without comparing their digests (a changed record then answers
+    # wrongly, e.g. forgets an acknowledged id); a merge that does not check its inputs gives a
+    # bad block a fresh checksum in the merged run.
+    ("idem-block-digest-unchecked", "gateway/store/idem_run_read.c",
+     "    int good = memcmp(md, r->digests + b * SHA256_DIGEST_LENGTH, sizeof(md)) == 0;",
+     "    int good = (memcmp(md, r->digests + b * SHA256_DIGEST_LENGTH, sizeof(md)), 1);",
+     ("tests",), "^unit/test_idem"),
+    ("idem-merge-inputs-unchecked", "gateway/store/idem_merge.c",
+     "        if (gw_idem_run_check_all(in[i]) != 0)",
+     "        if (0 && gw_idem_run_check_all(in[i]) != 0)", ("tests",), "^unit/test_idempotency$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

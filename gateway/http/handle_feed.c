@@ -229,6 +229,7 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
     fr->r = r;
     r->feed = fr;
     if (shard_len) {
+        fr->waiter.shard_bit = gw_feed_shard_bit(shard, shard_len);
         fr->shard[0] = '"';
         memcpy(fr->shard + 1, shard, shard_len);
         fr->shard[shard_len + 1] = '"';

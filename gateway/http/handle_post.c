@@ -102,11 +102,23 @@ static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_batch *b,
     return gw_serve_json(r, 422, &body); /* answers 500 internal if an append failed */
 }
 
+/* The feed bits of the shards this batch placed on: their watchers are woken by its commit. */
+static uint64_t shard_bits(const struct gw_req *r)
+{
+    const struct gw_membership *m = &r->view->topo.members;
+    uint64_t bits = 0;
+    for (size_t i = 0; i < m->count; i++)
+        if (r->tally[i].received > 0)
+            bits |= gw_feed_shard_bit(m->shards[i].id, strlen(m->shards[i].id));
+    return bits;
+}
+
 static enum MHD_Result submit(struct gw_req *r)
 {
     r->item = (struct gw_commit_item){.receipt = r->receipt.data,
                                       .receipt_len = r->receipt.len,
                                       .fingerprint = r->fingerprint,
+                                      .shard_bits = shard_bits(r),
                                       .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
@@ -166,9 +178,11 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
     }
     enum gw_idem_verdict verdict;
     struct gw_idem_ref ref;
-    if (gw_idem_claim(&r->srv->idem, b->batch_id, b->batch_id_len, b->fingerprint, &verdict,
-                      &ref) != 0)
-        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    int rc =
+        gw_idem_claim(&r->srv->idem, b->batch_id, b->batch_id_len, b->fingerprint, &verdict, &ref);
+    if (rc != 0)
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rc == -EIO ? "index_corrupt" : "internal",
+                    rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "out of memory", "");
     switch (verdict) {
     case GW_IDEM_REPLAY:
         return replay(r, ref);

@@ -2,6 +2,7 @@
  * shards and stored batches (docs/api.md §4 to §7). */
 #include "request.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,12 @@ enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
     struct gw_idem_ref ref;
     size_t len = strlen(id);
     char msg[200];
-    if (!gw_name_valid(id, len, GW_BATCH_ID_MAX) || gw_idem_find(&r->srv->idem, id, len, &ref)) {
+    int rc = gw_name_valid(id, len, GW_BATCH_ID_MAX) ? gw_idem_find(&r->srv->idem, id, len, &ref)
+                                                     : -ENOENT;
+    if (rc == -EIO)
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt",
+                              GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);
+    if (rc != 0) {
         snprintf(msg, sizeof(msg), "no stored receipt for batch_id \"%.128s\"", id);
         return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "batch_id", NULL, NULL);
     }

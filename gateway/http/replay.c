@@ -60,7 +60,7 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
         gw_error_set(err, "", "receipt: batch_id \"%s\" was already journaled",
                      json_string_value(id));
     else if (rc != 0)
-        gw_error_set(err, "", "out of memory");
+        gw_error_set(err, "", "%s", rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "out of memory");
     return rc == -EEXIST ? -EINVAL : rc;
 }
 

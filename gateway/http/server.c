@@ -202,11 +202,11 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
 }
 
 /* The journal writer's hook: the feed's bound first, then the watchers it wakes. */
-static void announce_durable(void *ctx, uint64_t last_seq)
+static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_server *s = ctx;
     gw_feed_durable(&s->feed, last_seq);
-    gw_feed_watch_durable(&s->watch, last_seq);
+    gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
 }
 
 /* The feed reads the state dir's segments; what replay found is durable. */

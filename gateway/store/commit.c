@@ -82,6 +82,15 @@ static long rotate_if_due(struct gw_committer *c, struct gw_commit_item *list, l
     return build_group(c, list);
 }
 
+/* What the group's records concern, for the feed's watchers. */
+static uint64_t shard_bits_of(const struct gw_commit_item *list)
+{
+    uint64_t bits = 0;
+    for (const struct gw_commit_item *it = list; it; it = it->next)
+        bits |= it->epoch_of ? UINT64_MAX : it->shard_bits;
+    return bits;
+}
+
 static int commit_group(struct gw_committer *c, struct gw_commit_item *list, int *rotated)
 {
     struct gw_error err;
@@ -100,7 +109,7 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, int
         gw_metrics_commit(c->metrics, n, sync_ns);
         chain_epochs(c, list);
         if (c->hook.durable)
-            c->hook.durable(c->hook.ctx, c->journal->last_seq);
+            c->hook.durable(c->hook.ctx, c->journal->last_seq, shard_bits_of(list));
     } else if (rc != -ENOMEM) {
         c->error = err;
         atomic_store(&c->failed, 1);

@@ -33,6 +33,7 @@ struct gw_commit_item {
     const char *receipt;
     size_t receipt_len;
     const unsigned char *fingerprint;
+    uint64_t shard_bits; /* receipts: the feed bits of the shards it places on (feed_watch.h) */
     gw_commit_done_fn done;
     uint64_t seq;            /* set before `done`, when durable */
     uint64_t segment;        /* first_seq of the segment holding it (docs/journal.md §6) */
@@ -41,9 +42,11 @@ struct gw_commit_item {
 };
 
 /* Told after each durable group: every receipt <= last_seq is in the journal, synced (the
- * assignment feed's bound, docs/api.md §17). Runs on the writer thread: it must be quick. */
+ * assignment feed's bound, docs/api.md §17); shard_bits is the union of the group's receipts'
+ * shard_bits, all bits when it holds an epoch record. Runs on the writer thread: it must be
+ * quick. */
 struct gw_commit_hook {
-    void (*durable)(void *ctx, uint64_t last_seq);
+    void (*durable)(void *ctx, uint64_t last_seq, uint64_t shard_bits);
     void *ctx;
 };
 

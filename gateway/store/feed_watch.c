@@ -6,7 +6,21 @@
 #include <string.h>
 #include <time.h>
 
+#include "fnv.h"
 #include "timing.h"
+
+uint64_t gw_feed_shard_bit(const char *id, size_t len)
+{
+    return 1ull << (gw_fnv1a(id, len) & 63);
+}
+
+/* The lock held: the last durable seq of a record that concerns `x`. */
+static uint64_t latest_for(const struct gw_feed_watch *w, const struct gw_feed_waiter *x)
+{
+    if (!x->shard_bit)
+        return w->durable;
+    return w->bit_seq[__builtin_ctzll(x->shard_bit)];
+}
 
 static void unlink_waiter(struct gw_feed_watch *w, struct gw_feed_waiter *x)
 {
@@ -26,7 +40,7 @@ static uint64_t wake_due(struct gw_feed_watch *w)
     uint64_t now = gw_now_ns(), earliest = 0;
     for (struct gw_feed_waiter *x = w->head, *next; x; x = next) {
         next = x->next;
-        if (w->worker.stopping || w->durable > x->after || now >= x->deadline_ns) {
+        if (w->worker.stopping || latest_for(w, x) > x->after || now >= x->deadline_ns) {
             unlink_waiter(w, x);
             x->wake(x);
         } else if (!earliest || x->deadline_ns < earliest) {
@@ -98,12 +112,14 @@ void gw_feed_watch_leave(struct gw_feed_watch *w)
     pthread_mutex_unlock(&w->worker.lock);
 }
 
-void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq)
+void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq, uint64_t shard_bits)
 {
     if (!w->worker.started)
         return;
     pthread_mutex_lock(&w->worker.lock);
     w->durable = seq;
+    for (uint64_t bits = shard_bits; bits; bits &= bits - 1)
+        w->bit_seq[__builtin_ctzll(bits)] = seq;
     if (w->head)
         pthread_cond_signal(&w->worker.wake);
     pthread_mutex_unlock(&w->worker.lock);
@@ -113,8 +129,8 @@ int gw_feed_watch_wait(struct gw_feed_watch *w, struct gw_feed_waiter *waiter,
                        void (*suspend)(void *arg), void *arg)
 {
     pthread_mutex_lock(&w->worker.lock);
-    int queue =
-        !w->worker.stopping && w->durable <= waiter->after && gw_now_ns() < waiter->deadline_ns;
+    int queue = !w->worker.stopping && latest_for(w, waiter) <= waiter->after &&
+                gw_now_ns() < waiter->deadline_ns;
     if (queue) {
         suspend(arg);
         waiter->queued = 1;

@@ -12,7 +12,7 @@ size_t gw_idem_bloom_blocks(uint64_t count)
     return (size_t)((count * GW_IDEM_BLOOM_BITS_PER_KEY + 511) / 512);
 }
 
-static size_t block_of(struct gw_idem_key key, size_t nblocks)
+size_t gw_idem_bloom_block_of(struct gw_idem_key key, size_t nblocks)
 {
     return (size_t)(((unsigned __int128)key.lo * nblocks) >> 64);
 }
@@ -20,7 +20,7 @@ static size_t block_of(struct gw_idem_key key, size_t nblocks)
 void gw_idem_bloom_add(uint64_t *words, size_t nblocks, struct gw_idem_key key)
 {
     assert(nblocks > 0);
-    uint64_t *block = words + block_of(key, nblocks) * GW_IDEM_BLOOM_BLOCK_WORDS;
+    uint64_t *block = words + gw_idem_bloom_block_of(key, nblocks) * GW_IDEM_BLOOM_BLOCK_WORDS;
     uint64_t bits = key.hi;
     for (int i = 0; i < GW_IDEM_BLOOM_K; i++, bits >>= 9)
         block[(bits >> 6) & 7] |= 1ull << (bits & 63);
@@ -30,7 +30,8 @@ int gw_idem_bloom_may_contain(const uint64_t *words, size_t nblocks, struct gw_i
 {
     if (nblocks == 0)
         return 0;
-    const uint64_t *block = words + block_of(key, nblocks) * GW_IDEM_BLOOM_BLOCK_WORDS;
+    const uint64_t *block =
+        words + gw_idem_bloom_block_of(key, nblocks) * GW_IDEM_BLOOM_BLOCK_WORDS;
     uint64_t bits = key.hi;
     for (int i = 0; i < GW_IDEM_BLOOM_K; i++, bits >>= 9)
         if (!(block[(bits >> 6) & 7] & (1ull << (bits & 63))))

@@ -16,6 +16,9 @@
 /* The number of 64-byte blocks of the filter of `count` keys (1 at least when count > 0). */
 size_t gw_idem_bloom_blocks(uint64_t count);
 
+/* The block (0 .. nblocks-1) holding the bits of `key`; nblocks > 0. */
+size_t gw_idem_bloom_block_of(struct gw_idem_key key, size_t nblocks);
+
 /* Sets the bits of `key` in `words` (nblocks blocks). */
 void gw_idem_bloom_add(uint64_t *words, size_t nblocks, struct gw_idem_key key);
 

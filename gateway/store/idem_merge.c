@@ -89,8 +89,11 @@ static int write_merged(struct gw_idem_state *s, struct gw_idem_run **in, size_t
                         struct gw_idem_run **out)
 {
     uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         total += in[i]->count;
+        if (gw_idem_run_check_all(in[i]) != 0)
+            return -EIO; /* a bad block must not gain a fresh checksum in the merged run */
+    }
     pthread_mutex_lock(&s->io_lock);
     uint64_t id = s->next_run++;
     pthread_mutex_unlock(&s->io_lock);

@@ -1,4 +1,5 @@
-/* Run files of the idempotency index: write, map, verify, search (docs/journal.md §9). */
+/* Writing a run file of the idempotency index (docs/journal.md §9); idem_run_read.c maps,
+ * checks and searches it. */
 #define OPENSSL_SUPPRESS_DEPRECATED /* SHA256_Init/Update/Final: no algorithm fetch per call       \
                                        (ring/hash.c) */
 #include "idem_run.h"
@@ -17,18 +18,7 @@
 #include "fileio.h"
 #include "idem_bloom.h"
 
-#define RUN_MAGIC "SGIDXRUN"
-#define RUN_VERSION 2u /* 2: the Bloom filter after the records */
-
-struct run_header {
-    char magic[8];
-    uint32_t version;
-    uint32_t rec_size;
-    uint64_t count;
-    uint64_t bloom_blocks; /* gw_idem_bloom_blocks(count) */
-    uint64_t reserved[4];
-};
-_Static_assert(sizeof(struct run_header) == sizeof(struct gw_idem_rec), "records stay aligned");
+#include "idem_run_file.h"
 
 void gw_idem_run_name(char *name, size_t size, uint64_t id)
 {
@@ -52,23 +42,49 @@ int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id
     snprintf(w->path, sizeof(w->path), "%s/%s", dir, name);
     snprintf(w->tmp, sizeof(w->tmp), "%s.tmp", w->path);
     w->bloom_blocks = gw_idem_bloom_blocks(count);
+    w->blocks = gw_idem__run_blocks(gw_idem__run_payload(count));
     w->bloom = calloc(w->bloom_blocks ? w->bloom_blocks : 1, 64);
-    w->fd = w->bloom ? open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    w->digests = malloc(w->blocks ? w->blocks * SHA256_DIGEST_LENGTH : 1);
+    w->fd =
+        w->bloom && w->digests ? open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     if (w->fd < 0) {
-        int rc = w->bloom ? -errno : -ENOMEM;
+        int rc = w->bloom && w->digests ? -errno : -ENOMEM;
         free(w->bloom);
+        free(w->digests);
         w->bloom = NULL;
+        w->digests = NULL;
         return rc;
     }
-    SHA256_Init(&w->sha);
+    SHA256_Init(&w->block_sha);
+    w->block_fill = 0;
+    w->block_at = 0;
     w->expected = count;
     w->written = 0;
     w->used = 0;
     struct run_header h = {RUN_MAGIC, RUN_VERSION,     sizeof(struct gw_idem_rec),
                            count,     w->bloom_blocks, {0}};
-    memcpy(w->buf, &h, sizeof(h)); /* the header is not part of the records' SHA-256 */
+    memcpy(w->buf, &h, sizeof(h)); /* the header is in no block: open checks it field by field */
     w->used = sizeof(h);
     return 0;
+}
+
+/* Adds payload bytes to the block digests, closing each block as it fills. */
+static void digest(struct gw_idem_run_writer *w, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    while (n > 0) {
+        size_t take = GW_IDEM_RUN_BLOCK - w->block_fill;
+        take = take < n ? take : n;
+        SHA256_Update(&w->block_sha, p, take);
+        w->block_fill += take;
+        p += take;
+        n -= take;
+        if (w->block_fill == GW_IDEM_RUN_BLOCK) {
+            SHA256_Final(w->digests + w->block_at++ * SHA256_DIGEST_LENGTH, &w->block_sha);
+            SHA256_Init(&w->block_sha);
+            w->block_fill = 0;
+        }
+    }
 }
 
 static int flush_buf(struct gw_idem_run_writer *w)
@@ -91,24 +107,40 @@ int gw_idem_run_put(struct gw_idem_run_writer *w, const struct gw_idem_rec *rec)
     struct gw_idem_rec r = *rec;
     r.flags = GW_IDEM_REC_USED;
     memcpy(w->buf + w->used, &r, sizeof(r));
-    SHA256_Update(&w->sha, &r, sizeof(r));
+    digest(w, &r, sizeof(r));
     w->used += sizeof(r);
     w->written++;
     gw_idem_bloom_add(w->bloom, w->bloom_blocks, r.key);
     return 0;
 }
 
+/* The filter, then the digest table (the last, short block closed first). */
+static int write_tail(struct gw_idem_run_writer *w)
+{
+    size_t bloom_size = w->bloom_blocks * 64;
+    digest(w, w->bloom, bloom_size);
+    if (w->block_fill > 0)
+        SHA256_Final(w->digests + w->block_at++ * SHA256_DIGEST_LENGTH, &w->block_sha);
+    assert(w->block_at == w->blocks);
+    int rc = flush_buf(w);
+    if (rc == 0)
+        rc = gw_file_write_all(w->fd, (const char *)w->bloom, bloom_size);
+    if (rc == 0)
+        rc = gw_file_write_all(w->fd, (const char *)w->digests, w->blocks * SHA256_DIGEST_LENGTH);
+    return rc;
+}
+
 int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
                        unsigned char sha256[SHA256_DIGEST_LENGTH])
 {
     assert(w->written == w->expected);
-    size_t bloom_size = w->bloom_blocks * 64;
-    SHA256_Update(&w->sha, w->bloom, bloom_size);
-    int rc = flush_buf(w);
+    int rc = write_tail(w);
     if (rc == 0)
-        rc = gw_file_write_all(w->fd, (const char *)w->bloom, bloom_size);
+        SHA256(w->digests, w->blocks * SHA256_DIGEST_LENGTH, sha256);
     free(w->bloom);
+    free(w->digests);
     w->bloom = NULL;
+    w->digests = NULL;
     if (rc == 0 && fdatasync(w->fd) != 0)
         rc = -errno;
     if (close(w->fd) != 0 && rc == 0)
@@ -118,12 +150,9 @@ int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
         rc = -errno;
     if (rc == 0)
         rc = fsync_dir(dir);
-    if (rc != 0) {
+    if (rc != 0)
         unlink(w->tmp);
-        return rc;
-    }
-    SHA256_Final(sha256, &w->sha);
-    return 0;
+    return rc;
 }
 
 void gw_idem_run_abandon(struct gw_idem_run_writer *w)
@@ -132,134 +161,8 @@ void gw_idem_run_abandon(struct gw_idem_run_writer *w)
         close(w->fd);
     w->fd = -1;
     free(w->bloom);
+    free(w->digests);
     w->bloom = NULL;
+    w->digests = NULL;
     unlink(w->tmp);
-}
-
-/* The SHA-256 of the records, read with pread rather than through the map: checking a run must
- * not make all of its pages resident in the process (docs/decisions.md §18, RAM). */
-static int records_sha256(int fd, size_t size, unsigned char md[SHA256_DIGEST_LENGTH])
-{
-    static const size_t chunk = 1 << 20;
-    unsigned char *buf = malloc(chunk);
-    if (!buf)
-        return -ENOMEM;
-    SHA256_CTX c;
-    SHA256_Init(&c);
-    int rc = 0;
-    for (size_t at = sizeof(struct run_header); at < size && rc == 0;) {
-        ssize_t n = pread(fd, buf, size - at < chunk ? size - at : chunk, (off_t)at);
-        if (n <= 0)
-            rc = n < 0 && errno == EINTR ? 0 : -EIO;
-        else {
-            SHA256_Update(&c, buf, (size_t)n);
-            at += (size_t)n;
-        }
-    }
-    SHA256_Final(md, &c);
-    free(buf);
-    return rc;
-}
-
-static const char *check_run(int fd, const void *map, size_t size, uint64_t count,
-                             const unsigned char *sha256, int verify)
-{
-    const struct run_header *h = map;
-    if (size < sizeof(*h) || memcmp(h->magic, RUN_MAGIC, 8) != 0)
-        return "not an index run";
-    if (h->version != RUN_VERSION || h->rec_size != sizeof(struct gw_idem_rec))
-        return "unknown run version";
-    if (h->count != count || h->bloom_blocks != gw_idem_bloom_blocks(count) ||
-        size != sizeof(*h) + count * sizeof(struct gw_idem_rec) + h->bloom_blocks * 64)
-        return "run size differs from its record count";
-    if (!verify)
-        return NULL;
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    int rc = records_sha256(fd, size, md);
-    if (rc != 0)
-        return rc == -ENOMEM ? "out of memory" : "cannot read the run";
-    return memcmp(md, sha256, sizeof(md)) ? "run checksum mismatch" : NULL;
-}
-
-struct gw_idem_run *gw_idem_run_open(const char *dir, uint64_t id, uint64_t count,
-                                     const unsigned char sha256[SHA256_DIGEST_LENGTH], int verify,
-                                     const char **why)
-{
-    char name[64], path[4096];
-    gw_idem_run_name(name, sizeof(name), id);
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    struct gw_idem_run *r = calloc(1, sizeof(*r));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    *why = !r ? "out of memory" : fd < 0 || fstat(fd, &st) != 0 ? "cannot open the run" : NULL;
-    if (!*why) {
-        r->size = (size_t)st.st_size;
-        r->map = r->size ? mmap(NULL, r->size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-        *why = r->map == MAP_FAILED ? "cannot map the run"
-                                    : check_run(fd, r->map, r->size, count, sha256, verify);
-    }
-    if (fd >= 0)
-        close(fd);
-    if (*why) {
-        if (r && r->map && r->map != MAP_FAILED)
-            munmap(r->map, r->size);
-        free(r);
-        return NULL;
-    }
-    posix_madvise(r->map, r->size, POSIX_MADV_RANDOM);
-    r->id = id;
-    r->count = count;
-    r->recs = (const struct gw_idem_rec *)((const char *)r->map + sizeof(struct run_header));
-    r->bloom = (const uint64_t *)(const void *)(r->recs + count);
-    r->bloom_blocks = gw_idem_bloom_blocks(count);
-    memcpy(r->sha256, sha256, SHA256_DIGEST_LENGTH);
-    atomic_init(&r->refs, 1);
-    return r;
-}
-
-void gw_idem_run_ref(struct gw_idem_run *r)
-{
-    atomic_fetch_add(&r->refs, 1);
-}
-
-void gw_idem_run_unref(struct gw_idem_run *r)
-{
-    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
-        return;
-    munmap(r->map, r->size);
-    free(r);
-}
-
-/* [*lo, *hi) brackets `key`: keys are uniform hashes, so start where the key's value says. */
-static void bracket(const struct gw_idem_run *r, struct gw_idem_key key, size_t *lo, size_t *hi)
-{
-    size_t n = (size_t)r->count;
-    size_t guess = (size_t)(((unsigned __int128)key.hi * n) >> 64);
-    for (size_t step = 64;; step *= 4) {
-        *lo = guess > step ? guess - step : 0;
-        *hi = n - guess > step ? guess + step : n;
-        int lo_ok = *lo == 0 || gw_idem_key_cmp(r->recs[*lo].key, key) <= 0;
-        int hi_ok = *hi == n || gw_idem_key_cmp(key, r->recs[*hi].key) < 0;
-        if (lo_ok && hi_ok)
-            return;
-    }
-}
-
-const struct gw_idem_rec *gw_idem_run_find(const struct gw_idem_run *r, struct gw_idem_key key)
-{
-    if (r->count == 0 || !gw_idem_bloom_may_contain(r->bloom, r->bloom_blocks, key))
-        return NULL;
-    size_t lo, hi;
-    bracket(r, key, &lo, &hi);
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = gw_idem_key_cmp(r->recs[mid].key, key);
-        if (c == 0)
-            return &r->recs[mid];
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
 }

@@ -1,5 +1,7 @@
 /* A run: an immutable file of index records sorted by key, mmap'd read-only
- * (docs/journal.md §9). Written once (temp name, fsync, rename), never modified. */
+ * (docs/journal.md §9). Written once (temp name, fsync, rename), never modified. Its records and
+ * filter are checked block by block, each block the first time a lookup reads it, against a
+ * table of block digests that is itself checked at open: opening reads 1/512 of the run. */
 #ifndef SHARDGATE_GW_IDEM_RUN_H
 #define SHARDGATE_GW_IDEM_RUN_H
 
@@ -17,15 +19,24 @@ struct gw_idem_run {
     size_t bloom_blocks;
     void *map;
     size_t size;
-    unsigned char sha256[SHA256_DIGEST_LENGTH]; /* of the record bytes (after the header) */
+    size_t payload;         /* bytes of records and filter, after the header */
+    size_t blocks;          /* GW_IDEM_RUN_BLOCK bytes of the payload each (last short) */
+    unsigned char *digests; /* SHA-256 of each block, read and checked at open */
+    atomic_uchar *checked;  /* per block: RUN_BLOCK_UNCHECKED, _GOOD or _BAD */
+    unsigned char sha256[SHA256_DIGEST_LENGTH]; /* of the digest table */
     atomic_uint refs;
 };
+
+#define GW_IDEM_RUN_BLOCK 16384u /* a multiple of 64: no record or filter block straddles two */
 
 /* A run being written, record by record in key order. */
 struct gw_idem_run_writer {
     int fd;
     char path[4096], tmp[4200];
-    SHA256_CTX sha;
+    SHA256_CTX block_sha;    /* of the block being written */
+    size_t block_fill;       /* its bytes so far */
+    unsigned char *digests;  /* one per block, filled as blocks complete */
+    size_t blocks, block_at; /* how many the run has; how many are done */
     uint64_t expected, written;
     struct gw_idem_key last;
     uint64_t *bloom; /* the filter, built as records are put, written by finish */
@@ -41,16 +52,18 @@ void gw_idem_run_name(char *name, size_t size, uint64_t id);
 int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id, uint64_t count);
 /* Appends a record (keys strictly increasing). Returns 0 or -errno. */
 int gw_idem_run_put(struct gw_idem_run_writer *w, const struct gw_idem_rec *rec);
-/* Writes the filter, flushes, fdatasyncs and renames to run-<id>.idx, then fsyncs `dir`; *sha256 is
- * the SHA-256 of the records and the filter. Returns 0 or -errno (the temp file removed). */
+/* Writes the filter and the block digests, flushes, fdatasyncs and renames to run-<id>.idx, then
+ * fsyncs `dir`; *sha256 is the SHA-256 of the digest table (which names every byte of the records
+ * and the filter). Returns 0 or -errno (the temp file removed). */
 int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
                        unsigned char sha256[SHA256_DIGEST_LENGTH]);
 /* Drops a run being written (the temp file removed). */
 void gw_idem_run_abandon(struct gw_idem_run_writer *w);
 
-/* Maps <dir>/run-<id>.idx; checks its header, size (`count` records) and, when `verify`, the
- * SHA-256 of its records against `sha256` (a run this process just wrote needs no re-reading).
- * Returns a run with one reference, or NULL with *why set. */
+/* Maps <dir>/run-<id>.idx; checks its header, size (`count` records) and the SHA-256 of its
+ * digest table against `sha256`. With `verify` every block is checked when first read; without
+ * (a run this process just wrote) the blocks are taken as good. Returns a run with one
+ * reference, or NULL with *why set. */
 struct gw_idem_run *gw_idem_run_open(const char *dir, uint64_t id, uint64_t count,
                                      const unsigned char sha256[SHA256_DIGEST_LENGTH], int verify,
                                      const char **why);
@@ -58,7 +71,13 @@ void gw_idem_run_ref(struct gw_idem_run *r);
 /* Drops a reference; the last one unmaps. */
 void gw_idem_run_unref(struct gw_idem_run *r);
 
-/* The record with `key`, or NULL; the filter answers most absent keys without a record page. */
-const struct gw_idem_rec *gw_idem_run_find(const struct gw_idem_run *r, struct gw_idem_key key);
+/* Looks `key` up: 1 with *rec set, 0 when absent, -EIO when a block it had to read differs from
+ * its digest (logged once per block as index_block_corrupt). The filter answers most absent keys
+ * without a record page. */
+int gw_idem_run_find(const struct gw_idem_run *r, struct gw_idem_key key,
+                     const struct gw_idem_rec **rec);
+
+/* Checks every block not yet checked (a merge reads the whole run). Returns 0 or -EIO. */
+int gw_idem_run_check_all(const struct gw_idem_run *r);
 
 #endif

@@ -29,15 +29,15 @@ void gw_idem__runset_put(struct gw_idem_runset *set)
     free(set);
 }
 
-const struct gw_idem_rec *gw_idem__runset_find(const struct gw_idem_runset *set,
-                                               struct gw_idem_key key)
+int gw_idem__runset_find(const struct gw_idem_runset *set, struct gw_idem_key key,
+                         const struct gw_idem_rec **rec)
 {
     for (size_t i = 0; i < set->n; i++) {
-        const struct gw_idem_rec *r = gw_idem_run_find(set->runs[i], key);
-        if (r)
-            return r;
+        int rc = gw_idem_run_find(set->runs[i], key, rec);
+        if (rc != 0)
+            return rc;
     }
-    return NULL;
+    return 0;
 }
 
 struct gw_idem_runset *gw_idem__publish_locked(struct gw_idem_state *s, struct gw_idem_runset *set)

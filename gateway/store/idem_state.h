@@ -49,8 +49,9 @@ uint64_t gw_idem__now(struct gw_idem_state *s);
 struct gw_idem_runset *gw_idem__runset_new(size_t n);
 struct gw_idem_runset *gw_idem__runset_get(struct gw_idem_state *s); /* lock held */
 void gw_idem__runset_put(struct gw_idem_runset *set);
-const struct gw_idem_rec *gw_idem__runset_find(const struct gw_idem_runset *set,
-                                               struct gw_idem_key key);
+/* 1 with *rec when a run holds `key`, 0 when none does, -EIO when a block read was bad. */
+int gw_idem__runset_find(const struct gw_idem_runset *set, struct gw_idem_key key,
+                         const struct gw_idem_rec **rec);
 /* Publishes `set` (taking its reference) with the lock held. Returns the old list, for the
  * caller to put AFTER unlocking: its last put may unmap runs, too slow for under the lock. */
 struct gw_idem_runset *gw_idem__publish_locked(struct gw_idem_state *s, struct gw_idem_runset *set);

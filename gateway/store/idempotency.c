@@ -11,7 +11,7 @@
 
 #include "idem_state.h"
 
-enum found { FOUND_NONE, FOUND_IN_FLIGHT, FOUND_DURABLE };
+enum found { FOUND_NONE, FOUND_IN_FLIGHT, FOUND_DURABLE, FOUND_BAD_BLOCK };
 
 /* The lock held: `key` among claims and the tables not yet written as a run. */
 static enum found find_in_ram(struct gw_idem_state *s, struct gw_idem_key key,
@@ -29,7 +29,8 @@ static enum found find_in_ram(struct gw_idem_state *s, struct gw_idem_key key,
 }
 
 /* Looks `key` up everywhere. Returns FOUND_NONE with the lock HELD (so that the caller adds the
- * key before anyone else can), else unlocked. */
+ * key before anyone else can), else unlocked; FOUND_BAD_BLOCK when a run's block it had to read
+ * failed its checksum (whether the id is known cannot be said). */
 static enum found lookup_keep_lock_if_none(struct gw_idem_state *s, struct gw_idem_key key,
                                            struct gw_idem_rec *out)
 {
@@ -43,12 +44,13 @@ static enum found lookup_keep_lock_if_none(struct gw_idem_state *s, struct gw_id
         struct gw_idem_runset *set = gw_idem__runset_get(s);
         uint64_t version = s->version;
         pthread_mutex_unlock(&s->lock);
-        const struct gw_idem_rec *hit = gw_idem__runset_find(set, key);
-        if (hit)
+        const struct gw_idem_rec *hit = NULL;
+        int rc = gw_idem__runset_find(set, key, &hit);
+        if (rc > 0)
             *out = *hit;
         gw_idem__runset_put(set);
-        if (hit)
-            return FOUND_DURABLE; /* runs only ever gain entries */
+        if (rc != 0)
+            return rc > 0 ? FOUND_DURABLE : FOUND_BAD_BLOCK; /* runs only ever gain entries */
         pthread_mutex_lock(&s->lock);
         if (s->version == version) { /* no entry left RAM for a run we did not search */
             f = find_in_ram(s, key, out);
@@ -84,7 +86,9 @@ int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
     struct gw_idem_rec r = {.key = gw_idem_key_of(id, len)};
     uint64_t fp = gw_idem_fp_prefix(fingerprint);
     enum found f = lookup_keep_lock_if_none(s, r.key, &r);
-    if (f == FOUND_IN_FLIGHT) {
+    if (f == FOUND_BAD_BLOCK) {
+        return -EIO;
+    } else if (f == FOUND_IN_FLIGHT) {
         *verdict = GW_IDEM_IN_FLIGHT;
     } else if (f == FOUND_DURABLE) {
         *verdict = verdict_of(s, &r, fp);
@@ -167,6 +171,8 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
     struct gw_idem_rec r = {.key = gw_idem_key_of(id, len)};
     uint64_t now = gw_idem__now(s);
     enum found f = lookup_keep_lock_if_none(s, r.key, &r);
+    if (f == FOUND_BAD_BLOCK)
+        return -EIO;
     if (f == FOUND_DURABLE)
         return r.seq == ref.seq ? 0 : -EEXIST;
     if (f == FOUND_IN_FLIGHT)
@@ -187,7 +193,7 @@ int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_r
     if (f == FOUND_NONE)
         pthread_mutex_unlock(&s->lock);
     if (f != FOUND_DURABLE)
-        return -ENOENT;
+        return f == FOUND_BAD_BLOCK ? -EIO : -ENOENT;
     *ref = ref_of(&r);
     return 0;
 }

@@ -44,8 +44,16 @@ int gw_idem_open(struct gw_idem *t, const char *state_dir, const struct gw_idem_
                  uint64_t *durable_seq, struct gw_error *err);
 void gw_idem_close(struct gw_idem *t);
 
+/* What a caller says when a lookup returned -EIO (docs/journal.md §9). */
+#define GW_IDEM_BAD_BLOCK_MSG                                                                      \
+    "idempotency index: a block of its files failed its checksum (logged as "                      \
+    "index_block_corrupt); stop the server and remove the state dir's index/ directory: the "      \
+    "next start rebuilds it from the journal"
+
 /* Looks `id` up; an unknown id is claimed as in flight (verdict NEW). For REPLAY, *ref says where
- * the receipt is. Returns 0, or -ENOMEM (nothing claimed). */
+ * the receipt is. Returns 0, -ENOMEM (nothing claimed) or -EIO (a block of an index run failed
+ * its checksum, logged as index_block_corrupt: whether the id is known cannot be said, so
+ * nothing is claimed). */
 int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
                   const unsigned char fingerprint[GW_FINGERPRINT_LEN],
                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref);
@@ -57,11 +65,12 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len);
 
 /* Replay: adds a durable entry; an identical existing entry (same id and seq) is 0 (no-op);
- * the same id at another seq is -EEXIST; -ENOMEM. */
+ * the same id at another seq is -EEXIST; -ENOMEM; -EIO as for a claim. */
 int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
                    const unsigned char fingerprint[GW_FINGERPRINT_LEN], struct gw_idem_ref ref);
 
-/* Finds a durable entry. Returns 0 and *ref, or -ENOENT (unknown or still in flight). */
+/* Finds a durable entry. Returns 0 and *ref, -ENOENT (unknown or still in flight) or -EIO as
+ * for a claim. */
 int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref *ref);
 
 /* Number of durable entries. */

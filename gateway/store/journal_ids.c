@@ -74,7 +74,7 @@ static int take_line(struct scan *s, const char *p, const char *end, uint64_t at
     if (rc == -EEXIST)
         return bad(err, s, at, "receipt record: its batch_id was already journaled");
     if (rc != 0)
-        gw_error_set(err, "", "journal: out of memory");
+        gw_error_set(err, "", "%s", rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "journal: out of memory");
     return rc;
 }
 

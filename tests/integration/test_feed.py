@@ -168,6 +168,35 @@ def long_poll_wakes_within_50ms_of_the_commit():
         ok(med <= 0.050, "median wake latency %.4fs <= 50 ms (%r)" % (med, lat))
 
 
+def ELSEWHERE(batch_id):
+    """A batch of the worked example's keys placed on shard-a and shard-b only."""
+    return {"batch_id": batch_id, "changes": [{"id": "c1", "key": "order:1001", "size": 1},
+                                              {"id": "c2", "key": "cart:9", "size": 2}]}
+
+
+@case("feed_wait")
+def shard_long_poll_wakes_on_its_shard_only():
+    """A watcher of shard-c is woken by the worked example (four placements on shard-c), not by
+    a batch placed elsewhere: it still waits after that one (docs/api.md §18)."""
+    with Server() as s:
+        eq(s.post(ELSEWHERE("elsewhere")).status, 200, "POST a batch placing nothing on shard-c")
+        on_c = json.loads(s.get("/v1/shards/shard-c/assignments?after=0").body.splitlines()[-1])
+        p = Poll(s, "/v1/shards/shard-c/assignments?after=%d&wait_ms=10000" % on_c["last_seq"])
+        p.start()
+        time.sleep(0.15)
+        eq(s.post(ELSEWHERE("elsewhere-2")).status, 200, "POST elsewhere again")
+        time.sleep(0.3)
+        ok(p.done_at is None, "not woken by a batch placed on other shards")
+        eq(s.post(read(src("input", "changes.json"))).status, 200, "POST sample-0001")
+        acked = time.monotonic()
+        p.join(15)
+        eq(p.response.status, 200, "poll status")
+        got = [json.loads(l) for l in p.response.body.splitlines()]
+        eq([(a["id"], a["key"], a["size"]) for a in got if a["type"] == "assignment"], SHARD_C,
+           "shard-c's four assignments")
+        ok(p.done_at - acked < 1.0, "woken by it: %.3fs" % (p.done_at - acked))
+
+
 @case("feed_wait")
 def long_poll_answers_a_bookmark_at_its_deadline():
     with Server() as s:

@@ -4,6 +4,7 @@
 #define SHARDGATE_TEST_IDEM_FIXTURE_H
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,20 @@ static inline void fixture_mkdtemp(char dir[64])
         perror("mkdtemp");
         exit(2);
     }
+}
+
+/* Flips bit 0 of the byte at `at` of `path` (an index file damaged on disk). Returns 0 or -1. */
+static inline int fixture_flip_byte(const char *path, off_t at)
+{
+    int fd = open(path, O_RDWR);
+    unsigned char c = 0;
+    int rc = fd >= 0 && pread(fd, &c, 1, at) == 1 ? 0 : -1;
+    c ^= 1;
+    if (rc == 0 && pwrite(fd, &c, 1, at) != 1)
+        rc = -1;
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
 /* Removes the files of <dir>/index, then <dir>/index and <dir>. */

@@ -227,22 +227,36 @@ static void test_window(void)
     fixture_rmtree(dir);
 }
 
-/* Runs the open with stderr in a file; returns what was logged. */
-static void open_logged(struct gw_idem *t, const char *dir, uint64_t *d, char *log, size_t size)
+/* Sends stderr to <dir>/stderr.log until stderr_back; returns the saved descriptor. */
+static int stderr_to_file(const char *dir, int *fd)
 {
     char path[128];
     snprintf(path, sizeof(path), "%s/stderr.log", dir);
     fflush(stderr);
-    int saved = dup(2), fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 2);
-    CHECK_EQ_U64(open_dir(t, dir, &small, 0, d), 0);
+    int saved = dup(2);
+    *fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    dup2(*fd, 2);
+    unlink(path);
+    return saved;
+}
+
+/* Restores stderr; `log` gets what was written meanwhile. */
+static void stderr_back(int saved, int fd, char *log, size_t size)
+{
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
     ssize_t n = pread(fd, log, size - 1, 0);
     log[n > 0 ? n : 0] = '\0';
     close(fd);
-    unlink(path);
+}
+
+/* Runs the open with stderr in a file; returns what was logged. */
+static void open_logged(struct gw_idem *t, const char *dir, uint64_t *d, char *log, size_t size)
+{
+    int fd, saved = stderr_to_file(dir, &fd);
+    CHECK_EQ_U64(open_dir(t, dir, &small, 0, d), 0);
+    stderr_back(saved, fd, log, size);
 }
 
 /* Persists ids 1..300, then damages one byte of `file` (in index/) at `at`. */
@@ -258,12 +272,7 @@ static void persist_then_damage(const char *dir, const char *file, off_t at)
     gw_idem_close(&t);
     char path[256];
     snprintf(path, sizeof(path), "%s/index/%s", dir, file);
-    int fd = open(path, O_RDWR);
-    unsigned char c = 0;
-    CHECK_EQ_U64(pread(fd, &c, 1, at), 1);
-    c ^= 1;
-    CHECK_EQ_U64(pwrite(fd, &c, 1, at), 1);
-    close(fd);
+    CHECK_EQ_U64(fixture_flip_byte(path, at), 0);
 }
 
 static void test_unusable_files(const char *file, off_t at, const char *reason)
@@ -283,6 +292,80 @@ static void test_unusable_files(const char *file, off_t at, const char *reason)
              reason);
     CHECK_EQ_STR(log, want);
     CHECK_EQ_U64(fixture_ack(&t, 1), GW_IDEM_NEW); /* the caller re-inserts from the journal */
+    gw_idem_close(&t);
+    fixture_rmtree(dir);
+}
+
+/* A changed record byte is not seen at open (which reads only the digest table) but by the first
+ * lookup reading its block: every id of the run then answers -EIO (its block is read by every
+ * bracket of a 300-record run), claims nothing, and the block is logged once. */
+static void test_bad_block(void)
+{
+    char dir[64], log[4096], line[256];
+    fixture_mkdtemp(dir);
+    persist_then_damage(dir, "run-00000000000000000001.idx", 64 + 100 * 64 + 20);
+    struct gw_idem t;
+    uint64_t d = 0;
+    open_logged(&t, dir, &d, log, sizeof(log));
+    CHECK_EQ_STR(log, "");
+    CHECK_EQ_U64(d, 300);
+    int fd, saved = stderr_to_file(dir, &fd);
+    uint64_t eio = 0;
+    struct gw_idem_ref ref;
+    char id[32];
+    for (uint64_t n = 1; n <= 300; n++) {
+        fixture_id(id, sizeof(id), n);
+        eio += gw_idem_find(&t, id, strlen(id), &ref) == -EIO;
+    }
+    CHECK_EQ_U64(fixture_ack(&t, 7), (enum gw_idem_verdict) - 1);
+    CHECK_EQ_U64(fixture_ack(&t, 7), (enum gw_idem_verdict) - 1); /* nothing was claimed */
+    stderr_back(saved, fd, log, sizeof(log));
+    CHECK_EQ_U64(eio, 300);
+    snprintf(line, sizeof(line),
+             "{\"event\":\"index_block_corrupt\",\"run\":\"run-00000000000000000001.idx\","
+             "\"block\":0}\n");
+    CHECK_EQ_STR(log, line);
+    gw_idem_close(&t);
+    fixture_rmtree(dir);
+}
+
+/* Acks ids from..to, then persists them as one run. */
+static void ack_run(struct gw_idem *t, uint64_t from, uint64_t to)
+{
+    struct gw_error err;
+    for (uint64_t n = from; n <= to; n++)
+        fixture_ack(t, n);
+    CHECK_EQ_U64(gw_idem_persist(t, to, &err), 0);
+}
+
+/* A merge checks every block of its inputs first: a changed byte in a run it would merge stops
+ * the merge (the four runs stay, none gains a fresh checksum over the bad block). Runs of 1,000
+ * records: the bad block (records 0..255) is not the filter's, so new ids can still be acked. */
+static void test_merge_refuses_bad_block(void)
+{
+    char dir[64], log[4096], path[256];
+    fixture_mkdtemp(dir);
+    struct gw_idem t;
+    uint64_t d;
+    struct gw_error err;
+    CHECK_EQ_U64(open_dir(&t, dir, &small, 0, &d), 0);
+    for (uint64_t k = 0; k < 3; k++)
+        ack_run(&t, k * 1000 + 1, k * 1000 + 1000);
+    CHECK_EQ_U64(gw_idem_runs(&t), 3);
+    gw_idem_close(&t);
+    snprintf(path, sizeof(path), "%s/index/run-00000000000000000002.idx", dir);
+    CHECK_EQ_U64(fixture_flip_byte(path, 64 + 10 * 64 + 40), 0);
+    CHECK_EQ_U64(open_dir(&t, dir, &small, 0, &d), 0);
+    CHECK_EQ_U64(d, 3000);
+    int fd, saved = stderr_to_file(dir, &fd);
+    ack_run(&t, 3001, 4000);
+    CHECK_EQ_U64(gw_idem_runs(&t), 4);
+    CHECK_EQ_U64(gw_idem_maintain(&t, &err), (uint64_t)-EIO);
+    stderr_back(saved, fd, log, sizeof(log));
+    CHECK_EQ_STR(log, "{\"event\":\"index_block_corrupt\",\"run\":\"run-00000000000000000002.idx\","
+                      "\"block\":0}\n");
+    CHECK_EQ_U64(gw_idem_runs(&t), 4);
+    CHECK_EQ_U64(fixture_found(&t, 3500), 1);
     gw_idem_close(&t);
     fixture_rmtree(dir);
 }
@@ -338,8 +421,11 @@ int main(void)
     test_window();
     /* byte 56 is the last digit of "durable_seq":300: still valid JSON, caught by the sum */
     test_unusable_files("manifest.json", 56, "manifest checksum mismatch");
-    test_unusable_files("run-00000000000000000001.idx", 64 + 100 * 64 + 20,
+    /* 300 records, 6 filter blocks, then the table of 2 block digests */
+    test_unusable_files("run-00000000000000000001.idx", 64 + 300 * 64 + 6 * 64 + 37,
                         "run checksum mismatch");
+    test_bad_block();
+    test_merge_refuses_bad_block();
     test_sweep();
     return CHECK_DONE();
 }
