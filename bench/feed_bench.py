@@ -13,8 +13,12 @@
    against the mean of the phases without watchers before and after it, and the median of the
    rounds is reported (a shared machine moves a single phase by more than 10%).
 
+--consumer-nice N runs the consumers and pollers at nice N: on a machine whose cores the
+gateway and wrk also need, a consumer at the same priority takes its parsing CPU from the POSTs;
+nice 19 stands in for consumers on other hosts (the gateway's own cost of serving them remains).
+
 usage: feed_bench.py SHARDGATE OUT.json [--assignments 2000000] [--seconds 10] [--conns 8]
-       [--rounds 3]
+       [--rounds 3] [--consumer-nice N]
 """
 import argparse
 import http.client
@@ -86,9 +90,13 @@ def post_all(port, total, per_batch=1000, clients=2):
     return time.time() - t0
 
 
+CONSUMER_NICE = 0  # set by --consumer-nice, inherited by the consumer processes
+
+
 def follow(port, shard, after, until_count, stop_seconds, out):
     """One consumer: pages until until_count assignments (or stop_seconds); puts
     (count, seconds, requests) in `out`."""
+    os.nice(CONSUMER_NICE)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     count = requests = 0
     t0 = time.time()
@@ -117,6 +125,7 @@ def consume_once(port, total):
 
 
 def idle_poller(port, after, stop_at):
+    os.nice(CONSUMER_NICE)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     while time.time() < stop_at:
         c.request("GET", "/v1/shards/idle/assignments?after=%d&wait_ms=30000" % after)
@@ -182,7 +191,10 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--consumer-nice", type=int, default=0)
     a = ap.parse_args()
+    global CONSUMER_NICE
+    CONSUMER_NICE = a.consumer_nice
     work = tempfile.mkdtemp(prefix="feed-bench-")
     port = free_port()
     gw = start_gateway(a.shardgate, work, port)
@@ -202,7 +214,7 @@ def main():
         base = (phases[3 * r]["requests_per_s"] + phases[3 * r + 3]["requests_per_s"]) / 2
         drops["idle"].append(round(100 * (1 - phases[3 * r + 1]["requests_per_s"] / base), 1))
         drops["active"].append(round(100 * (1 - phases[3 * r + 2]["requests_per_s"] / base), 1))
-    result = {"fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
+    result = {"consumer_nice": a.consumer_nice, "fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
               "post_phases": phases, "drop_idle_pct": drops["idle"],
               "drop_active_pct": drops["active"],
               "drop_idle_pct_median": sorted(drops["idle"])[a.rounds // 2],

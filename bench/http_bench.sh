@@ -26,16 +26,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BUILD/gateway/shardgate" serve --conf conf/dispatch.env --shards input/shards.json \
-    --state-dir "$tmp/state" --listen 127.0.0.1:0 --threads "$SERVER_THREADS" 2>"$tmp/server.log" &
-server=$!
-port=""
-for _ in $(seq 100); do
-    port=$(sed -n 's/.*"event":"listening","address":"127.0.0.1:\([0-9]*\)".*/\1/p' "$tmp/server.log")
-    [ -n "$port" ] && break
-    sleep 0.1
-done
-[ -n "$port" ] || { cat "$tmp/server.log" >&2; exit 1; }
+sg_bench_serve "$BUILD/gateway/shardgate" "$tmp/state" "$tmp/server.log" --threads "$SERVER_THREADS"
+server=$SG_SERVE_PID
+port=$SG_SERVE_PORT
 
 results=()
 for changes in 1000 1; do
@@ -45,7 +38,7 @@ for changes in 1000 1; do
     echo "$line"
     results+=("$line")
 done
-journal=$(stat -c %s "$tmp/state/journal.jsonl")
+journal=$(du -cb "$tmp"/state/journal*.jsonl | tail -n 1 | cut -f1)
 commits=$(curl -s "http://127.0.0.1:$port/metrics" |
     sed -n 's/^shardgate_journal_commits_total //p')
 mkdir -p "$(dirname "$OUT")"

@@ -51,9 +51,10 @@ function done(summary, latency, requests)
   local ok = summary.requests - bad
   io.write(string.format(
     '{"changes_per_batch":%d,"requests":%d,"non_200":%d,"errors":%d,"seconds":%.2f,' ..
-    '"requests_per_s":%.1f,"changes_per_s":%.0f,"p50_ms":%.2f,"p99_ms":%.2f,"max_ms":%.2f}\n',
+    '"requests_per_s":%.1f,"changes_per_s":%.0f,"p50_ms":%.2f,"p99_ms":%.2f,' ..
+    '"p999_ms":%.2f,"max_ms":%.2f}\n',
     n, summary.requests, bad,
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
     secs, ok / secs, ok * n / secs, latency:percentile(50) / 1000,
-    latency:percentile(99) / 1000, latency.max / 1000))
+    latency:percentile(99) / 1000, latency:percentile(99.9) / 1000, latency.max / 1000))
 end

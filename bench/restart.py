@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Restart time and memory at a given history (issue #13, docs/performance.md §12).
 
-usage: bench/restart.py BUILD_DIR N [STATE_DIR]
+usage: bench/restart.py [--cold] BUILD_DIR N [STATE_DIR]
 
 Writes N acknowledged batches with bench/history_gen (unless STATE_DIR already holds them),
 then starts `shardgate serve` on it three times and prints, for each start, the time from
 process start to the first /readyz 200 and the process's VmRSS (and VmHWM) then, and the log
-line saying where the replay started. 127.0.0.1 only; every wait has a deadline."""
+line saying where the replay started. --cold (root only) writes the dirty pages back and drops
+the page cache before each start, so the start reads the state dir from the disk.
+127.0.0.1 only; every wait has a deadline."""
 
 import http.client
 import json
@@ -68,13 +70,26 @@ def one_start(binary, state, deadline_s=600):
     return took, rss, hwm, start[:1]
 
 
+def drop_page_cache():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def has_history(state):
+    return os.path.isdir(state) and any(
+        n.startswith("journal") and n.endswith(".jsonl") for n in os.listdir(state))
+
+
 def main(argv):
+    cold = "--cold" in argv
+    argv = [a for a in argv if a != "--cold"]
     if len(argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 64
     build, n = argv[1], int(argv[2])
     state = argv[3] if len(argv) == 4 else os.path.join(build, "history-%d" % n)
-    if not os.path.exists(os.path.join(state, "journal.jsonl")):
+    if not has_history(state):
         t0 = time.monotonic()
         subprocess.run([os.path.join(build, "bench", "history_gen"),
                         os.path.join(ROOT, "conf", "dispatch.env"),
@@ -84,8 +99,10 @@ def main(argv):
     print("state dir: %s bytes" % du)
     binary = os.path.join(build, "gateway", "shardgate")
     for i in range(3):
+        if cold:
+            drop_page_cache()
         took, rss, hwm, start = one_start(binary, state)
-        print(json.dumps({"batches": n, "restart_s": round(took, 3), "vmrss_kib": rss,
+        print(json.dumps({"batches": n, "cold": cold, "restart_s": round(took, 3), "vmrss_kib": rss,
                           "vmhwm_kib": hwm, "start": start}))
     return 0
 

@@ -86,3 +86,29 @@ sg_base_image() {
     rm -f "$tar"
     return $rc
 }
+
+# sg_listen_port LOG PID [TENTHS]: waits (up to TENTHS tenths of a second, 100 by default, while
+# PID lives) for the "listening" event a `shardgate serve` writes to LOG; prints its port, or
+# nothing when it never came.
+sg_listen_port() {
+    local log=$1 pid=$2 tries=${3:-100} port=""
+    for _ in $(seq "$tries"); do
+        port=$(sed -n 's/.*"event":"listening","address":"127.0.0.1:\([0-9]*\)".*/\1/p' "$log" |
+            head -n 1)
+        [ -n "$port" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "$port"
+}
+
+# sg_bench_serve BIN STATE_DIR LOG [ARGS...]: `BIN serve ARGS` of the worked example on
+# 127.0.0.1, in the background; sets SG_SERVE_PID and SG_SERVE_PORT, or exits 1 with the log when
+# it does not listen.
+sg_bench_serve() {
+    "$1" serve --conf conf/dispatch.env --shards input/shards.json --state-dir "$2" \
+        --listen 127.0.0.1:0 "${@:4}" 2>"$3" &
+    SG_SERVE_PID=$!
+    SG_SERVE_PORT=$(sg_listen_port "$3" "$SG_SERVE_PID")
+    [ -n "$SG_SERVE_PORT" ] || { cat "$3" >&2; exit 1; }
+}

@@ -76,14 +76,7 @@ echo "-- valgrind shardgate serve (requests, then SIGTERM)"
     --shards input/shards.json --state-dir "$TMP/state" --listen 127.0.0.1:0 \
     2>"$TMP/serve.err" &
 SERVER_PID=$!
-port=
-for _ in $(seq 1 600); do # up to 60 s: valgrind starts slowly
-    port=$(sed -n 's/^{"event":"listening","address":"127.0.0.1:\([0-9]*\)"}$/\1/p' \
-        "$TMP/serve.err" | head -1)
-    [ -n "$port" ] && break
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.1
-done
+port=$(sg_listen_port "$TMP/serve.err" "$SERVER_PID" 600) # up to 60 s: valgrind starts slowly
 if [ -z "$port" ]; then
     cat "$TMP/serve.err" "$TMP/serve.vg"
     echo "FAIL valgrind shardgate serve did not listen" >&2
