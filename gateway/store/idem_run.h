@@ -22,7 +22,7 @@ struct gw_idem_run {
     size_t payload;         /* bytes of records and filter, after the header */
     size_t blocks;          /* GW_IDEM_RUN_BLOCK bytes of the payload each (last short) */
     unsigned char *digests; /* SHA-256 of each block, read and checked at open */
-    atomic_uchar *checked;  /* per block: RUN_BLOCK_UNCHECKED, _GOOD or _BAD */
+    atomic_uchar *checked;  /* per block: unchecked, good or bad (idem_run_read.c) */
     unsigned char sha256[SHA256_DIGEST_LENGTH]; /* of the digest table */
     atomic_uint refs;
 };

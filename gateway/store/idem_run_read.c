@@ -1,6 +1,5 @@
 /* Reading a run file of the idempotency index: map it, check its digest table at open and each
  * block the first time a lookup reads it, search it (docs/journal.md §9). */
-#define OPENSSL_SUPPRESS_DEPRECATED
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
