@@ -135,7 +135,7 @@ int gw_idem__flush(struct gw_idem_state *s, uint64_t durable_seq, struct gw_erro
     pthread_mutex_lock(&s->lock);
     size_t k = s->nfrozen, n = 0;
     struct gw_idem_table *tabs = malloc((k ? k : 1) * sizeof(*tabs));
-    if (tabs) /* frozen tables are immutable: read without the lock */
+    if (tabs && k) /* frozen tables are immutable: read without the lock; none: no list yet */
         memcpy(tabs, s->frozen, k * sizeof(*tabs));
     pthread_mutex_unlock(&s->lock);
     struct gw_idem_rec *recs = tabs ? gather(tabs, k, &n) : NULL;
