@@ -15,6 +15,7 @@ static const struct gw_command commands[] = {
     {"serve", "serve the HTTP API with a durable journal", gw_usage_serve, gw_cmd_serve},
     {"plan", "show what a membership change would move", gw_usage_plan, gw_cmd_plan},
     {"journal", "verify a state dir's journal and checkpoints", gw_usage_journal, gw_cmd_journal},
+    {"db", "create or migrate the schema of --store postgres", gw_usage_db, gw_cmd_db},
 };
 
 static void usage(FILE *out)

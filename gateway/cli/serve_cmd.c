@@ -2,10 +2,12 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "http.h"
 #include "number.h"
+#include "pg_conn.h"
 #include "checkpointer.h"
 #include "segment.h"
 #include "server.h"
@@ -19,7 +21,10 @@ const char gw_usage_serve[] =
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
     "                       [--idempotency-window DURATION] [--max-watchers N]\n"
-    "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl.\n"
+    "       shardgate serve --conf FILE --shards FILE --store postgres://... [options]\n"
+    "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl, or with\n"
+    "--store postgres://USER@HOST:PORT/DB in PostgreSQL, shared by every replica (docs/journal.md\n"
+    "§10; create the schema with `shardgate db init`). --store file is the journal in DIR.\n"
     "SIGHUP re-reads --conf and --shards; PUT /v1/admin/membership needs --admin-token-file.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
@@ -51,6 +56,7 @@ enum {
     OPT_CHECKPOINT_INTERVAL,
     OPT_IDEMPOTENCY_WINDOW,
     OPT_MAX_WATCHERS,
+    OPT_STORE,
     OPT_HELP
 };
 
@@ -166,8 +172,24 @@ static const struct option serve_options[] = {
     {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
     {"idempotency-window", required_argument, 0, OPT_IDEMPOTENCY_WINDOW},
     {"max-watchers", required_argument, 0, OPT_MAX_WATCHERS},
+    {"store", required_argument, 0, OPT_STORE},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
+
+/* --store file needs --state-dir; --store postgres:// keeps nothing on disk (docs/journal.md
+ * §10), so the file store's options would be ignored: refused instead. */
+static int check_store(struct gw_serve_options *o)
+{
+    if (o->store && strcmp(o->store, "file") == 0)
+        o->store = NULL;
+    if (o->store && !gw_pg_is_url(o->store))
+        return usage_error("--store must be file or a postgres:// URL");
+    if (!o->store && !o->state_dir)
+        return usage_error("--state-dir DIR is required");
+    if (o->store && (o->state_dir || o->idempotency_window_ms))
+        return usage_error("--state-dir and --idempotency-window are for --store file only");
+    return check_listen(o->listen);
+}
 
 /* Returns -1 to go on, else the exit code. */
 static int parse_options(int argc, char **argv, struct gw_serve_options *o)
@@ -194,6 +216,7 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                             : c == OPT_LISTEN      ? &o->listen
                             : c == OPT_TOKEN       ? &o->token_file
                             : c == OPT_ADMIN_TOKEN ? &o->admin_token_file
+                            : c == OPT_STORE       ? &o->store
                                                    : NULL;
         if (c == OPT_HELP) {
             fputs(gw_usage_serve, stdout);
@@ -216,9 +239,7 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     o->conf = gw_conf_path(o->conf);
     if (!o->shards)
         return usage_error("--shards FILE is required");
-    if (!o->state_dir)
-        return usage_error("--state-dir DIR is required");
-    return check_listen(o->listen);
+    return check_store(o);
 }
 
 int gw_cmd_serve(int argc, char **argv)

@@ -52,7 +52,9 @@ static void committed(struct gw_commit_item *item, int rc)
     struct gw_req *r = (struct gw_req *)((char *)item - offsetof(struct gw_req, item));
     struct gw_server *s = r->srv;
     size_t len = strlen(r->batch_id);
-    if (rc == 0) {
+    if (s->pg) {
+        /* the database holds the id and the totals */
+    } else if (rc == 0) {
         struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
                                   item->seq};
         gw_idem_commit(&s->idem, r->batch_id, len, ref);
@@ -115,14 +117,26 @@ static uint64_t shard_bits(const struct gw_req *r)
 
 static enum MHD_Result submit(struct gw_req *r)
 {
+    gw_buf_append(&r->receipt, "", 1); /* NUL-terminated for the PostgreSQL store's text */
+    r->receipt.len--;
+    if (r->receipt.failed)
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     r->item = (struct gw_commit_item){.receipt = r->receipt.data,
                                       .receipt_len = r->receipt.len,
                                       .fingerprint = r->fingerprint,
                                       .shard_bits = shard_bits(r),
+                                      .batch_id = r->batch_id,
+                                      .epoch = r->view->topo.epoch,
+                                      .members = &r->view->topo.members,
+                                      .tally = r->tally,
+                                      .stored = &r->receipt,
                                       .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
-    gw_committer_submit(&r->srv->committer, &r->item);
+    if (r->srv->pg)
+        gw_pg_store_submit(&r->srv->pg_store, &r->item);
+    else
+        gw_committer_submit(&r->srv->committer, &r->item);
     return MHD_YES;
 }
 
@@ -136,7 +150,9 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     struct gw_error err;
     enum MHD_Result ret = MHD_YES;
     int refused = 1, rc = -EIO;
-    if (gw_committer_failed(&s->committer))
+    if (s->pg && !gw_pg_store_available(&s->pg_store))
+        ret = gw_pg_unavailable(r);
+    else if (gw_committer_failed(&s->committer))
         ret = journal_unavailable(r);
     else if ((rc = gw_dispatch_run(t, b, &d, &err)) == -ENOENT)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
@@ -154,7 +170,8 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     if (rc == 0)
         gw_dispatch_free(&d);
     if (refused) {
-        gw_idem_release(&s->idem, b->batch_id, b->batch_id_len);
+        if (!s->pg)
+            gw_idem_release(&s->idem, b->batch_id, b->batch_id_len);
         return ret;
     }
     return submit(r);
@@ -164,6 +181,14 @@ static enum MHD_Result replay(struct gw_req *r, struct gw_idem_ref ref)
 {
     r->result = GW_RESULT_REPLAYED; /* counted only if the answer is 200 */
     return gw_answer_stored_receipt(r, ref, "Idempotent-Replayed", "true");
+}
+
+static enum MHD_Result reused(struct gw_req *r)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg), "batch_id \"%s\" was already used for a batch with other content",
+             r->batch_id);
+    return fail(r, 422, "batch_id_reused", msg, "batch_id");
 }
 
 /* A valid batch: the Idempotency-Key, then what the idempotency table says. */
@@ -176,6 +201,8 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
                  r->batch_id);
         return fail(r, MHD_HTTP_BAD_REQUEST, "idempotency_key_mismatch", msg, "batch_id");
     }
+    if (r->srv->pg)
+        return dispatch(r, b); /* the store's transaction decides (docs/journal.md §10) */
     enum gw_idem_verdict verdict;
     struct gw_idem_ref ref;
     int rc =
@@ -187,9 +214,7 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
     case GW_IDEM_REPLAY:
         return replay(r, ref);
     case GW_IDEM_REUSED:
-        snprintf(msg, sizeof(msg),
-                 "batch_id \"%s\" was already used for a batch with other content", r->batch_id);
-        return fail(r, 422, "batch_id_reused", msg, "batch_id");
+        return reused(r);
     case GW_IDEM_EXPIRED:
         snprintf(msg, sizeof(msg),
                  "batch_id \"%s\" was acknowledged longer ago than the idempotency window; it is "
@@ -244,8 +269,16 @@ static enum MHD_Result answer(struct gw_req *r)
         return MHD_YES;
     }
     if (r->commit_rc != 0)
-        return journal_unavailable(r);
+        return r->srv->pg ? gw_pg_unavailable(r) : journal_unavailable(r);
+    if (r->item.verdict == GW_COMMIT_REUSED)
+        return reused(r);
+    int replayed = r->item.verdict == GW_COMMIT_REPLAY;
+    if (replayed)
+        r->result = GW_RESULT_REPLAYED;
     gw_buf_puts(&r->receipt, "\n");
+    if (replayed)
+        return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->receipt,
+                                "Idempotent-Replayed", "true");
     return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->receipt, NULL, NULL);
 }
 

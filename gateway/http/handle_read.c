@@ -88,6 +88,8 @@ static const struct gw_shard *current_shard(const struct gw_membership *m,
 enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 {
     (void)rest;
+    if (r->srv->pg)
+        return gw_pg_handle_shards(r);
     size_t n = 0;
     struct gw_ledger_entry *all = gw_ledger_snapshot(&r->srv->ledger, &n);
     struct gw_buf body;
@@ -117,6 +119,8 @@ enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
 {
     (void)rest;
+    if (r->srv->pg)
+        return gw_pg_handle_epochs(r);
     struct gw_buf body;
     gw_buf_init(&body);
     gw_chain_write(&body, &r->srv->journal.chain);
@@ -162,6 +166,8 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
 
 enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
 {
+    if (r->srv->pg)
+        return gw_pg_handle_batch(r, id);
     struct gw_idem_ref ref;
     size_t len = strlen(id);
     char msg[200];

@@ -19,6 +19,7 @@
 #include "ledger.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pg_store.h"
 #include "server.h"
 #include "topology.h"
 #include "view.h"
@@ -41,7 +42,9 @@ struct gw_server {
     struct gw_metrics metrics;
     struct gw_feed feed;        /* the assignment feed's reader (docs/api.md §17) */
     struct gw_feed_watch watch; /* its waiting requests, woken by the journal writer */
-    int auth;                   /* 1 when POST needs the bearer token */
+    int pg;                     /* 1 with --store postgres: pg_store replaces journal and index */
+    struct gw_pg_store pg_store;
+    int auth; /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];
@@ -157,6 +160,7 @@ struct gw_route {
     enum gw_access access;
     gw_answer_fn answer; /* exactly one of answer and stream */
     gw_stream_fn stream;
+    int file_store_only; /* 501 with --store postgres (docs/journal.md §10, not there yet) */
 };
 
 /* The handlers (one file per family): handle_read.c, handle_probe.c, handle_post.c. */
@@ -179,6 +183,17 @@ void gw_feed_req_free(struct gw_req *r);
  * optional header, or the 500 that says it cannot be read (handle_read.c). */
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
                                          const char *header, const char *value);
+
+/* --store postgres (pg_serve.c, docs/journal.md §10): the store opened and the first view
+ * published (returns an exit code); the read endpoints that differ from the file store's; 501
+ * for an endpoint the PostgreSQL store does not serve yet. */
+int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms);
+enum MHD_Result gw_pg_handle_batch(struct gw_req *r, const char *id);
+enum MHD_Result gw_pg_handle_shards(struct gw_req *r);
+enum MHD_Result gw_pg_handle_epochs(struct gw_req *r);
+enum MHD_Result gw_pg_unsupported(struct gw_req *r);
+/* 503 store_unavailable with Retry-After: 1 and the store's last error. */
+enum MHD_Result gw_pg_unavailable(struct gw_req *r);
 
 /* 1 when /readyz answers 200: journal replayed and writable, ring non-empty. */
 int gw_serve_ready(struct gw_server *s);

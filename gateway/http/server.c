@@ -179,7 +179,9 @@ static void drain(struct gw_server *s)
     gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
     gw_log_u64(&f, "waited_ms", waited);
     gw_log_event("drained", &f);
-    gw_committer_stop(&s->committer);       /* offers the last checkpoint, after the last group */
+    gw_committer_stop(&s->committer); /* offers the last checkpoint, after the last group */
+    if (s->pg)
+        gw_pg_store_stop(&s->pg_store);     /* commits what is queued */
     gw_checkpointer_stop(&s->checkpointer); /* writes it */
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
@@ -197,7 +199,10 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
             continue;
         if (sig != SIGHUP)
             return sig;
-        gw_reloader_request(s);
+        if (s->pg)
+            gw_log_event("sighup_ignored", NULL); /* membership with --store postgres: not yet */
+        else
+            gw_reloader_request(s);
     }
 }
 
@@ -220,6 +225,18 @@ static int start_feed(struct gw_server *s)
     return rc;
 }
 
+/* --store postgres: no journal, index, checkpoints or feed here; the database has them. */
+static int setup_pg(struct gw_server *s, struct gw_topology *topo)
+{
+    int rc = gw_server_open_pg(s, topo, commit_delay_ms()); /* takes topo when it succeeds */
+    if (rc != GW_EXIT_OK) {
+        gw_topology_free(topo);
+        return rc;
+    }
+    atomic_store(&s->replayed, 1);
+    return start_daemon(s);
+}
+
 /* Sets everything up in order; returns GW_EXIT_OK to serve, else the exit code. */
 static int setup(struct gw_server *s)
 {
@@ -232,6 +249,8 @@ static int setup(struct gw_server *s)
         return rc;
     gw_metrics_init(&s->metrics);
     gw_ledger_init(&s->ledger);
+    if (s->opt.store)
+        return setup_pg(s, &topo);
     struct gw_error err;
     rc = gw_server_open_journal(s, &topo);
     if (rc == GW_EXIT_OK)
@@ -274,6 +293,8 @@ static void teardown(struct gw_server *s)
         gw_journal_close(&s->journal);
     if (s->idem_open)
         gw_idem_close(&s->idem);
+    if (s->pg)
+        gw_pg_store_close(&s->pg_store);
     gw_view_slot_free(&s->views);
     gw_ledger_free(&s->ledger);
 }

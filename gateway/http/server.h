@@ -30,6 +30,7 @@ struct gw_serve_options {
     uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
     uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */
     unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
+    const char *store; /* NULL or "file": the journal in state_dir; else a postgres:// URL */
 };
 
 /* Serves until SIGTERM/SIGINT (SIGHUP reloads, docs/api.md §15), then drains (docs/api.md §13).

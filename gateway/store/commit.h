@@ -11,12 +11,22 @@
 #include "batch.h"
 #include "buf.h"
 #include "checkpointer.h"
+#include "dispatch.h"
 #include "error.h"
 #include "journal.h"
 #include "metrics.h"
 #include "worker.h"
 
 struct gw_commit_item;
+
+/* What committing a receipt did. The file store decides replays before dispatch, so it always
+ * says NEW; the PostgreSQL store decides in the transaction, where another replica may have
+ * committed the same batch_id first (docs/api.md §3). */
+enum gw_commit_verdict {
+    GW_COMMIT_NEW,    /* journaled now, with `seq` */
+    GW_COMMIT_REPLAY, /* the batch_id was committed before with the same fingerprint */
+    GW_COMMIT_REUSED, /* the batch_id was committed before with another fingerprint */
+};
 
 /* Called once per item from the writer thread: rc 0 when the record is durable, else a
  * negative code (the record is not in the journal). */
@@ -34,6 +44,13 @@ struct gw_commit_item {
     size_t receipt_len;
     const unsigned char *fingerprint;
     uint64_t shard_bits; /* receipts: the feed bits of the shards it places on (feed_watch.h) */
+    /* --store postgres (pg_store.h): what the transaction needs, and the verdict it gives */
+    const char *batch_id;
+    const char *epoch;                   /* the epoch id the receipt names */
+    const struct gw_membership *members; /* of that epoch; tally is per member */
+    const struct gw_tally *tally;
+    enum gw_commit_verdict verdict; /* set before `done` with rc 0 */
+    struct gw_buf *stored;          /* GW_COMMIT_REPLAY: receives the stored receipt */
     gw_commit_done_fn done;
     uint64_t seq;            /* set before `done`, when durable */
     uint64_t segment;        /* first_seq of the segment holding it (docs/journal.md §6) */

@@ -1,0 +1,153 @@
+/* `shardgate serve --store postgres://` (docs/journal.md §10): the start, and the read
+ * endpoints answered from the database every replica shares. */
+#include "request.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exit.h"
+
+int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms)
+{
+    struct gw_error err;
+    struct gw_view *v;
+    uint64_t epoch_seq = 0;
+    int rc =
+        gw_pg_store_open(&s->pg_store, s->opt.store, topo, &s->metrics, delay_ms, &epoch_seq, &err);
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_UNUSABLE;
+    }
+    s->pg = 1;
+    if (gw_view_new(&s->views, topo, epoch_seq, &s->ledger, &v, &err) != 0) {
+        fprintf(stderr, "shardgate: %s\n", err.msg);
+        return GW_EXIT_INTERNAL;
+    }
+    gw_view_publish(&s->views, v);
+    atomic_store(&s->metrics.epoch_seq, epoch_seq);
+    return GW_EXIT_OK;
+}
+
+enum MHD_Result gw_pg_unavailable(struct gw_req *r)
+{
+    struct gw_pg_store *p = &r->srv->pg_store;
+    char msg[sizeof(p->error.msg)];
+    pthread_mutex_lock(&p->worker.lock);
+    snprintf(msg, sizeof(msg), "%s", p->error.msg[0] ? p->error.msg : "store: unavailable");
+    pthread_mutex_unlock(&p->worker.lock);
+    return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", msg, "",
+                          "Retry-After", "1");
+}
+
+enum MHD_Result gw_pg_unsupported(struct gw_req *r)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "%s %.250s is not served with --store postgres yet (docs/journal.md §10)", r->method,
+             r->path);
+    return gw_serve_error(r, MHD_HTTP_NOT_IMPLEMENTED, "not_implemented", msg, "", NULL, NULL);
+}
+
+enum MHD_Result gw_pg_handle_batch(struct gw_req *r, const char *id)
+{
+    struct gw_buf body;
+    struct gw_error err;
+    char msg[200];
+    gw_buf_init(&body);
+    int rc = gw_name_valid(id, strlen(id), GW_BATCH_ID_MAX)
+                 ? gw_pg_store_find(&r->srv->pg_store, id, &body, &err)
+                 : -ENOENT;
+    if (rc == -EIO) {
+        gw_buf_free(&body);
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
+                              "Retry-After", "1");
+    }
+    if (rc == -ENOENT) {
+        gw_buf_free(&body);
+        snprintf(msg, sizeof(msg), "no stored receipt for batch_id \"%.128s\"", id);
+        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "batch_id", NULL, NULL);
+    }
+    gw_buf_puts(&body, "\n");
+    return gw_serve_json(r, MHD_HTTP_OK, &body); /* 500 internal if an append failed */
+}
+
+static const struct gw_pg_total *total_of(const struct gw_pg_total *all, size_t n, const char *id)
+{
+    for (size_t lo = 0, hi = n; lo < hi;) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(all[mid].id, id);
+        if (c == 0)
+            return &all[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static int is_member(const struct gw_membership *m, const char *id)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (strcmp(m->shards[i].id, id) == 0)
+            return 1;
+    return 0;
+}
+
+static void shard_entry(struct gw_buf *body, int first, const char *id, const char *state,
+                        uint64_t weight, uint64_t capacity, const struct gw_pg_total *t)
+{
+    gw_buf_puts(body, first ? "{\"id\":" : ",{\"id\":");
+    gw_buf_json_string(body, id, strlen(id));
+    gw_buf_puts(body, ",\"state\":\"");
+    gw_buf_puts(body, state);
+    gw_buf_field_u64(body, "\",\"weight\":", weight);
+    gw_buf_field_u64(body, ",\"capacity\":", capacity);
+    gw_buf_puts(body, ",\"load_total\":");
+    gw_buf_puts(body, t ? t->load : "0");
+    gw_buf_puts(body, ",\"received_total\":");
+    gw_buf_puts(body, t ? t->received : "0");
+    gw_buf_puts(body, "}");
+}
+
+/* GET /v1/shards from the database's totals (every replica's receipts): the current members in
+ * id order, then shards that left with a total (docs/api.md §7). */
+enum MHD_Result gw_pg_handle_shards(struct gw_req *r)
+{
+    struct gw_pg_total *all = NULL;
+    size_t n = 0;
+    struct gw_error err;
+    int rc = gw_pg_store_totals(&r->srv->pg_store, &all, &n, &err);
+    if (rc == -EIO)
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
+                              "Retry-After", "1");
+    const struct gw_membership *m = &r->view->topo.members;
+    struct gw_buf body;
+    gw_buf_init(&body);
+    body.failed = rc != 0;
+    gw_buf_puts(&body, "{\"shards\":[");
+    for (size_t i = 0; i < m->count; i++) {
+        const struct gw_shard *sh = &m->shards[i];
+        shard_entry(&body, i == 0, sh->id, gw_state_name(sh->state), sh->weight, sh->capacity,
+                    total_of(all, n, sh->id));
+    }
+    size_t listed = m->count;
+    for (size_t i = 0; all && i < n; i++)
+        if (!is_member(m, all[i].id))
+            shard_entry(&body, listed++ == 0, all[i].id, "removed", all[i].weight, all[i].capacity,
+                        &all[i]);
+    gw_buf_puts(&body, "]}\n");
+    free(all);
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
+}
+
+enum MHD_Result gw_pg_handle_epochs(struct gw_req *r)
+{
+    struct gw_buf body;
+    gw_buf_init(&body);
+    gw_chain_write(&body, &r->srv->pg_store.chain);
+    gw_buf_puts(&body, "\n");
+    return gw_serve_json(r, MHD_HTTP_OK, &body);
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A PostgreSQL of its own for shardgate's --store postgres (docs/operations.md, Scale-out):
+# run by the postgres user, its data dir under DIR, listening on 127.0.0.1:PORT only, with a
+# database `shardgate`, the owner role `shardgate` and the read-only role `shardgate_ro`.
+#   ops/pg.sh start DIR PORT   initdb when DIR has no cluster yet, then start (waits until ready)
+#   ops/pg.sh stop DIR         fast shutdown
+#   ops/pg.sh kill DIR         SIGKILL of the postmaster (tests: a crash of the database)
+#   ops/pg.sh status DIR       exit 0 when it runs
+# Prints nothing on success but the URL of `start`: postgres://shardgate@127.0.0.1:PORT/shardgate
+set -euo pipefail
+
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$PG_BIN/pg_ctl" ] || { echo "ops/pg.sh: PostgreSQL is not installed (ops/lib.sh installs it)" >&2; exit 1; }
+
+as_postgres() {
+    if [ "$(id -un)" = postgres ]; then "$@"; else runuser -u postgres -- "$@"; fi
+}
+
+data_dir() { echo "$1/pgdata"; }
+
+init_cluster() {
+    local dir=$1 data
+    data=$(data_dir "$dir")
+    mkdir -p "$dir"
+    chown postgres: "$dir" 2>/dev/null || true
+    as_postgres "$PG_BIN/initdb" -D "$data" -U postgres -A trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
+        { cat "$dir/initdb.log" >&2; exit 1; }
+    # Loopback only; the socket in DIR, not in /var/run; durability as production has it.
+    cat >>"$data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$dir'
+synchronous_commit = on
+fsync = on
+max_connections = 100
+EOF
+}
+
+start() {
+    local dir=$1 port=$2 data
+    data=$(data_dir "$dir")
+    [ -f "$data/PG_VERSION" ] || init_cluster "$dir"
+    as_postgres "$PG_BIN/pg_ctl" -D "$data" -o "-p $port" -l "$dir/postgres.log" -w -t 60 start >/dev/null
+    local psql=("$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1)
+    if [ "$(as_postgres "${psql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname = 'shardgate'")" != 1 ]; then
+        as_postgres "${psql[@]}" -c "CREATE ROLE shardgate LOGIN" \
+            -c "CREATE ROLE shardgate_ro LOGIN" -c "CREATE DATABASE shardgate OWNER shardgate" >/dev/null
+    fi
+    echo "postgres://shardgate@127.0.0.1:$port/shardgate"
+}
+
+cmd=${1:-}
+case "$cmd" in
+start) [ $# -eq 3 ] || { echo "usage: ops/pg.sh start DIR PORT" >&2; exit 64; }
+    start "$2" "$3" ;;
+stop) as_postgres "$PG_BIN/pg_ctl" -D "$(data_dir "$2")" -m fast -w stop >/dev/null ;;
+kill) kill -9 "$(head -1 "$(data_dir "$2")/postmaster.pid")" ;;
+status) as_postgres "$PG_BIN/pg_ctl" -D "$(data_dir "$2")" status >/dev/null ;;
+*) echo "usage: ops/pg.sh start DIR PORT | stop DIR | kill DIR | status DIR" >&2; exit 64 ;;
+esac
