@@ -18,8 +18,9 @@
 #define FEED_LIMIT_DEFAULT 1000
 #define FEED_LIMIT_MAX 100000
 #define FEED_WAIT_MAX_MS 30000
-#define FEED_BODY_MAX (1u << 20)  /* an answer stops growing past this: bounded per watcher */
-#define FEED_SCAN_MAX (64u << 20) /* record bytes one answer reads before it answers a bookmark */
+#define FEED_BODY_MAX (1u << 20)   /* an answer stops growing past this: bounded per watcher */
+#define FEED_SCAN_MAX (64u << 20)  /* record bytes one answer reads before it answers a bookmark */
+#define FEED_PG_SCAN_RECEIPTS 4096 /* --store postgres: receipts one shard feed read fetches */
 
 struct gw_feed_req {
     struct gw_feed_waiter waiter; /* first: the wake callback finds the request from it */
@@ -115,13 +116,24 @@ static enum MHD_Result gone(struct gw_req *r, uint64_t earliest)
     return gw_serve_respond(r, 410, "application/json", &body, NULL, NULL);
 }
 
+/* With --store postgres: the receipts one read fetches. A shard's feed reads more, as most
+ * receipts place nothing on it (the bookmark moves over them). */
+static size_t page_receipts(const struct gw_feed_req *fr)
+{
+    return fr->shard_len ? FEED_PG_SCAN_RECEIPTS : fr->limit;
+}
+
 /* Reads what there is; answers it, or suspends the request to wait for more. */
 static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
 {
     struct collect c = {.fr = fr, .out = {.form = fr->form}};
     uint64_t last = fr->after, earliest = 0;
     gw_feed_out_begin(&c.out);
-    int rc = gw_feed_read(&r->srv->feed, fr->after, visit, &c, &fr->pos, &last, &earliest);
+    struct gw_error err;
+    int rc = r->srv->pg
+                 ? gw_pg_feed_read(&r->srv->pg_store, fr->after, page_receipts(fr), visit, &c,
+                                   &last, &err)
+                 : gw_feed_read(&r->srv->feed, fr->after, visit, &c, &fr->pos, &last, &earliest);
     if (rc == 0 && c.out.items == 0) {
         fr->after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
@@ -133,6 +145,11 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     if (rc == -ESTALE) {
         gw_buf_free(&c.out.body);
         return gone(r, earliest);
+    }
+    if (rc == -EIO && r->srv->pg) {
+        gw_buf_free(&c.out.body);
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
+                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
     }
     if (rc != 0) {
         gw_buf_free(&c.out.body);

@@ -120,14 +120,12 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
     return rc;
 }
 
-/* Writes the shards file (PUT; or joins its write started by `early`), journals the epoch,
- * publishes `next` (taken over). */
-static int switch_to(struct gw_server *s, struct gw_topology *next_in, struct gw_reload *rl,
-                     struct gw_shards_write *early, struct gw_error *err)
+/* The file store's record: the shards file (PUT), then the epoch record through the writer. */
+static int write_and_journal(struct gw_server *s, const struct gw_topology *next,
+                             struct gw_reload *rl, struct gw_shards_write *early,
+                             struct gw_error *err)
 {
-    struct gw_topology next = *next_in;
     int rc = 0, file_rc = 0;
-    memset(next_in, 0, sizeof(*next_in));
     if (gw_committer_failed(&s->committer)) { /* no record can be written: touch no file */
         gw_error_set(err, "", "%s", s->committer.error.msg);
         rc = -EIO;
@@ -138,8 +136,29 @@ static int switch_to(struct gw_server *s, struct gw_topology *next_in, struct gw
         file_rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640);
     if (rc == 0 && (rc = file_rc) != 0)
         gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
-    if (rc == 0)
-        rc = journal_epoch(s, &next, rl->source, &rl->entry, err);
+    return rc == 0 ? journal_epoch(s, next, rl->source, &rl->entry, err) : rc;
+}
+
+/* Records the epoch: in the journal after the shards file (PUT; or joins its write started by
+ * `early`), or with --store postgres in the database, where the base epoch must still be the
+ * latest (docs/journal.md §10: no file, the membership lives there). */
+static int record(struct gw_server *s, const struct gw_topology *next, const char *base,
+                  struct gw_reload *rl, struct gw_shards_write *early, struct gw_error *err)
+{
+    if (!s->pg)
+        return write_and_journal(s, next, rl, early, err);
+    int rc = gw_pg_epoch_record(&s->pg_store, next, rl->source, base, &rl->entry, err);
+    rl->stale = rc == -ESTALE;
+    return rc;
+}
+
+/* Records the epoch of `next` (taken over), then publishes it. */
+static int switch_to(struct gw_server *s, struct gw_topology *next_in, const char *base,
+                     struct gw_reload *rl, struct gw_shards_write *early, struct gw_error *err)
+{
+    struct gw_topology next = *next_in;
+    memset(next_in, 0, sizeof(*next_in));
+    int rc = record(s, &next, base, rl, early, err);
     if (rc != 0) {
         gw_topology_free(&next);
         return rc;
@@ -158,15 +177,17 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
 {
     pthread_mutex_lock(&s->reload_lock);
+    int rc = s->pg ? gw_pg_catch_up(s, err) : 0;
     struct gw_view *cur = gw_view_acquire(&s->views);
     rl->verdict = GW_RELOAD_REFUSED;
     struct gw_topology next;
     memset(&next, 0, sizeof(next));
-    int rc = decide(cur, contract, members, rl, err);
+    if (rc == 0)
+        rc = decide(cur, contract, members, rl, err);
     /* No plan can refuse it: the PUT's file is written while the ring is built. */
     struct gw_shards_write early;
     int overlap = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
-                  rl->max_movement < 0 && !gw_committer_failed(&s->committer);
+                  rl->max_movement < 0 && !gw_committer_failed(&s->committer) && !s->pg;
     if (overlap)
         gw_shards_write_start(&early, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
@@ -174,7 +195,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     if (rc == 0 && (rl->dry_run || rl->max_movement >= 0))
         rc = check_plan(cur, &next, rl, err);
     if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
-        rc = switch_to(s, &next, rl, overlap ? &early : NULL, err);
+        rc = switch_to(s, &next, cur->topo.epoch, rl, overlap ? &early : NULL, err);
     else if (overlap) /* the build failed (out of memory): the file is new, the view is not */
         gw_shards_write_wait(&early);
     if (next.ring)
@@ -182,7 +203,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     if (rc != 0)
         rl->verdict = GW_RELOAD_REFUSED;
     if (rl->verdict != GW_RELOAD_APPLIED)
-        gw_chain_latest(&s->journal.chain, &rl->entry);
+        gw_chain_latest(s->pg ? &s->pg_store.chain : &s->journal.chain, &rl->entry);
     gw_view_unref(cur);
     pthread_mutex_unlock(&s->reload_lock);
     gw_membership_free(members);

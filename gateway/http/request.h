@@ -160,7 +160,6 @@ struct gw_route {
     enum gw_access access;
     gw_answer_fn answer; /* exactly one of answer and stream */
     gw_stream_fn stream;
-    int file_store_only; /* 501 with --store postgres (docs/journal.md §10, not there yet) */
 };
 
 /* The handlers (one file per family): handle_read.c, handle_probe.c, handle_post.c. */
@@ -184,14 +183,15 @@ void gw_feed_req_free(struct gw_req *r);
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
                                          const char *header, const char *value);
 
-/* --store postgres (pg_serve.c, docs/journal.md §10): the store opened and the first view
- * published (returns an exit code); the read endpoints that differ from the file store's; 501
- * for an endpoint the PostgreSQL store does not serve yet. */
+/* --store postgres (pg_serve.c, docs/journal.md §10): the store opened, the first view
+ * published and the feed's watch started (returns an exit code); the read endpoints that differ
+ * from the file store's. */
 int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms);
 enum MHD_Result gw_pg_handle_batch(struct gw_req *r, const char *id);
 enum MHD_Result gw_pg_handle_shards(struct gw_req *r);
 enum MHD_Result gw_pg_handle_epochs(struct gw_req *r);
-enum MHD_Result gw_pg_unsupported(struct gw_req *r);
+/* Publishes every epoch the database has after ours (under reload_lock). 0 or -errno. */
+int gw_pg_catch_up(struct gw_server *s, struct gw_error *err);
 /* 503 store_unavailable with Retry-After: 1 and the store's last error. */
 enum MHD_Result gw_pg_unavailable(struct gw_req *r);
 

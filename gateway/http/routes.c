@@ -6,18 +6,18 @@
 #include <string.h>
 
 static const struct gw_route routes[] = {
-    {"POST", "/v1/batches", 0, GW_ACCESS_TOKEN, NULL, gw_handle_post_batches, 0},
-    {"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL, 0},
-    {"GET", "/v1/ring", 0, GW_ACCESS_TOKEN, gw_handle_ring, NULL, 0},
-    {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL, 0},
-    {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL, 0},
-    {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL, 0},
-    {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL, 1},
-    {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL, 1},
-    {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership, 1},
-    {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL, 0},
-    {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL, 0},
-    {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL, 0},
+    {"POST", "/v1/batches", 0, GW_ACCESS_TOKEN, NULL, gw_handle_post_batches},
+    {"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL},
+    {"GET", "/v1/ring", 0, GW_ACCESS_TOKEN, gw_handle_ring, NULL},
+    {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL},
+    {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL},
+    {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL},
+    {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL},
+    {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL},
+    {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership},
+    {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL},
+    {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL},
+    {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL},
 };
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
 
@@ -83,8 +83,6 @@ static enum MHD_Result answer(struct gw_req *r, const char *url, const char *met
     r->route = route;
     if (!gw_serve_route_authorized(r, route))
         return gw_serve_unauthorized(r);
-    if (route->file_store_only && r->srv->pg)
-        return gw_pg_unsupported(r);
     return route->answer(r, rest);
 }
 
@@ -113,8 +111,6 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
             return MHD_YES; /* answered once the request is complete */
         if (!gw_serve_route_authorized(r, r->route))
             return gw_serve_unauthorized(r);
-        if (r->route->file_store_only && r->srv->pg)
-            return gw_pg_unsupported(r);
     }
     if (r->route && r->route->stream)
         return r->route->stream(r, data, size);

@@ -117,9 +117,12 @@ void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq, uint64_t shard
     if (!w->worker.started)
         return;
     pthread_mutex_lock(&w->worker.lock);
-    w->durable = seq;
-    for (uint64_t bits = shard_bits; bits; bits &= bits - 1)
-        w->bit_seq[__builtin_ctzll(bits)] = seq;
+    /* the max: with --store postgres other replicas' announcements may come late */
+    w->durable = seq > w->durable ? seq : w->durable;
+    for (uint64_t bits = shard_bits; bits; bits &= bits - 1) {
+        uint64_t *b = &w->bit_seq[__builtin_ctzll(bits)];
+        *b = seq > *b ? seq : *b;
+    }
     if (w->head)
         pthread_cond_signal(&w->worker.wake);
     pthread_mutex_unlock(&w->worker.lock);

@@ -84,7 +84,8 @@ static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t
 {
     struct gw_epoch_entry e;
     struct gw_membership m;
-    int rc = gw_epoch_record_replay(root, line, len, &r->j->chain, r->j->last_seq, &e, &m, err);
+    int rc =
+        gw_epoch_record_replay(root, line, len, &r->j->chain, r->j->last_seq, &e, &m, NULL, err);
     if (rc != 0)
         return rc;
     struct gw_journal_record rec = {.line = lineno, .segment = r->segment, .members = &m};

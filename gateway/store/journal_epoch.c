@@ -158,7 +158,8 @@ static int check_new_form(json_t *root, const char *line, size_t len, const stru
 
 int gw_epoch_record_replay(json_t *root, const char *line, size_t len, struct gw_epoch_chain *chain,
                            uint64_t last_seq, struct gw_epoch_entry *entry,
-                           struct gw_membership *members, struct gw_error *err)
+                           struct gw_membership *members, struct gw_contract *contract,
+                           struct gw_error *err)
 {
     json_t *ring = json_object_get(root, "ring_id");
     int legacy = json_object_get(root, "epoch") == NULL;
@@ -182,6 +183,8 @@ int gw_epoch_record_replay(json_t *root, const char *line, size_t len, struct gw
         rc = check_new_form(root, line, len, &c, members, entry, err);
     if (rc != 0)
         gw_membership_free(members);
+    else if (contract)
+        *contract = c;
     return rc;
 }
 

@@ -32,8 +32,9 @@ struct group {
     char (*hex)[2 * GW_FINGERPRINT_LEN + 1]; /* each item's fingerprint */
     char (*seq)[24];                         /* each new item's seq */
     PGresult *stored;
-    uint64_t last_seq; /* the sequencer's, then after this group */
-    size_t fresh;      /* items new in this group */
+    uint64_t last_seq;   /* the sequencer's, then after this group */
+    size_t fresh;        /* items new in this group */
+    uint64_t shard_bits; /* of the new items (feed_watch.h) */
 };
 
 static struct seen *slot_of(struct group *g, const char *batch_id)
@@ -133,6 +134,7 @@ static void decide(struct group *g)
             it->seq = ++g->last_seq;
             snprintf(g->seq[i], sizeof(g->seq[i]), "%" PRIu64, it->seq);
             g->fresh++;
+            g->shard_bits |= it->shard_bits;
         } else if (strcmp(s->fingerprint, g->hex[i]) == 0) {
             it->verdict = GW_COMMIT_REPLAY; /* its own receipt is not needed any more */
             gw_buf_reset(it->stored);
@@ -300,14 +302,20 @@ static int add_totals(struct gw_pg_conn *c, struct group *g, struct gw_error *er
     return rc;
 }
 
+/* The new last seq, and the NOTIFY "<last_seq> <shard_bits>" that wakes the other replicas'
+ * feed watchers at COMMIT (docs/journal.md §10). */
 static int advance_sequencer(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
 {
-    char seq[24];
+    char seq[24], note[48];
     snprintf(seq, sizeof(seq), "%" PRIu64, g->last_seq);
-    const char *params[] = {seq};
+    snprintf(note, sizeof(note), "%" PRIu64 " %" PRIu64, g->last_seq, g->shard_bits);
+    const char *params[] = {seq}, *notes[] = {note};
     PGresult *res = gw_pg_exec(c, "UPDATE shardgate_sequencer SET last_seq = $1", 1, params, err);
-    int rc = res ? 0 : -EIO;
+    PGresult *sent =
+        res ? gw_pg_exec(c, "SELECT pg_notify('shardgate_receipts', $1)", 1, notes, err) : NULL;
+    int rc = sent ? 0 : -EIO;
     PQclear(res);
+    PQclear(sent);
     return rc;
 }
 
@@ -363,6 +371,8 @@ static void commit_list(struct gw_pg_store *s, struct gw_commit_item *list)
         gw_error_set(&err, "", "store: out of memory");
     if (rc == 0)
         gw_metrics_commit(s->metrics, g.fresh, gw_now_ns() - start);
+    if (rc == 0 && g.fresh && s->hook.durable)
+        s->hook.durable(s->hook.ctx, g.last_seq, g.shard_bits);
     atomic_store(&s->available, rc == 0 || rc == -ENOMEM);
     if (rc != 0) {
         pthread_mutex_lock(&s->worker.lock);

@@ -12,11 +12,18 @@
 #include <stdint.h>
 
 #include "chain.h"
+#include "contract.h"
+#include "feed.h"
+#include "membership.h"
 #include "commit.h"
 #include "metrics.h"
 #include "pg_conn.h"
 #include "topology.h"
 #include "worker.h"
+
+/* Runs on the listener thread after every notification and every (re)connect, with the
+ * listener's connection. */
+typedef void (*gw_pg_changed_fn)(void *ctx, struct gw_pg_conn *c);
 
 struct gw_pg_store {
     struct gw_pg_conn writer; /* the writer thread's */
@@ -28,16 +35,67 @@ struct gw_pg_store {
     struct gw_error error; /* why it does not (under worker.lock) */
     struct gw_metrics *metrics;
     struct gw_epoch_chain chain; /* the database's epochs, as GET /v1/epochs lists them */
-    unsigned delay_ms;           /* test only: as the file store's committer */
+    struct gw_pg_conn listener;  /* pg_listen.c's */
+    pthread_t listen_thread;
+    int listening;
+    atomic_int listen_stop;
+    gw_pg_changed_fn changed;
+    void *changed_ctx;
+    unsigned delay_ms; /* test only: as the file store's committer */
+    struct gw_commit_hook hook;
+    uint64_t start_seq; /* the sequencer's last_seq at open */
 };
 
-/* Connects, checks the schema is this binary's (else -EPROTO: run `shardgate db migrate`),
- * records `topo`'s epoch as a start epoch unless it is the database's latest, loads the epoch
- * chain and starts the writer. *epoch_seq: the epoch in force. Returns 0, -ENOTCONN/-EIO/-EPROTO
- * /-EINVAL (an epoch row the chain rules refuse) with err->msg, or -ENOMEM. */
-int gw_pg_store_open(struct gw_pg_store *s, const char *url, const struct gw_topology *topo,
-                     struct gw_metrics *metrics, unsigned delay_ms, uint64_t *epoch_seq,
-                     struct gw_error *err);
+/* An epoch the database holds, handed over by the calls below: its contract, its members
+ * (taken over: the callee frees them) and its chain entry. Returns 0 or a negative code. */
+typedef int (*gw_pg_epoch_fn)(void *ctx, const struct gw_contract *contract,
+                              struct gw_membership *members, const struct gw_epoch_entry *e,
+                              struct gw_error *err);
+
+/* Connects, checks the schema is this binary's (else -EPROTO: run `shardgate db migrate`) and
+ * loads the epoch chain: the database's latest epoch is handed to `adopt` (the membership lives
+ * in the database, docs/journal.md §10); an empty chain gets `topo`'s as its first epoch. Reads
+ * start_seq, then starts the writer. Returns 0, -ENOTCONN/-EIO/-EPROTO/-EINVAL (an epoch row the
+ * chain rules refuse) with err->msg, or -ENOMEM. */
+struct gw_pg_open {
+    const char *url;
+    const struct gw_topology *topo; /* the files' */
+    gw_pg_epoch_fn adopt;
+    void *adopt_ctx;
+    struct gw_metrics *metrics;
+    unsigned delay_ms;          /* test only: as the file store's committer */
+    struct gw_commit_hook hook; /* told of every commit, this replica's and (by NOTIFY) others' */
+};
+int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct gw_error *err);
+
+/* pg_epochs.c. The chain at start (gw_pg_store_open's). */
+int gw_pg_epochs_open(struct gw_pg_store *s, const struct gw_topology *topo, gw_pg_epoch_fn adopt,
+                      void *ctx, struct gw_error *err);
+
+/* Appends every epoch row after the chain's latest to the chain, read on connection `c`, and
+ * hands the newest to `apply` (not called when nothing is new). The caller serializes calls
+ * (the server's reload lock). Returns 0 or a negative code (err set). */
+int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_pg_epoch_fn apply,
+                          void *ctx, struct gw_error *err);
+
+/* gw_pg_epochs_catch_up on the readers' connection. */
+int gw_pg_store_catch_up(struct gw_pg_store *s, gw_pg_epoch_fn apply, void *ctx,
+                         struct gw_error *err);
+
+/* Records the next epoch `t` in one transaction on the readers' connection: the sequencer row
+ * locked, the database's latest epoch must still be `base` (else -ESTALE: another replica
+ * changed it first), the row inserted with first_seq after the last receipt, and a NOTIFY on
+ * channel shardgate_epochs sent at COMMIT. *out: its chain entry, appended once committed.
+ * Returns 0, -ESTALE, or a negative code (err set). */
+int gw_pg_epoch_record(struct gw_pg_store *s, const struct gw_topology *t,
+                       enum gw_epoch_source source, const char *base, struct gw_epoch_entry *out,
+                       struct gw_error *err);
+
+/* pg_listen.c: a thread LISTENing on shardgate_epochs on its own connection (gw_pg_changed_fn
+ * runs on it). */
+int gw_pg_listener_start(struct gw_pg_store *s, gw_pg_changed_fn changed, void *ctx,
+                         struct gw_error *err);
+void gw_pg_listener_stop(struct gw_pg_store *s);
 
 /* Queues a receipt; its `done` runs on the writer thread with rc 0 and a verdict once the
  * transaction committed, or -EIO when it did not (nothing acknowledged). */
@@ -64,6 +122,12 @@ int gw_pg_store_totals(struct gw_pg_store *s, struct gw_pg_total **out, size_t *
 
 /* Starts the writer thread (pg_commit.c; gw_pg_store_open calls it). Returns 0 or -errno. */
 int gw_pg_store_start_writer(struct gw_pg_store *s, struct gw_error *err);
+
+/* pg_feed.c: visits the records after `after` in journal order, as gw_feed_read does (feed.h),
+ * at most `max` receipts; *last: the seq of the last receipt visited (`after` when none).
+ * Returns 0, -EIO (err set), -EINVAL (a row not in the journal's form) or the visitor's code. */
+int gw_pg_feed_read(struct gw_pg_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,
+                    void *ctx, uint64_t *last, struct gw_error *err);
 
 /* Commits what is queued, then stops the writer. Later submits fail at once with -EIO. */
 void gw_pg_store_stop(struct gw_pg_store *s);
