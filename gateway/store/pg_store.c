@@ -87,6 +87,7 @@ static int record_epoch(struct gw_pg_store *s, const struct gw_topology *topo, u
     struct gw_buf line;
     gw_buf_init(&line);
     gw_journal_epoch_line(&line, &topo->contract, &topo->members, &e);
+    gw_buf_append(&line, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
     char epoch_seq[24], first_seq[24];
     snprintf(epoch_seq, sizeof(epoch_seq), "%" PRIu64, e.epoch_seq);
     snprintf(first_seq, sizeof(first_seq), "%" PRIu64, e.first_seq);
