@@ -1,5 +1,4 @@
-/* HTTP service (libmicrohttpd): /healthz verifies journal lines appended since the last call
- * (or, with --store, the database when it moved). */
+/* HTTP service (libmicrohttpd): /healthz verifies what is new in the journal or the store. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
