@@ -8,6 +8,7 @@ role and asserts the exact verdict. The database is stopped when the script ends
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -43,8 +44,7 @@ class Postgres:
             raise Failure("PostgreSQL is not installed (no /usr/lib/postgresql): "
                           "ops/lib.sh installs it")
         base = tempfile.mkdtemp(prefix="shardgate-health-store-", dir="/tmp")
-        os.chmod(base, 0o755)
-        sgtest.TMPDIRS.append(base)
+        os.chmod(base, 0o755)  # removed by finish(), after the database stopped
         self.base, self.dir, self.port = base, os.path.join(base, "pg"), free_port()
         self.started = False
         self.start()
@@ -76,13 +76,25 @@ def pg():
     global PG
     if PG is None:
         PG = Postgres()
-        atexit.register(PG.stop)
+        atexit.register(PG.stop)  # also stopped by finish(); a second stop does nothing
         fill(PG)
     return PG
 
 
 def stop_on_signal(signum, frame):
-    sys.exit(128 + signum)  # atexit then stops the database
+    sys.exit(128 + signum)  # finish() then stops the database
+
+
+def finish(passed):
+    """Stops the database (before its dir goes: pg_ctl needs the data dir), then removes the
+    dir when everything passed."""
+    if PG is None:
+        return
+    PG.stop()
+    if passed:
+        shutil.rmtree(PG.base, ignore_errors=True)
+    else:
+        print("database dir kept in: %s" % PG.base)
 
 
 class StoreGateway(sgtest.Server):
@@ -431,4 +443,9 @@ def store_serve():
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, stop_on_signal)
-    sys.exit(sgtest.main(sys.argv, ("shardgate", "health", "source")))
+    rc = 1
+    try:
+        rc = sgtest.main(sys.argv, ("shardgate", "health", "source"))
+    finally:
+        finish(rc in (0, 77))
+    sys.exit(rc)
