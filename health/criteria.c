@@ -617,5 +617,5 @@ const struct hc_criterion hc_criteria[] = {
 const size_t hc_criteria_count = sizeof hc_criteria / sizeof hc_criteria[0];
 
 _Static_assert(sizeof hc_criteria / sizeof hc_criteria[0] > 0, "the criteria table is empty");
-_Static_assert(sizeof hc_criteria / sizeof hc_criteria[0] + 6 <= HC_SLOTS_MAX,
+_Static_assert(sizeof hc_criteria / sizeof hc_criteria[0] + 7 <= HC_SLOTS_MAX,
                "report slots too few for the criteria table");

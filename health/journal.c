@@ -491,6 +491,22 @@ int hc_journal_update(struct hc_journal *j, struct hc_err *err)
     return rc;
 }
 
+int hc_journal_buffer(struct hc_journal *j, const char *buf, size_t len,
+                      const struct hc_row_name *rows, struct hc_err *err)
+{
+    hc_journal_forget(j);
+    j->reread = 0;
+    j->rows = rows;
+    size_t used = 0;
+    int rc = hc_journal_lines(j, buf, len, &used, err);
+    j->rows = NULL;
+    j->offset = (off_t)used;
+    j->pending = len - used;
+    if (rc != 0)
+        j->reread = 1;
+    return rc;
+}
+
 void hc_journal_finish(struct hc_journal *j)
 {
     hc_seg_finish(j);

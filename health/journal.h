@@ -13,6 +13,13 @@
 
 struct hc_batch_set;
 
+/* What a line of a journal rebuilt from a --store database is (docs/operations.md §1.7): a
+ * receipt row by its seq, or an epoch row by its epoch_seq. */
+struct hc_row_name {
+    int epoch; /* 1: shardgate_epochs, 0: shardgate_receipts */
+    int64_t key;
+};
+
 struct hc_journal {
     const char *path;
     struct hc_verifier *v; /* writes into v->report, which a reset clears */
@@ -46,6 +53,8 @@ struct hc_journal {
     /* the segments, checkpoints and archive beside it (segment.h); set up when reading from 0 */
     struct hc_seg *seg;
     struct hc_seg_options opts;
+    /* a journal rebuilt from a database: line i names rows[i - 1] in issues instead of "line i" */
+    const struct hc_row_name *rows;
 };
 
 /* Prepares a reader; nothing is read yet. own is the service's own contract + shards. */
@@ -61,6 +70,12 @@ void hc_journal_free(struct hc_journal *j);
  * err filled when the journal cannot be read (-ENOENT when it does not exist) or verification
  * failed internally (-ENOMEM, -EIO); after an error the next call re-reads from 0. */
 int hc_journal_update(struct hc_journal *j, struct hc_err *err);
+
+/* Verifies buf[0..len) as a whole journal of its own (no state dir, no segments): forgets
+ * everything first, as a re-read from 0 does. rows[i] names line i + 1 (NULL: "line N").
+ * Returns as hc_journal_update. */
+int hc_journal_buffer(struct hc_journal *j, const char *buf, size_t len,
+                      const struct hc_row_name *rows, struct hc_err *err);
 
 /* Takes own as the service's contract + shards from now on (serve follows the files); a
  * journal that judged a receipt against the previous one is re-verified at the next update. */

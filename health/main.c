@@ -13,8 +13,10 @@
 #include "files.h"
 #include "journal.h"
 #include "membership.h"
+#include "pg.h"
 #include "report.h"
 #include "serve.h"
+#include "store.h"
 #include "verify.h"
 
 #define HC_VERSION "0.1.0"
@@ -28,10 +30,11 @@ enum {
 };
 
 static const char hc_usage[] =
-    "usage: shardgate-health check --conf FILE --shards FILE (--receipt FILE | --journal FILE)\n"
+    "usage: shardgate-health check --conf FILE --shards FILE\n"
+    "                              (--receipt FILE | --journal FILE | --store URL)\n"
     "                              [--max-changes N] [--archive-dir D | --accept-archived]\n"
-    "       shardgate-health serve [--listen 127.0.0.1:8081] --conf FILE --shards FILE "
-    "--journal FILE\n"
+    "       shardgate-health serve [--listen 127.0.0.1:8081] --conf FILE --shards FILE\n"
+    "                              (--journal FILE | --store URL)\n"
     "                              [--max-changes N] [--reverify-interval SECONDS]\n"
     "                              [--archive-dir D | --accept-archived]\n"
     "       shardgate-health --help | --version\n"
@@ -40,11 +43,14 @@ static const char hc_usage[] =
     "re-derives every fact of every receipt (docs/operations.md §1).\n"
     "\n"
     "check  prints {\"status\",\"checks\",\"receipts\",\"issues\"} on one line.\n"
-    "       exit 0 pass; 2 any issue, no check ran, or the receipt/journal unreadable;\n"
+    "       exit 0 pass; 2 any issue, no check ran, or the receipt/journal/store unreadable;\n"
     "       3 contract or shards file unusable; 64 usage.\n"
     "serve  GET /healthz: application/health+json, 200 pass, 503 fail (new journal lines are\n"
     "       verified on each request); GET /livez: 200. Listens on 127.0.0.1:8081 by default.\n"
     "       The whole journal is re-verified every --reverify-interval seconds (1..60, 60).\n"
+    "--store postgres://USER@HOST:PORT/DB (or postgresql://) reads the gateway's PostgreSQL\n"
+    "store in one read-only snapshot, SELECTs only: the journal it holds and its own facts\n"
+    "(docs/operations.md §1.7). serve reads it again when it moved and every interval.\n"
     "--max-changes mirrors the gateway's option (1..10000000, default 100000).\n"
     "The sealed segments, checkpoints and archive.jsonl beside the journal are verified too\n"
     "(docs/operations.md §1.6): --archive-dir D reads archived segments (plain or .zst) from D;\n"
@@ -56,7 +62,8 @@ static int hc_usage_error(const char *fmt, const char *arg);
 
 struct hc_args {
     const char *cmd;
-    const char *conf, *shards, *receipt, *journal, *listen, *max_changes, *reverify, *archive_dir;
+    const char *conf, *shards, *receipt, *journal, *listen, *max_changes, *reverify, *archive_dir,
+        *store;
     int accept_archived;
     size_t max_changes_n;
     unsigned reverify_s;
@@ -113,12 +120,13 @@ static int hc_parse_option(int argc, char **argv, int *i, struct hc_args *a)
     }
     static const char *const names[] = {
         "--conf",   "--shards",      "--receipt",           "--journal",
-        "--listen", "--max-changes", "--reverify-interval", "--archive-dir"};
-    const char **slots[] = {&a->conf,   &a->shards,      &a->receipt,  &a->journal,
-                            &a->listen, &a->max_changes, &a->reverify, &a->archive_dir};
+        "--listen", "--max-changes", "--reverify-interval", "--archive-dir",
+        "--store"};
+    const char **slots[] = {&a->conf,        &a->shards,   &a->receipt,     &a->journal, &a->listen,
+                            &a->max_changes, &a->reverify, &a->archive_dir, &a->store};
     int k = -1;
     const char *value = NULL;
-    for (int n = 0; n < 8; n++) {
+    for (int n = 0; n < 9; n++) {
         size_t len = strlen(names[n]);
         if (strcmp(opt, names[n]) == 0) {
             k = n;
@@ -148,8 +156,12 @@ static int hc_check_args(struct hc_args *a)
     int check = strcmp(a->cmd, "check") == 0;
     if (a->shards == NULL)
         return hc_usage_error("%s", "--shards FILE is required");
-    if (check && (a->receipt == NULL) == (a->journal == NULL))
-        return hc_usage_error("%s", "check needs exactly one of --receipt FILE, --journal FILE");
+    int sources = (a->receipt != NULL) + (a->journal != NULL) + (a->store != NULL);
+    if (check && sources != 1)
+        return hc_usage_error(
+            "%s", "check needs exactly one of --receipt FILE, --journal FILE, --store URL");
+    if (a->store != NULL && !hc_pg_is_url(a->store))
+        return hc_usage_error("--store %s: must be a postgres:// or postgresql:// URL", a->store);
     if ((a->archive_dir != NULL || a->accept_archived) && a->journal == NULL)
         return hc_usage_error("%s", "--archive-dir and --accept-archived need --journal FILE");
     if (a->archive_dir != NULL && a->accept_archived)
@@ -158,8 +170,10 @@ static int hc_check_args(struct hc_args *a)
         return hc_usage_error("%s", "--listen is for serve");
     if (check && a->reverify != NULL)
         return hc_usage_error("%s", "--reverify-interval is for serve");
-    if (!check && (a->journal == NULL || a->receipt != NULL))
-        return hc_usage_error("%s", "serve needs --journal FILE (and no --receipt)");
+    if (!check && (sources != 1 || a->receipt != NULL))
+        return hc_usage_error("%s",
+                              "serve needs exactly one of --journal FILE, --store URL (and no "
+                              "--receipt)");
     if (!check && a->listen == NULL)
         a->listen = "127.0.0.1:8081";
     return -1;
@@ -249,6 +263,18 @@ static int hc_check_receipt(const char *path, struct hc_verifier *v, struct hc_e
     return rc;
 }
 
+/* Verifies the journal file, or the store's journal and facts, into j's report. */
+static int hc_read_source(const struct hc_args *a, struct hc_journal *j, struct hc_err *err)
+{
+    if (a->journal != NULL)
+        return hc_journal_update(j, err);
+    struct hc_store st;
+    hc_store_init(&st, a->store, j);
+    int rc = hc_store_verify(&st, err);
+    hc_store_free(&st);
+    return rc;
+}
+
 static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
 {
     struct hc_report report, end;
@@ -268,11 +294,11 @@ static int hc_cmd_check(const struct hc_args *a, struct hc_epoch *own)
     if (a->receipt != NULL) {
         rc = hc_check_receipt(a->receipt, &v, own, &err);
     } else {
-        rc = hc_journal_update(&j, &err);
+        rc = hc_read_source(a, &j, &err);
         if (rc == -ENOMEM || rc == -EIO || rc == -E2BIG) {
             /* internal failure: reported below */
-        } else if (rc != 0) {
-            hc_report_issue(&report, -1, "input", "journal", "%s", err.msg);
+        } else if (rc != 0) { /* cannot judge: an issue, never a pass */
+            hc_report_issue(&report, -1, "input", a->journal ? "journal" : "store", "%s", err.msg);
             rc = 0;
         } else {
             struct hc_journal_end state;
@@ -329,14 +355,10 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_files *files, struct 
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct hc_serve_config cfg = {a->listen,
-                                  a->journal,
-                                  *files,
-                                  own,
-                                  hc_criteria_to_run(),
-                                  a->max_changes_n,
-                                  a->reverify_s,
-                                  {a->archive_dir, a->accept_archived}};
+    struct hc_serve_config cfg = {
+        a->listen,        a->journal,    a->store,
+        *files,           own,           hc_criteria_to_run(),
+        a->max_changes_n, a->reverify_s, {a->archive_dir, a->accept_archived}};
     struct hc_server *s;
     struct hc_err err;
     int rc = hc_serve_start(&cfg, &s, &err);

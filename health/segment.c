@@ -15,6 +15,12 @@
 
 void hc_seg_where(const struct hc_journal *j, char *out, size_t cap)
 {
+    if (j->rows != NULL && j->line > 0) {
+        const struct hc_row_name *r = &j->rows[j->line - 1];
+        snprintf(out, cap, "%s %" PRId64,
+                 r->epoch ? "shardgate_epochs epoch_seq" : "shardgate_receipts seq", r->key);
+        return;
+    }
     if (j->seg != NULL && j->seg->multi)
         snprintf(out, cap, "%s:%ld", j->seg->file, j->line);
     else

@@ -1,4 +1,4 @@
-/* HTTP service (libmicrohttpd): /healthz verifies journal lines appended since the last call. */
+/* HTTP service (libmicrohttpd): /healthz verifies what is new in the journal or the store. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +13,7 @@
 
 #include "journal.h"
 #include "serve.h"
+#include "store.h"
 
 struct hc_server {
     struct MHD_Daemon *daemon;
@@ -20,6 +21,8 @@ struct hc_server {
     struct hc_report report; /* cumulative over the journal lines read so far */
     struct hc_verifier verifier;
     struct hc_journal journal;
+    struct hc_store store; /* with --store: read into journal */
+    int use_store;
     const char *names[HC_SLOTS_MAX];
     size_t n_names;
     /* under lock: the last error, kept until a full re-read succeeds (docs/operations.md) */
@@ -72,6 +75,24 @@ static void hc_server_follow_files(struct hc_server *s)
     s->own = next;
 }
 
+/* Under lock, --store: the whole database again when it moved, after an error or when asked
+ * (hc_journal_reread); an error is kept until such a read succeeds (docs/operations.md §1.7). */
+static void hc_server_update_store(struct hc_server *s)
+{
+    struct hc_err err;
+    int rc = s->journal.reread ? 1 : hc_store_moved(&s->store, &err);
+    if (rc == 0)
+        return; /* nothing moved: the verdict stands */
+    if (rc == 1)
+        rc = hc_store_verify(&s->store, &err);
+    if (rc != 0) {
+        snprintf(s->error, sizeof s->error, "input: store: %s", err.msg);
+        return;
+    }
+    s->error[0] = '\0';
+    s->last_full = time(NULL);
+}
+
 /* Under lock: verifies what is new (everything, after an error or a hc_journal_reread), keeps
  * an error until a full read succeeds, and follows the unterminated tail. */
 static void hc_server_update(struct hc_server *s)
@@ -79,6 +100,10 @@ static void hc_server_update(struct hc_server *s)
     struct hc_err err;
     struct hc_journal *j = &s->journal;
     hc_server_follow_files(s);
+    if (s->use_store) {
+        hc_server_update_store(s);
+        return;
+    }
     unsigned resets = j->resets;
     int full = j->offset == 0 || j->reread;
     int rc = hc_journal_update(j, &err);
@@ -331,6 +356,8 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     s->verifier.max_changes = cfg->max_changes ? cfg->max_changes : HC_MAX_CHANGES_DEFAULT;
     hc_journal_init(&s->journal, cfg->journal, &s->verifier, s->own);
     s->journal.opts = cfg->segments;
+    s->use_store = cfg->store != NULL;
+    hc_store_init(&s->store, cfg->store, &s->journal);
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
     unsigned v6 = addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
@@ -368,6 +395,7 @@ void hc_serve_stop(struct hc_server *s)
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->reverifier, NULL);
     }
+    hc_store_free(&s->store);
     hc_journal_free(&s->journal);
     if (s->own != NULL)
         hc_epoch_free(s->own);

@@ -14,7 +14,8 @@ struct hc_server;
 
 struct hc_serve_config {
     const char *listen;    /* "IPv4:port" */
-    const char *journal;   /* journal.jsonl path */
+    const char *journal;   /* journal.jsonl path, or NULL with store */
+    const char *store;     /* a postgres:// URL (docs/operations.md §1.7), or NULL */
     struct hc_files files; /* the contract + shards files, as loaded into own */
     struct hc_epoch *own;  /* what they held; taken over by the server (left zeroed) */
     size_t n_criteria;     /* how much of the criteria table runs */

@@ -344,9 +344,10 @@ size_t hc_slot_names(const char **names, size_t max)
     size_t n = 0;
     for (size_t i = 0; i < hc_criteria_count && n < max; i++)
         names[n++] = hc_criteria[i].name;
-    static const char *const extra[] = {"schema",          "journal_line",       "epoch_record",
-                                        "journal_segment", "journal_checkpoint", "journal_archive"};
-    for (size_t i = 0; i < 6 && n < max; i++)
+    static const char *const extra[] = {
+        "schema",          "journal_line", "epoch_record", "journal_segment", "journal_checkpoint",
+        "journal_archive", "store"};
+    for (size_t i = 0; i < 7 && n < max; i++)
         names[n++] = extra[i];
     return n;
 }

@@ -148,6 +148,8 @@ extern const size_t hc_criteria_count;
 #define HC_SLOT_SEGMENT ((int)hc_criteria_count + 3)
 #define HC_SLOT_CHECKPOINT ((int)hc_criteria_count + 4)
 #define HC_SLOT_ARCHIVE ((int)hc_criteria_count + 5)
+/* The facts only a --store database has (docs/operations.md §1.7). */
+#define HC_SLOT_STORE ((int)hc_criteria_count + 6)
 
 /* Criterion helpers: count n evaluations; record an issue for the running criterion. */
 void hc_run_count(struct hc_run *run, uint64_t n);

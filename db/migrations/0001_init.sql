@@ -38,11 +38,12 @@ CREATE TABLE shardgate_sequencer (
 );
 INSERT INTO shardgate_sequencer (one, last_seq) VALUES (true, 0);
 
--- The read-only role of shardgate-health --store, when the operator created it.
+-- The read-only role of shardgate-health --store, when the operator created it; health reads
+-- shardgate_schema too, to refuse a schema it does not know (docs/operations.md §1.7).
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shardgate_ro') THEN
-        GRANT SELECT ON shardgate_epochs, shardgate_receipts, shardgate_totals,
+        GRANT SELECT ON shardgate_schema, shardgate_epochs, shardgate_receipts, shardgate_totals,
             shardgate_sequencer TO shardgate_ro;
     END IF;
 END

@@ -104,6 +104,7 @@ static int find_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *e
         gw_buf_puts(&ids, "\"");
     }
     gw_buf_puts(&ids, "}");
+    gw_buf_append(&ids, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
     const char *params[] = {ids.data};
     g->stored = ids.failed ? NULL
                            : gw_pg_exec(c,
@@ -163,6 +164,7 @@ static int insert_rows(struct gw_pg_conn *c, const char *head, const char *tail,
             }
         gw_buf_puts(&sql, ") ");
         gw_buf_puts(&sql, tail);
+        gw_buf_append(&sql, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
         PGresult *res = sql.failed ? NULL
                                    : gw_pg_exec(c, sql.data, (int)(rows * (size_t)ncols),
                                                 params + done * (size_t)ncols, err);
