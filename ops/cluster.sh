@@ -81,12 +81,18 @@ start_bg() {
     echo $! >"$pidfile"
 }
 
-# stop_pid NAME PIDFILE SIGNAL SECONDS: sends SIGNAL, waits, SIGKILL when it is still there.
-stop_pid() {
-    local name=$1 pidfile=$2 sig=$3 secs=$4 pid i
+# signal_pid NAME PIDFILE SIGNAL: sends SIGNAL when the component runs.
+signal_pid() {
+    local pid
+    pid=$(pid_in "$2")
+    if alive "$pid" "$(comm_of "$1")"; then kill -"$3" "$pid" 2>/dev/null || true; fi
+}
+
+# await_pid NAME PIDFILE SECONDS: waits for a signalled component to exit, SIGKILL after SECONDS.
+await_pid() {
+    local name=$1 pidfile=$2 secs=$3 pid i
     pid=$(pid_in "$pidfile")
-    if alive "$pid" "$(comm_of "$name")"; then
-        kill -"$sig" "$pid" 2>/dev/null || true
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
         for ((i = 0; i < secs * 10; i++)); do
             alive "$pid" "$(comm_of "$name")" || break
             sleep 0.1
@@ -95,9 +101,15 @@ stop_pid() {
             echo "ops/cluster.sh: $name (pid $pid) still runs after $secs s: SIGKILL" >&2
             kill -KILL "$pid" 2>/dev/null || true
         fi
-        echo "stopped $name (pid $pid)" >&2
     fi
+    [ -z "$pid" ] || echo "stopped $name (pid $pid)" >&2
     rm -f "$pidfile"
+}
+
+# stop_pid NAME PIDFILE SIGNAL SECONDS: signal, then wait (SIGKILL when it is still there).
+stop_pid() {
+    signal_pid "$1" "$2" "$3"
+    await_pid "$1" "$2" "$4"
 }
 
 # The program name behind a component.
@@ -226,12 +238,9 @@ cmd_down() {
     ports_load
     [ -d "$STATE" ] || return 0
     stop_pid haproxy "$STATE/haproxy.pid" USR1 10
-    local n pid
-    for n in "${GATEWAYS[@]}"; do
-        pid=$(pid_in "$STATE/gw-$n.pid")
-        if alive "$pid" shardgate; then kill -TERM "$pid"; fi
-    done
-    for n in "${GATEWAYS[@]}"; do stop_pid "gateway-$n" "$STATE/gw-$n.pid" TERM 35; done
+    local n
+    for n in "${GATEWAYS[@]}"; do signal_pid "gateway-$n" "$STATE/gw-$n.pid" TERM; done
+    for n in "${GATEWAYS[@]}"; do await_pid "gateway-$n" "$STATE/gw-$n.pid" 35; done
     stop_pid health "$STATE/health.pid" TERM 10
     if pg_running; then
         ops/pg.sh stop "$STATE/pg"
