@@ -85,7 +85,10 @@ start_bg() {
 signal_pid() {
     local pid
     pid=$(pid_in "$2")
-    if alive "$pid" "$(comm_of "$1")"; then kill -"$3" "$pid" 2>/dev/null || true; fi
+    if alive "$pid" "$(comm_of "$1")"; then
+        echo "stopping $1 (pid $pid, SIG$3)" >&2
+        kill -"$3" "$pid" 2>/dev/null || true
+    fi
 }
 
 # await_pid NAME PIDFILE SECONDS: waits for a signalled component to exit, SIGKILL after SECONDS.
@@ -102,7 +105,6 @@ await_pid() {
             kill -KILL "$pid" 2>/dev/null || true
         fi
     fi
-    [ -z "$pid" ] || echo "stopped $name (pid $pid)" >&2
     rm -f "$pidfile"
 }
 
@@ -243,8 +245,8 @@ cmd_down() {
     for n in "${GATEWAYS[@]}"; do await_pid "gateway-$n" "$STATE/gw-$n.pid" 35; done
     stop_pid health "$STATE/health.pid" TERM 10
     if pg_running; then
+        echo "stopping postgres" >&2
         ops/pg.sh stop "$STATE/pg"
-        echo "stopped postgres" >&2
     fi
 }
 
