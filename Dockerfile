@@ -7,6 +7,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev libzstd-dev \
+      libpq-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -18,13 +19,21 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARD
  && /usr/local/bin/shardgate --version && /usr/local/bin/shardgate-health --version
 
 FROM debian:12 AS runtime
-RUN apt-get update \
+# libpq5: the gateway's --store postgres. postgresql-15 and haproxy: the compose `cluster`
+# profile (docs/operations.md §9) runs its database and its proxy from this same image;
+# Debian's package would create a `main` cluster nobody uses, so that is switched off first,
+# and the cluster's database lives in /var/lib/shardgate-cluster (the postgres user's).
+RUN mkdir -p /etc/postgresql-common \
+ && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf \
+ && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 python3 \
+      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 libpq5 python3 \
+      postgresql-15 haproxy \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin shardgate \
  && mkdir -p /var/lib/shardgate /etc/shardgate \
- && chown shardgate:shardgate /var/lib/shardgate
+ && chown shardgate:shardgate /var/lib/shardgate \
+ && install -d -o postgres -g postgres /var/lib/shardgate-cluster
 COPY --from=build /usr/local/bin/shardgate /usr/local/bin/shardgate-health /usr/local/bin/
 # The contract and membership the services read; mount other files over them to change
 # the membership. The full conf/ and input/ (and the outside tools) stay in the image for
@@ -33,6 +42,9 @@ COPY conf/dispatch.env input/shards.json /etc/shardgate/
 COPY conf/ /usr/local/share/shardgate/conf/
 COPY input/ /usr/local/share/shardgate/input/
 COPY client/ /usr/local/share/shardgate/client/
+# The cluster profile's PostgreSQL (ops/pg.sh run) and HAProxy template.
+COPY ops/pg.sh /usr/local/share/shardgate/ops/
+COPY ops/cluster/haproxy.cfg.in /usr/local/share/shardgate/ops/cluster/
 USER shardgate
 # The state volume: journal.jsonl, written by the gateway, read by the health service.
 VOLUME /var/lib/shardgate

@@ -16,6 +16,9 @@ SHARDGATE_PACKAGES+=(libzstd-dev zstd)
 # unit verification and the OpenAPI check (python3-jsonschema, python3-yaml).
 SHARDGATE_PACKAGES+=(podman podman-compose catatonit mmdebstrap mandoc prometheus systemd dpkg-dev
     fakeroot python3-jsonschema python3-yaml)
+# Issue #17: --store postgres (PostgreSQL 15 and libpq: the store every replica shares) and the
+# cluster of ops/cluster.sh (HAProxy 2.6: routing in front of the replicas).
+SHARDGATE_PACKAGES+=(postgresql libpq-dev haproxy)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {

@@ -6,6 +6,8 @@
 #   ops/pg.sh stop DIR         fast shutdown
 #   ops/pg.sh kill DIR         SIGKILL of the postmaster (tests: a crash of the database)
 #   ops/pg.sh status DIR       exit 0 when it runs
+#   ops/pg.sh run DIR PORT     as start, then the server in the foreground (the compose
+#                              `cluster` profile's postgres service; SIGTERM stops it)
 # Prints nothing on success but the URL of `start`: postgres://shardgate@127.0.0.1:PORT/shardgate
 set -euo pipefail
 
@@ -48,12 +50,27 @@ start() {
     echo "postgres://shardgate@127.0.0.1:$port/shardgate"
 }
 
+# The same cluster as start, then postgres itself in the foreground (no pg_ctl): a container's
+# main process, logging to stderr.
+run() {
+    local dir=$1 port=$2 data
+    data=$(data_dir "$dir")
+    start "$dir" "$port" >/dev/null
+    as_postgres "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null
+    if [ "$(id -un)" = postgres ]; then
+        exec "$PG_BIN/postgres" -D "$data" -p "$port"
+    fi
+    exec runuser -u postgres -- "$PG_BIN/postgres" -D "$data" -p "$port"
+}
+
 cmd=${1:-}
 case "$cmd" in
 start) [ $# -eq 3 ] || { echo "usage: ops/pg.sh start DIR PORT" >&2; exit 64; }
     start "$2" "$3" ;;
+run) [ $# -eq 3 ] || { echo "usage: ops/pg.sh run DIR PORT" >&2; exit 64; }
+    run "$2" "$3" ;;
 stop) as_postgres "$PG_BIN/pg_ctl" -D "$(data_dir "$2")" -m fast -w stop >/dev/null ;;
 kill) kill -9 "$(head -1 "$(data_dir "$2")/postmaster.pid")" ;;
 status) as_postgres "$PG_BIN/pg_ctl" -D "$(data_dir "$2")" status >/dev/null ;;
-*) echo "usage: ops/pg.sh start DIR PORT | stop DIR | kill DIR | status DIR" >&2; exit 64 ;;
+*) echo "usage: ops/pg.sh start DIR PORT | run DIR PORT | stop DIR | kill DIR | status DIR" >&2; exit 64 ;;
 esac
