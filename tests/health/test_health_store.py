@@ -13,13 +13,13 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
+from sgpg import Postgres, StoreGateway, admin_token, free_port, put_membership  # noqa: E402
 from sgtest import (case, checks_per_epoch, checks_per_receipt, eq, ok, run, src,  # noqa: E402
                     wait_until, write, Failure)
 
@@ -30,52 +30,10 @@ SHARDS_B = [dict(s, state="online") if s["id"] == "shard-d" else s for s in SHAR
 N_SHARDS = 5  # in both memberships
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Postgres:
-    """ops/pg.sh's PostgreSQL in a 0755 temp dir under /tmp (it chowns DIR to postgres)."""
-
-    def __init__(self):
-        if not os.path.isdir("/usr/lib/postgresql"):
-            raise Failure("PostgreSQL is not installed (no /usr/lib/postgresql): "
-                          "ops/lib.sh installs it")
-        base = tempfile.mkdtemp(prefix="shardgate-health-store-", dir="/tmp")
-        os.chmod(base, 0o755)  # removed by finish(), after the database stopped
-        self.base, self.dir, self.port = base, os.path.join(base, "pg"), free_port()
-        self.started = False
-        self.start()
-        self.url = "postgres://shardgate@127.0.0.1:%d/shardgate" % self.port
-
-    def start(self):
-        r = run(["bash", src("ops", "pg.sh"), "start", self.dir, str(self.port)], timeout=120)
-        eq((r.returncode, r.stdout), (0, "postgres://shardgate@127.0.0.1:%d/shardgate\n"
-                                      % self.port), "ops/pg.sh start: %s" % r.stderr)
-        self.started = True
-
-    def stop(self):
-        if self.started:
-            run(["bash", src("ops", "pg.sh"), "stop", self.dir], timeout=120)
-            self.started = False
-
-    def db_url(self, db, user="shardgate_ro"):
-        return "postgres://%s@127.0.0.1:%d/%s" % (user, self.port, db)
-
-    def sql(self, db, query, user="shardgate"):
-        """Rows of query run by user as lists of text columns."""
-        r = run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", user, "-d", db, "-qAt",
-                 "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-c", query])
-        eq(r.returncode, 0, "psql %s: %s" % (query[:80], r.stderr))
-        return [line.split("\x1f") for line in r.stdout.splitlines()]
-
-
 def pg():
     global PG
     if PG is None:
-        PG = Postgres()
+        PG = Postgres("shardgate-health-store-")
         atexit.register(PG.stop)  # also stopped by finish(); a second stop does nothing
         fill(PG)
     return PG
@@ -97,18 +55,6 @@ def finish(passed):
         print("database dir kept in: %s" % PG.base)
 
 
-class StoreGateway(sgtest.Server):
-    """`shardgate serve --store URL` (no state dir)."""
-
-    def __init__(self, url, shards):
-        super().__init__(state_dir="(none)", shards=shards)
-        self.url = url
-
-    def command(self):
-        return [sgtest.BIN, "serve", "--conf", self.conf, "--shards", self.shards, "--store",
-                self.url, "--listen", "127.0.0.1:0"]
-
-
 def shards_file(name, shards):
     d = os.path.join(pg().base, "files")
     os.makedirs(d, exist_ok=True)
@@ -123,16 +69,19 @@ def post(gw, batch_id, n, seed):
 
 
 def fill(p):
-    """The template database: 3 batches under the shards file A, 2 after a restart on B (shard-d
-    online: a second epoch)."""
+    """The template database: 3 batches under the shards file A, then shard-d online by PUT
+    /v1/admin/membership (a second epoch, recorded in the database) and 2 more batches."""
     r = sgtest.run_gateway("db", "init", "--store", p.url)
     eq(r.returncode, 0, "shardgate db init: %s" % r.stderr)
-    for name, shards, batches in (("a", SHARDS_A, ("b-1", "b-2", "b-3")),
-                                  ("b", SHARDS_B, ("b-4", "b-5"))):
-        with StoreGateway(p.url, shards_file(name, shards)) as gw:
-            for k, b in enumerate(batches):
-                post(gw, b, 3 + k, len(b) + k)
-            eq(gw.stop(), 0, "gateway exit")
+    token = admin_token(p.base)
+    with StoreGateway(p.url, shards_file("a", SHARDS_A),
+                      args=["--admin-token-file", token]) as gw:
+        for k, b in enumerate(("b-1", "b-2", "b-3")):
+            post(gw, b, 3 + k, len(b) + k)
+        put_membership(gw, SHARDS_B, token)
+        for k, b in enumerate(("b-4", "b-5")):
+            post(gw, b, 3 + k, len(b) + k)
+        eq(gw.stop(), 0, "gateway exit")
 
 
 def copy_db():

@@ -1,0 +1,99 @@
+"""A PostgreSQL of a test's own (ops/pg.sh) and `shardgate serve --store` on it: shared by the
+tests of --store postgres (docs/journal.md §10). The database lives in a 0755 temp dir under
+/tmp (ops/pg.sh chowns its dir to the postgres user); stop() it before the dir is removed."""
+import json
+import os
+import socket
+import tempfile
+
+import sgtest
+from sgtest import eq, run, src, Failure
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Postgres:
+    def __init__(self, prefix="shardgate-pg-"):
+        if not os.path.isdir("/usr/lib/postgresql"):
+            raise Failure("PostgreSQL is not installed (no /usr/lib/postgresql): "
+                          "ops/lib.sh installs it")
+        base = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+        os.chmod(base, 0o755)
+        self.base, self.dir, self.port = base, os.path.join(base, "pg"), free_port()
+        self.started = False
+        self.start()
+        self.url = "postgres://shardgate@127.0.0.1:%d/shardgate" % self.port
+
+    def pg_sh(self, *args, timeout=120):
+        return run(["bash", src("ops", "pg.sh")] + list(args), timeout=timeout)
+
+    def start(self):
+        r = self.pg_sh("start", self.dir, str(self.port))
+        eq((r.returncode, r.stdout), (0, "postgres://shardgate@127.0.0.1:%d/shardgate\n"
+                                      % self.port), "ops/pg.sh start: %s" % r.stderr)
+        self.started = True
+
+    def stop(self):
+        if self.started:
+            self.pg_sh("stop", self.dir)
+            self.started = False
+
+    def crash(self):
+        """kill -9 of the postmaster; its backends end when they notice."""
+        r = self.pg_sh("kill", self.dir)
+        eq(r.returncode, 0, "ops/pg.sh kill: %s" % r.stderr)
+        self.started = False
+
+    def db_url(self, db, user="shardgate_ro"):
+        return "postgres://%s@127.0.0.1:%d/%s" % (user, self.port, db)
+
+    def sql(self, db, query, user="shardgate"):
+        """Rows of query run by user as lists of text columns."""
+        r = run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", user, "-d", db, "-qAt",
+                 "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-c", query])
+        eq(r.returncode, 0, "psql %s: %s" % (query[:80], r.stderr))
+        return [line.split("\x1f") for line in r.stdout.splitlines()]
+
+
+class StoreGateway(sgtest.Server):
+    """`shardgate serve --store URL` (no state dir)."""
+
+    def __init__(self, url, shards=None, args=(), env=None):
+        super().__init__(state_dir="(none)", shards=shards, args=args, env=env)
+        self.url = url
+
+    def command(self):
+        return [sgtest.BIN, "serve", "--conf", self.conf, "--shards", self.shards, "--store",
+                self.url, "--listen", "127.0.0.1:0"] + self.args
+
+
+def admin_token(directory):
+    """An admin token file (mode 600) in directory; returns its path."""
+    path = os.path.join(directory, "admin.token")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("admin-token-for-the-store-tests-0123456789")
+    os.chmod(path, 0o600)
+    return path
+
+
+def current_epoch(gw):
+    r = gw.get("/v1/epochs")
+    eq(r.status, 200, "GET /v1/epochs")
+    return r.json()["epochs"][-1]["epoch"]
+
+
+def put_membership(gw, shards, token_file, if_match=None, expect=200):
+    """PUT /v1/admin/membership of `shards` (a list) with If-Match (the current epoch by
+    default); returns the response after checking its status."""
+    with open(token_file, encoding="utf-8") as f:
+        token = f.read().strip()
+    headers = {"Authorization": "Bearer " + token, "Content-Type": "application/json",
+               "If-Match": '"%s"' % (if_match or current_epoch(gw))}
+    body = json.dumps({"shards": shards}).encode()
+    r = gw.request("PUT", "/v1/admin/membership", body=body, headers=headers)
+    eq(r.status, expect, "PUT /v1/admin/membership: %r" % r)
+    return r
