@@ -63,6 +63,30 @@ run() {
     exec runuser -u postgres -- "$PG_BIN/postgres" -D "$data" -p "$port"
 }
 
+# A live (not zombie) process whose working directory is the data dir: the postmaster or one of
+# its backends (they all run there).
+cluster_alive() {
+    local data=$1 p
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/cwd" 2>/dev/null)" = "$data" ] || continue
+        grep -q '^State:[[:space:]]*Z' "$p/status" 2>/dev/null || return 0
+    done
+    return 1
+}
+
+# kill -9 of the postmaster, then waits (10 s at most) until its backends have noticed and
+# exited, so a start can reuse the data dir. A postmaster not yet reaped by whoever inherited
+# it (a zombie still answers kill -0) would make that start refuse: its stale pid file goes.
+crash() {
+    local data pid i
+    data=$(data_dir "$1")
+    pid=$(head -1 "$data/postmaster.pid")
+    kill -9 "$pid"
+    for i in $(seq 100); do cluster_alive "$data" || break; sleep 0.1; done
+    cluster_alive "$data" && { echo "ops/pg.sh: $data: still running after kill -9" >&2; exit 1; }
+    rm -f "$data/postmaster.pid"
+}
+
 cmd=${1:-}
 case "$cmd" in
 start) [ $# -eq 3 ] || { echo "usage: ops/pg.sh start DIR PORT" >&2; exit 64; }
@@ -70,7 +94,7 @@ start) [ $# -eq 3 ] || { echo "usage: ops/pg.sh start DIR PORT" >&2; exit 64; }
 run) [ $# -eq 3 ] || { echo "usage: ops/pg.sh run DIR PORT" >&2; exit 64; }
     run "$2" "$3" ;;
 stop) as_postgres "$PG_BIN/pg_ctl" -D "$(data_dir "$2")" -m fast -w stop >/dev/null ;;
-kill) kill -9 "$(head -1 "$(data_dir "$2")/postmaster.pid")" ;;
+kill) crash "$2" ;;
 status) as_postgres "$PG_BIN/pg_ctl" -D "$(data_dir "$2")" status >/dev/null ;;
 *) echo "usage: ops/pg.sh start DIR PORT | run DIR PORT | stop DIR | kill DIR | status DIR" >&2; exit 64 ;;
 esac
