@@ -255,6 +255,31 @@ DEFECTS = [
     ("idem-merge-inputs-unchecked", "gateway/store/idem_merge.c",
      "        if (gw_idem_run_check_all(in[i]) != 0)",
      "        if (0 && gw_idem_run_check_all(in[i]) != 0)", ("tests",), "^unit/test_idempotency$"),
+    # Issue #17, --store postgres (docs/journal.md §10): commits that do not lock the sequencer
+    # row give two replicas the same seqs; a stored batch_id replayed whatever its content; a
+    # group committed without its totals; other replicas' feed watchers never told of a commit;
+    # a replica that does not LISTEN for epochs keeps serving the old membership; health that
+    # does not look for seq gaps.
+    ("pg-sequencer-not-locked", "gateway/store/pg_commit.c",
+     '"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, err);',
+     '"SELECT last_seq FROM shardgate_sequencer", 0, NULL, err);', ("tests",),
+     "^pg_store_replicas$"),
+    ("pg-replay-ignores-fingerprint", "gateway/store/pg_commit.c",
+     "} else if (strcmp(s->fingerprint, g->hex[i]) == 0) {", "} else if (1) {", ("tests",),
+     "^pg_store_replicas$"),
+    ("pg-totals-not-added", "gateway/store/pg_commit.c",
+     "        rc = add_totals(c, g, err);", "        rc = 0 && add_totals(c, g, err);",
+     ("tests",), "^pg_store_replicas$"),
+    ("pg-receipts-not-announced", "gateway/store/pg_commit.c",
+     "SELECT pg_notify('shardgate_receipts', $1)", "SELECT $1::text", ("tests",),
+     "^pg_store_feed$"),
+    ("pg-epochs-not-listened", "gateway/store/pg_listen.c",
+     '"LISTEN shardgate_epochs; LISTEN shardgate_receipts"', '"LISTEN shardgate_receipts"',
+     ("tests",), "^pg_store_membership$"),
+    ("health-store-seq-gaps-unchecked", "health/store_facts.c",
+     "    for (int row = 0; row < PQntuples(res); row++) {\n        int64_t seq = hc_store_int(",
+     "    for (int row = 0; row < 0 * PQntuples(res); row++) {\n        int64_t seq = hc_store_int(",
+     ("tests",), "^health_store_check$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")
