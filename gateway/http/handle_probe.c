@@ -52,10 +52,16 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
     struct gw_total *totals = calloc(n ? n : 1, sizeof(*totals));
     struct gw_buf body;
     gw_buf_init(&body);
+    struct gw_error err;
     if (!totals) {
         body.failed = 1;
+    } else if (s->pg && gw_pg_member_totals(s, &t->members, totals, &err) != 0) {
+        free(totals);
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
+                              "Retry-After", "1");
     } else {
-        gw_ledger_totals(&s->ledger, r->view->slots, n, totals);
+        if (!s->pg)
+            gw_ledger_totals(&s->ledger, r->view->slots, n, totals);
         gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s));
     }
     free(totals);

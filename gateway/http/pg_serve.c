@@ -219,6 +219,30 @@ enum MHD_Result gw_pg_handle_shards(struct gw_req *r)
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
 
+static gw_u128 decimal(const char *digits)
+{
+    gw_u128 v = 0;
+    for (; *digits >= '0' && *digits <= '9'; digits++)
+        v = v * 10 + (gw_u128)(*digits - '0');
+    return v;
+}
+
+int gw_pg_member_totals(struct gw_server *s, const struct gw_membership *m, struct gw_total *out,
+                        struct gw_error *err)
+{
+    struct gw_pg_total *all = NULL;
+    size_t n = 0;
+    int rc = gw_pg_store_totals(&s->pg_store, &all, &n, err);
+    for (size_t i = 0; rc == 0 && i < m->count; i++) {
+        const struct gw_pg_total *t = total_of(all, n, m->shards[i].id);
+        out[i] = (struct gw_total){t ? decimal(t->load) : 0, t ? decimal(t->received) : 0};
+    }
+    if (rc == -ENOMEM)
+        gw_error_set(err, "", "out of memory");
+    free(all);
+    return rc;
+}
+
 enum MHD_Result gw_pg_handle_epochs(struct gw_req *r)
 {
     struct gw_buf body;

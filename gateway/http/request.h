@@ -190,6 +190,10 @@ int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned de
 enum MHD_Result gw_pg_handle_batch(struct gw_req *r, const char *id);
 enum MHD_Result gw_pg_handle_shards(struct gw_req *r);
 enum MHD_Result gw_pg_handle_epochs(struct gw_req *r);
+/* The database's totals of each member of `m` into out[i] (docs/api.md §8's metrics). 0 or -EIO
+ * / -ENOMEM with err set. */
+int gw_pg_member_totals(struct gw_server *s, const struct gw_membership *m, struct gw_total *out,
+                        struct gw_error *err);
 /* Publishes every epoch the database has after ours (under reload_lock). 0 or -errno. */
 int gw_pg_catch_up(struct gw_server *s, struct gw_error *err);
 /* 503 store_unavailable with Retry-After: 1 and the store's last error. */

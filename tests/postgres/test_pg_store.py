@@ -90,6 +90,19 @@ def sums(receipts):
     return out
 
 
+def metric_loads(gw):
+    """shard -> shardgate_shard_load_total of GET /metrics, for the shards with a load."""
+    r = gw.get("/metrics")
+    eq(r.status, 200, "GET /metrics")
+    out = {}
+    for line in r.body.decode().splitlines():
+        if line.startswith('shardgate_shard_load_total{shard="'):
+            shard, value = line[len('shardgate_shard_load_total{shard="'):].split('"} ')
+            if value != "0":
+                out[shard] = int(value)
+    return out
+
+
 def concurrently(fns):
     """Runs each fn on its own thread, all released together; returns their results."""
     out = [None] * len(fns)
@@ -175,6 +188,7 @@ def same_batch_to_three_replicas_dispatches_once():
         for gw in c.gws:
             totals = {k: v for k, v in gw.shard_totals().items() if v != [0, 0]}
             eq(totals, want, "GET /v1/shards on replica %d" % gw.port)
+            eq(metric_loads(gw), {k: v[0] for k, v in want.items()}, "/metrics on %d" % gw.port)
         c.health()
 
 
