@@ -20,8 +20,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
 from sgpg import Postgres, StoreGateway, admin_token, free_port, put_membership  # noqa: E402
-from sgtest import (case, checks_per_epoch, checks_per_receipt, eq, ok, run, src,  # noqa: E402
-                    wait_until, write, Failure)
+from sgtest import (case, checks_per_epoch, checks_per_receipt, eq, ok,  # noqa: E402
+                    wait_until, write)
 
 PG = None  # the running database, started by the first case that needs it
 COPIES = [0]

@@ -3,11 +3,12 @@ tests of --store postgres (docs/journal.md §10). The database lives in a 0755 t
 /tmp (ops/pg.sh chowns its dir to the postgres user); stop() it before the dir is removed."""
 import json
 import os
+import shutil
 import socket
 import tempfile
 
 import sgtest
-from sgtest import eq, run, src, Failure
+from sgtest import eq, run, run_gateway, src, Failure
 
 
 def free_port():
@@ -97,3 +98,82 @@ def put_membership(gw, shards, token_file, if_match=None, expect=200):
     r = gw.request("PUT", "/v1/admin/membership", body=body, headers=headers)
     eq(r.status, expect, "PUT /v1/admin/membership: %r" % r)
     return r
+
+
+DATABASES = []  # every Postgres a script started: finish() stops them
+
+
+class Cluster:
+    """A PostgreSQL with the schema, and n replicas on it; stopped at the end of `with`."""
+
+    def __init__(self, n, args=(), env=None):
+        self.pg = Postgres("shardgate-pg-store-")
+        DATABASES.append(self.pg)
+        r = run_gateway("db", "init", "--store", self.pg.url)
+        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 1\n"), "db init: %s" % r.stderr)
+        self.token = admin_token(self.pg.base)
+        self.gws = [StoreGateway(self.pg.url, args=["--admin-token-file", self.token] +
+                                 list(args), env=env) for _ in range(n)]
+
+    def __enter__(self):
+        for gw in self.gws:
+            gw.start()
+        return self
+
+    def __exit__(self, *exc):
+        for gw in self.gws:
+            gw.kill()
+        self.pg.stop()
+        return False
+
+    def sql(self, query):
+        return self.pg.sql("shardgate", query)
+
+    def receipts(self):
+        """seq -> (batch_id, receipt JSON), and the sequencer's last_seq."""
+        rows = self.sql("SELECT seq, batch_id, receipt FROM shardgate_receipts ORDER BY seq")
+        last = int(self.sql("SELECT last_seq FROM shardgate_sequencer")[0][0])
+        return {int(s): (b, json.loads(r)) for s, b, r in rows}, last
+
+    def health(self, shards=None):
+        """shardgate-health check --store as the read-only role: must pass."""
+        shards = shards or sgtest.SHARDS
+        code, out, err = sgtest.run_tool(sgtest.HEALTH, [
+            "check", "--conf", sgtest.CONF, "--shards", shards, "--store",
+            self.pg.db_url("shardgate")])
+        verdict = sgtest.parse_line(out)
+        eq((code, verdict and verdict["status"], verdict and verdict["issues"]),
+           (0, "pass", []), "health check --store (%s)" % err)
+
+
+def batch(batch_id, n=3, seed=0):
+    return {"batch_id": batch_id,
+            "changes": [{"id": "c%d" % i, "key": "%s/%d" % (batch_id, i),
+                         "size": (i * 5 + seed) % 9 + 1} for i in range(n)]}
+
+
+def post(gw, doc, **kw):
+    return gw.post(doc, headers={"Idempotency-Key": doc["batch_id"]}, **kw)
+
+
+def sums(receipts):
+    """shard -> [load, received] over the receipts' placements."""
+    out = {}
+    for _, r in receipts.values():
+        for p in r["placements"]:
+            t = out.setdefault(p["shard"], [0, 0])
+            t[0] += p["size"]
+            t[1] += 1
+    return out
+
+
+def finish(passed):
+    """Stops every database (before its dir goes), then removes the dirs when all passed."""
+    for pg in DATABASES:
+        pg.stop()
+        if passed:
+            shutil.rmtree(pg.base, ignore_errors=True)
+        else:
+            print("database dir kept in: %s" % pg.base)
+
+

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""pg_faults_*: `shardgate serve --store postgres://` replicas when something dies under load
+(issue #17, docs/journal.md §10, docs/operations.md §9.1): the database killed -9 and
+restarted, and a replica killed -9 behind a real HAProxy while client/post_batch.py retries.
+Nothing acknowledged may be lost or counted twice; shardgate-health --store verifies the end
+state. The heavy scenarios, run once (in the -Werror build, not again under the sanitizers).
+
+Runs as `python3 test_pg_faults.py SHARDGATE HEALTH SOURCE_DIR [--group G]`.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgpg import Cluster, batch, finish, free_port, post, sums  # noqa: E402
+from sgtest import case, eq, ok, src, wait_until, write  # noqa: E402
+
+
+# --- the database crashing under load --------------------------------------------------------
+
+def loader(gw, prefix, acked, stop, failures):
+    """POSTs new batches until stop; retries each on 503 store_unavailable until acknowledged;
+    records the acknowledged ids and every other answer."""
+    def go():
+        i = 0
+        while not stop.is_set():
+            doc = batch("%s-%d" % (prefix, i), n=5, seed=i)
+            while True:
+                try:
+                    r = post(gw, doc)
+                except OSError as e:
+                    failures.append("%s: %s" % (doc["batch_id"], e))
+                    return
+                if r.status == 200:
+                    acked.append(doc["batch_id"])
+                    break
+                if r.status != 503 or r.error()[0] != "store_unavailable":
+                    failures.append("%s: %r" % (doc["batch_id"], r))
+                    return
+                time.sleep(0.05)
+            i += 1
+    return go
+
+
+@case("store_restart")
+def the_database_crashes_under_load_and_comes_back():
+    with Cluster(2) as c:
+        acked, failures, stop = [], [], threading.Event()
+        threads = [threading.Thread(target=loader(c.gws[k % 2], "L%d" % k, acked, stop,
+                                                  failures)) for k in range(4)]
+        for t in threads:
+            t.start()
+        wait_until(lambda: len(acked) >= 50, 30, "50 batches acknowledged")
+        c.pg.crash()
+        for gw in c.gws:
+            wait_until(lambda gw=gw: gw.get("/readyz").status == 503, 5, "/readyz 503")
+            r = post(gw, batch("while-down"))
+            eq((r.status, r.error(), r.headers.get("retry-after")),
+               (503, ("store_unavailable", ""), "1"), "POST while the database is down")
+        down_acked = len(acked)
+        time.sleep(1)
+        eq(len(acked), down_acked, "nothing acknowledged while the database is down")
+        c.pg.start()
+        for gw in c.gws:
+            wait_until(lambda gw=gw: gw.get("/readyz").status == 200, 10, "/readyz 200 again")
+        wait_until(lambda: len(acked) >= down_acked + 50, 30, "50 more after the restart")
+        stop.set()
+        for t in threads:
+            t.join(60)
+        eq(failures, [], "no answer but 200 and 503 store_unavailable")
+        receipts, last = c.receipts()
+        stored = sorted(b for b, _ in receipts.values())
+        missing = sorted(set(acked) - set(stored))
+        eq(missing, [], "every acknowledged batch is in the database")
+        eq((len(stored), len(set(stored)), sorted(receipts)),
+           (len(acked), len(acked), list(range(1, last + 1))), "each once, seqs 1..last")
+        ok(not any(b == "while-down" for b in stored), "the refused batch left no row")
+        c.health()
+
+
+# --- a replica killed under load behind HAProxy ---------------------------------------------
+
+def haproxy(c, port, log):
+    template = open(src("ops", "cluster", "haproxy.cfg.in"), encoding="utf-8").read()
+    cfg = template.replace("@PORT@", str(port))
+    for i, gw in enumerate(c.gws, 1):
+        cfg = cfg.replace("@GATEWAY_%d_PORT@" % i, str(gw.port))
+    path = write(os.path.join(c.pg.base, "haproxy.cfg"), cfg)
+    return subprocess.Popen(["haproxy", "-db", "-f", path], stdout=log, stderr=log)
+
+
+def status_of(url):
+    try:
+        return urllib.request.urlopen(url, timeout=2).status
+    except OSError:
+        return None
+
+
+def post_batch(url, doc, directory):
+    path = write(os.path.join(directory, doc["batch_id"] + ".json"), json.dumps(doc))
+    return subprocess.run([sys.executable, src("client", "post_batch.py"), "--url", url,
+                           "--batch", path, "--attempts", "8", "--backoff-base", "0.2",
+                           "--timeout", "10"], capture_output=True, timeout=120)
+
+
+@case("replica_kill")
+def a_replica_killed_under_load_loses_nothing():
+    with Cluster(3) as c:
+        port = free_port()
+        log = open(os.path.join(c.pg.base, "haproxy.log"), "wb")
+        proxy = haproxy(c, port, log)
+        try:
+            url = "http://127.0.0.1:%d/v1/batches" % port
+            wait_until(lambda: status_of("http://127.0.0.1:%d/readyz" % port) == 200, 10,
+                       "HAProxy up")
+            acked, lost, lock = [], [], threading.Lock()
+
+            def client(k):
+                for i in range(30):
+                    doc = batch("k%d-%d" % (k, i), n=4, seed=i)
+                    p = post_batch(url, doc, c.pg.base)
+                    with lock:
+                        (acked if p.returncode == 0 else lost).append(
+                            (doc["batch_id"], p.returncode, p.stderr[-300:]))
+            threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+            for t in threads:
+                t.start()
+            wait_until(lambda: len(acked) >= 20, 60, "20 batches acknowledged")
+            c.gws[1].proc.kill()  # kill -9, under load
+            for t in threads:
+                t.join(300)
+        finally:
+            proxy.kill()
+            proxy.wait(10)
+            log.close()
+        eq(lost, [], "post_batch.py got every batch acknowledged")
+        receipts, last = c.receipts()
+        stored = [b for b, _ in receipts.values()]
+        eq(sorted(stored), sorted(b for b, _, _ in acked), "the acknowledged batches, each once")
+        eq(sorted(receipts), list(range(1, last + 1)), "seqs 1..last")
+        for gw in (c.gws[0], c.gws[2]):
+            totals = {k: v for k, v in gw.shard_totals().items() if v != [0, 0]}
+            eq(totals, sums(receipts), "the totals are the receipts' sums")
+        c.health()
+
+
+if __name__ == "__main__":
+    rc = 1
+    try:
+        rc = sgtest.main(sys.argv, ("shardgate", "health", "source"))
+    finally:
+        finish(rc in (0, 77))
+    sys.exit(rc)
