@@ -50,8 +50,14 @@ def blocks(text, indent):
 def compose_config_is_complete():
     top = blocks(compose_config(), 0)
     ok("services" in top and "volumes" in top, "top-level keys: %s" % list(top))
-    services = blocks(top["services"], 2)
-    eq(sorted(services), ["gateway", "health"], "services")
+    every = blocks(top["services"], 2)
+    # The cluster profile's services (docs/operations.md §9) start only with --profile cluster.
+    cluster = {k: v for k, v in every.items() if re.search(r"^    profiles:\n    - cluster$",
+                                                           v, re.M)}
+    eq(sorted(cluster), ["cluster-health", "db-migrate", "gateway-1", "gateway-2", "gateway-3",
+                         "haproxy", "postgres"], "the cluster profile's services")
+    services = {k: v for k, v in every.items() if k not in cluster}
+    eq(sorted(services), ["gateway", "health"], "the default services")
     ok(re.search(r"^  state:", top["volumes"], re.M), "named volume state: %s" % top["volumes"])
     gw, hc = services["gateway"], services["health"]
     for name, svc in services.items():
@@ -120,7 +126,8 @@ def needed_libraries(path):
 # Debian 12 runtime package of every shared library the programs may need.
 RUNTIME_PACKAGE = {"libcrypto.so.3": "libssl3", "libssl.so.3": "libssl3",
                    "libmicrohttpd.so.12": "libmicrohttpd12", "libjansson.so.4": "libjansson4",
-                   "libsystemd.so.0": "libsystemd0", "libzstd.so.1": "libzstd1"}
+                   "libsystemd.so.0": "libsystemd0", "libzstd.so.1": "libzstd1",
+                   "libpq.so.5": "libpq5"}
 # libc is in every image; sanitizer runtimes only appear in the ASan test build, never in
 # the image's Release build.
 BASE_OR_SANITIZER = re.compile(
