@@ -12,6 +12,8 @@
 # `down` and `status` read). Ports: SHARDGATE_CLUSTER_PORT (HAProxy, 8080),
 # SHARDGATE_CLUSTER_BASE_PORT (gateways BASE..BASE+2, 8081), SHARDGATE_CLUSTER_HEALTH_PORT
 # (8090), SHARDGATE_CLUSTER_PG_PORT (55432). --no-health leaves the health service out.
+# SHARDGATE_BIN and SHARDGATE_HEALTH_BIN (both set) run those binaries instead of building
+# build/release (the tests run the build under test).
 # Needs root (or the postgres user) for PostgreSQL, which refuses to run as root: ops/pg.sh
 # runs it as postgres with runuser.
 set -euo pipefail
@@ -220,7 +222,9 @@ cmd_up() {
     any_running && die "$STATE already runs a cluster: \`ops/cluster.sh down --state $STATE\` first"
     check_state_dir
     sg_install_deps
-    sg_build_release
+    if [ -z "${SHARDGATE_BIN:-}" ] || [ -z "${SHARDGATE_HEALTH_BIN:-}" ]; then
+        sg_build_release
+    fi
     ports_save
     up_postgres
     local n

@@ -33,7 +33,7 @@ GOLDEN_V2 = "tests/golden/sample-0001.receipt.v2.json"
 # load_total, received_total of the worked example (input/changes.json) per shard.
 EXAMPLE_TOTALS = {"shard-a": [8, 2], "shard-b": [6, 2], "shard-c": [10, 4],
                   "shard-d": [0, 0], "shard-e": [0, 0]}
-UP_TIMEOUT = 900  # a fresh tree builds build/release first
+UP_TIMEOUT = 120  # the binaries under test: nothing to build
 
 
 def port_free(port):
@@ -75,6 +75,8 @@ class Cluster:
         os.chmod(self.state, 0o755)  # PostgreSQL (the postgres user) lives under it
         self.ports = free_ports()
         self.env = dict(os.environ, **{k: str(v) for k, v in self.ports.items()})
+        # the binaries under test, not a build/release of the source tree
+        self.env.update(SHARDGATE_BIN=sgtest.BIN, SHARDGATE_HEALTH_BIN=sgtest.HEALTH)
         self.health = health
 
     def run(self, *args, timeout=120):
