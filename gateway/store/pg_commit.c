@@ -31,7 +31,14 @@ struct group {
     size_t mask;
     char (*hex)[2 * GW_FINGERPRINT_LEN + 1]; /* each item's fingerprint */
     char (*seq)[24];                         /* each new item's seq */
-    PGresult *stored;
+    PGresult *locked, *stored;               /* the sequencer row; the group's ids already stored */
+    struct gw_pg_stmt *steps; /* the writes of the second round trip (steps_sql: their text) */
+    struct gw_buf *steps_sql;
+    size_t nsteps, steps_cap;
+    const char **receipt_params, **total_params;
+    char (*numbers)[4][48]; /* the totals rows' weight, capacity, received, load */
+    char seq_text[24], note[48];
+    const char *seq_param[1], *note_param[1];
     uint64_t last_seq;   /* the sequencer's, then after this group */
     size_t fresh;        /* items new in this group */
     uint64_t shard_bits; /* of the new items (feed_watch.h) */
@@ -66,7 +73,37 @@ static void group_free(struct group *g)
     free(g->table);
     free(g->hex);
     free(g->seq);
+    PQclear(g->locked);
     PQclear(g->stored);
+    for (size_t i = 0; i < g->nsteps; i++)
+        gw_buf_free(&g->steps_sql[i]);
+    free(g->steps);
+    free(g->steps_sql);
+    free(g->receipt_params);
+    free(g->total_params);
+    free(g->numbers);
+}
+
+/* Appends a step; `sql` (may be NULL: static text in `text`) is taken over. -ENOMEM. */
+static int add_step(struct group *g, struct gw_buf *sql, const char *text, int nparams,
+                    const char *const *params)
+{
+    if (g->nsteps == g->steps_cap) {
+        size_t cap = g->steps_cap ? 2 * g->steps_cap : 8;
+        struct gw_pg_stmt *steps = realloc(g->steps, cap * sizeof(*steps));
+        struct gw_buf *texts = steps ? realloc(g->steps_sql, cap * sizeof(*texts)) : NULL;
+        g->steps = steps ? steps : g->steps;
+        g->steps_sql = texts ? texts : g->steps_sql;
+        if (!texts)
+            return -ENOMEM;
+        g->steps_cap = cap;
+    }
+    struct gw_buf *own = &g->steps_sql[g->nsteps];
+    gw_buf_init(own);
+    if (sql)
+        *own = *sql; /* its data moves; steps[].sql is set when the pipeline is sent */
+    g->steps[g->nsteps++] = (struct gw_pg_stmt){text, nparams, params, NULL};
+    return 0;
 }
 
 static void to_hex(const unsigned char *in, size_t n, char *out)
@@ -79,21 +116,10 @@ static void to_hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-/* The sequencer row, locked until COMMIT: the one order of every replica's commits. */
-static int lock_sequencer(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
-{
-    PGresult *res =
-        gw_pg_exec(c, "SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, err);
-    if (!res)
-        return -EIO;
-    g->last_seq = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-    PQclear(res);
-    return 0;
-}
-
-/* The group's batch_ids already stored, into the table. Ids are [A-Za-z0-9._:-] (docs/api.md
- * §2), so the array literal needs no escaping beyond its quotes. */
-static int find_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+/* The first round trip: BEGIN, the sequencer row locked until COMMIT (the one order of every
+ * replica's commits), and the group's batch_ids already stored, into the table. Ids are
+ * [A-Za-z0-9._:-] (docs/api.md §2), so the array literal needs no escaping beyond its quotes. */
+static int lock_and_find(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
 {
     struct gw_buf ids;
     gw_buf_init(&ids);
@@ -106,19 +132,25 @@ static int find_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *e
     gw_buf_puts(&ids, "}");
     gw_buf_append(&ids, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
     const char *params[] = {ids.data};
-    g->stored = ids.failed ? NULL
-                           : gw_pg_exec(c,
-                                        "SELECT batch_id, fingerprint, receipt FROM "
-                                        "shardgate_receipts WHERE batch_id = ANY ($1::text[])",
-                                        1, params, err);
-    int rc = ids.failed ? -ENOMEM : g->stored ? 0 : -EIO;
+    const struct gw_pg_stmt stmts[] = {
+        {"BEGIN", 0, NULL, NULL},
+        {"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, &g->locked},
+        {"SELECT batch_id, fingerprint, receipt FROM shardgate_receipts WHERE batch_id = ANY "
+         "($1::text[])",
+         1, params, &g->stored}};
+    int rc = ids.failed ? -ENOMEM : gw_pg_pipeline(c, stmts, 3, err);
     gw_buf_free(&ids);
-    for (int row = 0; rc == 0 && row < PQntuples(g->stored); row++) {
-        struct seen *s = slot_of(g, PQgetvalue(g->stored, row, 0));
-        *s = (struct seen){PQgetvalue(g->stored, row, 0), PQgetvalue(g->stored, row, 1),
+    if (rc == -ENOMEM)
+        gw_error_set(err, "", "store: out of memory");
+    if (rc != 0)
+        return rc;
+    g->last_seq = strtoull(PQgetvalue(g->locked, 0, 0), NULL, 10);
+    for (int row = 0; row < PQntuples(g->stored); row++) {
+        struct seen *e = slot_of(g, PQgetvalue(g->stored, row, 0));
+        *e = (struct seen){PQgetvalue(g->stored, row, 0), PQgetvalue(g->stored, row, 1),
                            PQgetvalue(g->stored, row, 2), (size_t)PQgetlength(g->stored, row, 2)};
     }
-    return rc;
+    return 0;
 }
 
 /* Each item's verdict, in queue order: an id stored before, or earlier in this group, replays
@@ -146,10 +178,10 @@ static void decide(struct group *g)
     }
 }
 
-/* INSERT `head` VALUES (...),(...) `tail` over nrows rows of ncols text parameters, in
+/* Steps INSERT `head` VALUES (...),(...) `tail` over nrows rows of ncols text parameters, in
  * statements of at most ROWS_PER_INSERT rows. */
-static int insert_rows(struct gw_pg_conn *c, const char *head, const char *tail, int ncols,
-                       size_t nrows, const char **params, struct gw_error *err)
+static int insert_rows(struct group *g, const char *head, const char *tail, int ncols, size_t nrows,
+                       const char **params)
 {
     int rc = 0;
     for (size_t done = 0; rc == 0 && done < nrows; done += ROWS_PER_INSERT) {
@@ -165,19 +197,18 @@ static int insert_rows(struct gw_pg_conn *c, const char *head, const char *tail,
         gw_buf_puts(&sql, ") ");
         gw_buf_puts(&sql, tail);
         gw_buf_append(&sql, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
-        PGresult *res = sql.failed ? NULL
-                                   : gw_pg_exec(c, sql.data, (int)(rows * (size_t)ncols),
-                                                params + done * (size_t)ncols, err);
-        rc = sql.failed ? -ENOMEM : res ? 0 : -EIO;
-        PQclear(res);
-        gw_buf_free(&sql);
+        rc = sql.failed ? -ENOMEM
+                        : add_step(g, &sql, NULL, (int)(rows * (size_t)ncols),
+                                   params + done * (size_t)ncols);
+        if (rc != 0)
+            gw_buf_free(&sql);
     }
     return rc;
 }
 
-static int insert_receipts(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+static int insert_receipts(struct group *g)
 {
-    const char **params = calloc(g->fresh * 5 + 1, sizeof(*params));
+    const char **params = g->receipt_params = calloc(g->fresh * 5 + 1, sizeof(*params));
     if (!params)
         return -ENOMEM;
     size_t i = 0, p = 0;
@@ -190,12 +221,10 @@ static int insert_receipts(struct gw_pg_conn *c, struct group *g, struct gw_erro
         params[p++] = it->epoch;
         params[p++] = it->receipt; /* NUL-terminated: the request's buffer */
     }
-    int rc = insert_rows(c,
-                         "INSERT INTO shardgate_receipts (batch_id, seq, fingerprint, epoch, "
-                         "receipt)",
-                         "", 5, g->fresh, params, err);
-    free(params);
-    return rc;
+    return insert_rows(g,
+                       "INSERT INTO shardgate_receipts (batch_id, seq, fingerprint, epoch, "
+                       "receipt)",
+                       "", 5, g->fresh, params);
 }
 
 /* The group's totals per epoch and shard (docs/api.md §7). A group nearly always has one
@@ -268,7 +297,7 @@ static int total_rows_of(const struct epoch_sums *all, size_t n, struct total_ro
     return 0;
 }
 
-static int add_totals(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+static int add_totals(struct group *g)
 {
     struct epoch_sums *all = NULL;
     size_t n = 0;
@@ -286,39 +315,54 @@ static int add_totals(struct gw_pg_conn *c, struct group *g, struct gw_error *er
     struct total_rows t = {0};
     if (rc == 0)
         rc = total_rows_of(all, n, &t);
+    g->total_params = t.params; /* the steps point into them until the group is freed */
+    g->numbers = t.numbers;
     if (rc == 0)
-        rc = insert_rows(c,
+        rc = insert_rows(g,
                          "INSERT INTO shardgate_totals (epoch, shard, weight, capacity, received, "
                          "load)",
                          "ON CONFLICT (epoch, shard) DO UPDATE SET received = "
                          "shardgate_totals.received + EXCLUDED.received, load = "
                          "shardgate_totals.load + EXCLUDED.load",
-                         6, t.rows, t.params, err);
+                         6, t.rows, t.params);
     for (size_t e = 0; e < n; e++) {
         free(all[e].received);
         free(all[e].load);
     }
     free(all);
-    free(t.params);
-    free(t.numbers);
     return rc;
 }
 
 /* The new last seq, and the NOTIFY "<last_seq> <shard_bits>" that wakes the other replicas'
  * feed watchers at COMMIT (docs/journal.md §10). */
-static int advance_sequencer(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+static int advance_sequencer(struct group *g)
 {
-    char seq[24], note[48];
-    snprintf(seq, sizeof(seq), "%" PRIu64, g->last_seq);
-    snprintf(note, sizeof(note), "%" PRIu64 " %" PRIu64, g->last_seq, g->shard_bits);
-    const char *params[] = {seq}, *notes[] = {note};
-    PGresult *res = gw_pg_exec(c, "UPDATE shardgate_sequencer SET last_seq = $1", 1, params, err);
-    PGresult *sent =
-        res ? gw_pg_exec(c, "SELECT pg_notify('shardgate_receipts', $1)", 1, notes, err) : NULL;
-    int rc = sent ? 0 : -EIO;
-    PQclear(res);
-    PQclear(sent);
-    return rc;
+    snprintf(g->seq_text, sizeof(g->seq_text), "%" PRIu64, g->last_seq);
+    snprintf(g->note, sizeof(g->note), "%" PRIu64 " %" PRIu64, g->last_seq, g->shard_bits);
+    g->seq_param[0] = g->seq_text;
+    g->note_param[0] = g->note;
+    int rc = add_step(g, NULL, "UPDATE shardgate_sequencer SET last_seq = $1", 1, g->seq_param);
+    return rc ? rc
+              : add_step(g, NULL, "SELECT pg_notify('shardgate_receipts', $1)", 1, g->note_param);
+}
+
+/* The second round trip: the new receipts, their totals, the sequencer and the NOTIFY, then
+ * COMMIT (alone when nothing is new). */
+static int write_and_commit(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+{
+    int rc = 0;
+    if (g->fresh && (rc = insert_receipts(g)) == 0 && (rc = add_totals(g)) == 0)
+        rc = advance_sequencer(g);
+    if (rc == 0)
+        rc = add_step(g, NULL, "COMMIT", 0, NULL);
+    if (rc != 0) {
+        gw_error_set(err, "", "store: out of memory");
+        return rc;
+    }
+    for (size_t i = 0; i < g->nsteps; i++)
+        if (g->steps_sql[i].data)
+            g->steps[i].sql = g->steps_sql[i].data;
+    return gw_pg_pipeline(c, g->steps, g->nsteps, err);
 }
 
 /* One transaction for the group. Returns 0 once COMMIT returned, else a negative code (rolled
@@ -329,21 +373,11 @@ static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err
     struct gw_pg_conn *c = &s->writer;
     int rc = gw_pg_ensure(c, err);
     if (rc == 0)
-        rc = gw_pg_run(c, "BEGIN", err);
-    if (rc == 0)
-        rc = lock_sequencer(c, g, err);
-    if (rc == 0)
-        rc = find_stored(c, g, err);
+        rc = lock_and_find(c, g, err);
     if (rc == 0) {
         decide(g);
-        rc = g->fresh ? insert_receipts(c, g, err) : 0;
+        rc = write_and_commit(c, g, err);
     }
-    if (rc == 0 && g->fresh)
-        rc = add_totals(c, g, err);
-    if (rc == 0 && g->fresh)
-        rc = advance_sequencer(c, g, err);
-    if (rc == 0)
-        rc = gw_pg_run(c, "COMMIT", err);
     if (rc != 0 && c->conn) {
         struct gw_error ignored;
         gw_pg_run(c, "ROLLBACK", &ignored);

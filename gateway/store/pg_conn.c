@@ -67,6 +67,59 @@ PGresult *gw_pg_exec(struct gw_pg_conn *c, const char *sql, int nparams, const c
     return checked(c, PQexecParams(c->conn, sql, nparams, NULL, params, NULL, NULL, 0), err);
 }
 
+/* The results of one statement of a pipeline, up to the NULL that ends them: the first good one
+ * kept (or dropped), a failure into err (the first only). */
+static int collect(PGconn *conn, PGresult **keep, int rc, struct gw_error *err)
+{
+    PGresult *res;
+    while ((res = PQgetResult(conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+        if ((st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) && keep && !*keep) {
+            *keep = res;
+            continue;
+        }
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && rc == 0) {
+            set_pq_error(err, "statement failed",
+                         st == PGRES_PIPELINE_ABORTED ? "pipeline aborted"
+                                                      : PQresultErrorMessage(res));
+            rc = -EIO;
+        }
+        PQclear(res);
+    }
+    return rc;
+}
+
+int gw_pg_pipeline(struct gw_pg_conn *c, const struct gw_pg_stmt *stmts, size_t n,
+                   struct gw_error *err)
+{
+    if (!c->conn || !PQenterPipelineMode(c->conn)) {
+        gw_error_set(err, "", "store: not connected");
+        return -EIO;
+    }
+    size_t sent = 0;
+    while (sent < n && PQsendQueryParams(c->conn, stmts[sent].sql, stmts[sent].nparams, NULL,
+                                         stmts[sent].params, NULL, NULL, 0))
+        sent++;
+    if (sent < n || !PQpipelineSync(c->conn)) {
+        /* Nothing was flushed, or the connection broke: closing it rolls the transaction back
+         * on the server. */
+        set_pq_error(err, "cannot send", PQerrorMessage(c->conn));
+        gw_pg_close(c);
+        return -EIO;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        rc = collect(c->conn, stmts[i].result, rc, err);
+    PQclear(PQgetResult(c->conn)); /* PGRES_PIPELINE_SYNC */
+    if (!PQexitPipelineMode(c->conn) || PQstatus(c->conn) != CONNECTION_OK) {
+        if (rc == 0)
+            set_pq_error(err, "pipeline", PQerrorMessage(c->conn));
+        gw_pg_close(c);
+        return -EIO;
+    }
+    return rc;
+}
+
 int gw_pg_run(struct gw_pg_conn *c, const char *sql, struct gw_error *err)
 {
     if (!c->conn) {

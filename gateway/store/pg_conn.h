@@ -29,6 +29,23 @@ PGresult *gw_pg_exec(struct gw_pg_conn *c, const char *sql, int nparams, const c
  * Returns 0 or -EIO (err set). */
 int gw_pg_run(struct gw_pg_conn *c, const char *sql, struct gw_error *err);
 
+/* One statement of a pipeline: text parameters, and where its result goes (NULL: dropped). */
+struct gw_pg_stmt {
+    const char *sql;
+    int nparams;
+    const char *const *params;
+    PGresult **result;
+};
+
+/* Sends the statements in one pipeline (one round trip to the server, docs/journal.md §10) and
+ * collects their results; a statement after a failed one is not run (the server aborts the
+ * rest of the pipeline). Returns 0 when all succeeded, else -EIO with err->msg naming the first
+ * failure (the results already collected stay for the caller to PQclear). A broken connection
+ * is closed. For a few statements with small answers: the results are read after all are
+ * sent. */
+int gw_pg_pipeline(struct gw_pg_conn *c, const struct gw_pg_stmt *stmts, size_t n,
+                   struct gw_error *err);
+
 /* The schema version the database holds (0: none yet). Returns 0 or -EIO (err set). */
 int gw_pg_schema_version(struct gw_pg_conn *c, unsigned *version, struct gw_error *err);
 
