@@ -1,10 +1,12 @@
 -- wrk script: POST /v1/batches with a unique batch_id per request and N changes per batch.
--- usage: wrk -t2 -c64 -d15s --latency -s bench/http_post.lua http://127.0.0.1:PORT -- N [RUN]
--- N changes per batch (default 1000); RUN makes batch ids unique across runs (default: time).
+-- usage: wrk -t2 -c64 -d15s --latency -s bench/http_post.lua http://127.0.0.1:PORT -- N [RUN [key]]
+-- N changes per batch (default 1000); RUN makes batch ids unique across runs (default: time);
+-- `key`: each request also carries `Idempotency-Key: <its batch_id>`, which HAProxy in front of
+-- replicas hashes (ops/cluster/haproxy.cfg.in, bench/pg_scale.sh).
 
 local counter = 0
 local threads = {}
-local body_tail, run
+local body_tail, run, key_headers
 changes = 0 -- global: done() reads it from a thread
 
 local function build_changes(n)
@@ -27,11 +29,19 @@ function init(args)
   non200 = 0
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
+  if args[3] == "key" then
+    key_headers = {["Content-Type"] = "application/json"}
+  end
 end
 
 function request()
   counter = counter + 1
-  local body = '{"batch_id":"b-' .. run .. '-' .. tid .. '-' .. counter .. body_tail
+  local id = 'b-' .. run .. '-' .. tid .. '-' .. counter
+  local body = '{"batch_id":"' .. id .. body_tail
+  if key_headers then
+    key_headers["Idempotency-Key"] = id
+    return wrk.format("POST", "/v1/batches", key_headers, body)
+  end
   return wrk.format("POST", "/v1/batches", nil, body)
 end
 

@@ -22,7 +22,6 @@ set -euo pipefail
 
 CONF="$SHARDGATE_ROOT/conf/dispatch.env"
 SHARDS="$SHARDGATE_ROOT/input/shards.json"
-TEMPLATE="$SHARDGATE_ROOT/ops/cluster/haproxy.cfg.in"
 GATEWAYS=(1 2 3)
 
 die() {
@@ -181,10 +180,8 @@ up_gateway() {
 }
 
 render_haproxy_cfg() {
-    sed -e "s/@PORT@/$PROXY_PORT/g" -e "s/@GATEWAY_1_PORT@/$(gw_port 1)/g" \
-        -e "s/@GATEWAY_2_PORT@/$(gw_port 2)/g" -e "s/@GATEWAY_3_PORT@/$(gw_port 3)/g" \
-        "$TEMPLATE" >"$STATE/haproxy.cfg"
-    haproxy -c -q -f "$STATE/haproxy.cfg" || die "haproxy -c refused $STATE/haproxy.cfg"
+    sg_haproxy_cfg "$STATE/haproxy.cfg" "$PROXY_PORT" "$(gw_port 1)" "$(gw_port 2)" "$(gw_port 3)" ||
+        die "haproxy -c refused $STATE/haproxy.cfg"
 }
 
 up_haproxy() {

@@ -115,3 +115,26 @@ sg_bench_serve() {
     SG_SERVE_PORT=$(sg_listen_port "$3" "$SG_SERVE_PID")
     [ -n "$SG_SERVE_PORT" ] || { cat "$3" >&2; exit 1; }
 }
+
+# sg_haproxy_cfg OUT PORT GATEWAY_PORT...: renders ops/cluster/haproxy.cfg.in into OUT (HAProxy
+# on 127.0.0.1:PORT in front of gateway-1.. at the 1 to 3 ports given; the template's servers
+# past those are left out) and checks it with `haproxy -c`. ops/cluster.sh and
+# bench/pg_scale.sh use it.
+sg_haproxy_cfg() {
+    local out=$1 port=$2 i
+    shift 2
+    if [ $# -lt 1 ] || [ $# -gt 3 ]; then
+        echo "sg_haproxy_cfg: 1 to 3 gateway ports, not $#" >&2
+        return 64
+    fi
+    local args=(-e "s/@PORT@/$port/g")
+    for i in 1 2 3; do
+        if [ "$i" -le $# ]; then
+            args+=(-e "s/@GATEWAY_${i}_PORT@/${!i}/g")
+        else
+            args+=(-e "/^[[:space:]]*server gateway-$i /d")
+        fi
+    done
+    sed "${args[@]}" "$SHARDGATE_ROOT/ops/cluster/haproxy.cfg.in" >"$out" &&
+        haproxy -c -q -f "$out"
+}
