@@ -202,24 +202,30 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
                            err);
 }
 
-void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
+void gw_commit_enqueue(struct gw_worker *w, struct gw_commit_item **head,
+                       struct gw_commit_item **tail, struct gw_commit_item *item)
 {
     assert(item->done != NULL);
     item->next = NULL;
-    pthread_mutex_lock(&c->worker.lock);
-    int refuse = c->worker.stopping;
+    pthread_mutex_lock(&w->lock);
+    int refuse = !w->started || w->stopping;
     if (!refuse) {
-        assert(item != c->tail && (!c->tail) == (!c->head)); /* queued once, list well formed */
-        if (c->tail)
-            c->tail->next = item;
+        assert(item != *tail && (!*tail) == (!*head)); /* queued once, list well formed */
+        if (*tail)
+            (*tail)->next = item;
         else
-            c->head = item;
-        c->tail = item;
-        pthread_cond_signal(&c->worker.wake);
+            *head = item;
+        *tail = item;
+        pthread_cond_signal(&w->wake);
     }
-    pthread_mutex_unlock(&c->worker.lock);
+    pthread_mutex_unlock(&w->lock);
     if (refuse)
         item->done(item, -EIO);
+}
+
+void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
+{
+    gw_commit_enqueue(&c->worker, &c->head, &c->tail, item);
 }
 
 int gw_committer_failed(struct gw_committer *c)

@@ -87,6 +87,12 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
                        struct gw_metrics *metrics, struct gw_checkpointer *checkpointer,
                        unsigned delay_ms, const struct gw_commit_hook *hook, struct gw_error *err);
 
+/* Appends `item` to the list head/tail guarded by w->lock and wakes the worker; when the worker
+ * is stopping or never started, `done` runs at once with -EIO instead. The queue of the journal
+ * writer and of the PostgreSQL store's writer. */
+void gw_commit_enqueue(struct gw_worker *w, struct gw_commit_item **head,
+                       struct gw_commit_item **tail, struct gw_commit_item *item);
+
 /* Queues an item; its `done` runs on the writer thread (at once with -EIO when the journal has
  * failed or the writer is stopping). */
 void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item);

@@ -476,20 +476,7 @@ int gw_pg_store_start_writer(struct gw_pg_store *s, struct gw_error *err)
 
 void gw_pg_store_submit(struct gw_pg_store *s, struct gw_commit_item *item)
 {
-    item->next = NULL;
-    pthread_mutex_lock(&s->worker.lock);
-    int refused = !s->worker.started || s->worker.stopping;
-    if (!refused) {
-        if (s->tail)
-            s->tail->next = item;
-        else
-            s->head = item;
-        s->tail = item;
-        pthread_cond_signal(&s->worker.wake);
-    }
-    pthread_mutex_unlock(&s->worker.lock);
-    if (refused)
-        item->done(item, -EIO);
+    gw_commit_enqueue(&s->worker, &s->head, &s->tail, item);
 }
 
 void gw_pg_store_stop(struct gw_pg_store *s)

@@ -5,11 +5,8 @@
 on its own copy of that database (CREATE DATABASE ... TEMPLATE), tampers with it as the owner
 role and asserts the exact verdict. The database is stopped when the script ends, pass or fail.
 """
-import atexit
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +15,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgpg  # noqa: E402
 import sgtest  # noqa: E402
 from sgpg import Postgres, StoreGateway, admin_token, free_port, put_membership  # noqa: E402
 from sgtest import (case, checks_per_epoch, checks_per_receipt, eq, ok,  # noqa: E402
@@ -34,25 +32,8 @@ def pg():
     global PG
     if PG is None:
         PG = Postgres("shardgate-health-store-")
-        atexit.register(PG.stop)  # also stopped by finish(); a second stop does nothing
         fill(PG)
     return PG
-
-
-def stop_on_signal(signum, frame):
-    sys.exit(128 + signum)  # finish() then stops the database
-
-
-def finish(passed):
-    """Stops the database (before its dir goes: pg_ctl needs the data dir), then removes the
-    dir when everything passed."""
-    if PG is None:
-        return
-    PG.stop()
-    if passed:
-        shutil.rmtree(PG.base, ignore_errors=True)
-    else:
-        print("database dir kept in: %s" % PG.base)
 
 
 def shards_file(name, shards):
@@ -391,10 +372,4 @@ def store_serve():
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, stop_on_signal)
-    rc = 1
-    try:
-        rc = sgtest.main(sys.argv, ("shardgate", "health", "source"))
-    finally:
-        finish(rc in (0, 77))
-    sys.exit(rc)
+    sys.exit(sgpg.main(sys.argv))

@@ -4,11 +4,16 @@ tests of --store postgres (docs/journal.md §10). The database lives in a 0755 t
 import json
 import os
 import shutil
+import signal
 import socket
+import sys
 import tempfile
 
 import sgtest
 from sgtest import eq, run, run_gateway, src, Failure
+
+
+DATABASES = []  # every Postgres a script started: finish() stops them
 
 
 def free_port():
@@ -26,6 +31,7 @@ class Postgres:
         os.chmod(base, 0o755)
         self.base, self.dir, self.port = base, os.path.join(base, "pg"), free_port()
         self.started = False
+        DATABASES.append(self)  # main()'s finish stops it, pass or fail
         self.start()
         self.url = "postgres://shardgate@127.0.0.1:%d/shardgate" % self.port
 
@@ -100,15 +106,12 @@ def put_membership(gw, shards, token_file, if_match=None, expect=200):
     return r
 
 
-DATABASES = []  # every Postgres a script started: finish() stops them
-
 
 class Cluster:
     """A PostgreSQL with the schema, and n replicas on it; stopped at the end of `with`."""
 
     def __init__(self, n, args=(), env=None):
         self.pg = Postgres("shardgate-pg-store-")
-        DATABASES.append(self.pg)
         r = run_gateway("db", "init", "--store", self.pg.url)
         eq((r.returncode, r.stdout), (0, "schema_version 0 -> 1\n"), "db init: %s" % r.stderr)
         self.token = admin_token(self.pg.base)
@@ -177,3 +180,13 @@ def finish(passed):
             print("database dir kept in: %s" % pg.base)
 
 
+def main(argv):
+    """sgtest.main for a script that starts databases: they are stopped when it ends, pass, fail
+    or SIGTERM (ctest's timeout), and their dirs removed when it passed."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    rc = 1
+    try:
+        rc = sgtest.main(argv, ("shardgate", "health", "source"))
+    finally:
+        finish(rc in (0, 77))
+    return rc

@@ -16,8 +16,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-import sgtest  # noqa: E402
-from sgpg import Cluster, batch, finish, free_port, post, sums  # noqa: E402
+import sgpg  # noqa: E402
+from sgpg import Cluster, batch, free_port, post, sums  # noqa: E402
 from sgtest import case, eq, ok, src, wait_until, write  # noqa: E402
 
 
@@ -150,9 +150,4 @@ def a_replica_killed_under_load_loses_nothing():
 
 
 if __name__ == "__main__":
-    rc = 1
-    try:
-        rc = sgtest.main(sys.argv, ("shardgate", "health", "source"))
-    finally:
-        finish(rc in (0, 77))
-    sys.exit(rc)
+    sys.exit(sgpg.main(sys.argv))

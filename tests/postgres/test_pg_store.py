@@ -14,9 +14,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgpg  # noqa: E402
 import sgtest  # noqa: E402
-from sgpg import (DATABASES, Cluster, Postgres, StoreGateway, batch, current_epoch,  # noqa: E402
-                  finish, free_port, post, put_membership, sums)
+from sgpg import (Cluster, Postgres, StoreGateway, batch, current_epoch,  # noqa: E402
+                  free_port, post, put_membership, sums)
 from sgtest import case, eq, ok, run_gateway, wait_until, write  # noqa: E402
 
 SHARDS = json.load(open(sgtest.SHARDS, encoding="utf-8"))["shards"]
@@ -57,7 +58,6 @@ def concurrently(fns):
 @case("db_command")
 def db_init_migrate_status():
     pg = Postgres("shardgate-pg-db-")
-    DATABASES.append(pg)
     try:
         r = run_gateway("db", "status", "--store", pg.url)
         eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version 1\n"), "empty: status")
@@ -211,9 +211,4 @@ def a_long_poll_on_one_replica_wakes_on_a_commit_through_another():
 
 
 if __name__ == "__main__":
-    rc = 1
-    try:
-        rc = sgtest.main(sys.argv, ("shardgate", "health", "source"))
-    finally:
-        finish(rc in (0, 77))
-    sys.exit(rc)
+    sys.exit(sgpg.main(sys.argv))
