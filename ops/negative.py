@@ -268,7 +268,7 @@ DEFECTS = [
      "} else if (strcmp(s->fingerprint, g->hex[i]) == 0) {", "} else if (1) {", ("tests",),
      "^pg_store_replicas$"),
     ("pg-totals-not-added", "gateway/store/pg_commit.c",
-     "(rc = add_totals(g)) == 0)", "(rc = 0 * add_totals(g)) == 0)",
+     "(rc = add_totals(g)) == 0)", "(rc = 0 && add_totals(g)) == 0)",
      ("tests",), "^pg_store_replicas$"),
     ("pg-receipts-not-announced", "gateway/store/pg_commit.c",
      "SELECT pg_notify('shardgate_receipts', $1)", "SELECT $1::text", ("tests",),

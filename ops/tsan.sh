@@ -3,7 +3,8 @@
 # -fsanitize=thread (build/tsan) and runs the HTTP tests that drive the worker threads, the
 # journal writer and suspend/resume at once (concurrency, idempotency with 409 in flight,
 # kill -9 under load, SIGTERM drain, restarts) plus the slow/hostile-client reliability cases
-# and 10 s of the reliability load (64 connections, fresh/invalid/replayed batches),
+# and 10 s of the reliability load (64 connections, fresh/invalid/replayed batches), and the
+# --store postgres replicas (their writer, listener and reader connections; libpq uninstrumented),
 # with TSAN_OPTIONS=halt_on_error=1. Any report fails the run: each server writes its reports to
 # a log file, and a non-empty one is printed and counted even when its test still passed.
 # libmicrohttpd itself is not instrumented; tests/reliability/tsan.supp lists what is suppressed
@@ -27,7 +28,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$LOGS/tsan
 
 rc=0
 ctest --test-dir "$BUILD" --output-on-failure -j 2 \
-    -R '^(http_(concurrency|idempotency|kill9|drain|restart|limits)|reliability_slow_clients)$' ||
+    -R '^(http_(concurrency|idempotency|kill9|drain|restart|limits)|reliability_slow_clients|pg_store_(replicas|membership|feed))$' ||
     rc=1
 # The mixed load (fresh, invalid, replayed batches on 64 connections), shorter than in ctest.
 echo "-- tsan: reliability load, 10 s"
