@@ -8,7 +8,7 @@
 
 #include "timing.h"
 
-static void finish(struct gw_commit_item *list, int rc)
+void gw_commit_finish(struct gw_commit_item *list, int rc)
 {
     while (list) {
         struct gw_commit_item *next = list->next;
@@ -174,7 +174,8 @@ static void *writer_main(void *arg)
         count_group(list, tail);
         int rotated = 0;
         int rc = gw_committer_failed(c) ? -EIO : commit_group(c, list, &rotated);
-        finish(list, rc); /* the ledger has the group now: a snapshot agrees with the journal */
+        gw_commit_finish(list,
+                         rc); /* the ledger has the group now: a snapshot agrees with the journal */
         if (!gw_committer_failed(c))
             gw_checkpointer_offer(c->checkpointer, rotated ? 2 : 0);
         pthread_mutex_lock(&c->worker.lock);

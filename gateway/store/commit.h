@@ -93,6 +93,9 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
 void gw_commit_enqueue(struct gw_worker *w, struct gw_commit_item **head,
                        struct gw_commit_item **tail, struct gw_commit_item *item);
 
+/* Runs `done` of every item of the list with rc, in order (the list is unlinked first). */
+void gw_commit_finish(struct gw_commit_item *list, int rc);
+
 /* Queues an item; its `done` runs on the writer thread (at once with -EIO when the journal has
  * failed or the writer is stopping). */
 void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item);

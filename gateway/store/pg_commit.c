@@ -16,7 +16,7 @@
 
 #define ROWS_PER_INSERT 8000 /* 6 parameters a row, under libpq's 65535 */
 
-/* A batch_id seen in this group: stored before (row >= 0) or new in it (item). */
+/* A batch_id seen in this group: a stored row's, or an earlier item's of the group. */
 struct seen {
     const char *batch_id;
     const char *fingerprint; /* hex */
@@ -385,16 +385,6 @@ static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err
     return rc;
 }
 
-static void finish(struct gw_commit_item *list, int rc)
-{
-    while (list) {
-        struct gw_commit_item *next = list->next;
-        list->next = NULL;
-        list->done(list, rc);
-        list = next;
-    }
-}
-
 static void commit_list(struct gw_pg_store *s, struct gw_commit_item *list)
 {
     struct group g;
@@ -415,7 +405,7 @@ static void commit_list(struct gw_pg_store *s, struct gw_commit_item *list)
         s->error = err;
         pthread_mutex_unlock(&s->worker.lock);
     }
-    finish(list, rc == 0 ? 0 : -EIO);
+    gw_commit_finish(list, rc == 0 ? 0 : -EIO);
     group_free(&g);
 }
 
