@@ -117,10 +117,6 @@ static uint64_t shard_bits(const struct gw_req *r)
 
 static enum MHD_Result submit(struct gw_req *r)
 {
-    gw_buf_append(&r->receipt, "", 1); /* NUL-terminated for the PostgreSQL store's text */
-    r->receipt.len--;
-    if (r->receipt.failed)
-        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     r->item = (struct gw_commit_item){.receipt = r->receipt.data,
                                       .receipt_len = r->receipt.len,
                                       .fingerprint = r->fingerprint,
@@ -138,6 +134,17 @@ static enum MHD_Result submit(struct gw_req *r)
     else
         gw_committer_submit(&r->srv->committer, &r->item);
     return MHD_YES;
+}
+
+/* The receipt, NUL-terminated past its length (the PostgreSQL store passes it as text).
+ * Returns 0 or -ENOMEM. */
+static int write_receipt(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
+                         const struct gw_dispatch *d)
+{
+    gw_receipt_write(out, t, b, d);
+    gw_buf_append(out, "", 1);
+    out->len -= !out->failed;
+    return out->failed ? -ENOMEM : 0;
 }
 
 /* Dispatches a batch this request has claimed; every path that does not journal it releases
@@ -160,7 +167,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", err.msg, "");
     else if (!d.ok && d.over_capacity_shards && gw_policy_refuses_over_capacity(t->contract.policy))
         ret = over_capacity(r, b, &d);
-    else if (gw_receipt_write(&r->receipt, t, b, &d), r->receipt.failed)
+    else if (write_receipt(&r->receipt, t, b, &d) != 0)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     else {
         r->tally = d.tally; /* kept until the receipt is durable */
