@@ -133,3 +133,28 @@ void gw_buf_hex(struct gw_buf *b, const unsigned char *bytes, size_t len)
         b->data[b->len++] = hexdigits[bytes[i] & 15];
     }
 }
+
+void gw_hex_encode(const unsigned char *bytes, size_t len, char *out)
+{
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = hexdigits[bytes[i] >> 4];
+        out[2 * i + 1] = hexdigits[bytes[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int gw_hex_decode(const char *s, unsigned char *out, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        int hi = hex_value(s[2 * i]), lo = hex_value(s[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -EINVAL;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}

@@ -39,4 +39,11 @@ void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len);
 /* Lowercase hex of `len` bytes. */
 void gw_buf_hex(struct gw_buf *b, const unsigned char *bytes, size_t len);
 
+/* The same into `out`: 2 * len digits and a NUL. */
+void gw_hex_encode(const unsigned char *bytes, size_t len, char *out);
+
+/* Decodes 2 * len lowercase hex digits of `s` into `out`. Returns 0, or -EINVAL when one is not
+ * a lowercase hex digit. */
+int gw_hex_decode(const char *s, unsigned char *out, size_t len);
+
 #endif

@@ -26,11 +26,6 @@ struct scan {
     const char *path;
 };
 
-static int unhex(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 static int bad(struct gw_error *err, const struct scan *s, uint64_t at, const char *what)
 {
     gw_error_set(err, "", "journal: %s: offset %llu: %s", s->path, (unsigned long long)at, what);
@@ -52,12 +47,8 @@ static int take_line(struct scan *s, const char *p, const char *end, uint64_t at
         memcmp(q, FP_KEY, sizeof(FP_KEY) - 1) != 0)
         return bad(err, s, at, "receipt record: no fingerprint");
     q += sizeof(FP_KEY) - 1;
-    for (int i = 0; i < GW_FINGERPRINT_LEN; i++) {
-        int hi = unhex(q[2 * i]), lo = unhex(q[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return bad(err, s, at, "receipt record: fingerprint is not hex");
-        fp[i] = (unsigned char)(hi << 4 | lo);
-    }
+    if (gw_hex_decode(q, fp, GW_FINGERPRINT_LEN) != 0)
+        return bad(err, s, at, "receipt record: fingerprint is not hex");
     q += 64;
     if (memcmp(q, RECEIPT_KEY, sizeof(RECEIPT_KEY) - 1) != 0)
         return bad(err, s, at, "receipt record: no receipt");

@@ -12,16 +12,6 @@
 
 #include "fileio.h"
 
-static void hex(const unsigned char *d, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[d[i] >> 4];
-        out[2 * i + 1] = digits[d[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* SHA-256 of the active segment's bytes so far, without ending the running hash. */
 static int active_sha256(struct gw_journal *j, char out[GW_SHA256_HEX + 1])
 {
@@ -31,7 +21,7 @@ static int active_sha256(struct gw_journal *j, char out[GW_SHA256_HEX + 1])
     int ok = copy && EVP_MD_CTX_copy_ex(copy, j->hash) && EVP_DigestFinal_ex(copy, d, &n);
     EVP_MD_CTX_free(copy);
     if (ok)
-        hex(d, n, out);
+        gw_hex_encode(d, n, out);
     return ok ? 0 : -ENOMEM;
 }
 

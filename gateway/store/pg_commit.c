@@ -106,16 +106,6 @@ static int add_step(struct group *g, struct gw_buf *sql, const char *text, int n
     return 0;
 }
 
-static void to_hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* The first round trip: BEGIN, the sequencer row locked until COMMIT (the one order of every
  * replica's commits), and the group's batch_ids already stored, into the table. Ids are
  * [A-Za-z0-9._:-] (docs/api.md §2), so the array literal needs no escaping beyond its quotes. */
@@ -159,7 +149,7 @@ static void decide(struct group *g)
 {
     size_t i = 0;
     for (struct gw_commit_item *it = g->list; it; it = it->next, i++) {
-        to_hex(it->fingerprint, GW_FINGERPRINT_LEN, g->hex[i]);
+        gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, g->hex[i]);
         struct seen *s = slot_of(g, it->batch_id);
         if (!s->batch_id) {
             *s = (struct seen){it->batch_id, g->hex[i], it->receipt, it->receipt_len};

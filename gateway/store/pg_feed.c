@@ -12,24 +12,13 @@
 
 #include "journal.h"
 
-static int hex_value(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* The journal's receipt record line of one row (docs/journal.md §2). */
 static int receipt_line(PGresult *res, int row, struct gw_buf *line)
 {
     unsigned char fp[GW_FINGERPRINT_LEN];
     const char *hex = PQgetvalue(res, row, 1);
-    if (strlen(hex) != 2 * GW_FINGERPRINT_LEN)
+    if (strlen(hex) != 2 * GW_FINGERPRINT_LEN || gw_hex_decode(hex, fp, GW_FINGERPRINT_LEN) != 0)
         return -EINVAL;
-    for (size_t i = 0; i < GW_FINGERPRINT_LEN; i++) {
-        int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -EINVAL;
-        fp[i] = (unsigned char)(hi << 4 | lo);
-    }
     gw_buf_reset(line);
     gw_journal_receipt_prefix(line, strtoull(PQgetvalue(res, row, 0), NULL, 10), fp);
     gw_buf_append(line, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2));
