@@ -8,13 +8,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 from negative_journal import health_journal_red, probe_chain_red
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (name, file, exact text, replacement, detectors that must turn red[, ctest regex of the tests
-# expected to catch it: run first, so a red suite is found without running all of it])
+# (name, file, exact text, replacement, detectors that must turn red, ctest regex of the tests
+# that must catch it: the "tests" detector is red when one of them fails)
 GATEWAY = ("probe", "health", "tests")
 HEALTH = ("health", "tests")
 DEFECTS = [
@@ -382,51 +383,69 @@ def tampered_receipt(work):
 
 
 def health_red(build, work):
+    """Red when health fails a receipt of the (mutated) gateway, passes the tampered receipt
+    (a health that lost its eyes), or fails the journal scenario."""
     health = os.path.join(build, "health", "shardgate-health")
     receipts = [(c, r) for c, r, _ in gateway_receipts(build, work) if os.path.exists(r)]
-    receipts.append((scenarios(work)[0][1], tampered_receipt(work)))
     if any(health_says_fail(health, conf, receipt) for conf, receipt in receipts):
+        return True
+    if not health_rejects(health, scenarios(work)[0][1], tampered_receipt(work)):
         return True
     return health_journal_red(build, work)
 
 
-def health_says_fail(health, conf, receipt):
-    """Red is a non-zero exit or a verdict other than pass: a health check that prints "fail"
-    and exits 0 is itself the defect, and the verdict shows it."""
+def health_verdict(health, conf, receipt):
+    """(exit code, status) of `shardgate-health check` on one receipt."""
     p = sh([health, "check", "--conf", conf, "--shards", shards_for(conf), "--receipt", receipt])
     try:
         status = json.loads(p.stdout)["status"]
     except (ValueError, KeyError, TypeError):
         status = None
-    return p.returncode != 0 or status != "pass"
+    return p.returncode, status
 
 
-# Labels the gate's suite leaves out: slow end-to-end runs and the packaging checks, which judge
-# no placement or total, and the PostgreSQL replicas (a minute and a half: their defects name
-# them as catchers, which run whatever the labels).
-GATE_EXCLUDED = "http|property|bench|fuzz_regress|ops|package|postgres"
+def health_says_fail(health, conf, receipt):
+    """Red is a non-zero exit or a verdict other than pass: a health check that prints "fail"
+    and exits 0 is itself the defect, and the verdict shows it."""
+    code, status = health_verdict(health, conf, receipt)
+    return code != 0 or status != "pass"
 
 
-def tests_red(build, catchers=None, show=False):
-    """Red when any test of the gate's suite fails: the expected catchers first, then the rest."""
-    if catchers and sh(["ctest", "--test-dir", build, "-j2", "-R", catchers]).returncode != 0:
-        return True
-    p = sh(["ctest", "--test-dir", build, "-j2", "--stop-on-failure", "-LE", GATE_EXCLUDED])
-    if p.returncode != 0 and show:
+def health_rejects(health, conf, receipt):
+    """A bad receipt is rejected only by exit 2 with the verdict "fail" (docs/operations.md
+    §1.1)."""
+    return health_verdict(health, conf, receipt) == (2, "fail")
+
+
+def tests_red(build, catchers):
+    """Red when a test the defect names as its catchers fails (ctest regex)."""
+    return sh(["ctest", "--test-dir", build, "-j2", "--stop-on-failure", "-R",
+               catchers]).returncode != 0
+
+
+def catchers_green(build, chosen):
+    """On the unmutated tree every catcher of the chosen defects passes, else a red catcher
+    would prove nothing."""
+    union = "|".join("(%s)" % d[5] for _, d in chosen)
+    p = sh(["ctest", "--test-dir", build, "-j2", "-R", union])
+    if p.returncode != 0:
         failed = [l for l in p.stdout.decode(errors="replace").splitlines() if "***" in l]
-        print("the suite is red on the unmutated tree:\n" + "\n".join(failed))
-    return p.returncode != 0
+        print("catchers red on the unmutated tree:\n" + "\n".join(failed))
+    return p.returncode == 0
 
 
-def build_tree(src, build):
-    if sh(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"]).returncode != 0:
-        return False
+def configure_tree(src, build):
+    return sh(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release"]).returncode == 0
+
+
+def build_tree(build):
+    """A defect changes one source file, never a CMake input: the build alone recompiles it
+    (configuring again, which lists every test script, cost about 6 s per defect)."""
     return sh(["cmake", "--build", build, "-j2"]).returncode == 0
 
 
 def run_defect(index, defect, src, build, work):
-    name, rel, old, new, detectors = defect[:5]
-    catchers = defect[5] if len(defect) > 5 else None
+    name, rel, old, new, detectors, catchers = defect
     path = os.path.join(src, rel)
     original = open(path).read()
     label = "N%02d %s" % (index, name)
@@ -434,8 +453,9 @@ def run_defect(index, defect, src, build, work):
         print("%s: FAIL patch matched %d times (must be exactly 1)" % (label, original.count(old)))
         return False
     open(path, "w").write(original.replace(old, new))
+    started = time.monotonic()
     try:
-        if not build_tree(src, build):
+        if not build_tree(build):
             print("%s: FAIL the defect does not build" % label)
             return False
         red = {"probe": lambda: probe_red(build, work), "health": lambda: health_red(build, work),
@@ -444,8 +464,9 @@ def run_defect(index, defect, src, build, work):
     finally:
         open(path, "w").write(original)
     ok = all(verdicts.values())
-    print("%s: %s applied; %s" % (label, "PASS" if ok else "FAIL", " ".join(
-        "%s=%s" % (d, "red" if v else "GREEN") for d, v in verdicts.items())), flush=True)
+    print("%s: %s applied; %s (%.0f s)" % (label, "PASS" if ok else "FAIL", " ".join(
+        "%s=%s" % (d, "red" if v else "GREEN") for d, v in verdicts.items()),
+        time.monotonic() - started), flush=True)
     return ok
 
 
@@ -468,10 +489,11 @@ def main():
         src, build, work = (os.path.join(tmp, d) for d in ("src", "build", "work"))
         os.makedirs(work)
         copy_tree(src)
-        if not build_tree(src, build):
+        if not configure_tree(src, build) or not build_tree(build):
             print("the unmutated tree does not build")
             return 1
-        if probe_red(build, work) or health_red_clean(build, work) or tests_red(build, show=True):
+        if (probe_red(build, work) or health_red_clean(build, work) or
+                not catchers_green(build, chosen)):
             print("the unmutated tree is already red: the gate would prove nothing")
             return 1
         results = [run_defect(i + 1, d, src, build, work) for i, d in chosen]
