@@ -257,6 +257,21 @@ DEFECTS = [
     ("idem-merge-inputs-unchecked", "gateway/store/idem_merge.c",
      "        if (gw_idem_run_check_all(in[i]) != 0)",
      "        if (0 && gw_idem_run_check_all(in[i]) != 0)", ("tests",), "^unit/test_idempotency$"),
+    # Issue #14's shared pages (docs/decisions.md §23): a page answered to a question with
+    # another cursor would hand a consumer assignments it did not ask for, or skip some.
+    ("feed-shared-page-ignores-cursor", "gateway/http/feed_cache.c",
+     "    return a->after == b->after && a->limit == b->limit",
+     "    return a->limit == b->limit", ("tests",), "^unit/test_feed_cache$|^http_feed$"),
+    # The kept listing of the state dir used after the writer rotated: a read from an old
+    # cursor skips the segments made since (http_feed reads 60 receipts across rotations).
+    ("feed-listing-kept-across-rotation", "gateway/store/feed.c",
+     "    int kept = active && f->listed.count && f->listed.list[f->listed.count - 1].active &&\n"
+     "               f->listed.list[f->listed.count - 1].first_seq == active;",
+     "    int kept = active && f->listed.count;", ("tests",), "^http_feed$"),
+    # A read between the writer's rename of journal.jsonl and its new one: 500, not a short page.
+    ("feed-rotation-window-fails-reads", "gateway/store/feed.c",
+     "    if (fd < 0 && errno == ENOENT && seg->active) {", "    if (0) {", ("tests",),
+     "^unit/test_feed$"),
     # Issue #17, --store postgres (docs/journal.md §10): commits that do not lock the sequencer
     # row give two replicas the same seqs; a stored batch_id replayed whatever its content; a
     # group committed without its totals; other replicas' feed watchers never told of a commit;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed_cache.h"
 #include "feed_render.h"
 #include "http.h"
 #include "membership.h"
@@ -25,12 +26,9 @@
 struct gw_feed_req {
     struct gw_feed_waiter waiter; /* first: the wake callback finds the request from it */
     struct gw_req *r;
-    uint64_t after;          /* the cursor; moves over receipts without a match while waiting */
-    struct gw_feed_mark pos; /* where the last read stopped: a re-read after a wake seeks there */
-    size_t limit;
-    enum gw_feed_form form;
-    char shard[GW_SHARD_ID_MAX + 3]; /* the shard as a JSON string; "" for /v1/receipts */
-    size_t shard_len;
+    uint64_t after;            /* the cursor; moves over receipts without a match while waiting */
+    struct gw_feed_mark pos;   /* where the last read stopped: a re-read after a wake seeks there */
+    struct gw_feed_question q; /* stream, form, limit; its cursor is set at each read */
 };
 
 /* One read's collection. */
@@ -53,7 +51,7 @@ static void suspend(void *arg)
 
 static int full(const struct collect *c)
 {
-    return c->out.items >= c->fr->limit || c->out.body.len >= FEED_BODY_MAX ||
+    return c->out.items >= c->fr->q.limit || c->out.body.len >= FEED_BODY_MAX ||
            c->scanned >= FEED_SCAN_MAX;
 }
 
@@ -66,7 +64,7 @@ static int visit_assignments(struct collect *c, const struct gw_feed_record *rec
     if (gw_feed_receipt_open(rec->line, rec->len, &r) != 0)
         return -EINVAL;
     while ((rc = gw_feed_receipt_next(&r, &p)) == 1) {
-        if (p.shard.n != c->fr->shard_len || memcmp(p.shard.p, c->fr->shard, p.shard.n) != 0)
+        if (p.shard.n != c->fr->q.shard_len || memcmp(p.shard.p, c->fr->q.shard, p.shard.n) != 0)
             continue;
         if (have)
             gw_feed_out_assignment(&c->out, rec->seq, &r, &held, 0);
@@ -89,7 +87,7 @@ static int visit(void *ctx, const struct gw_feed_record *rec)
         return c->out.body.failed ? -ENOMEM : 0;
     }
     int rc = 0;
-    if (c->fr->shard_len)
+    if (c->fr->q.shard_len)
         rc = visit_assignments(c, rec);
     else
         gw_feed_out_item(&c->out, "receipt", rec->line, rec->len, rec->seq);
@@ -120,13 +118,38 @@ static enum MHD_Result gone(struct gw_req *r, uint64_t earliest)
  * receipts place nothing on it (the bookmark moves over them). */
 static size_t page_receipts(const struct gw_feed_req *fr)
 {
-    return fr->shard_len ? FEED_PG_SCAN_RECEIPTS : fr->limit;
+    return fr->q.shard_len ? FEED_PG_SCAN_RECEIPTS : fr->q.limit;
+}
+
+static enum MHD_Result answer(struct gw_req *r, struct gw_feed_req *fr, struct gw_buf *body)
+{
+    return gw_serve_respond(r, MHD_HTTP_OK, gw_feed_form_type(fr->q.form), body,
+                            MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+}
+
+/* The page another consumer's same question made, if there is one; 1 when it answered. */
+static int answer_cached(struct gw_req *r, struct gw_feed_req *fr, enum MHD_Result *ret)
+{
+    struct gw_buf body;
+    uint64_t last;
+    gw_buf_init(&body);
+    fr->q.after = fr->after;
+    if (!gw_feed_cache_get(&r->srv->feed_cache, &fr->q, &body, &last)) {
+        gw_buf_free(&body);
+        return 0;
+    }
+    gw_metrics_feed_page(&r->srv->metrics, GW_FEED_SOURCE_SHARED);
+    *ret = answer(r, fr, &body);
+    return 1;
 }
 
 /* Reads what there is; answers it, or suspends the request to wait for more. */
 static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
 {
-    struct collect c = {.fr = fr, .out = {.form = fr->form}};
+    enum MHD_Result ret;
+    if (answer_cached(r, fr, &ret))
+        return ret;
+    struct collect c = {.fr = fr, .out = {.form = fr->q.form}};
     uint64_t last = fr->after, earliest = 0;
     gw_feed_out_begin(&c.out);
     struct gw_error err;
@@ -158,8 +181,10 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
                               NULL);
     }
     gw_feed_out_end(&c.out, last);
-    return gw_serve_respond(r, MHD_HTTP_OK, gw_feed_form_type(fr->form), &c.out.body,
-                            MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (c.out.items)
+        gw_feed_cache_put(&r->srv->feed_cache, &fr->q, &c.out.body, last);
+    gw_metrics_feed_page(&r->srv->metrics, GW_FEED_SOURCE_READ);
+    return answer(r, fr, &c.out.body);
 }
 
 static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const char *what)
@@ -211,8 +236,8 @@ static enum MHD_Result parse_params(struct gw_req *r, struct gw_feed_req *fr, in
     if (number_param(r, "wait_ms", 0, FEED_WAIT_MAX_MS, 0, &wait_ms) != 0)
         return bad_parameter(r, "wait_ms", "must be an integer 0..30000");
     *answered = 0;
-    fr->limit = (size_t)limit;
-    fr->form = form_of(r);
+    fr->q.limit = (size_t)limit;
+    fr->q.form = form_of(r);
     fr->waiter.wake = wake;
     fr->waiter.deadline_ns = gw_now_ns() + wait_ms * 1000000u;
     return MHD_YES;
@@ -247,10 +272,10 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
     r->feed = fr;
     if (shard_len) {
         fr->waiter.shard_bit = gw_feed_shard_bit(shard, shard_len);
-        fr->shard[0] = '"';
-        memcpy(fr->shard + 1, shard, shard_len);
-        fr->shard[shard_len + 1] = '"';
-        fr->shard_len = shard_len + 2;
+        fr->q.shard[0] = '"';
+        memcpy(fr->q.shard + 1, shard, shard_len);
+        fr->q.shard[shard_len + 1] = '"';
+        fr->q.shard_len = shard_len + 2;
     }
     int answered;
     enum MHD_Result ret = parse_params(r, fr, &answered);

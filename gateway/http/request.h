@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "commit.h"
 #include "feed.h"
+#include "feed_cache.h"
 #include "feed_watch.h"
 #include "idempotency.h"
 #include "journal.h"
@@ -40,9 +41,10 @@ struct gw_server {
     uint64_t index_durable_seq; /* the index files hold every id through this seq */
     struct gw_ledger ledger;
     struct gw_metrics metrics;
-    struct gw_feed feed;        /* the assignment feed's reader (docs/api.md §17) */
-    struct gw_feed_watch watch; /* its waiting requests, woken by the journal writer */
-    int pg;                     /* 1 with --store postgres: pg_store replaces journal and index */
+    struct gw_feed feed;             /* the assignment feed's reader (docs/api.md §17) */
+    struct gw_feed_watch watch;      /* its waiting requests, woken by the journal writer */
+    struct gw_feed_cache feed_cache; /* recent pages, shared by the same questions */
+    int pg; /* 1 with --store postgres: pg_store replaces journal and index */
     struct gw_pg_store pg_store;
     int auth; /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];

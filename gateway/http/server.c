@@ -210,6 +210,7 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
 static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_server *s = ctx;
+    gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment));
     gw_feed_durable(&s->feed, last_seq);
     gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
 }
@@ -219,6 +220,7 @@ static int start_feed(struct gw_server *s)
 {
     int rc = gw_feed_init(&s->feed, s->opt.state_dir);
     if (rc == 0) {
+        gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment));
         gw_feed_durable(&s->feed, s->journal.last_seq);
         rc = gw_feed_watch_start(&s->watch, s->journal.last_seq, s->opt.max_watchers);
     }
@@ -288,6 +290,7 @@ static void teardown(struct gw_server *s)
         MHD_stop_daemon(s->daemon);
     gw_committer_destroy(&s->committer);
     gw_feed_watch_destroy(&s->watch);
+    gw_feed_cache_free(&s->feed_cache);
     gw_feed_free(&s->feed);
     if (s->journal.path)
         gw_journal_close(&s->journal);
@@ -321,6 +324,7 @@ int gw_server_run(const struct gw_serve_options *opt)
     block_signals(&set);
     s->journal.fd = -1;
     gw_view_slot_init(&s->views);
+    gw_feed_cache_init(&s->feed_cache);
     int rc = setup(s);
     if (rc == GW_EXIT_OK) {
         int sig = wait_for_signal(s, &set);

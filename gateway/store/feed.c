@@ -47,6 +47,7 @@ void gw_feed_free(struct gw_feed *f)
     if (!f->dir)
         return;
     pthread_mutex_destroy(&f->lock);
+    gw_feed_segments_free(&f->listed);
     free(f->marks);
     free(f->dir);
     memset(f, 0, sizeof(*f));
@@ -57,6 +58,39 @@ void gw_feed_durable(struct gw_feed *f, uint64_t seq)
     pthread_mutex_lock(&f->lock);
     f->durable_seq = seq;
     pthread_mutex_unlock(&f->lock);
+}
+
+void gw_feed_active_segment(struct gw_feed *f, uint64_t first_seq)
+{
+    pthread_mutex_lock(&f->lock);
+    f->active_first = first_seq;
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* The segments to read: a copy of the kept listing while its active segment is the announced
+ * one, else a fresh listing (kept when it agrees with the announcement). */
+static int list_segments(struct gw_feed *f, struct gw_feed_segments *out)
+{
+    pthread_mutex_lock(&f->lock);
+    uint64_t active = f->active_first;
+    int kept = active && f->listed.count && f->listed.list[f->listed.count - 1].active &&
+               f->listed.list[f->listed.count - 1].first_seq == active;
+    int rc = kept ? gw_feed_segments_copy(&f->listed, out) : 1;
+    pthread_mutex_unlock(&f->lock);
+    if (rc <= 0)
+        return rc;
+    rc = gw_feed_segments_list(f->dir, out);
+    if (rc != 0 || !out->count || !out->list[out->count - 1].active ||
+        out->list[out->count - 1].first_seq != active)
+        return rc;
+    struct gw_feed_segments copy;
+    if (gw_feed_segments_copy(out, &copy) != 0)
+        return 0; /* not kept: the next read lists again */
+    pthread_mutex_lock(&f->lock);
+    gw_feed_segments_free(&f->listed);
+    f->listed = copy;
+    pthread_mutex_unlock(&f->lock);
+    return 0;
 }
 
 uint64_t gw_feed_durable_seq(struct gw_feed *f)
@@ -233,6 +267,11 @@ static int scan_segment(struct scan *s, const struct gw_feed_segment *seg, uint6
     gw_feed_segment_name(seg, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", s->f->dir, name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && seg->active) {
+        s->done = 1; /* the writer is rotating: the active segment is being sealed under its
+                        new name, which a later read lists (nothing past here is delivered) */
+        return 0;
+    }
     if (fd < 0)
         return -errno;
     s->segment = seg->first_seq;
@@ -291,7 +330,7 @@ int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void
     if (after >= s.durable)
         return 0;
     struct gw_feed_segments segs;
-    int rc = gw_feed_segments_list(f->dir, &segs);
+    int rc = list_segments(f, &segs);
     if (rc != 0)
         return rc;
     if (segs.count && after + 1 < segs.list[0].first_seq) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "feed_segments.h"
 
 /* One index mark: the byte just after receipt `seq`'s line in segment `segment`. */
 struct gw_feed_mark {
@@ -18,10 +19,12 @@ struct gw_feed_mark {
 
 struct gw_feed {
     char *dir;
-    pthread_mutex_t lock; /* the bound and the marks */
+    pthread_mutex_t lock; /* the bound, the marks and the kept listing */
     uint64_t durable_seq; /* every receipt <= it is durable; nothing after it is delivered */
     struct gw_feed_mark *marks;
     size_t nmarks, cap;
+    uint64_t active_first;          /* the active segment as the writer announced it; 0: unknown */
+    struct gw_feed_segments listed; /* the last listing whose active segment was active_first */
 };
 
 enum gw_feed_kind { GW_FEED_RECEIPT, GW_FEED_EPOCH };
@@ -51,6 +54,12 @@ void gw_feed_free(struct gw_feed *f);
  * (written, not yet synced) is never delivered: receipts by their seq, epoch records only with
  * the durable receipt that follows them; an unterminated line is never read as a record. */
 void gw_feed_durable(struct gw_feed *f, uint64_t seq);
+
+/* The journal writer, with each announcement: the active segment's first_seq. A listing of the
+ * state dir whose active segment is that one is kept and used by the reads until the writer
+ * announces another (segments change only by the writer's rotation while a server runs,
+ * docs/journal.md §8); without an announcement every read lists the dir. */
+void gw_feed_active_segment(struct gw_feed *f, uint64_t first_seq);
 
 /* The durable bound now. */
 uint64_t gw_feed_durable_seq(struct gw_feed *f);

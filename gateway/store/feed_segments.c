@@ -119,3 +119,14 @@ void gw_feed_segment_name(const struct gw_feed_segment *s, char *out, size_t siz
         snprintf(out, size, SEALED_PREFIX "%020llu" SEALED_SUFFIX,
                  (unsigned long long)s->first_seq);
 }
+
+int gw_feed_segments_copy(const struct gw_feed_segments *from, struct gw_feed_segments *out)
+{
+    out->count = 0;
+    out->list = malloc((from->count ? from->count : 1) * sizeof(*out->list));
+    if (!out->list)
+        return -ENOMEM;
+    memcpy(out->list, from->list, from->count * sizeof(*out->list));
+    out->count = from->count;
+    return 0;
+}

@@ -21,6 +21,8 @@ struct gw_feed_segments {
  * one: the first segment). Returns 0, -ENOMEM or -errno of the directory. */
 int gw_feed_segments_list(const char *dir, struct gw_feed_segments *out);
 void gw_feed_segments_free(struct gw_feed_segments *s);
+/* A copy of `from` into `out`: 0 or -ENOMEM. */
+int gw_feed_segments_copy(const struct gw_feed_segments *from, struct gw_feed_segments *out);
 
 /* Writes the file name of segment `s` into out (size >= 64). */
 void gw_feed_segment_name(const struct gw_feed_segment *s, char *out, size_t size);

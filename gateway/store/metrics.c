@@ -29,6 +29,8 @@ void gw_metrics_init(struct gw_metrics *m)
     atomic_init(&m->epoch_seq, 0);
     for (size_t i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
         atomic_init(&m->reloads[i], 0);
+    for (size_t i = 0; i < GW_FEED_SOURCE_COUNT; i++)
+        atomic_init(&m->feed_pages[i], 0);
     histogram_init(&m->request);
     histogram_init(&m->fsync);
 }
@@ -127,6 +129,13 @@ void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result)
     atomic_fetch_add(&m->reloads[result], 1);
 }
 
+static const char *const feed_source_names[GW_FEED_SOURCE_COUNT] = {"read", "shared"};
+
+void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source)
+{
+    atomic_fetch_add(&m->feed_pages[source], 1);
+}
+
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready)
 {
@@ -147,6 +156,11 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     for (int i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
         put_f(out, "shardgate_reloads_total{result=\"%s\"} %llu\n", reload_names[i],
               atomic_load(&m->reloads[i]));
+    header(out, "shardgate_feed_pages_total", "counter",
+           "Feed pages answered, read from the journal or shared with the same question.");
+    for (int i = 0; i < GW_FEED_SOURCE_COUNT; i++)
+        put_f(out, "shardgate_feed_pages_total{source=\"%s\"} %llu\n", feed_source_names[i],
+              atomic_load(&m->feed_pages[i]));
     header(out, "shardgate_journal_commits_total", "counter", "Group commits (write + fdatasync).");
     put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));
     header(out, "shardgate_journal_records_total", "counter", "Receipt records journaled.");

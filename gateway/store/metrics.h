@@ -30,6 +30,13 @@ enum gw_reload_result {
     GW_RELOAD_RESULT_COUNT
 };
 
+/* Where a feed page came from; the `source` label of shardgate_feed_pages_total. */
+enum gw_feed_source {
+    GW_FEED_SOURCE_READ,   /* read from the journal (or the database) and rendered */
+    GW_FEED_SOURCE_SHARED, /* the copy of a page made for the same question (docs/api.md §17) */
+    GW_FEED_SOURCE_COUNT
+};
+
 #define GW_HISTOGRAM_BUCKETS 14
 
 struct gw_histogram {
@@ -45,6 +52,7 @@ struct gw_metrics {
     atomic_ullong records;   /* receipt records journaled */
     atomic_ullong epoch_seq; /* epoch_seq of the published view */
     atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
+    atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
     struct gw_histogram request; /* every HTTP request, seconds */
     struct gw_histogram fsync;   /* journal fdatasync, seconds */
 };
@@ -60,6 +68,8 @@ void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns)
 /* Counts one reload by how it ended. */
 void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result);
 
+/* Counts one feed page answered (200) by where it came from. */
+void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source);
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
 
 /* Appends every series; `totals` holds the cumulative per-shard totals in membership order,

@@ -278,6 +278,104 @@ def sse_form_and_last_event_id_resume():
         eq(len(sse_events(r3.body)), 4, "after= wins over Last-Event-ID")
 
 
+def feed_pages(s):
+    """shardgate_feed_pages_total by source: (read, shared)."""
+    text = s.get("/metrics").body.decode()
+    return tuple(int(next(l.split(" ")[1] for l in text.splitlines() if l.startswith(
+        'shardgate_feed_pages_total{source="%s"} ' % source))) for source in ("read", "shared"))
+
+
+@case("feed")
+def the_same_question_is_read_once():
+    """Consumers asking the same question (stream, form, cursor, limit) share one read: the
+    second answer is the first's bytes, counted as shared; any other question reads (docs/api.md
+    §17). Long-polls of the same cursor woken by one commit get identical answers."""
+    with Server() as s:
+        golden_server(s)
+        path = "/v1/shards/shard-c/assignments?after=0"
+        first = s.get(path)
+        eq((first.status, feed_pages(s)), (200, (1, 0)), "the first answer is read")
+        again = s.get(path)
+        eq((again.status, again.body, feed_pages(s)), (200, first.body, (1, 1)),
+           "the same question: the same bytes, shared")
+        eq(s.get(path, headers={"Accept": "application/json"}).json()["last_seq"], 1, "JSON")
+        eq(s.get(path + "&limit=2").status, 200, "another limit (whole receipts: 4 items)")
+        eq(s.get("/v1/shards/shard-a/assignments?after=0").status, 200, "another shard")
+        eq(s.get("/v1/receipts?after=0").status, 200, "every receipt")
+        eq(feed_pages(s), (5, 1), "other forms, limits and streams are read")
+        eq(s.get("/v1/shards/shard-c/assignments?after=1").body,
+           b'{"type":"bookmark","last_seq":1}\n', "nothing after the cursor")
+        eq(s.get("/v1/shards/shard-c/assignments?after=1").status, 200, "asked again")
+        eq(feed_pages(s), (7, 1), "an empty page is never shared")
+        polls = [Poll(s, "/v1/shards/shard-c/assignments?after=1&wait_ms=10000")
+                 for _ in range(3)]
+        for p in polls:
+            p.start()
+        time.sleep(0.3)
+        doc = json.loads(read(src("input", "changes.json")))
+        doc["batch_id"] = "again"
+        eq(s.post(json.dumps(doc).encode()).status, 200, "POST")
+        for p in polls:
+            p.join(15)
+        bodies = {p.response.body for p in polls}
+        eq(len(bodies), 1, "one answer for the three polls")
+        eq(bodies.pop().count(b'"seq":2,'), 4, "shard-c's four assignments of seq 2")
+        read_, shared = feed_pages(s)
+        eq(read_ + shared, 11, "three pages answered: %d read, %d shared" % (read_ - 7, shared - 1))
+        ok(shared >= 2, "at least one shared: %d read, %d shared" % (read_ - 7, shared - 1))
+
+
+@case("feed")
+def a_follower_reads_across_segment_rotations():
+    """--segment-bytes 65536: a follower long-polling /v1/receipts while batches rotate the
+    journal gets every seq once, in order, up to the last: the feed's kept listing of the state
+    dir is replaced when the writer announces a new active segment (docs/decisions.md §23)."""
+    with Server(args=["--segment-bytes", "65536"]) as s:
+        seqs, pages = [], []
+
+        def follow():
+            after, deadline = 0, time.monotonic() + 30
+            while after < 60 and time.monotonic() < deadline:
+                r = s.get("/v1/receipts?after=%d&wait_ms=2000" % after)
+                pages.append(r.status)
+                for item in map(json.loads, r.body.splitlines()):
+                    if item["type"] == "receipt":
+                        seqs.append(item["seq"])
+                    elif item["type"] == "bookmark":
+                        after = item["last_seq"]
+
+        statuses, posted = set(), threading.Event()
+
+        def hammer(k):  # reads to the tail, without waiting, while the writer rotates
+            last = 0
+            while not posted.is_set():
+                r = s.get("/v1/receipts?after=%d" % max(0, last - 1 - k))
+                statuses.add(r.status)
+                if r.status == 200:
+                    last = json.loads(r.body.splitlines()[-1])["last_seq"]
+
+        threads = [threading.Thread(target=follow, daemon=True)] + [
+            threading.Thread(target=hammer, args=(k,), daemon=True) for k in range(4)]
+        for t in threads:
+            t.start()
+        for i in range(60):  # ~3 KB receipts: several 64 KiB segments
+            eq(s.post(batch("r%d" % i, n=20)).status, 200, "POST")
+        posted.set()
+        for t in threads:
+            t.join(40)
+        eq(statuses, {200}, "reads during the rotations")
+        sealed = [n for n in os.listdir(s.state_dir) if n.startswith("journal-")]
+        ok(len(sealed) >= 2, "rotated at least twice: %r" % sealed)
+        eq(set(pages), {200}, "every page 200")
+        eq(seqs, list(range(1, 61)), "every seq once, in order")
+        again = s.get("/v1/receipts?after=0&limit=100000")
+        items = [json.loads(l) for l in again.body.splitlines()]
+        eq([i["seq"] for i in items if i["type"] == "receipt"], list(range(1, 61)),
+           "read again from the start, across the segments")
+        mid = s.get("/v1/receipts?after=30&limit=5", headers={"Accept": "application/json"})
+        eq([i["seq"] for i in mid.json()["items"]], [31, 32, 33, 34, 35], "from a mark")
+
+
 @case("feed_gone")
 def cursor_older_than_the_oldest_segment_is_410():
     """Needs journal segments (issue #13: --segment-bytes, `shardgate journal archive`); skipped

@@ -265,6 +265,49 @@ static void test_position(const char *dir)
     gw_feed_free(&f);
 }
 
+/* The writer rotates (docs/journal.md §6): journal.jsonl renamed to its sealed name, then a new
+ * journal.jsonl, then the group written and announced. A read with the kept listing in between
+ * delivers nothing it cannot find and never fails; after the announcement the listing is
+ * replaced and every record comes, in order. */
+static void test_rotation(const char *dir)
+{
+    struct gw_feed f;
+    uint64_t last = 0;
+    int rc;
+    char from[4096], to[4096];
+    CHECK_EQ_U64(gw_feed_init(&f, dir), 0);
+    gw_feed_active_segment(&f, 3001);
+    gw_feed_durable(&f, 3006);
+    CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), "E3@3006 R3006 "); /* listed, kept */
+    snprintf(from, sizeof(from), "%s/journal.jsonl", dir);
+    snprintf(to, sizeof(to), "%s/journal-00000000000000003001.jsonl", dir);
+    CHECK_EQ_U64(rename(from, to), 0); /* sealed; no active segment for a moment */
+    CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), "");
+    CHECK_EQ_U64(rc, 0);
+    CHECK_EQ_U64(last, 3005);
+    CHECK_EQ_STR(trace_read(&f, 0, 2999, 0, &last, &rc), "E1@1 R2999 R3000 ");
+    CHECK_EQ_U64(rc, 0);
+    CHECK_EQ_U64(last, 3000);
+    struct gw_buf b;
+    gw_buf_init(&b);
+    gw_buf_puts(&b, "{\"type\":\"segment\",\"first_seq\":3007,\"prev\":\"00\"}\n");
+    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E4\"}\n");
+    small_receipt(&b, 3007);
+    CHECK_EQ_U64(write_file(dir, "journal.jsonl", &b), 0);
+    gw_buf_free(&b);
+    CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), ""); /* not announced yet */
+    CHECK_EQ_U64(rc, 0);
+    CHECK_EQ_U64(last, 3005);
+    gw_feed_active_segment(&f, 3007);
+    gw_feed_durable(&f, 3007);
+    CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), "E3@3006 R3006 E4@3007 R3007 ");
+    CHECK_EQ_U64(rc, 0);
+    CHECK_EQ_STR(trace_read(&f, 2999, 0, 0, &last, &rc),
+                 "R3000 E2@3001 R3001 R3002 R3003 R3004 R3005 E3@3006 R3006 E4@3007 R3007 ");
+    CHECK_EQ_U64(last, 3007);
+    gw_feed_free(&f);
+}
+
 /* The oldest segment moved away: a cursor before it is -ESTALE with its first_seq. */
 static void test_stale(const char *dir)
 {
@@ -296,6 +339,7 @@ int main(int argc, char **argv)
     CHECK_EQ_U64(make_state(dir), 0);
     test_reads(dir);
     test_position(dir);
+    test_rotation(dir);
     test_stale(dir);
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
