@@ -16,9 +16,13 @@
 --consumer-nice N runs the consumers and pollers at nice N: on a machine whose cores the
 gateway and wrk also need, a consumer at the same priority takes its parsing CPU from the POSTs;
 nice 19 stands in for consumers on other hosts (the gateway's own cost of serving them remains).
+--consumer c (default) makes the 4 active consumers bench/feed_reader (C, next to the
+gateway's build: the gateway's cost, little of the consumers' own); python the Python follower
+above (its parsing on the same cores). --pause-ms P: a C consumer sleeps P ms after a page
+under 512 KiB (a tail follower letting a page gather, as a throughput-minded worker would).
 
 usage: feed_bench.py SHARDGATE OUT.json [--assignments 2000000] [--seconds 10] [--conns 8]
-       [--rounds 3] [--consumer-nice N]
+       [--rounds 3] [--consumer-nice N] [--consumer c|python] [--pause-ms P]
 """
 import argparse
 import http.client
@@ -91,6 +95,9 @@ def post_all(port, total, per_batch=1000, clients=2):
 
 
 CONSUMER_NICE = 0  # set by --consumer-nice, inherited by the consumer processes
+CONSUMER = "c"  # --consumer
+PAUSE_MS = 0  # --pause-ms
+READER = None  # bench/feed_reader, set in main
 
 
 def follow(port, shard, after, until_count, stop_seconds, out):
@@ -149,8 +156,40 @@ def tail_seq(port):
     return last
 
 
-def wrk_phase(port, seconds, conns, watchers):
-    """POST throughput for `seconds` with `watchers` ("idle", n) or ("active", n) running."""
+def feed_reader(shardgate):
+    """bench/feed_reader of the build the gateway comes from."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(shardgate))), "bench",
+                        "feed_reader")
+
+
+def start_active(port, start, seconds, q):
+    """One active consumer from `start`: a C feed_reader process or a Python follower."""
+    if CONSUMER == "c":
+        return subprocess.Popen(["nice", "-n", str(CONSUMER_NICE), READER, str(port), "s0",
+                                 str(start), str(seconds), str(PAUSE_MS)],
+                                stdout=subprocess.PIPE, text=True)
+    p = multiprocessing.Process(target=follow, args=(port, "s0", start, 1 << 62, seconds, q))
+    p.start()
+    return p
+
+
+def stop_active(p, q):
+    """The assignments an active consumer received."""
+    if CONSUMER == "c":
+        out = p.communicate(timeout=60)[0]
+        return json.loads(out)["assignments"]
+    return q.get()[0]
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far."""
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk_phase(port, seconds, conns, watchers, gw_pid):
+    """POST throughput for `seconds` with `watchers` ("idle", n) or ("active", n) running, and
+    the gateway's CPU seconds meanwhile."""
     stop_at = time.time() + seconds + 3
     procs = []
     kind, n = watchers
@@ -159,25 +198,28 @@ def wrk_phase(port, seconds, conns, watchers):
     for _ in range(n):
         if kind == "idle":
             procs.append(multiprocessing.Process(target=idle_poller, args=(port, start, stop_at)))
+            procs[-1].start()
         else:
-            procs.append(multiprocessing.Process(
-                target=follow, args=(port, "s0", start, 1 << 62, seconds + 2, q)))
-    for p in procs:
-        p.start()
+            procs.append(start_active(port, start, seconds + 2, q))
     time.sleep(1)
+    cpu0 = cpu_seconds(gw_pid)
     out = subprocess.run(["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s",
                           os.path.join(HERE, "http_post.lua"), "http://127.0.0.1:%d" % port,
                           "--", "100", "%s%d-%d" % (kind, n, int(time.time()))],
                          capture_output=True, text=True, timeout=seconds + 60)
+    cpu1 = cpu_seconds(gw_pid)
     line = [l for l in out.stdout.splitlines() if l.startswith("{")][-1]
     res = json.loads(line)
+    res["gateway_cpu_s"] = round(cpu1 - cpu0, 2)
     consumed = 0
     if kind == "active":
-        for _ in range(n):
-            consumed += q.get()[0]
+        consumed = sum(stop_active(p, q) for p in procs)
     for p in procs:
-        p.terminate() if kind == "idle" else None
-        p.join(60)
+        if kind == "idle":
+            p.terminate()
+            p.join(60)
+        elif CONSUMER == "python":
+            p.join(60)
     res["watchers"] = "%d %s" % (n, kind)
     res["assignments_consumed"] = consumed
     return res
@@ -192,9 +234,14 @@ def main():
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--consumer-nice", type=int, default=0)
+    ap.add_argument("--consumer", choices=("c", "python"), default="c")
+    ap.add_argument("--pause-ms", type=int, default=0)
     a = ap.parse_args()
-    global CONSUMER_NICE
-    CONSUMER_NICE = a.consumer_nice
+    global CONSUMER_NICE, CONSUMER, PAUSE_MS, READER
+    CONSUMER_NICE, CONSUMER, PAUSE_MS = a.consumer_nice, a.consumer, a.pause_ms
+    READER = feed_reader(a.shardgate)
+    if CONSUMER == "c" and not os.access(READER, os.X_OK):
+        raise SystemExit("feed_bench: %s not built (-DSHARDGATE_BENCH=ON)" % READER)
     work = tempfile.mkdtemp(prefix="feed-bench-")
     port = free_port()
     gw = start_gateway(a.shardgate, work, port)
@@ -202,9 +249,9 @@ def main():
         fill = post_all(port, a.assignments)
         cold = consume_once(port, a.assignments)
         warm = consume_once(port, a.assignments)
-        phases = [wrk_phase(port, a.seconds, a.conns, w)
+        phases = [wrk_phase(port, a.seconds, a.conns, w, gw.pid)
                   for _ in range(a.rounds) for w in (("none", 0), ("idle", 10), ("active", 4))]
-        phases.append(wrk_phase(port, a.seconds, a.conns, ("none", 0)))
+        phases.append(wrk_phase(port, a.seconds, a.conns, ("none", 0), gw.pid))
     finally:
         gw.terminate()
         gw.wait(60)
@@ -214,7 +261,7 @@ def main():
         base = (phases[3 * r]["requests_per_s"] + phases[3 * r + 3]["requests_per_s"]) / 2
         drops["idle"].append(round(100 * (1 - phases[3 * r + 1]["requests_per_s"] / base), 1))
         drops["active"].append(round(100 * (1 - phases[3 * r + 2]["requests_per_s"] / base), 1))
-    result = {"consumer_nice": a.consumer_nice, "fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
+    result = {"consumer": a.consumer, "pause_ms": a.pause_ms, "consumer_nice": a.consumer_nice, "fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
               "post_phases": phases, "drop_idle_pct": drops["idle"],
               "drop_active_pct": drops["active"],
               "drop_idle_pct_median": sorted(drops["idle"])[a.rounds // 2],
