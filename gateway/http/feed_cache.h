@@ -17,7 +17,7 @@
 #include "feed_render.h"
 #include "membership.h"
 
-#define GW_FEED_CACHE_SLOTS 16 /* pages kept: at most 16 MiB (each at most 1 MiB + 1 line) */
+#define GW_FEED_CACHE_SLOTS 16 /* pages kept: each at most 1 MiB plus its last receipt's items */
 
 /* What a page answers: the stream (a shard as a JSON string, or "" for every receipt), the
  * form, the cursor and the limit. */
