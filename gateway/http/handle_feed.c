@@ -26,9 +26,9 @@
 struct gw_feed_req {
     struct gw_feed_waiter waiter; /* first: the wake callback finds the request from it */
     struct gw_req *r;
-    uint64_t after;            /* the cursor; moves over receipts without a match while waiting */
     struct gw_feed_mark pos;   /* where the last read stopped: a re-read after a wake seeks there */
-    struct gw_feed_question q; /* stream, form, limit; its cursor is set at each read */
+    struct gw_feed_question q; /* stream, form, limit and the cursor (q.after), which moves over
+                                  receipts without a match while waiting */
 };
 
 /* One read's collection. */
@@ -133,7 +133,6 @@ static int answer_cached(struct gw_req *r, struct gw_feed_req *fr, enum MHD_Resu
     struct gw_buf body;
     uint64_t last;
     gw_buf_init(&body);
-    fr->q.after = fr->after;
     if (!gw_feed_cache_get(&r->srv->feed_cache, &fr->q, &body, &last)) {
         gw_buf_free(&body);
         return 0;
@@ -150,15 +149,15 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     if (answer_cached(r, fr, &ret))
         return ret;
     struct collect c = {.fr = fr, .out = {.form = fr->q.form}};
-    uint64_t last = fr->after, earliest = 0;
+    uint64_t last = fr->q.after, earliest = 0;
     gw_feed_out_begin(&c.out);
     struct gw_error err;
     int rc = r->srv->pg
-                 ? gw_pg_feed_read(&r->srv->pg_store, fr->after, page_receipts(fr), visit, &c,
+                 ? gw_pg_feed_read(&r->srv->pg_store, fr->q.after, page_receipts(fr), visit, &c,
                                    &last, &err)
-                 : gw_feed_read(&r->srv->feed, fr->after, visit, &c, &fr->pos, &last, &earliest);
+                 : gw_feed_read(&r->srv->feed, fr->q.after, visit, &c, &fr->pos, &last, &earliest);
     if (rc == 0 && c.out.items == 0) {
-        fr->after = last; /* a bookmark: receipts without a match are passed over */
+        fr->q.after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
         if (gw_feed_watch_wait(&r->srv->watch, &fr->waiter, suspend, r->conn)) {
             gw_buf_free(&c.out.body);
@@ -229,7 +228,7 @@ static enum MHD_Result parse_params(struct gw_req *r, struct gw_feed_req *fr, in
 {
     uint64_t limit, wait_ms;
     *answered = 1;
-    if (cursor_param(r, &fr->after) != 0)
+    if (cursor_param(r, &fr->q.after) != 0)
         return bad_parameter(r, "after", "must be an integer 0..18446744073709551615");
     if (number_param(r, "limit", 1, FEED_LIMIT_MAX, FEED_LIMIT_DEFAULT, &limit) != 0)
         return bad_parameter(r, "limit", "must be an integer 1..100000");
