@@ -220,8 +220,8 @@ DEFECTS = [
     # Issue #14, the assignment feed: an empty page that does not move the cursor over receipts
     # without a match (no bookmark), and a cursor that serves its own receipt again.
     ("feed-bookmark-not-advanced", "gateway/http/handle_feed.c",
-     "        fr->after = last; /* a bookmark: receipts without a match are passed over */",
-     "        last = fr->after;", ("tests",), "^http_feed$"),
+     "        fr->q.after = last; /* a bookmark: receipts without a match are passed over */",
+     "        last = fr->q.after;", ("tests",), "^http_feed$"),
     ("feed-after-off-by-one", "gateway/store/feed.c",
      "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
      "^unit/test_feed$|^http_feed$"),
