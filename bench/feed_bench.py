@@ -9,9 +9,13 @@
    gateway run, phases of SECONDS each: none, 10 idle long-pollers (a shard nothing is placed
    on, from the tail, wait_ms 30000, re-polling), 4 active consumers (following s0 from the
    tail: every assignment posted), (then again, see below).
-   Repeated --rounds times (none, idle, active), then none once more; each round's drop is
-   against the mean of the phases without watchers before and after it, and the median of the
-   rounds is reported (a shared machine moves a single phase by more than 10%).
+   then the transport floor: bench/loopback_floor at the byte and page rates the 4 consumers
+   received in the active phase just before (4 consumer processes counting items in pages sent
+   by a process that only sends: what moving those bytes costs these cores with no gateway
+   work, a lower bound of any feed server's drop at that rate, docs/performance.md §11.3).
+   Repeated --rounds times (none, idle, active, floor), then none once more; each round's drop
+   is against the mean of the phases without watchers before and after it, and the median of
+   the rounds is reported (a shared machine moves a single phase by more than 10%).
 
 --consumer-nice N runs the consumers and pollers at nice N: on a machine whose cores the
 gateway and wrk also need, a consumer at the same priority takes its parsing CPU from the POSTs;
@@ -98,14 +102,15 @@ CONSUMER_NICE = 0  # set by --consumer-nice, inherited by the consumer processes
 CONSUMER = "c"  # --consumer
 PAUSE_MS = 0  # --pause-ms
 READER = None  # bench/feed_reader, set in main
+FLOOR = None  # bench/loopback_floor, set in main
 
 
 def follow(port, shard, after, until_count, stop_seconds, out):
     """One consumer: pages until until_count assignments (or stop_seconds); puts
-    (count, seconds, requests) in `out`."""
+    (count, seconds, requests, body bytes) in `out`."""
     os.nice(CONSUMER_NICE)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    count = requests = 0
+    count = requests = nbytes = 0
     t0 = time.time()
     while count < until_count and time.time() - t0 < stop_seconds:
         c.request("GET", "/v1/shards/%s/assignments?after=%d&limit=100000&wait_ms=1000"
@@ -113,19 +118,20 @@ def follow(port, shard, after, until_count, stop_seconds, out):
         r = c.getresponse()
         body = r.read()
         requests += 1
+        nbytes += len(body)
         if r.status != 200:
             raise SystemExit("feed_bench: GET %d %r" % (r.status, body[:200]))
         count += body.count(b'{"type":"assignment"')
         tail = body.rfind(b'{"type":"bookmark","last_seq":')
         after = int(body[tail + 30:body.index(b"}", tail)])
-    out.put((count, time.time() - t0, requests))
+    out.put((count, time.time() - t0, requests, nbytes))
 
 
 def consume_once(port, total):
     q = multiprocessing.Queue()
     p = multiprocessing.Process(target=follow, args=(port, "s0", 0, total, 600, q))
     p.start()
-    count, secs, requests = q.get()
+    count, secs, requests, _ = q.get()
     p.join()
     return {"assignments": count, "seconds": round(secs, 3), "requests": requests,
             "assignments_per_s": round(count / secs)}
@@ -156,10 +162,10 @@ def tail_seq(port):
     return last
 
 
-def feed_reader(shardgate):
-    """bench/feed_reader of the build the gateway comes from."""
+def bench_program(shardgate, name):
+    """bench/NAME of the build the gateway comes from."""
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(shardgate))), "bench",
-                        "feed_reader")
+                        name)
 
 
 def start_active(port, start, seconds, q):
@@ -176,9 +182,9 @@ def start_active(port, start, seconds, q):
 def stop_active(p, q):
     """The assignments an active consumer received."""
     if CONSUMER == "c":
-        out = p.communicate(timeout=60)[0]
-        return json.loads(out)["assignments"]
-    return q.get()[0]
+        return json.loads(p.communicate(timeout=60)[0])
+    count, _, requests, nbytes = q.get()
+    return {"assignments": count, "requests": requests, "bytes": nbytes}
 
 
 def cpu_seconds(pid):
@@ -193,14 +199,20 @@ def wrk_phase(port, seconds, conns, watchers, gw_pid):
     stop_at = time.time() + seconds + 3
     procs = []
     kind, n = watchers
+    rate = None
+    if kind == "floor":  # (bytes per s, pages per s) of one consumer
+        rate, n = n, 4
     start = tail_seq(port)
     q = multiprocessing.Queue()
     for _ in range(n):
         if kind == "idle":
             procs.append(multiprocessing.Process(target=idle_poller, args=(port, start, stop_at)))
             procs[-1].start()
-        else:
+        elif kind == "active":
             procs.append(start_active(port, start, seconds + 2, q))
+    if kind == "floor":
+        procs.append(subprocess.Popen([FLOOR, str(n), str(rate[0]), str(rate[1]), str(seconds + 2)],
+                                      stdout=subprocess.PIPE, text=True))
     time.sleep(1)
     cpu0 = cpu_seconds(gw_pid)
     out = subprocess.run(["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s",
@@ -213,7 +225,14 @@ def wrk_phase(port, seconds, conns, watchers, gw_pid):
     res["gateway_cpu_s"] = round(cpu1 - cpu0, 2)
     consumed = 0
     if kind == "active":
-        consumed = sum(stop_active(p, q) for p in procs)
+        readers = [stop_active(p, q) for p in procs]
+        consumed = sum(r["assignments"] for r in readers)
+        if CONSUMER == "c":
+            res["consumers_cpu_s"] = round(sum(r["cpu_s"] for r in readers), 2)
+        res["consumer_rate"] = [round(sum(r[k] for r in readers) / n / (seconds + 2))
+                                for k in ("bytes", "requests")]
+    if kind == "floor":
+        res["floor"] = json.loads(procs.pop().communicate(timeout=60)[0])
     for p in procs:
         if kind == "idle":
             p.terminate()
@@ -237,11 +256,12 @@ def main():
     ap.add_argument("--consumer", choices=("c", "python"), default="c")
     ap.add_argument("--pause-ms", type=int, default=0)
     a = ap.parse_args()
-    global CONSUMER_NICE, CONSUMER, PAUSE_MS, READER
+    global CONSUMER_NICE, CONSUMER, PAUSE_MS, READER, FLOOR
     CONSUMER_NICE, CONSUMER, PAUSE_MS = a.consumer_nice, a.consumer, a.pause_ms
-    READER = feed_reader(a.shardgate)
-    if CONSUMER == "c" and not os.access(READER, os.X_OK):
-        raise SystemExit("feed_bench: %s not built (-DSHARDGATE_BENCH=ON)" % READER)
+    READER, FLOOR = (bench_program(a.shardgate, p) for p in ("feed_reader", "loopback_floor"))
+    for program in (READER, FLOOR):
+        if not os.access(program, os.X_OK):
+            raise SystemExit("feed_bench: %s not built (-DSHARDGATE_BENCH=ON)" % program)
     work = tempfile.mkdtemp(prefix="feed-bench-")
     port = free_port()
     gw = start_gateway(a.shardgate, work, port)
@@ -249,23 +269,28 @@ def main():
         fill = post_all(port, a.assignments)
         cold = consume_once(port, a.assignments)
         warm = consume_once(port, a.assignments)
-        phases = [wrk_phase(port, a.seconds, a.conns, w, gw.pid)
-                  for _ in range(a.rounds) for w in (("none", 0), ("idle", 10), ("active", 4))]
+        phases = []
+        for _ in range(a.rounds):
+            for w in (("none", 0), ("idle", 10), ("active", 4)):
+                phases.append(wrk_phase(port, a.seconds, a.conns, w, gw.pid))
+            phases.append(wrk_phase(port, a.seconds, a.conns,
+                                    ("floor", phases[-1]["consumer_rate"]), gw.pid))
         phases.append(wrk_phase(port, a.seconds, a.conns, ("none", 0), gw.pid))
     finally:
         gw.terminate()
         gw.wait(60)
-    drops = {"idle": [], "active": []}
+    kinds = ("idle", "active", "floor")
+    drops = {k: [] for k in kinds}
     for r in range(a.rounds):
         # against the mean of the phases without watchers before and after this round
-        base = (phases[3 * r]["requests_per_s"] + phases[3 * r + 3]["requests_per_s"]) / 2
-        drops["idle"].append(round(100 * (1 - phases[3 * r + 1]["requests_per_s"] / base), 1))
-        drops["active"].append(round(100 * (1 - phases[3 * r + 2]["requests_per_s"] / base), 1))
+        base = (phases[4 * r]["requests_per_s"] + phases[4 * r + 4]["requests_per_s"]) / 2
+        for i, k in enumerate(kinds):
+            drops[k].append(round(100 * (1 - phases[4 * r + 1 + i]["requests_per_s"] / base), 1))
     result = {"consumer": a.consumer, "pause_ms": a.pause_ms, "consumer_nice": a.consumer_nice, "fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
               "post_phases": phases, "drop_idle_pct": drops["idle"],
-              "drop_active_pct": drops["active"],
-              "drop_idle_pct_median": sorted(drops["idle"])[a.rounds // 2],
-              "drop_active_pct_median": sorted(drops["active"])[a.rounds // 2]}
+              "drop_active_pct": drops["active"], "drop_floor_pct": drops["floor"]}
+    for k in kinds:
+        result["drop_%s_pct_median" % k] = sorted(drops[k])[a.rounds // 2]
     json.dump(result, open(a.out, "w"), indent=1)
     print(json.dumps(result, indent=1))
 

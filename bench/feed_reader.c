@@ -5,7 +5,7 @@
  * on the same two cores (the Python consumer's figure is kept beside it).
  *
  * usage: feed_reader PORT SHARD AFTER SECONDS PAUSE_MS
- * prints: {"assignments":N,"requests":R,"last_seq":S,"cpu_s":C} */
+ * prints: {"assignments":N,"requests":R,"bytes":B,"last_seq":S,"cpu_s":C} (B: body bytes) */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -95,6 +95,7 @@ int main(int argc, char **argv)
     }
     int port = atoi(argv[1]), fd = connect_to(port);
     uint64_t after = strtoull(argv[3], NULL, 10), items = 0, requests = 0;
+    uint64_t bytes = 0;
     double stop = now_s() + atof(argv[4]);
     struct timespec pause = {0, atol(argv[5]) * 1000000L};
     size_t cap = 1 << 22, n;
@@ -108,6 +109,7 @@ int main(int argc, char **argv)
             return 2;
         size_t at = read_answer(fd, &buf, &cap, &n);
         requests++;
+        bytes += n;
         items += count_items(buf + at, n);
         char *bm = memmem(buf + at, n, BOOKMARK, strlen(BOOKMARK));
         if (!bm)
@@ -118,8 +120,10 @@ int main(int argc, char **argv)
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"assignments\":%llu,\"requests\":%llu,\"last_seq\":%llu,\"cpu_s\":%.3f}\n",
-           (unsigned long long)items, (unsigned long long)requests, (unsigned long long)after,
+    printf("{\"assignments\":%llu,\"requests\":%llu,\"bytes\":%llu,\"last_seq\":%llu,"
+           "\"cpu_s\":%.3f}\n",
+           (unsigned long long)items, (unsigned long long)requests, (unsigned long long)bytes,
+           (unsigned long long)after,
            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     free(buf);
