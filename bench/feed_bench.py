@@ -8,11 +8,11 @@
 2. POST throughput (wrk, bench/http_post.lua, 100-change batches, WRK_CONNS connections) in one
    gateway run, phases of SECONDS each: none, 10 idle long-pollers (a shard nothing is placed
    on, from the tail, wait_ms 30000, re-polling), 4 active consumers (following s0 from the
-   tail: every assignment posted), (then again, see below).
-   then the transport floor: bench/loopback_floor at the byte and page rates the 4 consumers
-   received in the active phase just before (4 consumer processes counting items in pages sent
-   by a process that only sends: what moving those bytes costs these cores with no gateway
-   work, a lower bound of any feed server's drop at that rate, docs/performance.md §11.3).
+   tail: every assignment posted), and the transport floor: bench/loopback_floor at the byte
+   and page rates the 4 consumers received in the active phase just before (4 consumer
+   processes counting items in pages sent by a process that only sends: what moving those
+   bytes costs these cores with no gateway work, a lower bound of any feed server's drop at
+   that rate, docs/performance.md §11.3).
    Repeated --rounds times (none, idle, active, floor), then none once more; each round's drop
    is against the mean of the phases without watchers before and after it, and the median of
    the rounds is reported (a shared machine moves a single phase by more than 10%).
@@ -180,7 +180,8 @@ def start_active(port, start, seconds, q):
 
 
 def stop_active(p, q):
-    """The assignments an active consumer received."""
+    """What an active consumer reports: assignments, requests and body bytes received (a C
+    reader also its CPU seconds, cpu_s)."""
     if CONSUMER == "c":
         return json.loads(p.communicate(timeout=60)[0])
     count, _, requests, nbytes = q.get()
@@ -211,8 +212,8 @@ def wrk_phase(port, seconds, conns, watchers, gw_pid):
         elif kind == "active":
             procs.append(start_active(port, start, seconds + 2, q))
     if kind == "floor":
-        procs.append(subprocess.Popen([FLOOR, str(n), str(rate[0]), str(rate[1]), str(seconds + 2)],
-                                      stdout=subprocess.PIPE, text=True))
+        args = [FLOOR, str(n), str(rate[0]), str(rate[1]), str(seconds + 2)]
+        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, text=True))
     time.sleep(1)
     cpu0 = cpu_seconds(gw_pid)
     out = subprocess.run(["wrk", "-t2", "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s",
