@@ -247,6 +247,11 @@ DEFECTS = [
      "                                      .shard_bits = shard_bits(r),\n",
      "                                      .shard_bits = 0 & shard_bits(r),\n", ("tests",),
      "^http_feed_wait$"),
+    # A feed request that never gives its --max-watchers place back: after that many requests
+    # every consumer meets 503 for good (docs/api.md §17).
+    ("feed-watcher-place-never-returned", "gateway/http/handle_feed.c",
+     "    gw_feed_watch_leave(&r->srv->watch);\n    free(r->feed);",
+     "    free(r->feed);", ("tests",), "^http_feed_wait$"),
     # A run's blocks taken as good without comparing their digests (a changed record then answers
     # wrongly, e.g. forgets an acknowledged id); a merge that does not check its inputs gives a
     # bad block a fresh checksum in the merged run.
