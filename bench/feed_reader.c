@@ -18,15 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ITEM "{\"type\":\"assignment\""
-#define BOOKMARK "{\"type\":\"bookmark\",\"last_seq\":"
+#include "feed_items.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#define BOOKMARK "{\"type\":\"bookmark\",\"last_seq\":"
 
 static int connect_to(int port)
 {
@@ -76,17 +70,6 @@ static size_t read_answer(int fd, char **buf, size_t *cap, size_t *n)
     }
 }
 
-static uint64_t count_items(const char *p, size_t n)
-{
-    uint64_t count = 0;
-    const char *end = p + n;
-    while ((p = memmem(p, (size_t)(end - p), ITEM, strlen(ITEM))) != NULL) {
-        count++;
-        p += strlen(ITEM);
-    }
-    return count;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 6) {
@@ -96,11 +79,11 @@ int main(int argc, char **argv)
     int port = atoi(argv[1]), fd = connect_to(port);
     uint64_t after = strtoull(argv[3], NULL, 10), items = 0, requests = 0;
     uint64_t bytes = 0;
-    double stop = now_s() + atof(argv[4]);
+    double stop = feed_now_s() + atof(argv[4]);
     struct timespec pause = {0, atol(argv[5]) * 1000000L};
     size_t cap = 1 << 22, n;
     char *buf = malloc(cap), req[512];
-    while (buf && now_s() < stop) {
+    while (buf && feed_now_s() < stop) {
         int len = snprintf(req, sizeof(req),
                            "GET /v1/shards/%s/assignments?after=%llu&limit=100000&wait_ms=1000 "
                            "HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
@@ -110,7 +93,7 @@ int main(int argc, char **argv)
         size_t at = read_answer(fd, &buf, &cap, &n);
         requests++;
         bytes += n;
-        items += count_items(buf + at, n);
+        items += feed_count_items(buf + at, n);
         char *bm = memmem(buf + at, n, BOOKMARK, strlen(BOOKMARK));
         if (!bm)
             return 2;

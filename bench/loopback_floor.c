@@ -1,12 +1,12 @@
 /* The transport floor under the feed's POST-drop figure (docs/performance.md §11.3): what moving
  * the feed's bytes to its consumers costs on this machine with no gateway work at all. PAIRS
  * consumer processes each ask for a page over a kept-alive loopback connection and count the
- * assignment lines in it, as bench/feed_reader does; one sender thread per consumer answers each
- * ask, on a fixed schedule of PAGES_PER_S, with a page of BYTES_PER_S / PAGES_PER_S bytes of
- * assignment lines rendered once at start. The sender does nothing a gateway could do less of:
- * no journal read, no rendering, no HTTP. feed_bench.py runs it at the byte and page rates the
- * real consumers received in the active phase before it, so its POST drop is a lower bound of
- * what any feed server on these cores would cost at that rate.
+ * assignment lines in it, as bench/feed_reader does (bench/feed_items.h); one sender thread per
+ * consumer answers each ask, on a fixed schedule of PAGES_PER_S, with a page of BYTES_PER_S /
+ * PAGES_PER_S bytes of assignment lines rendered once at start. The sender does nothing a gateway
+ * could do less of: no journal read, no rendering, no HTTP. feed_bench.py runs it at the byte and
+ * page rates the real consumers received in the active phase before it, so its POST drop is a lower
+ * bound of what any feed server on these cores would cost at that rate.
  *
  * usage: loopback_floor PAIRS BYTES_PER_S PAGES_PER_S SECONDS
  * prints: {"bytes":B,"pages":P,"page_bytes":L,"consumers_ok":K,"sender_cpu_s":S,
@@ -25,7 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ITEM "{\"type\":\"assignment\""
+#include "feed_items.h"
+
 #define ASK "GET /next HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 struct sender {
@@ -36,16 +37,9 @@ struct sender {
     uint64_t bytes, pages;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_until(double t)
 {
-    double d = t - now_s();
+    double d = t - feed_now_s();
     if (d <= 0)
         return;
     struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
@@ -86,8 +80,8 @@ static void *serve_one(void *arg)
     struct sender *s = arg;
     int fd = accept(s->listen_fd, NULL, NULL);
     char ask[256];
-    double start = now_s(), next = start;
-    while (fd >= 0 && now_s() - start < s->seconds) {
+    double start = feed_now_s(), next = start;
+    while (fd >= 0 && feed_now_s() - start < s->seconds) {
         if (recv(fd, ask, sizeof(ask), 0) <= 0)
             break;
         sleep_until(next);
@@ -127,10 +121,7 @@ static void consume(int port, size_t page_len, uint64_t expected)
     uint64_t items = 0, pages = 0;
     while (send_all(fd, ASK, strlen(ASK)) == 0 && recv_all(fd, buf, page_len) == 0) {
         pages++;
-        for (const char *p = buf;
-             (p = memmem(p, (size_t)(buf + page_len - p), ITEM, strlen(ITEM))) != NULL;
-             p += strlen(ITEM))
-            items++;
+        items += feed_count_items(buf, page_len);
     }
     _exit(pages && items == pages * expected ? 0 : 1);
 }
