@@ -287,7 +287,8 @@ def main():
         base = (phases[4 * r]["requests_per_s"] + phases[4 * r + 4]["requests_per_s"]) / 2
         for i, k in enumerate(kinds):
             drops[k].append(round(100 * (1 - phases[4 * r + 1 + i]["requests_per_s"] / base), 1))
-    result = {"consumer": a.consumer, "pause_ms": a.pause_ms, "consumer_nice": a.consumer_nice, "fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
+    result = {"consumer": a.consumer, "pause_ms": a.pause_ms, "consumer_nice": a.consumer_nice,
+              "fill_seconds": round(fill, 2), "feed_cold": cold, "feed_warm": warm,
               "post_phases": phases, "drop_idle_pct": drops["idle"],
               "drop_active_pct": drops["active"], "drop_floor_pct": drops["floor"]}
     for k in kinds:
