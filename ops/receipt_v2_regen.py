@@ -11,8 +11,8 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "cases"))
-from run_case import case_files  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "lib"))
+from run_cases import case_files  # noqa: E402
 
 V2 = re.compile(rb'^\{"receipt_version":2,("batch_id":"(?:[^"\\]|\\.)*"),"epoch":"[0-9a-f]{40}",')
 
