@@ -8,14 +8,13 @@ accept the unmodified journal. Also R1/R2 in the shards file (exit 3) and in an 
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import (Failures, check_journal, deep, golden_shards, journal_text, parse_line, tmpdir,
-                    write, changes, CONF, SHARDS)  # noqa: E402
+from sgtest import (Failures, check_journal, deep, golden_shards, journal_text, parse_line,
+                    run_server, tmpdir, write, changes, CONF, SHARDS)  # noqa: E402
 import ketama  # noqa: E402
 
 BIN = sys.argv[1]
@@ -30,28 +29,17 @@ RECS = [ketama.receipt_record(i + 1, ketama.receipt(RING, "r-%02d" % i, changes(
         for i in range(3)]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def gateway_start_code(raw):
     """Exit code of `shardgate serve` on a state dir holding raw as its journal: 3 when it
-    refuses at start, 0 when it starts (then it is stopped with SIGTERM)."""
+    refuses at start, 0 when it starts (it is killed once it listens)."""
     state = os.path.join(T, "state-%d" % time.monotonic_ns())
     os.makedirs(state, mode=0o700)
     with open(os.path.join(state, "journal.jsonl"), "wb") as f:
         f.write(raw.encode("utf-8", "surrogateescape"))
-    proc = subprocess.Popen([GATEWAY, "serve", "--conf", CONF, "--shards", SHARDS, "--state-dir",
-                             state, "--listen", "127.0.0.1:%d" % free_port()],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        return proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        proc.terminate()
-        proc.wait(timeout=10)
-        return 0
+        r = run_server(["serve", "--conf", CONF, "--shards", SHARDS, "--state-dir", state,
+                        "--listen", "127.0.0.1:0"], binary=GATEWAY)
+        return 0 if r.returncode is None else r.returncode
     finally:
         shutil.rmtree(state, ignore_errors=True)
 
@@ -72,6 +60,7 @@ def case(name, raw, issue, extra=None):
             "%s -> exit 2 + %r" % (name, issue), "rc=%d out=%s" % (rc, out[:1500]))
     if GATEWAY:
         g = gateway_start_code(raw)
+        F.check(g in (0, 3), "%s: gateway starts or refuses (exit 3)" % name, "exit %d" % g)
         F.check(g != 3 or rc == 2, "%s: gateway refuses (exit %d) => health exit 2" % (name, g),
                 "health rc=%d" % rc)
 

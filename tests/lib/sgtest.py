@@ -108,9 +108,33 @@ def run_gateway(*args, timeout=60, **kw):
     return run([BIN] + list(args), timeout=timeout, env=env, **kw)
 
 
-def run_server(args, timeout=30, **kw):
-    """Runs `shardgate ARGS` to completion (for servers expected to refuse to start)."""
-    return run([BIN] + args, timeout=timeout, **kw)
+def run_server(args, timeout=START_TIMEOUT, binary=None, **kw):
+    """Runs `shardgate ARGS` (or `binary ARGS`) for a server expected to refuse to start: until
+    it exits, or until it logs that it listens, when it is killed and its returncode is None
+    (so a server that starts fails the caller's check at once, not after a timeout). Returns a
+    CompletedProcess with text output; `timeout` is a hang."""
+    proc = subprocess.Popen([binary or BIN] + args, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    out = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    err, started = [], False
+    try:
+        for line in proc.stderr:
+            err.append(line)
+            if line.startswith('{"event":"listening"'):
+                started = True
+                proc.kill()
+        proc.wait()
+        reader.join()
+    finally:
+        watchdog.cancel()
+        proc.stdout.close()
+        proc.stderr.close()
+    return subprocess.CompletedProcess(proc.args, None if started else proc.returncode,
+                                       "".join(out), "".join(err))
 
 
 # --- the gateway's inputs and journal ------------------------------------------------------
