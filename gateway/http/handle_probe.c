@@ -62,7 +62,8 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
     } else {
         if (!s->pg)
             gw_ledger_totals(&s->ledger, r->view->slots, n, totals);
-        gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s));
+        gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),
+                          atomic_load(&s->views.alive));
     }
     free(totals);
     return gw_serve_respond(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, NULL,

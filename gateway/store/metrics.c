@@ -137,7 +137,7 @@ void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source)
 }
 
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
-                       const struct gw_total *totals, int ready)
+                       const struct gw_total *totals, int ready, long views_alive)
 {
     header(out, "shardgate_batches_total", "counter", "POST /v1/batches answers by result.");
     for (size_t i = 0; i < GW_RESULT_COUNT; i++)
@@ -167,6 +167,9 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     put_f(out, "shardgate_journal_records_total %llu\n", atomic_load(&m->records));
     header(out, "shardgate_ready", "gauge", "1 when /readyz answers 200.");
     put_f(out, "shardgate_ready %d\n", ready ? 1 : 0);
+    header(out, "shardgate_views_alive", "gauge",
+           "Membership views not yet freed: the published one and older ones still in use.");
+    put_f(out, "shardgate_views_alive %ld\n", views_alive);
     render_histogram(out, "shardgate_http_request_duration_seconds",
                      "Time from the request headers to the answer being queued.", &m->request);
     render_histogram(out, "shardgate_journal_fsync_duration_seconds",
