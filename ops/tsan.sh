@@ -32,7 +32,7 @@ ctest --test-dir "$BUILD" --output-on-failure -j 2 \
     rc=1
 # The mixed load (fresh, invalid, replayed batches on 64 connections), shorter than in ctest.
 echo "-- tsan: reliability load, 10 s"
-LOAD_SECONDS=10 LOAD_RSS_CHECK=0 timeout 300 python3 tests/reliability/test_load.py \
+LOAD_SECONDS=10 timeout 300 python3 tests/reliability/test_load.py \
     "$BUILD/gateway/shardgate" "$BUILD/health/shardgate-health" "$SHARDGATE_ROOT" || rc=1
 if compgen -G "$LOGS/tsan*" >/dev/null; then
     cat "$LOGS"/tsan*

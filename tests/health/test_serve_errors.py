@@ -4,8 +4,10 @@
   prlimit while it runs, so building an epoch's ring of 1,000,000 points fails) keeps /healthz
   503 on every later call; no line after the error is skipped: once memory is back, the full
   re-read finds the bad receipt written after the one that failed, and the error is gone.
-- A same-length in-place edit of a verified line is found within --reverify-interval (1 s),
-  and /healthz says when the last full verification finished."""
+- A same-length in-place edit of a verified line is found by the full re-verification that
+  --reverify-interval (1 s) schedules, and /healthz says when the last full verification
+  finished. How soon is a figure (printed), never a bound: no check here depends on how busy
+  the machine is, every wait has a condition and a deadline that only a hang reaches."""
 import json
 import os
 import resource
@@ -20,6 +22,7 @@ from sgtest import (Failures, changes, deep, journal_text, tmpdir, write)  # noq
 import ketama  # noqa: E402
 
 BIN = sys.argv[1]
+HANG_S = 60  # a deadline that only a hang reaches
 F = Failures()
 T = tmpdir()
 C = ketama.contract(vnodes=1000)
@@ -125,24 +128,34 @@ try:
         f.seek(i)
         f.write('"size":7,')
     t0 = time.monotonic()
+    verified_before = doc.get("last_full_verification")
     st = 200
-    bound = 12.0 if ASAN else 4.0  # interval + one full re-verification (ring rebuilt)
-    while st == 200 and time.monotonic() - t0 < 14:
+    while st == 200 and time.monotonic() - t0 < HANG_S:
         time.sleep(0.2)
         st, doc = get(port)
-    took = time.monotonic() - t0
-    F.check(st == 503 and took < bound and any(x.startswith("fingerprint: e-1:") for x in doc["issues"]),
-            "same-length edit found in %.1f s (interval 1 s, bound %g s)" % (took, bound), "%s %s" % (st, str(doc)[-600:]))
+    print("same-length edit found in %.1f s (interval 1 s)" % (time.monotonic() - t0))
+    F.check(st == 503 and any(x.startswith("fingerprint: e-1:") for x in doc["issues"]) and
+            doc.get("last_full_verification", "") > verified_before,
+            "same-length edit found by a later full verification", "%s %s" % (st, str(doc)[-600:]))
     # an unterminated tail older than the interval is a torn tail
     # (a new inode: the service re-reads it at once, as after a rotation)
     write(journal + ".new", journal_text([ketama.epoch_record(RING, C), rec(1, "e")]) + '{"type":"rec')
+    written = time.monotonic()
     os.replace(journal + ".new", journal)
     st, doc = get(port)
-    F.check(st == 200 and doc.get("pending_tail_bytes") == 12, "a fresh tail: 200, pending 12", str(doc)[-300:])
-    time.sleep(1.5)
-    st, doc = get(port)
-    F.check(st == 503 and "journal_line: line 3: last line has no newline for more than 1 s "
-            "(torn tail, 12 bytes)" in doc["issues"], "a tail older than the interval: torn, 503",
+    torn = ("journal_line: line 3: last line has no newline for more than 1 s (torn tail, 12 "
+            "bytes)")
+    # The tail's age is counted from when the service first saw it, at most since `written`:
+    # an answer within the interval must call it pending; a later one (a busy machine) may
+    # already call it torn, which the next check expects anyway.
+    if time.monotonic() - written < 1:
+        F.check(st == 200 and doc.get("pending_tail_bytes") == 12, "a fresh tail: 200, pending 12",
+                str(doc)[-300:])
+    deadline = time.monotonic() + HANG_S
+    while not (st == 503 and torn in doc["issues"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        st, doc = get(port)
+    F.check(st == 503 and torn in doc["issues"], "a tail older than the interval: torn, 503",
             "%s %s" % (st, str(doc)[-400:]))
 finally:
     proc.kill()

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
-from sgtest import Server, case, eq, ok, tmpdir  # noqa: E402
+from sgtest import Server, case, eq, ok, tmpdir, wait_until  # noqa: E402
 
 CONNECTIONS = 16
 SAMPLE = 4
@@ -142,7 +142,21 @@ def kill9_with_rotations_and_checkpoints_loses_nothing():
     round rotates (and checkpoints at each rotation), so kills land mid-rotation and
     mid-checkpoint, and every restart after the first starts from a checkpoint."""
     crash_rounds("crash_segments", ["--segment-bytes", "262144", "--checkpoint-interval", "1s"],
-                 min_sealed=True, window=(0.3, 1.2))
+                 min_sealed=True, window=(0.0, 0.9))
+
+
+HANG_S = 120  # a deadline only a hang reaches
+
+
+def names(d, prefix):
+    """The sealed segments (journal-*.jsonl) or checkpoints (checkpoint-*.json) in d."""
+    suffix = ".jsonl" if prefix == "journal-" else ".json"
+    return {f for f in os.listdir(d) if f.startswith(prefix) and f.endswith(suffix)}
+
+
+def files_since(d, prefix, before):
+    """A sealed segment or checkpoint in d that was not among `before`."""
+    return bool(names(d, prefix) - before)
 
 
 def crash_rounds(seed_name, args, min_sealed=False, window=(0.02, 0.5)):
@@ -165,6 +179,7 @@ def crash_rounds(seed_name, args, min_sealed=False, window=(0.02, 0.5)):
                   % (rnd, t1 - t_start, journaled, len(acked), time.time() - t1), flush=True)
             if rnd == rounds:
                 break
+            sealed, checkpoints = names(d, "journal-"), names(d, "checkpoint-")
             stop = threading.Event()
             threads = [threading.Thread(
                 target=loader, args=(s, "r%d-t%d" % (rnd, n), random.Random(rng.random()),
@@ -172,6 +187,12 @@ def crash_rounds(seed_name, args, min_sealed=False, window=(0.02, 0.5)):
                 for n in range(CONNECTIONS)]
             for t in threads:
                 t.start()
+            if min_sealed:
+                # The kill comes after this round's rotation and a checkpoint after it (so the
+                # next start can use one), at a random moment within the window after that.
+                wait_until(lambda: files_since(d, "journal-", sealed) and
+                           files_since(d, "checkpoint-", checkpoints), HANG_S,
+                           "a rotation and a checkpoint in round %d" % rnd)
             time.sleep(rng.uniform(*window))
             s.proc.kill()  # SIGKILL: no drain, no flush, no cleanup
             s.proc.wait(10)
