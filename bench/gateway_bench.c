@@ -1,6 +1,6 @@
-/* Gateway benchmark (issue 6, item 5): the in-process job parse + place + receipt per change,
- * through the gateway library itself. Writes the receipt (as `shardgate dispatch` prints it)
- * so run.sh can compare it byte for byte with bench/reference.py's. */
+/* Gateway benchmark (docs/performance.md §3): the in-process job parse + place + receipt per
+ * change, through the gateway library itself. Writes the receipt (as `shardgate dispatch` prints
+ * it) so run.sh can compare it byte for byte with bench/reference.py's. */
 #include <errno.h>
 
 #include "batch.h"

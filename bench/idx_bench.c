@@ -1,4 +1,4 @@
-/* The idempotency index while it grows (issue #13, docs/performance.md §10): claim+commit of N
+/* The idempotency index while it grows (docs/performance.md §10): claim+commit of N
  * distinct ids with a persist every P (from a checkpoint thread, as the gateway does), the
  * latency of every operation in a log-linear histogram; then the same number of operations on
  * an index already holding N; VmRSS at the end and after a reopen. Built with

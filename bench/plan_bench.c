@@ -1,4 +1,4 @@
-/* Plan benchmark (issue #12, docs/performance.md §7): gw_plan_compute between two rings of N
+/* Plan benchmark (docs/performance.md §7): gw_plan_compute between two rings of N
  * shards x 160 VNODES for four changes (one shard added, one taken offline, 1% of weights
  * doubled, and the ring hash sha1 -> md5: the worst case, ~all values move, a pair per arc), next
  * to the build time of the same rings as a baseline in the same run. Exits 1 when a plan breaks its

@@ -1,4 +1,4 @@
-/* Ring benchmark (issue 6, items 1-4 and 7): lookups against a SHA-1 floor, md5 placements
+/* Ring benchmark (docs/performance.md §2): lookups against a SHA-1 floor, md5 placements
  * against libmemcached, ring build time, distribution and movement, peak RSS; every timed
  * placement is checked against a reference. `--check` runs the checks at small sizes only. */
 #define OPENSSL_SUPPRESS_DEPRECATED /* SHA1_Transform: the floor is one raw block compression */
@@ -517,7 +517,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return o->rounds >= 1 && o->rounds <= 32 && o->keys >= 1 ? 0 : -1;
 }
 
-/* Item 3b (issue #12's switch, docs/decisions.md §19): wall time of ring_build_from at 10,000
+/* Item 3b (the reload switch, docs/decisions.md §19): wall time of ring_build_from at 10,000
  * x 160, each round from the previous round's ring, after a change like reload_load.py's (one
  * of the first five shards offline, another at weight 2); each ring is checked equal to the
  * ring built from scratch (untimed). */

@@ -1,5 +1,5 @@
 /* Checkpoint files: hashed when loaded, compared at their position in the journal. */
-/* Spec of issue #13 §B; docs/operations.md §1.6. Their sha256 and head are checked when loaded,
+/* docs/operations.md §1.6. Their sha256 and head are checked when loaded,
  * their epochs/ledger/totals when the journal reader reaches their segment/offset, against what
  * health recomputed from the records up to there. */
 #ifndef HC_CHECKPOINT_H

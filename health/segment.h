@@ -1,5 +1,5 @@
 /* Journal segments: the header, epoch repeat and seal rules across segment files. */
-/* Spec of issue #13 §A, §D; docs/operations.md §1.6: the rules of the header, the epoch repeat
+/* docs/operations.md §1.6: the rules of the header, the epoch repeat
  * and the seal line, the chain of segments across files, the sums a checkpoint is compared with,
  * and reading the sealed and archived segments before the active journal.jsonl. The journal
  * reader (journal.c) calls these hooks. */

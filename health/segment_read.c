@@ -1,6 +1,6 @@
 /* Reads the sealed and archived segments before the active journal.jsonl. */
 /* Checkpoints first, then every sealed or archived segment in first_seq order through the
- * journal reader (spec of issue #13 §A, §D; docs/operations.md §1.6). */
+ * journal reader (docs/operations.md §1.6). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* The files beside journal.jsonl: segments, archive.jsonl, checkpoints. */
-/* Spec of issue #13 §A, §B, §D; docs/operations.md §1.6: sealed segments, archive.jsonl's
+/* docs/operations.md §1.6: sealed segments, archive.jsonl's
  * archived ones, checkpoints; and reading a segment's bytes. */
 #ifndef HC_STATE_DIR_H
 #define HC_STATE_DIR_H

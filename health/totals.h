@@ -1,5 +1,5 @@
 /* The sums a checkpoint states: the ledger and the per-epoch totals, recomputed. */
-/* Spec of issue #13 §B, docs/operations.md §1.6: the cumulative ledger by shard id and
+/* docs/operations.md §1.6: the cumulative ledger by shard id and
  * the per-epoch per-shard totals, exact 128-bit, recomputed from the receipts health reads. */
 #ifndef HC_TOTALS_H
 #define HC_TOTALS_H
