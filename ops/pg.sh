@@ -41,7 +41,8 @@ start() {
     local dir=$1 port=$2 data
     data=$(data_dir "$dir")
     [ -f "$data/PG_VERSION" ] || init_cluster "$dir"
-    as_postgres "$PG_BIN/pg_ctl" -D "$data" -o "-p $port" -l "$dir/postgres.log" -w -t 60 start >/dev/null
+    as_postgres "$PG_BIN/pg_ctl" -D "$data" -o "-p $port" -l "$dir/postgres.log" -w -t 60 start >/dev/null ||
+        { tail -20 "$dir/postgres.log" >&2; exit 1; }
     local psql=("$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1)
     if [ "$(as_postgres "${psql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname = 'shardgate'")" != 1 ]; then
         as_postgres "${psql[@]}" -c "CREATE ROLE shardgate LOGIN" \
@@ -76,7 +77,8 @@ cluster_alive() {
 
 # kill -9 of the postmaster, then waits (10 s at most) until its backends have noticed and
 # exited, so a start can reuse the data dir. A postmaster not yet reaped by whoever inherited
-# it (a zombie still answers kill -0) would make that start refuse: its stale pid file goes.
+# it (a zombie still answers kill -0) would make that start refuse: its stale pid file and
+# socket lock files go.
 crash() {
     local data pid i
     data=$(data_dir "$1")
@@ -84,7 +86,7 @@ crash() {
     kill -9 "$pid"
     for i in $(seq 100); do cluster_alive "$data" || break; sleep 0.1; done
     cluster_alive "$data" && { echo "ops/pg.sh: $data: still running after kill -9" >&2; exit 1; }
-    rm -f "$data/postmaster.pid"
+    rm -f "$data/postmaster.pid" "$1"/.s.PGSQL.*.lock
 }
 
 cmd=${1:-}
