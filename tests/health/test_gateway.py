@@ -4,7 +4,6 @@ membership change pass `shardgate-health check`; the same journal with one recei
 fails. Both servers run on ephemeral 127.0.0.1 ports and are always killed."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import (Failures, check_journal, golden_shards, parse_line, tmpdir, write, CONF)  # noqa: E402
+from sgtest import (Failures, check_journal, free_port, golden_shards, parse_line, tmpdir, write, CONF)  # noqa: E402
 import ketama  # noqa: E402
 
 HEALTH, GATEWAY = sys.argv[1], sys.argv[2]
@@ -20,12 +19,6 @@ F = Failures()
 T = tmpdir()
 STATE = os.path.join(T, "state")
 os.makedirs(STATE)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(port, batch):

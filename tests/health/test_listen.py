@@ -11,17 +11,11 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import CONF, SHARDS, Failures  # noqa: E402
+from sgtest import CONF, SHARDS, Failures, free_port  # noqa: E402
 
 BIN = sys.argv[1]
 results = Failures()
 check = results.check
-
-
-def free_port(family, host):
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def serve(listen, journal):

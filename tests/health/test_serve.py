@@ -6,7 +6,6 @@ killed, and every wait is bounded."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,8 +13,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import (Failures, changes, deep, golden_shards, journal_text, tmpdir, write, CONF,
-                    SHARDS)  # noqa: E402
+from sgtest import (Failures, changes, deep, free_port, golden_shards, journal_text, tmpdir, write,
+                    CONF, SHARDS)  # noqa: E402
 import ketama  # noqa: E402
 
 BIN = sys.argv[1]
@@ -23,12 +22,6 @@ F = Failures()
 T = tmpdir()
 RING = ketama.Ring("sha1", 160, golden_shards())
 C = ketama.contract()
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port, path, method="GET"):

@@ -5,21 +5,14 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 
 import sgtest
-from sgtest import eq, run, run_gateway, src, Failure
+from sgtest import eq, free_port, run, run_gateway, src, Failure
 
 
 DATABASES = []  # every Postgres a script started: finish() stops them
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Postgres:

@@ -18,6 +18,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -138,6 +139,23 @@ def run_server(args, timeout=START_TIMEOUT, binary=None, **kw):
 
 
 # --- the gateway's inputs and journal ------------------------------------------------------
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    """A port free now and below the kernel's ephemeral range, so no bind to port 0 and no
+    outgoing connection takes it while a server that listens there restarts."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, ephemeral_low)
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise Failure("no free port below %d on %s" % (ephemeral_low, host))
+
 
 def batch(batch_id, n=3, size=1, prefix=None):
     """A valid batch of n changes with distinct keys."""

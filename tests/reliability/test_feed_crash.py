@@ -14,7 +14,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
-from sgtest import Server, case, eq, ok, tmpdir  # noqa: E402
+from sgtest import Server, case, eq, free_port, ok, tmpdir  # noqa: E402
 
 SHARDS = ("shard-a", "shard-b", "shard-c")  # the online ones of input/shards.json
 LOADERS = 3
@@ -32,12 +31,6 @@ LOADERS = 3
 APPLY = ('line="$SHARDGATE_BATCH_ID $SHARDGATE_CHANGE_ID $SHARDGATE_SIZE"; '
          'if [ -n "$SHARDGATE_REDELIVERY" ] && grep -qxF "$line" "$OUT"; then exit 0; fi; '
          'echo "$line" >> "$OUT"')
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def loader(url, d, name, rng, stop, errors):
