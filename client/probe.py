@@ -935,6 +935,8 @@ class Sums:
                             "source": "start" if legacy else rec["source"],
                             "time": None if legacy else rec["time"],
                             "first_seq": chain_last_seq + 1 if legacy else rec["first_seq"]})
+        # a receipt counts under the latest record before it with the id it names, so a later
+        # record with the same id (A -> B -> A) takes the name over (docs/journal.md §7)
         self.by_name[epoch] = self.by_name[rec["ring_id"]] = seq
         for sh in rec["shards"]:
             self.meta[sh["id"]] = (sh.get("weight", 1), sh["capacity"])

@@ -276,6 +276,8 @@ static int hc_journal_receipt(struct hc_journal *j, const json_t *rec, struct hc
     }
     struct hc_epoch *against = hc_receipt_epoch(j, receipt, &r);
     int rc = hc_verify_receipt(j->v, receipt, against, &r, subject, err);
+    /* its totals count under the epoch it is judged against: the latest record before it with
+     * the id it names (docs/journal.md §7), a legacy record's epoch_seq its position */
     const struct hc_epoch *e = r.named ? r.named : r.in_force;
     int64_t epoch_seq = e == NULL ? 0 : e->chain.legacy ? e->chain.position : e->chain.epoch_seq;
     if (rc == 0 && hc_seg_receipt(j, receipt, epoch_seq) != 0)

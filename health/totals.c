@@ -100,8 +100,10 @@ static int hc_render_epoch(struct hc_text *o, const struct hc_epoch *e)
         prev = c->before ? c->before->chain.legacy ? c->before->epoch_id : c->before->chain.epoch
                          : NULL;
     int64_t first = c->legacy ? c->last_seq + 1 : c->first_seq;
+    /* a legacy record's epoch_seq is its position among the epoch records (docs/journal.md §2) */
+    int64_t seq = c->legacy ? c->position : c->epoch_seq;
     int rc = hc_text_printf(o, "{\"epoch\":\"%s\",\"ring\":\"%s\",\"epoch_seq\":%lld,\"prev\":", id,
-                            e->recorded_id, (long long)c->epoch_seq);
+                            e->recorded_id, (long long)seq);
     rc = rc ? rc : prev ? hc_text_printf(o, "\"%s\"", prev) : hc_text_str(o, "null");
     rc = rc ? rc
             : hc_text_printf(o, ",\"source\":\"%s\",\"time\":", c->legacy ? "start" : c->source);

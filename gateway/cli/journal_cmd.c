@@ -1,5 +1,6 @@
 /* `shardgate journal verify` (docs/journal.md §8): every record of every segment under the
- * replay's rules, every seal hashed, every checkpoint read back; nothing is changed. */
+ * replay's rules, every seal hashed, every checkpoint read back and resumed from; nothing is
+ * changed. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <ftw.h>
@@ -14,6 +15,7 @@
 #include "cli.h"
 #include "idempotency.h"
 #include "journal.h"
+#include "ledger_replay.h"
 
 const char gw_usage_journal[] =
     "usage: shardgate journal verify --state-dir DIR\n"
@@ -27,27 +29,83 @@ const char gw_usage_journal[] =
     "exit: 0 verified, 3 a fault (printed as `file:line: what`), 64 usage,\n"
     "      1 internal error (the state dir in use, out of memory).\n";
 
-/* Every receipt's batch id once (the replay's rule); the totals are not needed here. */
+/* What verify's replay builds: the index (every batch id once, the replay's rule) and the
+ * ledger with its per-epoch totals, as a start builds them. */
+struct verify_state {
+    struct gw_idem *ids;
+    struct gw_ledger *ledger;
+};
+
 static int visit(void *ctx, const struct gw_journal_record *rec, struct gw_error *err)
 {
-    if (!rec->receipt)
-        return 0;
+    struct verify_state *v = ctx;
+    int rc = v->ledger ? gw_ledger_replay_record(v->ledger, rec, err) : 0;
+    if (rc != 0 || !rec->receipt || !v->ids)
+        return rc;
     json_t *id = json_object_get(rec->receipt, "batch_id");
     if (!json_is_string(id)) {
         gw_error_set(err, "", "receipt: needs a valid batch_id");
         return -EINVAL;
     }
     struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
-    int rc =
-        gw_idem_insert(ctx, json_string_value(id), json_string_length(id), rec->fingerprint, ref);
+    rc = gw_idem_insert(v->ids, json_string_value(id), json_string_length(id), rec->fingerprint,
+                        ref);
     if (rc == -EEXIST)
         gw_error_set(err, "", "receipt: batch_id \"%s\" was already journaled",
                      json_string_value(id));
     return rc == -EEXIST ? -EINVAL : rc;
 }
 
-/* Every checkpoint file reads back and sits where it says. Returns 0 or -EINVAL (printed). */
-static int verify_checkpoints(struct gw_journal *j, long *count)
+/* The chain, ledger and per-epoch totals as a checkpoint spells them (0 or -ENOMEM). */
+static int sums_of(struct gw_journal *j, struct gw_ledger *l, struct gw_buf *out)
+{
+    struct gw_checkpoint_snapshot snap;
+    int rc = gw_checkpoint_take(j, l, &snap);
+    gw_buf_init(out);
+    gw_buf_append(out, snap.body.data, snap.body.len);
+    gw_checkpoint_snapshot_free(&snap);
+    return rc != 0 || out->failed ? -ENOMEM : 0;
+}
+
+/* A start from checkpoint c must reach the full replay's sums (docs/journal.md §8): its epochs,
+ * ledger and totals, with the records after it replayed, are compared byte for byte with
+ * `full`. The journal's chain is c's afterwards. Returns 0, -EINVAL (why set) or -ENOMEM. */
+static int verify_resume(struct gw_journal *j, const struct gw_checkpoint *c,
+                         const struct gw_buf *full, struct gw_error *why)
+{
+    struct gw_ledger l;
+    struct gw_buf got = {0};
+    struct gw_journal_repair rep;
+    struct verify_state v = {NULL, &l};
+    if (gw_ledger_init(&l) != 0)
+        return -ENOMEM;
+    gw_chain_free(&j->chain);
+    gw_chain_init(&j->chain);
+    int rc = gw_checkpoint_apply(c, j, &l, why);
+    struct gw_journal_resume from = {c->segment, c->offset, c->last_seq};
+    rc = rc ? rc : gw_journal_replay(j, &from, visit, &v, &rep, why);
+    rc = rc ? rc : sums_of(j, &l, &got);
+    size_t at = 0;
+    while (rc == 0 && at < got.len && at < full->len && got.data[at] == full->data[at])
+        at++;
+    if (rc == 0 && (at < got.len || at < full->len)) {
+        size_t from_at = at > 24 ? at - 24 : 0;
+        gw_error_set(why, "",
+                     "a start from it does not reach the full replay's epochs, ledger and "
+                     "totals (at byte %zu of them: ...%.*s... != ...%.*s...)",
+                     at, (int)(got.len - from_at < 48 ? got.len - from_at : 48), got.data + from_at,
+                     (int)(full->len - from_at < 48 ? full->len - from_at : 48),
+                     full->data + from_at);
+        rc = -EINVAL;
+    }
+    gw_buf_free(&got);
+    gw_ledger_free(&l);
+    return rc;
+}
+
+/* Every checkpoint file reads back, sits where it says and, resumed from, gives the full
+ * replay's sums `full`. Returns 0 or -EINVAL (printed), -ENOMEM. */
+static int verify_checkpoints(struct gw_journal *j, const struct gw_buf *full, long *count)
 {
     uint64_t *seqs = NULL;
     long n = gw_checkpoint_list(j->dir, &seqs);
@@ -56,10 +114,13 @@ static int verify_checkpoints(struct gw_journal *j, long *count)
         struct gw_checkpoint c;
         struct gw_error why;
         char name[GW_CHECKPOINT_NAME_MAX];
-        if (gw_checkpoint_load(j->dir, seqs[i], j, &c, &why) == 0) {
+        rc = gw_checkpoint_load(j->dir, seqs[i], j, &c, &why);
+        if (rc == 0) {
+            rc = verify_resume(j, &c, full, &why);
             gw_checkpoint_free(&c);
-            continue;
         }
+        if (rc == 0 || rc == -ENOMEM)
+            continue;
         gw_checkpoint_name(name, seqs[i]);
         fprintf(stderr, "checkpoint: %s/%s: %s\n", j->dir, name, why.msg);
         rc = -EINVAL;
@@ -100,23 +161,35 @@ static int verify(const char *dir)
     struct gw_journal_repair rep;
     struct gw_idem ids;
     char scratch[4096];
+    struct gw_ledger ledger;
+    struct gw_buf full = {0};
+    struct verify_state v = {&ids, &ledger};
+    if (gw_ledger_init(&ledger) != 0) {
+        fprintf(stderr, "shardgate: out of memory\n");
+        return GW_EXIT_INTERNAL;
+    }
     if (open_scratch_index(&ids, scratch, sizeof(scratch), &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
+        gw_ledger_free(&ledger);
         return GW_EXIT_INTERNAL;
     }
     int rc = gw_journal_prepare(&j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, &err);
     if (rc == 0)
-        rc = gw_journal_replay(&j, NULL, visit, &ids, &rep, &err);
+        rc = gw_journal_replay(&j, NULL, visit, &v, &rep, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
+    if (rc == 0)
+        rc = sums_of(&j, &ledger, &full);
     long checkpoints = 0;
-    if (rc == 0 && (rc = verify_checkpoints(&j, &checkpoints)) == 0)
+    if (rc == 0 && (rc = verify_checkpoints(&j, &full, &checkpoints)) == 0)
         printf("journal: OK: %zu sealed segments, %llu receipts, %ld checkpoints\n", j.segs.count,
                (unsigned long long)j.last_seq, checkpoints);
     if (rc != -EBUSY && rc != -EINVAL && rc != 0)
         rc = -ENOMEM;
     if (j.path)
         gw_journal_close(&j);
+    gw_buf_free(&full);
+    gw_ledger_free(&ledger);
     gw_idem_close(&ids);
     nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
     return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;

@@ -59,9 +59,11 @@ static void committed(struct gw_commit_item *item, int rc)
                                   item->seq};
         gw_idem_commit(&s->idem, r->batch_id, len, ref);
         /* Out of memory for the per-epoch totals only: this process writes no more
-         * checkpoints, so the next start replays from the last good one (docs/journal.md §7). */
-        gw_ledger_add(&s->ledger, r->view->epoch_seq, r->view->slots, r->tally,
-                      r->view->topo.members.count);
+         * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
+         * The epoch_seq is the one the writer found at the receipt's place in the journal, as a
+         * replay does, not the view's (they differ when an epoch id recurs). */
+        gw_ledger_add(&s->ledger, item->epoch_seq ? item->epoch_seq : r->view->epoch_seq,
+                      r->view->slots, r->tally, r->view->topo.members.count);
     } else {
         gw_idem_release(&s->idem, r->batch_id, len);
     }

@@ -10,6 +10,7 @@
 #include "checkpoint.h"
 #include "exit.h"
 #include "journal_ids.h"
+#include "ledger_replay.h"
 #include "log.h"
 #include "membership.h"
 
@@ -17,45 +18,21 @@
 static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct gw_error *err)
 {
     struct gw_server *s = ctx;
-    if (!rec->receipt) /* an epoch record: its shards are known from now on (GET /v1/shards) */
-    {
-        if (gw_ledger_register(&s->ledger, rec->members, NULL) == 0)
-            return 0;
-        gw_error_set(err, "", "out of memory");
-        return -ENOMEM;
-    }
-    json_t *id = json_object_get(rec->receipt, "batch_id");
-    json_t *shards = json_object_get(rec->receipt, "shards");
-    if (!json_is_string(id) ||
-        !gw_name_valid(json_string_value(id), json_string_length(id), GW_BATCH_ID_MAX) ||
-        !json_is_object(shards)) {
+    json_t *id = rec->receipt ? json_object_get(rec->receipt, "batch_id") : NULL;
+    if (rec->receipt &&
+        (!json_is_string(id) ||
+         !gw_name_valid(json_string_value(id), json_string_length(id), GW_BATCH_ID_MAX))) {
         gw_error_set(err, "", "receipt: needs a valid batch_id and a shards object");
         return -EINVAL;
     }
-    const char *shard;
-    json_t *v;
-    json_object_foreach(shards, shard, v)
-    {
-        json_t *load = json_object_get(v, "load"), *received = json_object_get(v, "received");
-        if (!json_is_integer(load) || !json_is_integer(received) || json_integer_value(load) < 0 ||
-            json_integer_value(received) < 0) {
-            gw_error_set(err, "", "receipt: shards.%.64s: load and received must be integers",
-                         shard);
-            return -EINVAL;
-        }
-        /* By id, whatever epoch: every shard of a receipt is in its epoch record. */
-        if (gw_ledger_add_id(&s->ledger, rec->epoch_seq, shard, strlen(shard),
-                             (uint64_t)json_integer_value(load),
-                             (uint64_t)json_integer_value(received)) == -ENOMEM) {
-            gw_error_set(err, "", "out of memory");
-            return -ENOMEM;
-        }
-    }
+    int rc = gw_ledger_replay_record(&s->ledger, rec, err);
+    if (rc != 0 || !rec->receipt)
+        return rc;
     if (rec->seq <= s->index_durable_seq)
         return 0; /* the index files hold it already */
     struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
-    int rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id),
-                            rec->fingerprint, ref);
+    rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id), rec->fingerprint,
+                        ref);
     if (rc == -EEXIST)
         gw_error_set(err, "", "receipt: batch_id \"%s\" was already journaled",
                      json_string_value(id));

@@ -59,12 +59,20 @@ static int seqs_follow(const struct gw_commit_item *list, uint64_t last_seq)
 }
 #endif
 
-/* The group's epoch records join the chain once durable, in order. */
+/* The group's epoch records join the chain once durable, in order; each receipt learns the
+ * epoch_seq its totals count under: the latest chain entry with its epoch id at its place in
+ * the journal, the entry a replay finds for it (docs/journal.md §7). An epoch id may recur
+ * (A -> B -> A), and a request dispatched on the first A's view may land after the second. */
 static void chain_epochs(struct gw_committer *c, struct gw_commit_item *list)
 {
-    for (struct gw_commit_item *it = list; it; it = it->next)
+    struct gw_epoch_entry e;
+    for (struct gw_commit_item *it = list; it; it = it->next) {
         if (it->epoch_of)
             it->chained = gw_chain_append(&c->journal->chain, &it->entry) == 0;
+        else
+            it->epoch_seq =
+                it->epoch && gw_chain_find(&c->journal->chain, it->epoch, 0, &e) ? e.epoch_seq : 0;
+    }
 }
 
 /* Rotation (docs/journal.md §6): before a group that would make a segment holding a receipt

@@ -52,7 +52,11 @@ struct gw_commit_item {
     enum gw_commit_verdict verdict; /* set before `done` with rc 0 */
     struct gw_buf *stored;          /* GW_COMMIT_REPLAY: receives the stored receipt */
     gw_commit_done_fn done;
-    uint64_t seq;            /* set before `done`, when durable */
+    uint64_t seq; /* set before `done`, when durable */
+    /* receipts, set before `done`: the epoch_seq its totals count under, that of the latest
+     * chain entry with its `epoch` at its place in the journal (docs/journal.md §7); 0 when
+     * the chain has none (an epoch record that could not join it) */
+    uint64_t epoch_seq;
     uint64_t segment;        /* first_seq of the segment holding it (docs/journal.md §6) */
     uint64_t receipt_offset; /* where the receipt bytes are in that segment */
     struct gw_commit_item *next;
