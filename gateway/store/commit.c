@@ -22,9 +22,11 @@ void gw_commit_finish(struct gw_commit_item *list, int rc)
 static void add_epoch(struct gw_committer *c, struct gw_commit_item *it, uint64_t receipts)
 {
     const struct gw_topology *t = it->epoch_of;
+    c->epoch_at = c->group.len;
     gw_journal_epoch_entry(c->journal, t, it->source, receipts, &it->entry);
     gw_journal_epoch_line(&c->group, &t->contract, &t->members, &it->entry);
     gw_buf_puts(&c->group, "\n");
+    c->epoch_len = c->group.len - c->epoch_at;
 }
 
 /* Lays the group's records out in c->group; each receipt learns its seq and offset. Returns the
@@ -33,6 +35,7 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
 {
     uint64_t seq = c->journal->last_seq;
     gw_buf_reset(&c->group);
+    c->epoch_len = 0;
     for (struct gw_commit_item *it = list; it; it = it->next) {
         if (it->epoch_of) {
             add_epoch(c, it, seq - c->journal->last_seq);
@@ -66,6 +69,8 @@ static int seqs_follow(const struct gw_commit_item *list, uint64_t last_seq)
 static void chain_epochs(struct gw_committer *c, struct gw_commit_item *list)
 {
     struct gw_epoch_entry e;
+    if (c->epoch_len) /* the epoch record in force, which a rotation repeats (docs/journal.md §6) */
+        gw_journal_set_epoch_line(c->journal, c->group.data + c->epoch_at, c->epoch_len);
     for (struct gw_commit_item *it = list; it; it = it->next) {
         if (it->epoch_of)
             it->chained = gw_chain_append(&c->journal->chain, &it->entry) == 0;

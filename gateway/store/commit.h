@@ -82,6 +82,7 @@ struct gw_committer {
     atomic_int failed;     /* set for good after the first write or sync failure */
     struct gw_error error; /* what failed (written once, before `failed` is set) */
     struct gw_buf group;
+    size_t epoch_at, epoch_len; /* the group's last epoch record line in `group` (len 0: none) */
 };
 
 /* Starts the writer for `journal`; it rotates segments and offers the checkpointer (may be

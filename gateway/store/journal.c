@@ -89,11 +89,9 @@ static int replay_epoch(struct replay *r, json_t *root, const char *line, size_t
     if (rc != 0)
         return rc;
     struct gw_journal_record rec = {.line = lineno, .segment = r->segment, .members = &m};
-    gw_buf_reset(&r->j->epoch_line);
-    gw_buf_append(&r->j->epoch_line, line, len);
-    gw_buf_puts(&r->j->epoch_line, "\n");
-    rc = gw_chain_append(&r->j->chain, &e) || r->j->epoch_line.failed ? no_memory(err)
-                                                                      : r->visit(r->ctx, &rec, err);
+    rc = gw_journal_set_epoch_line(r->j, line, len + 1) || gw_chain_append(&r->j->chain, &e)
+             ? no_memory(err)
+             : r->visit(r->ctx, &rec, err);
     gw_membership_free(&m);
     return rc;
 }
@@ -359,9 +357,7 @@ static int load_epoch_line(struct gw_journal *j, const char *data, uint64_t offs
         size_t n = (size_t)(end - start);
         if (!(n > 17 && memcmp(l, "{\"type\":\"receipt\"", 17) == 0) &&
             !(n > 17 && memcmp(l, "{\"type\":\"segment\"", 17) == 0)) {
-            gw_buf_reset(&j->epoch_line);
-            gw_buf_append(&j->epoch_line, l, n);
-            return j->epoch_line.failed ? no_memory(err) : 0;
+            return gw_journal_set_epoch_line(j, l, n) ? no_memory(err) : 0;
         }
         end = start;
     }
@@ -731,6 +727,13 @@ int gw_journal_has_segment(const struct gw_journal *j, uint64_t first_seq)
     return 0;
 }
 
+int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len)
+{
+    gw_buf_reset(&j->epoch_line);
+    gw_buf_append(&j->epoch_line, line, len);
+    return j->epoch_line.failed ? -ENOMEM : 0;
+}
+
 void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
                             enum gw_epoch_source source, uint64_t receipts_ahead,
                             struct gw_epoch_entry *out)
@@ -756,11 +759,8 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
     int rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
     if (rc == 0)
         rc = gw_chain_append(&j->chain, &e);
-    if (rc == 0) {
-        gw_buf_reset(&j->epoch_line);
-        gw_buf_append(&j->epoch_line, line.data, line.len);
-        rc = j->epoch_line.failed ? -ENOMEM : 0;
-    }
+    if (rc == 0)
+        rc = gw_journal_set_epoch_line(j, line.data, line.len);
     if (rc == -ENOMEM)
         no_memory(err);
     *written = rc == 0;

@@ -120,6 +120,11 @@ void gw_journal_close(struct gw_journal *j);
 int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, int *written,
                            struct gw_error *err);
 
+/* Makes `line` (a whole epoch record line, newline included) the epoch record in force: the one
+ * a rotation repeats at the top of the next segment (docs/journal.md §6). Returns 0 or -ENOMEM
+ * (then a rotation fails rather than repeat another record). */
+int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len);
+
 /* The chain's next entry for `t`: epoch_seq and prev from the chain, the time now, first_seq the
  * seq the next receipt record will have after `receipts_ahead` more. Call from the one writer. */
 void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,

@@ -61,7 +61,7 @@ int gw_journal_create_active(struct gw_journal *j, struct gw_error *err)
     if (n)
         gw_segment_header_line(&lines, first, j->segs.sealed[n - 1].sha256);
     gw_buf_append(&lines, j->epoch_line.data, j->epoch_line.len);
-    int rc = lines.failed ? -ENOMEM : write_new_active(j, &lines, err);
+    int rc = lines.failed || j->epoch_line.failed ? -ENOMEM : write_new_active(j, &lines, err);
     int fd = rc == 0 ? open(j->path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (rc == 0 && fd < 0)
         rc = fail(err, j->path, "cannot open", -errno);
