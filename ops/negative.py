@@ -329,6 +329,9 @@ DEFECTS = [
     ("rotation-repeats-stale-epoch", "gateway/store/commit.c",
      "    if (c->epoch_len) /* the epoch record in force", "    if (0) /* the epoch record in force",
      ("tests",), "^http_state_mix$"),
+    ("checkpoint-refused-after-epoch-record", "gateway/store/checkpoint_load.c",
+     "        c->resume_epochs++;\n        after = end;",
+     "        return \"no receipt record before its offset\";", ("tests",), "^http_state_mix$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

@@ -82,7 +82,7 @@ static int verify_resume(struct gw_journal *j, const struct gw_checkpoint *c,
     gw_chain_free(&j->chain);
     gw_chain_init(&j->chain);
     int rc = gw_checkpoint_apply(c, j, &l, why);
-    struct gw_journal_resume from = {c->segment, c->offset, c->last_seq};
+    struct gw_journal_resume from = {c->segment, c->resume_offset, c->last_seq};
     rc = rc ? rc : gw_journal_replay(j, &from, visit, &v, &rep, why);
     rc = rc ? rc : sums_of(j, &l, &got);
     size_t at = 0;

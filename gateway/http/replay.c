@@ -170,7 +170,7 @@ static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
         }
         rc = apply_checkpoint(s, &c, log, err);
         if (rc == 1)
-            *from = (struct gw_journal_resume){c.segment, c.offset, c.last_seq};
+            *from = (struct gw_journal_resume){c.segment, c.resume_offset, c.last_seq};
         gw_checkpoint_free(&c);
     }
     free(seqs);

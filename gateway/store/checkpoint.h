@@ -26,6 +26,10 @@ struct gw_checkpoint_snapshot {
 /* A checkpoint read back, checked against its sha256. */
 struct gw_checkpoint {
     uint64_t last_seq, segment, offset, index_seq;
+    /* where a start from it replays: just after the receipt with last_seq (or the segment's
+     * start), before the resume_epochs epoch records that lie between it and `offset` */
+    uint64_t resume_offset;
+    size_t resume_epochs;
     struct gw_epoch_entry *epochs;
     size_t epoch_count;
     void *json; /* the parsed line (json_t), for the ledger and totals */

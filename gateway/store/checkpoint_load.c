@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,61 +117,79 @@ static int parse(json_t *root, struct gw_checkpoint *c, struct gw_error *err)
     return 0;
 }
 
-/* Reads up to 48 bytes of the line that ends just before `offset` of the segment file. */
-static int line_before(int fd, uint64_t offset, char *head, size_t *n)
+/* Walks back from the checkpoint's offset over the epoch records that follow its last receipt
+ * (an epoch record is the last record of a group of its own, or a PUT or SIGHUP just before a
+ * shutdown): c->resume_offset is set just after that receipt (or after the segment's header
+ * and repeat, or at 0 in the first segment, when the segment holds no receipt yet), and
+ * c->resume_epochs to the number of epoch records in between. Returns NULL or why the position
+ * is not usable. */
+static const char *find_resume(const char *data, struct gw_checkpoint *c)
 {
-    char buf[4096];
-    uint64_t end = offset - 1, at = end; /* end: the '\n' ending it; at: where it starts */
-    while (at > 0) {
-        size_t step = at < sizeof(buf) ? (size_t)at : sizeof(buf);
-        if (pread(fd, buf, step, (off_t)(at - step)) != (ssize_t)step)
-            return -EIO;
-        size_t i = step;
-        while (i > 0 && buf[i - 1] != '\n')
-            i--;
-        if (i > 0) {
-            at = at - step + i;
-            break;
+    char want[64];
+    int w = snprintf(want, sizeof(want), "{\"type\":\"receipt\",\"seq\":%" PRIu64 ",", c->last_seq);
+    uint64_t end = c->offset, after = c->offset; /* the ends of the line looked at and the next */
+    c->resume_epochs = 0;
+    for (;;) {
+        if (end == 0) { /* the first segment's start: no header, no repeat */
+            c->resume_offset = 0;
+            return c->segment == 1 && c->last_seq < c->segment
+                       ? NULL
+                       : "no receipt record before its offset";
         }
-        at -= step;
+        uint64_t at = end - 1;
+        while (at > 0 && data[at - 1] != '\n')
+            at--;
+        const char *l = data + at;
+        size_t n = (size_t)(end - 1 - at);
+        if (n >= 17 && memcmp(l, "{\"type\":\"receipt\"", 17) == 0) {
+            c->resume_offset = end;
+            return n >= (size_t)w && memcmp(l, want, (size_t)w) == 0
+                       ? NULL
+                       : "the record before its offset is not the receipt with its last_seq";
+        }
+        if (n >= 17 && memcmp(l, "{\"type\":\"segment\"", 17) == 0) {
+            if (at != 0 || c->resume_epochs == 0 || c->last_seq >= c->segment)
+                return "no receipt record before its offset";
+            c->resume_epochs--; /* the line after the header is the repeat, not a new record */
+            c->resume_offset = after;
+            return NULL;
+        }
+        c->resume_epochs++;
+        after = end;
+        end = at;
     }
-    *n = end - at < 48 ? (size_t)(end - at) : 48;
-    return pread(fd, head, *n, (off_t)at) == (ssize_t)*n ? 0 : -EIO;
 }
 
-/* The position lands at a line start, just after the record with seq last_seq (or after an epoch
- * record or the header when the group had no receipt). */
-static int check_position(struct gw_journal *j, const struct gw_checkpoint *c, struct gw_error *err)
+/* The position lands at a line start, just after the record with seq last_seq and the epoch
+ * records after it (or after the header, repeat and epoch records when the group had no
+ * receipt). */
+static int check_position(struct gw_journal *j, struct gw_checkpoint *c, struct gw_error *err)
 {
     const struct gw_segment *archived = gw_segments_archived(&j->segs, c->segment);
-    if (archived) /* docs/journal.md §8: usable only when it ends exactly at that segment's end */
+    if (archived) { /* docs/journal.md §8: usable only when it ends exactly at that segment's end */
+        c->resume_offset = c->offset;
         return archived->last_seq == c->last_seq
                    ? 0
                    : why(err, "its segment is archived and it does not end at that segment's end");
+    }
     if (!gw_journal_has_segment(j, c->segment))
         return why(err, "its segment is not in the state dir");
     char *path = gw_journal_segment_path(j, c->segment);
     int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
     free(path);
     struct stat st;
-    char nl = 0, head[49], want[64];
-    size_t n = 0;
-    int rc = fd >= 0 && fstat(fd, &st) == 0 && c->offset > 0 && c->offset <= (uint64_t)st.st_size &&
-                     pread(fd, &nl, 1, (off_t)c->offset - 1) == 1 && nl == '\n' &&
-                     line_before(fd, c->offset, head, &n) == 0
-                 ? 0
-                 : why(err, "its offset is not at a line start within its segment");
+    void *map = MAP_FAILED;
+    if (fd >= 0 && fstat(fd, &st) == 0 && c->offset > 0 && c->offset <= (uint64_t)st.st_size)
+        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (fd >= 0)
         close(fd);
-    if (rc != 0)
-        return rc;
-    int w = snprintf(want, sizeof(want), "{\"type\":\"receipt\",\"seq\":%" PRIu64 ",", c->last_seq);
-    int is_receipt = n >= 17 && memcmp(head, "{\"type\":\"receipt\"", 17) == 0;
-    if (is_receipt && (n < (size_t)w || memcmp(head, want, (size_t)w) != 0))
-        return why(err, "the record before its offset is not the receipt with its last_seq");
-    if (!is_receipt && c->last_seq >= c->segment)
-        return why(err, "no receipt record before its offset");
-    return 0;
+    const char *data = map;
+    const char *what = map == MAP_FAILED || data[c->offset - 1] != '\n'
+                           ? "its offset is not at a line start within its segment"
+                           : find_resume(data, c);
+    if (map != MAP_FAILED)
+        munmap(map, (size_t)st.st_size);
+    return what ? why(err, what) : 0;
 }
 
 int gw_checkpoint_load(const char *dir, uint64_t last_seq, struct gw_journal *j,
@@ -253,7 +272,11 @@ int gw_checkpoint_apply(const struct gw_checkpoint *c, struct gw_journal *j, str
 {
     size_t i;
     int rc = 0;
-    for (i = 0; rc == 0 && i < c->epoch_count; i++)
+    /* The epoch records between the last receipt and the offset are read again by the replay
+     * (docs/journal.md §7), so their entries are left for it to append. */
+    if (c->resume_epochs > c->epoch_count)
+        rc = -EINVAL;
+    for (i = 0; rc == 0 && i < c->epoch_count - c->resume_epochs; i++)
         rc = gw_chain_append(&j->chain, &c->epochs[i]);
     json_t *ledger = json_object_get(c->json, "ledger"),
            *totals = json_object_get(c->json, "totals");

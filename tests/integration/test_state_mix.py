@@ -108,5 +108,66 @@ def rotation_after_a_live_change_repeats_the_new_epoch():
     all_agree(d, path, bodies)
 
 
+
+def checkpoints(d):
+    return sorted(f for f in os.listdir(d) if f.startswith("checkpoint-"))
+
+
+def stopped_after_a_reload(n=3, args=()):
+    """POSTs n batches, reloads a changed membership, stops cleanly: the shutdown checkpoint
+    lies after the SIGHUP's epoch record. Returns (state dir, shards file, bodies)."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path, args=SMALL + list(args)) as s:
+        bodies = fill(s, n, "a")
+        sighup_to(s, path, shards_doc(shard_d="online"))
+        eq(s.stop(), 0, "clean stop")
+    last = read(os.path.join(d, "journal.jsonl")).split(b"\n")[-2]
+    ok(last.startswith(b'{"type":"epoch"'), "the journal ends with the reload's epoch record")
+    return d, path, bodies
+
+
+@case("state_mix")
+def checkpoint_after_an_epoch_record_is_used():
+    """A checkpoint whose offset follows an epoch record is used (docs/journal.md §7): the
+    replay resumes after its last receipt and reads the epoch record again."""
+    d, path, bodies = stopped_after_a_reload()
+    name = "checkpoint-%020d.json" % 3
+    eq(checkpoints(d)[-1], name, "the shutdown checkpoint")
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        eq(s.events("checkpoint_skipped"), [], "no checkpoint skipped")
+        used = s.events("checkpoint_used")
+        eq([(u["file"], u["last_seq"]) for u in used], [(os.path.join(d, name), 3)], "used")
+        eq([e["epoch_seq"] for e in s.get("/v1/epochs").json()["epochs"]], [1, 2],
+           "the chain: the start and the reload, once each")
+        eq(s.stop(), 0, "clean stop")
+    all_agree(d, path, bodies)
+
+
+@case("state_mix")
+def checkpoint_after_a_rotation_by_an_epoch_record():
+    """Reloads alone fill the segment until one rotates it: the new segment holds its header,
+    the repeat and the reload's record, no receipt; the shutdown checkpoint lies there."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    docs = [shards_doc(shard_d="online"), shards_doc()]
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies = fill(s, 5, "a")
+        for i in range(400):
+            if sealed(d):
+                break
+            sighup_to(s, path, docs[i % 2])
+        eq(len(sealed(d)), 1, "a reload rotated the segment")
+        sighup_to(s, path, docs[i % 2])
+        eq(s.stop(), 0, "clean stop")
+    lines = read(os.path.join(d, "journal.jsonl")).split(b"\n")[:-1]
+    eq([json.loads(l)["type"] for l in lines], ["segment", "epoch", "epoch", "epoch"],
+       "the active segment: header, repeat, two reloads")
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        eq(s.events("checkpoint_skipped"), [], "no checkpoint skipped")
+        eq(len(s.events("checkpoint_used")), 1, "checkpoint used")
+        eq(s.stop(), 0, "clean stop")
+    all_agree(d, path, bodies)
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv, ("shardgate", "health", "source")))
