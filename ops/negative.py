@@ -332,6 +332,9 @@ DEFECTS = [
     ("checkpoint-refused-after-epoch-record", "gateway/store/checkpoint_load.c",
      "        c->resume_epochs++;\n        after = end;",
      "        return \"no receipt record before its offset\";", ("tests",), "^http_state_mix$"),
+    ("verify-replays-what-was-archived", "gateway/cli/journal_cmd.c",
+     "long n = j->segs.narchived ? gw_checkpoint_list(j->dir, &seqs) : 0;", "long n = 0;",
+     ("tests",), "^http_state_mix$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

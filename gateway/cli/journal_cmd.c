@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "idempotency.h"
 #include "journal.h"
+#include "journal_ids.h"
 #include "ledger_replay.h"
 
 const char gw_usage_journal[] =
@@ -104,17 +105,23 @@ static int verify_resume(struct gw_journal *j, const struct gw_checkpoint *c,
 }
 
 /* Every checkpoint file reads back, sits where it says and, resumed from, gives the full
- * replay's sums `full`. Returns 0 or -EINVAL (printed), -ENOMEM. */
+ * replay's sums `full`; one inside an archived segment is passed by (*count: the others).
+ * Returns 0 or -EINVAL (printed), -ENOMEM. */
 static int verify_checkpoints(struct gw_journal *j, const struct gw_buf *full, long *count)
 {
     uint64_t *seqs = NULL;
-    long n = gw_checkpoint_list(j->dir, &seqs);
+    long n = gw_checkpoint_list(j->dir, &seqs), stale = 0;
     int rc = n < 0 ? (int)n : 0;
     for (long i = 0; i < n && rc == 0; i++) {
         struct gw_checkpoint c;
         struct gw_error why;
         char name[GW_CHECKPOINT_NAME_MAX];
         rc = gw_checkpoint_load(j->dir, seqs[i], j, &c, &why);
+        if (rc == -ESTALE) { /* older than the archive: a start never resumes from it */
+            rc = 0;
+            stale++;
+            continue;
+        }
         if (rc == 0) {
             rc = verify_resume(j, &c, full, &why);
             gw_checkpoint_free(&c);
@@ -125,9 +132,47 @@ static int verify_checkpoints(struct gw_journal *j, const struct gw_buf *full, l
         fprintf(stderr, "checkpoint: %s/%s: %s\n", j->dir, name, why.msg);
         rc = -EINVAL;
     }
-    *count = n;
+    *count = n - stale;
     free(seqs);
     return rc;
+}
+
+/* With archived segments (docs/journal.md §8) the replay starts where a start would: from the
+ * newest checkpoint that loads, its chain and ledger in place and the ids of the present records
+ * it covers in the index. *base: its last_seq, or -1 when there is none (then the replay names
+ * the first archived segment nothing covers). */
+static int replay_from_base(struct gw_journal *j, struct verify_state *v, long long *base,
+                            struct gw_error *err)
+{
+    struct gw_journal_repair rep;
+    struct gw_journal_resume from;
+    uint64_t *seqs = NULL;
+    long n = j->segs.narchived ? gw_checkpoint_list(j->dir, &seqs) : 0;
+    int rc = n < 0 ? (int)n : 0;
+    *base = -1;
+    for (long i = 0; rc == 0 && i < n && *base < 0; i++) {
+        struct gw_checkpoint c;
+        struct gw_error why;
+        if (gw_checkpoint_load(j->dir, seqs[i], j, &c, &why) != 0)
+            continue;
+        rc = gw_checkpoint_apply(&c, j, v->ledger, &why);
+        if (rc == -EINVAL) { /* values that do not apply: the next older one, as a start */
+            gw_chain_free(&j->chain);
+            gw_chain_init(&j->chain);
+            gw_ledger_free(v->ledger);
+            rc = gw_ledger_init(v->ledger);
+            j->last_seq = 0;
+        } else if (rc == 0) {
+            /* the archived ids are not at hand: only the present records' are checked */
+            uint64_t archived = j->segs.archived[j->segs.narchived - 1].last_seq;
+            rc = gw_journal_scan_ids(j, v->ids, archived, c.segment, c.offset, err);
+            *base = (long long)c.last_seq;
+            from = (struct gw_journal_resume){c.segment, c.resume_offset, c.last_seq};
+        }
+        gw_checkpoint_free(&c);
+    }
+    free(seqs);
+    return rc ? rc : gw_journal_replay(j, *base >= 0 ? &from : NULL, visit, v, &rep, err);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -154,11 +199,22 @@ static int open_scratch_index(struct gw_idem *ids, char *scratch, size_t n, stru
     return rc;
 }
 
+static void print_ok(const struct gw_journal *j, long checkpoints, long long base)
+{
+    printf("journal: OK: %zu sealed segments, %llu receipts, %ld checkpoints", j->segs.count,
+           (unsigned long long)j->last_seq, checkpoints);
+    if (base >= 0) {
+        char name[GW_CHECKPOINT_NAME_MAX];
+        gw_checkpoint_name(name, (uint64_t)base);
+        printf("; %zu archived segments not read (from %s on)", j->segs.narchived, name);
+    }
+    printf("\n");
+}
+
 static int verify(const char *dir)
 {
     struct gw_journal j;
     struct gw_error err;
-    struct gw_journal_repair rep;
     struct gw_idem ids;
     char scratch[4096];
     struct gw_ledger ledger;
@@ -173,17 +229,17 @@ static int verify(const char *dir)
         gw_ledger_free(&ledger);
         return GW_EXIT_INTERNAL;
     }
+    long long base = -1;
     int rc = gw_journal_prepare(&j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, &err);
     if (rc == 0)
-        rc = gw_journal_replay(&j, NULL, visit, &v, &rep, &err);
+        rc = replay_from_base(&j, &v, &base, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
     if (rc == 0)
         rc = sums_of(&j, &ledger, &full);
     long checkpoints = 0;
     if (rc == 0 && (rc = verify_checkpoints(&j, &full, &checkpoints)) == 0)
-        printf("journal: OK: %zu sealed segments, %llu receipts, %ld checkpoints\n", j.segs.count,
-               (unsigned long long)j.last_seq, checkpoints);
+        print_ok(&j, checkpoints, base);
     if (rc != -EBUSY && rc != -EINVAL && rc != 0)
         rc = -ENOMEM;
     if (j.path)

@@ -54,7 +54,8 @@ int gw_checkpoint_write(const char *dir, const struct gw_checkpoint_snapshot *s,
 long gw_checkpoint_list(const char *dir, uint64_t **out);
 
 /* Reads and checks checkpoint-<last_seq>.json: sha256, JSON, keys, and its position against the
- * journal's segments. Returns 0, or -EINVAL with err->msg the reason (-ENOMEM). */
+ * journal's segments. Returns 0, or -EINVAL with err->msg the reason, -ESTALE when it lies
+ * inside an archived segment (older than the archive: not usable, not damaged), -ENOMEM. */
 int gw_checkpoint_load(const char *dir, uint64_t last_seq, struct gw_journal *j,
                        struct gw_checkpoint *out, struct gw_error *err);
 void gw_checkpoint_free(struct gw_checkpoint *c);

@@ -168,9 +168,10 @@ static int check_position(struct gw_journal *j, struct gw_checkpoint *c, struct 
     const struct gw_segment *archived = gw_segments_archived(&j->segs, c->segment);
     if (archived) { /* docs/journal.md §8: usable only when it ends exactly at that segment's end */
         c->resume_offset = c->offset;
-        return archived->last_seq == c->last_seq
-                   ? 0
-                   : why(err, "its segment is archived and it does not end at that segment's end");
+        if (archived->last_seq == c->last_seq)
+            return 0;
+        why(err, "its segment is archived and it does not end at that segment's end");
+        return -ESTALE;
     }
     if (!gw_journal_has_segment(j, c->segment))
         return why(err, "its segment is not in the state dir");
