@@ -335,6 +335,10 @@ DEFECTS = [
     ("verify-replays-what-was-archived", "gateway/cli/journal_cmd.c",
      "long n = j->segs.narchived ? gw_checkpoint_list(j->dir, &seqs) : 0;", "long n = 0;",
      ("tests",), "^http_state_mix$"),
+    ("put-built-on-the-request-view", "gateway/http/handle_admin.c",
+     "rc = gw_reload_apply(r->srv, NULL, &m, &rl, &err);",
+     "rc = gw_reload_apply(r->srv, &r->view->topo.contract, &m, &rl, &err);", ("tests",),
+     "^http_state_mix$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

@@ -183,10 +183,11 @@ static enum MHD_Result finish_body(struct gw_req *r)
         return gw_body_refuse(r);
     struct gw_error err;
     struct gw_membership m;
-    const struct gw_contract *contract = &r->view->topo.contract;
+    /* An early check against the request's view; the epoch is built on the current one. */
+    uint32_t vnodes = r->view->topo.contract.vnodes;
     const char *text = r->body.data ? r->body.data : "";
     int rc = gw_membership_parse(text, r->body.len, r->srv->opt.shards, &m, &err);
-    if (rc == 0 && (rc = gw_membership_check_ring(&m, contract->vnodes, r->srv->opt.shards, &err)))
+    if (rc == 0 && (rc = gw_membership_check_ring(&m, vnodes, r->srv->opt.shards, &err)))
         gw_membership_free(&m);
     if (rc == -ENOMEM) {
         gw_body_done(r);
@@ -206,7 +207,7 @@ static enum MHD_Result finish_body(struct gw_req *r)
                            .shards_len = r->body.len,
                            .plan = &plan};
     read_parameters(r, &rl);
-    rc = gw_reload_apply(r->srv, contract, &m, &rl, &err);
+    rc = gw_reload_apply(r->srv, NULL, &m, &rl, &err);
     gw_body_done(r);
     if (rl.exceeded)
         return too_much_movement(r, &plan, err.msg);

@@ -179,6 +179,8 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     pthread_mutex_lock(&s->reload_lock);
     int rc = s->pg ? gw_pg_catch_up(s, err) : 0;
     struct gw_view *cur = gw_view_acquire(&s->views);
+    if (!contract)
+        contract = &cur->topo.contract;
     rl->verdict = GW_RELOAD_REFUSED;
     struct gw_topology next;
     memset(&next, 0, sizeof(next));

@@ -246,9 +246,11 @@ void gw_shards_write_start(struct gw_shards_write *w, const char *path, const ch
 int gw_shards_write_wait(struct gw_shards_write *w);
 
 /* Validates, builds the new ring, writes the shards file (PUT), journals and syncs the epoch
- * record through the writer, then publishes; everything under reload_lock. Takes `contract` and
- * `members` (freed). Returns 0 (verdict applied or unchanged), -EINVAL/-ESTALE refused (err
- * says why; the old view keeps serving), or -errno of the file or the journal. */
+ * record through the writer, then publishes; everything under reload_lock. Takes `members`
+ * (freed) and `contract` (SIGHUP: the files'; NULL for a PUT: the contract of the view current
+ * under the lock, the one If-Match is compared with, so a PUT never reverts a SIGHUP's). Returns 0
+ * (verdict applied or unchanged), -EINVAL/-ESTALE refused (err says why; the old view keeps
+ * serving), or -errno of the file or the journal. */
 int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err);
 /* SIGHUP: re-reads --conf and --shards and applies them, logging the outcome. */

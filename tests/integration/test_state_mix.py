@@ -7,10 +7,13 @@ starts, every acknowledged batch reads back byte for byte, and `journal verify`,
 
 usage: test_state_mix.py SHARDGATE_BINARY SHARDGATE_HEALTH SOURCE_DIR [CASE... | --group G]
 """
+import hashlib
 import json
 import os
 import signal
+import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
@@ -236,6 +239,58 @@ def archive_after_a_reload_then_start():
     ok(len(archived_seqs(adir)) > 0, "segments archived")
     all_agree(d, path, bodies, adir)
 
+
+def epoch_of(doc, policy):
+    """The epoch id of docs/contract.md §7, computed here independently."""
+    text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
+    text += "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=%s\n" % policy
+    for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
+        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+@case("state_mix")
+def put_begun_before_a_sighup_keeps_its_contract():
+    """A PUT whose headers arrived before a SIGHUP changed the contract, its If-Match naming the
+    SIGHUP's epoch: the epoch it records is built on that contract, not on the one the request
+    began under (docs/api.md §15)."""
+    conf = os.path.join(tmpdir(), "dispatch.env")
+    write(conf, read(src("conf", "dispatch.env")), "wb")
+    path = shards_file(shards_doc())
+    admin = os.path.join(tmpdir(), "admin")
+    write(admin, "admin-s3cret\n")
+    os.chmod(admin, 0o600)
+    with Server(state_dir=tmpdir(), conf=conf, shards=path,
+                args=["--admin-token-file", admin]) as s:
+        doc = shards_doc(shard_d="online")
+        body = json.dumps(doc).encode()
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        sock.sendall(("PUT /v1/admin/membership HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: application/json\r\nAuthorization: Bearer admin-s3cret\r\n"
+                      "If-Match: \"%s\"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                      % (epoch_of(shards_doc(), "reject"), len(body))).encode() + body[:10])
+        time.sleep(0.2)  # the request has begun on the view of the start
+        write(conf, read(conf).replace(b"DISPATCH_CAPACITY_POLICY=report",
+                                       b"DISPATCH_CAPACITY_POLICY=reject"), "wb")
+        s.proc.send_signal(signal.SIGHUP)
+        sgtest.wait_until(lambda: s.events("reload_applied"), 30, "reload_applied")
+        sock.sendall(body[10:])
+        data = b""
+        while not data.endswith(b"}\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        sock.close()
+        head, _, payload = data.partition(b"\r\n\r\n")
+        eq((int(head.split()[1]), json.loads(payload)["epoch"]), (200, epoch_of(doc, "reject")),
+           "the PUT's epoch keeps the SIGHUP's policy")
+        eq(s.get("/v1/ring").json()["epoch"], epoch_of(doc, "reject"), "the ring's epoch")
+        eq(s.stop(), 0, "clean stop")
+    last = [json.loads(l) for l in read(os.path.join(s.state_dir, "journal.jsonl")).split(b"\n")
+            if l.startswith(b'{"type":"epoch"')][-1]
+    eq((last["source"], last["contract"]["DISPATCH_CAPACITY_POLICY"]), ("admin", "reject"),
+       "the recorded epoch")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv, ("shardgate", "health", "source")))
