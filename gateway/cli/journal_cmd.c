@@ -163,9 +163,8 @@ static int replay_from_base(struct gw_journal *j, struct verify_state *v, long l
             rc = gw_ledger_init(v->ledger);
             j->last_seq = 0;
         } else if (rc == 0) {
-            /* the archived ids are not at hand: only the present records' are checked */
-            uint64_t archived = j->segs.archived[j->segs.narchived - 1].last_seq;
-            rc = gw_journal_scan_ids(j, v->ids, archived, c.segment, c.offset, err);
+            /* the archived ids from their ids files, the present ones from the segments */
+            rc = gw_journal_scan_ids(j, v->ids, 0, c.segment, c.offset, err);
             *base = (long long)c.last_seq;
             from = (struct gw_journal_resume){c.segment, c.resume_offset, c.last_seq};
         }

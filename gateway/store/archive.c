@@ -19,6 +19,7 @@
 #include "checkpoint.h"
 #include "fileio.h"
 #include "journal.h"
+#include "journal_ids.h"
 #include "segment.h"
 
 #define ARCHIVE_ZSTD_LEVEL 3
@@ -36,15 +37,6 @@ static int sync_path(const char *dir)
     if (fd >= 0)
         close(fd);
     return rc;
-}
-
-static void sha256_hex(const void *data, size_t len, char hex[GW_SHA256_HEX + 1])
-{
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_Digest(data, len, d, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < n && 2 * i < GW_SHA256_HEX; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
 
 /* Writes the (compressed) bytes to D/<as>.tmp, fsync, rename to D/<as>, fsync D. */
@@ -109,9 +101,24 @@ static int unlink_segment(const char *dir, uint64_t first, struct gw_error *err)
     return rc == 0 ? 0 : fail(err, path, "cannot unlink", rc);
 }
 
-/* One segment: the copy, its line, the unlink. */
+/* The ids file of a segment from its bytes (docs/journal.md §8): written before the segment
+ * leaves the state dir, so its ids never depend on the index alone. */
+static int write_ids(const char *dir, const char *path, const void *data, size_t len,
+                     uint64_t first_seq, uint64_t last_seq, struct gw_error *err)
+{
+    struct gw_buf ids;
+    gw_buf_init(&ids);
+    int rc = gw_archived_ids_build(data, len, path, last_seq, &ids, err);
+    if (rc == 0)
+        rc = gw_archived_ids_write(dir, first_seq, &ids, err);
+    gw_buf_free(&ids);
+    return rc;
+}
+
+/* One segment: its ids file, the copy, its line, the unlink; `listed` (an earlier run listed
+ * it and stopped): its ids file and the unlink. */
 static int archive_one(const char *dir, const char *adir, const struct gw_segment *seg, int plain,
-                       struct gw_error *err)
+                       int listed, struct gw_error *err)
 {
     char path[4096], name[GW_SEGMENT_NAME_MAX], as[GW_SEGMENT_NAME_MAX + 4];
     char sha[GW_SHA256_HEX + 1];
@@ -125,12 +132,72 @@ static int archive_one(const char *dir, const char *adir, const struct gw_segmen
     close(fd);
     if (data == MAP_FAILED)
         return fail(err, path, "cannot map", -errno);
-    sha256_hex(data, (size_t)seg->size, sha);
-    int rc = write_copy(adir, as, data, (size_t)seg->size, plain, err);
+    gw_sha256_hex(data, (size_t)seg->size, sha);
+    int rc = write_ids(dir, path, data, (size_t)seg->bytes, seg->first_seq, seg->last_seq, err);
+    if (rc == 0 && !listed)
+        rc = write_copy(adir, as, data, (size_t)seg->size, plain, err);
     munmap(data, (size_t)seg->size);
-    if (rc == 0)
+    if (rc == 0 && !listed)
         rc = append_entry(dir, seg->first_seq, seg->last_seq, (size_t)seg->size, sha, as, err);
     return rc == 0 ? unlink_segment(dir, seg->first_seq, err) : rc;
+}
+
+/* The bytes of an archived copy, D/<as>, decompressed when .zst (*out: free() it). Returns 0,
+ * -EINVAL (not a zstd frame), -ENOMEM or -errno. */
+static int read_copy(const char *path, int zst, char **out, size_t *len)
+{
+    char *raw = NULL;
+    size_t n = 0;
+    int rc = gw_file_read(path, zst ? &raw : out, zst ? &n : len);
+    if (rc != 0 || !zst)
+        return rc;
+    unsigned long long want = ZSTD_getFrameContentSize(raw, n);
+    rc = want == ZSTD_CONTENTSIZE_ERROR || want == ZSTD_CONTENTSIZE_UNKNOWN ? -EINVAL : 0;
+    *out = rc == 0 ? malloc(want ? (size_t)want : 1) : NULL;
+    if (rc == 0 && !*out)
+        rc = -ENOMEM;
+    size_t got = rc == 0 ? ZSTD_decompress(*out, (size_t)want, raw, n) : 0;
+    if (rc == 0 && (ZSTD_isError(got) || got != want))
+        rc = -EINVAL;
+    free(raw);
+    if (rc != 0) {
+        free(*out);
+        *out = NULL;
+    }
+    *len = got;
+    return rc;
+}
+
+/* An archived segment without a good ids file (archived before ids files were kept, or the
+ * file damaged): the file is written from its copy in D, checked against archive.jsonl's sha256
+ * first (docs/operations.md §5.2). */
+static int restore_ids(const char *dir, const char *adir, const struct gw_segment *a,
+                       const char *as, struct gw_error *err)
+{
+    char path[4096], sha[GW_SHA256_HEX + 1];
+    if (gw_archived_ids_ok(dir, a))
+        return 0;
+    snprintf(path, sizeof(path), "%s/%s", adir, as);
+    char *data = NULL;
+    size_t len = 0, n = strlen(as);
+    int rc = read_copy(path, n > 4 && strcmp(as + n - 4, ".zst") == 0, &data, &len);
+    if (rc != 0)
+        fail(err, path, "cannot read the archived copy", rc);
+    if (rc == 0)
+        gw_sha256_hex(data, len, sha);
+    if (rc == 0 && (len != a->size || strcmp(sha, a->sha256) != 0)) {
+        gw_error_set(err, "", "journal archive: %s: not the archived segment archive.jsonl lists",
+                     path);
+        rc = -EINVAL;
+    }
+    /* the seal is the last line: the ids come from the lines before it */
+    size_t body = len;
+    while (rc == 0 && body > 1 && data[body - 2] != '\n')
+        body--;
+    if (rc == 0)
+        rc = write_ids(dir, path, data, body - 1, a->first_seq, a->last_seq, err);
+    free(data);
+    return rc;
 }
 
 /* The bound: the newest checkpoint that loads, min(its last_seq, its index_seq); 0: none. */
@@ -171,14 +238,16 @@ int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_a
     if (rc != 0)
         return rc;
     rc = gw_archive_list_read(dir, &list, &n, &as, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (gw_segments_archived(&j.segs, list[i].first_seq))
+            rc = restore_ids(dir, adir, &list[i], as[i], err);
     out->through_seq = rc == 0 ? covered_through(&j) : 0;
     for (size_t i = 0; rc == 0 && i < j.segs.count; i++) {
         const struct gw_segment *seg = &j.segs.sealed[i];
         if (seg->last_seq > out->through_seq || out->through_seq == 0)
             break;
         int again = listed(list, n, seg->first_seq);
-        rc = again ? unlink_segment(dir, seg->first_seq, err)
-                   : archive_one(dir, adir, seg, plain, err);
+        rc = archive_one(dir, adir, seg, plain, again, err);
         if (rc == 0)
             again ? out->completed++ : out->archived++;
     }

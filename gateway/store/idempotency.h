@@ -48,7 +48,7 @@ void gw_idem_close(struct gw_idem *t);
 #define GW_IDEM_BAD_BLOCK_MSG                                                                      \
     "idempotency index: a block of its files failed its checksum (logged as "                      \
     "index_block_corrupt); stop the server and remove the state dir's index/ directory: the "      \
-    "next start rebuilds it from the journal"
+    "next start rebuilds it from the journal and the archived ids files"
 
 /* Looks `id` up; an unknown id is claimed as in flight (verdict NEW). For REPLAY, *ref says where
  * the receipt is. Returns 0, -ENOMEM (nothing claimed) or -EIO (a block of an index run failed

@@ -389,12 +389,8 @@ static int records_start(struct replay *r, const char *path, const char *data, u
 static int check_seal_hash(const char *path, const char *data, const struct gw_segment *seg,
                            struct gw_error *err)
 {
-    unsigned char d[EVP_MAX_MD_SIZE];
     char hex[GW_SHA256_HEX + 1];
-    unsigned n = 0;
-    EVP_Digest(data, (size_t)seg->bytes, d, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < n && 2 * i < GW_SHA256_HEX; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    gw_sha256_hex(data, (size_t)seg->bytes, hex);
     if (strcmp(hex, seg->sha256) == 0)
         return 0;
     gw_error_set(err, "", "journal: %s: the seal's sha256 is not that of the bytes before it",

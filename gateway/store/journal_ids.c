@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
+
 #define PREFIX "{\"type\":\"receipt\",\"seq\":"
 #define FP_KEY ",\"fingerprint\":\""
 #define RECEIPT_KEY "\",\"receipt\":"
@@ -32,36 +34,56 @@ static int bad(struct gw_error *err, const struct scan *s, uint64_t at, const ch
     return -EINVAL;
 }
 
+/* What the ids of a receipt record are: its seq, fingerprint and batch_id. */
+struct receipt_ids {
+    uint64_t seq;
+    unsigned char fp[GW_FINGERPRINT_LEN];
+    const char *receipt; /* where the receipt bytes start */
+    const char *id;      /* the batch_id's bytes, between its quotes */
+    size_t id_len;
+};
+
+/* Reads the ids of one receipt line [p, end) from its fixed prefix; NULL or what is wrong. */
+static const char *parse_ids(const char *p, const char *end, struct receipt_ids *out)
+{
+    const char *q = p + sizeof(PREFIX) - 1;
+    out->seq = 0;
+    while (q < end && *q >= '0' && *q <= '9')
+        out->seq = out->seq * 10 + (uint64_t)(*q++ - '0');
+    if ((size_t)(end - q) < sizeof(FP_KEY) - 1 + 64 + sizeof(RECEIPT_KEY) - 1 ||
+        memcmp(q, FP_KEY, sizeof(FP_KEY) - 1) != 0)
+        return "receipt record: no fingerprint";
+    q += sizeof(FP_KEY) - 1;
+    if (gw_hex_decode(q, out->fp, GW_FINGERPRINT_LEN) != 0)
+        return "receipt record: fingerprint is not hex";
+    q += 64;
+    if (memcmp(q, RECEIPT_KEY, sizeof(RECEIPT_KEY) - 1) != 0)
+        return "receipt record: no receipt";
+    out->receipt = q + sizeof(RECEIPT_KEY) - 1;
+    size_t window =
+        (size_t)(end - out->receipt) < ID_SEARCH ? (size_t)(end - out->receipt) : ID_SEARCH;
+    const char *id = memmem(out->receipt, window, ID_KEY, sizeof(ID_KEY) - 1);
+    const char *id_end = id ? memchr(id + sizeof(ID_KEY) - 1, '"', (size_t)(end - id)) : NULL;
+    if (!id_end)
+        return "receipt record: no batch_id";
+    out->id = id + sizeof(ID_KEY) - 1;
+    out->id_len = (size_t)(id_end - out->id);
+    return NULL;
+}
+
 /* One receipt line [p, end) at offset `at` (its bytes were replayed strictly once). */
 static int take_line(struct scan *s, const char *p, const char *end, uint64_t at,
                      struct gw_error *err)
 {
-    const char *q = p + sizeof(PREFIX) - 1;
-    uint64_t seq = 0;
-    while (q < end && *q >= '0' && *q <= '9')
-        seq = seq * 10 + (uint64_t)(*q++ - '0');
-    if (seq <= s->after_seq)
+    struct receipt_ids r;
+    const char *what = parse_ids(p, end, &r);
+    if (r.seq <= s->after_seq) /* the seq is read first: a record the index holds is passed */
         return 0;
-    unsigned char fp[GW_FINGERPRINT_LEN];
-    if ((size_t)(end - q) < sizeof(FP_KEY) - 1 + 64 + sizeof(RECEIPT_KEY) - 1 ||
-        memcmp(q, FP_KEY, sizeof(FP_KEY) - 1) != 0)
-        return bad(err, s, at, "receipt record: no fingerprint");
-    q += sizeof(FP_KEY) - 1;
-    if (gw_hex_decode(q, fp, GW_FINGERPRINT_LEN) != 0)
-        return bad(err, s, at, "receipt record: fingerprint is not hex");
-    q += 64;
-    if (memcmp(q, RECEIPT_KEY, sizeof(RECEIPT_KEY) - 1) != 0)
-        return bad(err, s, at, "receipt record: no receipt");
-    const char *receipt = q + sizeof(RECEIPT_KEY) - 1;
-    size_t window = (size_t)(end - receipt) < ID_SEARCH ? (size_t)(end - receipt) : ID_SEARCH;
-    const char *id = memmem(receipt, window, ID_KEY, sizeof(ID_KEY) - 1);
-    const char *id_end = id ? memchr(id + sizeof(ID_KEY) - 1, '"', (size_t)(end - id)) : NULL;
-    if (!id_end)
-        return bad(err, s, at, "receipt record: no batch_id");
-    id += sizeof(ID_KEY) - 1;
-    struct gw_idem_ref ref = {s->segment, at + (uint64_t)(receipt - p),
-                              (uint64_t)(end - 1 - receipt), seq};
-    int rc = gw_idem_insert(s->idem, id, (size_t)(id_end - id), fp, ref);
+    if (what)
+        return bad(err, s, at, what);
+    struct gw_idem_ref ref = {s->segment, at + (uint64_t)(r.receipt - p),
+                              (uint64_t)(end - 1 - r.receipt), r.seq};
+    int rc = gw_idem_insert(s->idem, r.id, r.id_len, r.fp, ref);
     if (rc == -EEXIST)
         return bad(err, s, at, "receipt record: its batch_id was already journaled");
     if (rc != 0)
@@ -114,31 +136,148 @@ static int scan_segment(struct scan *s, struct gw_journal *j, uint64_t first_seq
     return rc;
 }
 
-/* The ids of an archived segment are only in the index (docs/journal.md §8): an index durable
- * below its last seq would forget them, so the start refuses, naming the segment. */
-static int check_index_covers_archived(const struct gw_journal *j, uint64_t durable,
-                                       struct gw_error *err)
+void gw_archived_ids_name(char out[GW_ARCHIVED_IDS_NAME_MAX], uint64_t first_seq)
 {
-    for (size_t i = 0; i < j->segs.narchived; i++) {
-        if (j->segs.archived[i].last_seq <= durable)
-            continue;
-        char name[GW_SEGMENT_NAME_MAX];
-        gw_segment_name(name, j->segs.archived[i].first_seq);
-        gw_error_set(
-            err, "",
-            "journal: %s/%s: archived (archive.jsonl) but the idempotency index is durable "
-            "only through seq %llu",
-            j->dir, name, (unsigned long long)durable);
+    snprintf(out, GW_ARCHIVED_IDS_NAME_MAX, "archived-%020llu.ids", (unsigned long long)first_seq);
+}
+
+int gw_archived_ids_build(const char *data, size_t len, const char *path, uint64_t last_seq,
+                          struct gw_buf *out, struct gw_error *err)
+{
+    struct scan s = {.path = path};
+    gw_buf_reset(out);
+    for (size_t pos = 0; pos < len;) {
+        const char *nl = memchr(data + pos, '\n', len - pos);
+        size_t next = nl ? (size_t)(nl - data) + 1 : len;
+        const char *line = data + pos;
+        struct receipt_ids r;
+        const char *what = NULL;
+        if (nl && (size_t)(nl - line) > sizeof(PREFIX) &&
+            memcmp(line, PREFIX, sizeof(PREFIX) - 1) == 0 && !(what = parse_ids(line, nl, &r))) {
+            gw_buf_append(out, line, (size_t)(r.receipt - line));
+            gw_buf_puts(out, "{\"batch_id\":\"");
+            gw_buf_append(out, r.id, r.id_len);
+            gw_buf_puts(out, "\"}}\n");
+        }
+        if (what)
+            return bad(err, &s, pos, what);
+        pos = next;
+    }
+    char sha[GW_SHA256_HEX + 1];
+    gw_sha256_hex(out->data ? out->data : "", out->len, sha);
+    gw_segment_seal_line(out, last_seq, out->len, sha);
+    if (out->failed)
+        gw_error_set(err, "", "journal: out of memory");
+    return out->failed ? -ENOMEM : 0;
+}
+
+int gw_archived_ids_write(const char *dir, uint64_t first_seq, const struct gw_buf *bytes,
+                          struct gw_error *err)
+{
+    char name[GW_ARCHIVED_IDS_NAME_MAX], path[4096];
+    gw_archived_ids_name(name, first_seq);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int rc = gw_file_replace(path, bytes->data ? bytes->data : "", bytes->len, 0640);
+    if (rc != 0)
+        gw_error_set(err, "", "journal: %s: cannot write: %s", path, strerror(-rc));
+    return rc;
+}
+
+/* Why the ids file's bytes are not those of the archived segment `a`, or NULL: its last line
+ * is a seal whose byte count is the rest, whose sha256 is theirs and whose last_seq is a's. */
+static const char *ids_file_fault(const char *data, size_t len, const struct gw_segment *a,
+                                  uint64_t *lines_len)
+{
+    size_t at = len >= 2 ? len - 1 : 0;
+    while (at > 0 && data[at - 1] != '\n')
+        at--;
+    uint64_t last = 0, bytes = 0;
+    char sha[GW_SHA256_HEX + 1], got[GW_SHA256_HEX + 1];
+    if (len == 0 || data[len - 1] != '\n' ||
+        gw_segment_parse_seal(data + at, len - 1 - at, &last, &bytes, sha) != 0 || bytes != at)
+        return "truncated: it does not end with a seal line over its bytes";
+    gw_sha256_hex(data, at, got);
+    if (strcmp(got, sha) != 0)
+        return "the seal's sha256 is not that of the bytes before it";
+    if (last != a->last_seq)
+        return "its seal's last_seq is not the archived segment's";
+    *lines_len = at;
+    return NULL;
+}
+
+/* Maps <dir>/archived-<F>.ids of archived segment `a` and checks it. Returns NULL (*data,
+ * *size mapped: munmap them; *lines the bytes before its seal) or what is wrong. */
+static const char *map_ids(const char *dir, const struct gw_segment *a, char *path, size_t n,
+                           void **data, size_t *size, uint64_t *lines)
+{
+    char name[GW_ARCHIVED_IDS_NAME_MAX];
+    gw_archived_ids_name(name, a->first_seq);
+    snprintf(path, n, "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    const char *what = fd < 0 ? "missing" : NULL;
+    *data = MAP_FAILED;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_size == 0))
+        what = "empty or unreadable";
+    if (!what &&
+        (*data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+        what = "cannot be mapped";
+    if (fd >= 0)
+        close(fd);
+    if (!what) {
+        *size = (size_t)st.st_size;
+        what = ids_file_fault(*data, *size, a, lines);
+        if (what)
+            munmap(*data, *size);
+    }
+    return what;
+}
+
+int gw_archived_ids_ok(const char *dir, const struct gw_segment *a)
+{
+    char path[4096];
+    void *data;
+    size_t size;
+    uint64_t lines;
+    if (map_ids(dir, a, path, sizeof(path), &data, &size, &lines))
+        return 0;
+    munmap(data, size);
+    return 1;
+}
+
+/* The ids of archived segment `a` from its ids file (docs/journal.md §8). */
+static int scan_archived(struct scan *s, struct gw_journal *j, const struct gw_segment *a,
+                         struct gw_error *err)
+{
+    char seg[GW_SEGMENT_NAME_MAX], path[4096];
+    void *data;
+    size_t size = 0;
+    uint64_t lines = 0;
+    gw_segment_name(seg, a->first_seq);
+    const char *what = map_ids(j->dir, a, path, sizeof(path), &data, &size, &lines);
+    if (what) {
+        gw_error_set(err, "",
+                     "journal: %s: %s: the ids of the archived %s are in neither it nor the "
+                     "idempotency index (docs/operations.md §5.2: `shardgate journal archive "
+                     "--state-dir %s --dir <the archive dir>` writes it again)",
+                     path, what, seg, j->dir);
         return -EINVAL;
     }
-    return 0;
+    s->segment = a->first_seq;
+    s->path = path;
+    int rc = scan_bytes(s, data, lines, err);
+    munmap(data, size);
+    return rc;
 }
 
 int gw_journal_scan_ids(struct gw_journal *j, struct gw_idem *idem, uint64_t after_seq,
                         uint64_t end_segment, uint64_t end_offset, struct gw_error *err)
 {
     struct scan s = {.idem = idem, .after_seq = after_seq};
-    int rc = check_index_covers_archived(j, after_seq, err);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < j->segs.narchived; i++)
+        if (j->segs.archived[i].last_seq > after_seq)
+            rc = scan_archived(&s, j, &j->segs.archived[i], err);
     for (size_t i = 0; rc == 0 && i < j->segs.count; i++) {
         const struct gw_segment *seg = &j->segs.sealed[i];
         if (seg->first_seq > end_segment)

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "number.h"
 
 void gw_segment_name(char out[GW_SEGMENT_NAME_MAX], uint64_t first_seq)
@@ -41,6 +43,14 @@ void gw_segment_header_line(struct gw_buf *out, uint64_t first_seq, const char *
     gw_buf_puts(out, ",\"prev\":\"");
     gw_buf_puts(out, prev);
     gw_buf_puts(out, "\"}\n");
+}
+
+void gw_sha256_hex(const void *data, size_t len, char out[GW_SHA256_HEX + 1])
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_Digest(data, len, d, &n, EVP_sha256(), NULL);
+    gw_hex_encode(d, n < GW_SHA256_HEX / 2 ? n : GW_SHA256_HEX / 2, out);
 }
 
 void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes, const char *sha256)

@@ -39,6 +39,9 @@ void gw_segment_name(char out[GW_SEGMENT_NAME_MAX], uint64_t first_seq);
 /* Parses a sealed segment's name. Returns 0 or -EINVAL (not one). */
 int gw_segment_parse_name(const char *name, uint64_t *first_seq);
 
+/* The SHA-256 of len bytes in lowercase hex (a seal's, an archive entry's). */
+void gw_sha256_hex(const void *data, size_t len, char out[GW_SHA256_HEX + 1]);
+
 /* The header line `{"type":"segment","first_seq":F,"prev":"<hex>"}` and a newline. */
 void gw_segment_header_line(struct gw_buf *out, uint64_t first_seq, const char *prev);
 /* The seal line `{"type":"seal","last_seq":L,"bytes":B,"sha256":"<hex>"}` and a newline. */

@@ -10,6 +10,7 @@ usage: test_state_mix.py SHARDGATE_BINARY SHARDGATE_HEALTH SOURCE_DIR [CASE... |
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -237,6 +238,112 @@ def archive_after_a_reload_then_start():
         eq(s.stop(), 0, "clean stop")
     adir = archive(d)
     ok(len(archived_seqs(adir)) > 0, "segments archived")
+    all_agree(d, path, bodies, adir)
+
+
+
+def archived_and_stopped():
+    """A state dir with segments archived (plain): (d, shards file, bodies, archive dir)."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies = fill(s, 100, "a")
+        eq(s.stop(), 0, "clean stop")
+    adir = archive(d)
+    ok(len(archived_seqs(adir)) > 0, "segments archived")
+    ids = sorted(f for f in os.listdir(d) if f.startswith("archived-"))
+    eq(ids, ["archived-%020d.ids" % int(n[8:28]) for n in sorted(os.listdir(adir))],
+       "an ids file for each archived segment")
+    return d, path, bodies, adir
+
+
+def ids_file_lines(d, adir):
+    """The ids files' expected bytes, from the archived copies (docs/journal.md §8)."""
+    for name in sorted(os.listdir(adir)):
+        body = b""
+        for l in read(os.path.join(adir, name)).split(b"\n"):
+            if l.startswith(b'{"type":"receipt"'):
+                rec = json.loads(l)
+                body += (b'{"type":"receipt","seq":%d,"fingerprint":"%s","receipt":'
+                         b'{"batch_id":"%s"}}\n' % (rec["seq"], rec["fingerprint"].encode(),
+                                                    rec["receipt"]["batch_id"].encode()))
+            elif l.startswith(b'{"type":"seal"'):
+                last = json.loads(l)["last_seq"]
+        body += b'{"type":"seal","last_seq":%d,"bytes":%d,"sha256":"%s"}\n' % (
+            last, len(body), hashlib.sha256(body).hexdigest().encode())
+        eq(read(os.path.join(d, "archived-%s.ids" % name[8:28])), body, name + ": ids file")
+
+
+@case("state_mix")
+def index_deleted_after_an_archive_is_rebuilt():
+    """index/ is derived (docs/journal.md §9): deleted after an archive, the start rebuilds it
+    from the segments and the archived ids files; every id stays known."""
+    d, path, bodies, adir = archived_and_stopped()
+    ids_file_lines(d, adir)
+    shutil.rmtree(os.path.join(d, "index"))
+    all_agree(d, path, bodies, adir)
+    with Server(state_dir=d, shards=path, args=SMALL) as s:  # a retry is never dispatched again
+        r = s.post(batch("a0", n=20))
+        eq((r.status, r.json()["error"]["code"]), (410, "receipt_archived"), "retry of a0")
+
+
+@case("state_mix")
+def manifest_byte_flipped_after_an_archive():
+    """One flipped byte of index/manifest.json: the index is unusable, rebuilt, nothing lost."""
+    d, path, bodies, adir = archived_and_stopped()
+    m = os.path.join(d, "index", "manifest.json")
+    data = bytearray(read(m))
+    data[len(data) // 2] ^= 0x01
+    write(m, bytes(data), "wb")
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        eq([e["reason"] for e in s.events("index_unusable")], ["manifest checksum mismatch"],
+           "logged")
+        eq(s.stop(), 0, "clean stop")
+    all_agree(d, path, bodies, adir)
+
+
+@case("state_mix")
+def archive_right_after_a_rebuild():
+    """A start that rebuilt the index, then an archive at once: the next start knows every id."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies = fill(s, 100, "a")
+        eq(s.stop(), 0, "clean stop")
+    shutil.rmtree(os.path.join(d, "index"))
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        s.kill()
+    adir = archive(d)
+    all_agree(d, path, bodies, adir)
+
+
+@case("state_mix")
+def archived_ids_file_missing_or_damaged_is_repaired_by_archive():
+    """Without a good ids file and without the index the ids of an archived segment are nowhere
+    in the state dir: the start refuses (exit 3, the file and the repair named) and changes
+    nothing; `journal archive` run again writes the file from the archived copy."""
+    d, path, bodies, adir = archived_and_stopped()
+    names = sorted(f for f in os.listdir(d) if f.startswith("archived-"))
+    os.unlink(os.path.join(d, names[0]))
+    damaged = os.path.join(d, names[1])
+    data = bytearray(read(damaged))
+    data[10] ^= 0x01
+    write(damaged, bytes(data), "wb")
+    shutil.rmtree(os.path.join(d, "index"))
+    before = sorted(os.listdir(d))
+    r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", path,
+                    "--state-dir", d, "--listen", "127.0.0.1:0"] + SMALL)
+    eq((r.returncode, r.stderr),
+       (3, "journal: %s/%s: missing: the ids of the archived journal-%s.jsonl are in neither it "
+        "nor the idempotency index (docs/operations.md §5.2: `shardgate journal archive "
+        "--state-dir %s --dir <the archive dir>` writes it again)\n" % (d, names[0],
+                                                                         names[0][9:29], d)),
+       "refused, naming the file")
+    eq(sorted(f for f in os.listdir(d) if f != "index"), [f for f in before if f != "index"],
+       "nothing removed")
+    r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+    eq(r.returncode, 0, "archive again: " + r.stderr)
+    ids_file_lines(d, adir)
     all_agree(d, path, bodies, adir)
 
 
