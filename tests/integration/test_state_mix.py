@@ -347,6 +347,43 @@ def archived_ids_file_missing_or_damaged_is_repaired_by_archive():
     all_agree(d, path, bodies, adir)
 
 
+
+def start_refused(d, path, message):
+    r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", path,
+                    "--state-dir", d, "--listen", "127.0.0.1:0"] + SMALL)
+    eq((r.returncode, r.stderr), (3, message + "\n"), "refused: " + message[:60])
+
+
+@case("state_mix")
+def each_documented_repair_then_starts():
+    """docs/operations.md §5.2: a refusal to start, its repair, a start that serves every batch."""
+    d, path, bodies, adir = archived_and_stopped()
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies.update(fill(s, 80, "c"))
+        eq(s.stop(), 0, "clean stop")
+    ok(len(sealed(d)) >= 3, "sealed segments present after the archive")
+    backup = tmpdir()
+    for name in os.listdir(d):
+        if os.path.isfile(os.path.join(d, name)):
+            shutil.copy2(os.path.join(d, name), os.path.join(backup, name))
+    middle = sealed(d)[len(sealed(d)) // 2]
+    os.unlink(os.path.join(d, middle))
+    r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", path,
+                    "--state-dir", d, "--listen", "127.0.0.1:0"] + SMALL)
+    eq((r.returncode, "(a segment is missing)" in r.stderr), (3, True), "a deleted segment")
+    shutil.copy2(os.path.join(backup, middle), os.path.join(d, middle))  # restore it
+    all_agree(d, path, bodies, adir)
+    ckpts = checkpoints(d)
+    for name in ckpts:
+        os.unlink(os.path.join(d, name))
+    first = sorted(os.listdir(adir))[0]
+    start_refused(d, path, "journal: %s/%s: archived (archive.jsonl) and no usable checkpoint "
+                  "covers it" % (d, first))
+    for name in ckpts:  # restore the checkpoints from the backup taken after the archive
+        shutil.copy2(os.path.join(backup, name), os.path.join(d, name))
+    all_agree(d, path, bodies, adir)
+
+
 def epoch_of(doc, policy):
     """The epoch id of docs/contract.md §7, computed here independently."""
     text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
