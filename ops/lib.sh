@@ -19,6 +19,8 @@ SHARDGATE_PACKAGES+=(podman podman-compose catatonit mmdebstrap mandoc prometheu
 # Issue #17: --store postgres (PostgreSQL 15 and libpq: the store every replica shares) and the
 # cluster of ops/cluster.sh (HAProxy 2.6: routing in front of the replicas).
 SHARDGATE_PACKAGES+=(postgresql libpq-dev haproxy)
+# The model-based operation test's sequence generator and shrinker (docs/decisions.md §27).
+SHARDGATE_PACKAGES+=(python3-hypothesis)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {

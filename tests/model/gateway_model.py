@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""The model-based operation test (docs/tools.md §8): random sequences of what operators do to
+a gateway and its state dir, run against the real binaries, with a small model of what must
+then be true. Hypothesis's stateful testing generates the sequences and shrinks a failing one
+to a short sequence, printed with the seed that replays it.
+
+Operations: POST bursts (fresh, replayed, reused ids with other content, invalid bodies); PUT
+of the membership (applied, stale If-Match, invalid); SIGHUP with an edited membership or
+capacity policy; kill -9; SIGTERM; `journal archive`; deleting index/; a flipped byte in a
+file under index/. The server runs with 64 KiB segments and 100 ms checkpoints, so sequences
+rotate and checkpoint.
+
+After every restart, the model checks that every acknowledged batch reads back byte for byte
+(410 once archived) and that /v1/shards holds the model's totals; at the end of a sequence,
+that `journal verify`, `shardgate-health check` and `probe.py journal` pass.
+
+usage: gateway_model.py SHARDGATE HEALTH SOURCE_DIR [--seed N] [--sequences N] [--steps N]
+       [--long]
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import Failure, Server, eq, read, run, run_server, src, write  # noqa: E402
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import seed as hypothesis_seed  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule  # noqa: E402
+
+ADMIN = "model-admin-token"
+ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
+SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
+STATES = ["online", "draining", "offline"]
+STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0}
+
+memberships = st.lists(st.sampled_from(STATES), min_size=5, max_size=5).filter(
+    lambda states: "online" in states)
+
+
+def membership(states):
+    return {"shards": [{"id": i, "state": s, "capacity": 20, "weight": 1}
+                       for i, s in zip(SHARD_IDS, states)]}
+
+
+def changes(batch_id, n, salt=""):
+    return {"batch_id": batch_id,
+            "changes": [{"id": "c%d" % i, "key": "%s%s:%d" % (batch_id, salt, i), "size": 1 + i % 3}
+                        for i in range(n)]}
+
+
+class GatewayModel(RuleBasedStateMachine):
+    """One state dir, one server at a time, and what the server acknowledged."""
+
+    def __init__(self):
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="shardgate-model-")
+        self.state = os.path.join(self.dir, "state")
+        self.adir = os.path.join(self.dir, "archive")
+        os.mkdir(self.adir)
+        self.conf = os.path.join(self.dir, "dispatch.env")
+        write(self.conf, read(src("conf", "dispatch.env")), "wb")
+        self.shards = os.path.join(self.dir, "shards.json")
+        write(self.shards, json.dumps(membership(["online"] * 3 + ["offline", "draining"])))
+        token = os.path.join(self.dir, "admin")
+        write(token, ADMIN + "\n")
+        os.chmod(token, 0o600)
+        self.args = ARGS + ["--admin-token-file", token]
+        self.acked = {}    # batch_id -> the 200 body
+        self.totals = {}   # shard id -> [load, received], summed from the acknowledged receipts
+        self.archived = set()
+        self.next_id = 0
+        self.server = None
+        self.flipped = False  # a byte of index/ flipped since it was last rebuilt
+        STATS["sequences"] += 1
+        self.start()
+
+    # --- the server ------------------------------------------------------------------------
+
+    def start(self):
+        STATS["restarts"] += 1
+        self.server = Server(state_dir=self.state, conf=self.conf, shards=self.shards,
+                             args=self.args).start()
+        self.check_reads()
+
+    def stop(self, kill=False):
+        STATS["kills"] += kill
+        if kill:
+            self.server.kill()
+        else:
+            eq(self.server.stop(), 0, "SIGTERM exits 0")
+        self.server = None
+
+    def teardown(self):
+        try:
+            if self.server is not None:
+                self.stop()
+                self.check_offline()
+        except BaseException:
+            print("model: the failing sequence's files are kept in %s" % self.dir, flush=True)
+            raise
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- what must be true -----------------------------------------------------------------
+
+    def index_corrupt(self, r):
+        """A 500 index_corrupt is documented only after a flipped byte in index/ (docs/journal.md
+        §9); its documented repair is then made: stop, remove index/, start."""
+        if r.status != 500:
+            return False
+        eq((r.error()[0], self.flipped), ("index_corrupt", True), "a 500 after a flip only")
+        self.stop()
+        shutil.rmtree(os.path.join(self.state, "index"))
+        self.flipped = False
+        self.start()
+        return True
+
+    def check_reads(self):
+        """Every acknowledged batch reads back byte for byte, 410 once archived; the totals."""
+        conn = self.server.connect()
+        for bid, body in self.acked.items():
+            r = self.server.get("/v1/batches/" + bid, conn=conn)
+            if self.index_corrupt(r):
+                return  # checked again by the start after the repair
+            if bid in self.archived:
+                eq(r.status, 410, "GET %s: archived" % bid)
+            else:
+                eq((r.status, r.body), (200, body), "GET %s" % bid)
+        conn.close()
+        got = {k: v for k, v in self.server.shard_totals().items() if v != [0, 0]}
+        eq(got, {k: v for k, v in self.totals.items() if v != [0, 0]}, "/v1/shards totals")
+
+    def check_offline(self):
+        """journal verify, shardgate-health and probe.py pass on the stopped state dir."""
+        r = run_server(["journal", "verify", "--state-dir", self.state])
+        eq((r.returncode, r.stderr), (0, ""), "journal verify")
+        archive = ["--archive-dir", self.adir] if self.archived else []
+        r = run([sgtest.HEALTH, "check", "--conf", self.conf, "--shards", self.shards,
+                 "--journal", os.path.join(self.state, "journal.jsonl")] + archive)
+        eq(r.returncode, 0, "shardgate-health check: " + r.stdout[:1500])
+        r = run([sys.executable, src("client", "probe.py"), "journal", "--state-dir", self.state]
+                + archive)
+        eq(r.returncode, 0, "probe.py journal: " + r.stdout[:1500])
+
+    def count(self, body):
+        for sid, t in json.loads(body)["shards"].items():
+            have = self.totals.setdefault(sid, [0, 0])
+            have[0] += t["load"]
+            have[1] += t["received"]
+
+    # --- operations ------------------------------------------------------------------------
+
+    @rule(n=st.integers(1, 6), size=st.integers(1, 60))
+    def post_fresh(self, n, size):
+        conn = self.server.connect()
+        for _ in range(n):
+            bid = "b%d" % self.next_id
+            self.next_id += 1
+            r = self.server.post(changes(bid, size), conn=conn)
+            if self.index_corrupt(r):
+                return  # nothing was dispatched
+            if r.status == 200:
+                self.acked[bid] = r.body
+                self.count(r.body)
+            else:
+                eq((r.status, r.error()[0]), (422, "over_capacity"), "POST %s" % bid)
+        conn.close()
+
+    @precondition(lambda self: self.acked)
+    @rule(pick=st.integers(0, 10**6), other=st.booleans())
+    def post_again(self, pick, other):
+        """A retry (same content) or a reused id (other content) of an acknowledged batch."""
+        bid = sorted(self.acked)[pick % len(self.acked)]
+        size = len(json.loads(self.acked[bid])["placements"])
+        r = self.server.post(changes(bid, size, salt="x" if other else ""))
+        if self.index_corrupt(r):
+            return
+        if other:  # docs/api.md §2: another fingerprint, archived or not
+            eq((r.status, r.error()[0]), (422, "batch_id_reused"), "reuse of %s" % bid)
+        elif bid in self.archived:
+            eq(r.status, 410, "retry of archived %s" % bid)
+        else:
+            eq((r.status, r.body), (200, self.acked[bid]), "retry of %s" % bid)
+
+    @rule(body=st.sampled_from([b"{", b"[]", b'{"batch_id":"x"}', b'{"batch_id":"","changes":[]}']))
+    def post_invalid(self, body):
+        eq(self.server.post(body).status, 400, "invalid body %r" % body)
+
+    def current_epoch(self):
+        return self.server.get("/v1/ring").json()["epoch"]
+
+    @rule(states=memberships, stale=st.booleans())
+    def put_membership(self, states, stale):
+        epoch = "0" * 40 if stale else self.current_epoch()
+        r = self.server.request("PUT", "/v1/admin/membership",
+                                body=json.dumps(membership(states)).encode(),
+                                headers={"Content-Type": "application/json",
+                                         "Authorization": "Bearer " + ADMIN,
+                                         "If-Match": '"%s"' % epoch})
+        eq(r.status, 412 if stale else 200, "PUT")
+
+    @rule()
+    def put_invalid(self):
+        r = self.server.request("PUT", "/v1/admin/membership", body=b'{"shards":[]}',
+                                headers={"Content-Type": "application/json",
+                                         "Authorization": "Bearer " + ADMIN,
+                                         "If-Match": '"%s"' % self.current_epoch()})
+        eq(r.status, 422, "PUT of an empty membership")
+
+    @rule(states=memberships, policy=st.sampled_from(["report", "reject"]))
+    def sighup(self, states, policy):
+        write(self.shards, json.dumps(membership(states)))
+        text = read(self.conf).decode()
+        text = "\n".join("DISPATCH_CAPACITY_POLICY=" + policy
+                         if l.startswith("DISPATCH_CAPACITY_POLICY=") else l
+                         for l in text.split("\n"))
+        write(self.conf, text)
+        events = ("reload_applied", "reload_unchanged", "reload_refused")
+        before = sum(len(self.server.events(e)) for e in events)
+        self.server.proc.send_signal(signal.SIGHUP)
+        sgtest.wait_until(lambda: sum(len(self.server.events(e)) for e in events) > before, 30,
+                          "the reload's event")
+        eq(self.server.events("reload_refused"), [], "no reload refused")
+
+    @rule()
+    def kill9(self):
+        self.stop(kill=True)
+        self.start()
+
+    @rule()
+    def sigterm(self):
+        self.stop()
+        self.start()
+
+    @rule()
+    def archive(self):
+        self.stop()
+        r = run_server(["journal", "archive", "--state-dir", self.state, "--dir", self.adir,
+                        "--plain"])
+        eq((r.returncode, r.stderr), (0, ""), "journal archive")
+        STATS["archives"] += 1
+        for name in os.listdir(self.adir):
+            for line in read(os.path.join(self.adir, name)).split(b"\n"):
+                if line.startswith(b'{"type":"receipt"'):
+                    self.archived.add(json.loads(line)["receipt"]["batch_id"])
+        self.start()
+
+    @rule()
+    def delete_index(self):
+        self.stop()
+        shutil.rmtree(os.path.join(self.state, "index"), ignore_errors=True)
+        self.flipped = False
+        self.start()
+
+    @rule(pick=st.integers(0, 10**6), at=st.integers(0, 10**6))
+    def flip_index_byte(self, pick, at):
+        self.stop()
+        index = os.path.join(self.state, "index")
+        files = sorted(f for f in os.listdir(index) if f != "lock") if os.path.isdir(index) else []
+        files = [f for f in files if os.path.getsize(os.path.join(index, f)) > 0]
+        if files:
+            path = os.path.join(index, files[pick % len(files)])
+            data = bytearray(read(path))
+            data[at % len(data)] ^= 0x01
+            write(path, bytes(data), "wb")
+            self.flipped = True
+        self.start()
+
+    @invariant()
+    def serving(self):
+        STATS["operations"] += 1
+        if self.server is not None and self.server.proc.poll() is not None:
+            raise Failure("the server exited:\n" + "\n".join(self.server.lines[-20:]))
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description="the model-based operation test")
+    p.add_argument("shardgate")
+    p.add_argument("health")
+    p.add_argument("source")
+    p.add_argument("--seed", type=int, default=20261204)
+    p.add_argument("--sequences", type=int, default=50)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--long", action="store_true", help="5,000 sequences of 20 steps")
+    a = p.parse_args(argv[1:])
+    if a.long:
+        a.sequences, a.steps = 5000, 20
+    sgtest.BIN, sgtest.HEALTH = os.path.abspath(a.shardgate), os.path.abspath(a.health)
+    sgtest.SRC = os.path.abspath(a.source)
+    case = GatewayModel.TestCase
+    case.settings = settings(max_examples=a.sequences, stateful_step_count=a.steps,
+                             deadline=None, database=None, print_blob=False,
+                             suppress_health_check=list(HealthCheck))
+    hypothesis_seed(a.seed)(case)
+    print("model: --seed %d --sequences %d --steps %d (replay: python3 %s %s %s %s --seed %d "
+          "--sequences %d --steps %d)" % (a.seed, a.sequences, a.steps, argv[0], a.shardgate,
+                                          a.health, a.source, a.seed, a.sequences, a.steps),
+          flush=True)
+    import unittest
+    result = unittest.TextTestRunner(verbosity=1).run(
+        unittest.defaultTestLoader.loadTestsFromTestCase(case))
+    sgtest.cleanup(result.wasSuccessful())
+    ok = result.wasSuccessful()
+    print("model: %s" % json.dumps(STATS), flush=True)
+    print("%d passed, %d failed" % (1 if ok else 0, 0 if ok else 1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
