@@ -156,7 +156,7 @@ class GatewayModel(RuleBasedStateMachine):
 
     # --- operations ------------------------------------------------------------------------
 
-    @rule(n=st.integers(1, 6), size=st.integers(1, 60))
+    @rule(n=st.integers(1, 6), size=st.integers(1, 250))
     def post_fresh(self, n, size):
         conn = self.server.connect()
         for _ in range(n):
@@ -188,9 +188,18 @@ class GatewayModel(RuleBasedStateMachine):
         else:
             eq((r.status, r.body), (200, self.acked[bid]), "retry of %s" % bid)
 
-    @rule(body=st.sampled_from([b"{", b"[]", b'{"batch_id":"x"}', b'{"batch_id":"","changes":[]}']))
-    def post_invalid(self, body):
-        eq(self.server.post(body).status, 400, "invalid body %r" % body)
+    @rule(body=st.sampled_from([b"{", b"[]", b'{"batch_id":"x"}', b'{"batch_id":"","changes":[]}',
+                                b"PUT"]))
+    def invalid(self, body):
+        """An invalid POST body (400), or a PUT of an empty membership (422)."""
+        if body != b"PUT":
+            eq(self.server.post(body).status, 400, "invalid body %r" % body)
+            return
+        r = self.server.request("PUT", "/v1/admin/membership", body=b'{"shards":[]}',
+                                headers={"Content-Type": "application/json",
+                                         "Authorization": "Bearer " + ADMIN,
+                                         "If-Match": '"%s"' % self.current_epoch()})
+        eq(r.status, 422, "PUT of an empty membership")
 
     def current_epoch(self):
         return self.server.get("/v1/ring").json()["epoch"]
@@ -204,14 +213,6 @@ class GatewayModel(RuleBasedStateMachine):
                                          "Authorization": "Bearer " + ADMIN,
                                          "If-Match": '"%s"' % epoch})
         eq(r.status, 412 if stale else 200, "PUT")
-
-    @rule()
-    def put_invalid(self):
-        r = self.server.request("PUT", "/v1/admin/membership", body=b'{"shards":[]}',
-                                headers={"Content-Type": "application/json",
-                                         "Authorization": "Bearer " + ADMIN,
-                                         "If-Match": '"%s"' % self.current_epoch()})
-        eq(r.status, 422, "PUT of an empty membership")
 
     @rule(states=memberships, policy=st.sampled_from(["report", "reject"]))
     def sighup(self, states, policy):
@@ -228,14 +229,10 @@ class GatewayModel(RuleBasedStateMachine):
                           "the reload's event")
         eq(self.server.events("reload_refused"), [], "no reload refused")
 
-    @rule()
-    def kill9(self):
-        self.stop(kill=True)
-        self.start()
-
-    @rule()
-    def sigterm(self):
-        self.stop()
+    @rule(kill=st.booleans())
+    def restart(self, kill):
+        """kill -9, or SIGTERM (a clean stop writes a checkpoint), then a start."""
+        self.stop(kill=kill)
         self.start()
 
     @rule()
@@ -251,17 +248,16 @@ class GatewayModel(RuleBasedStateMachine):
                     self.archived.add(json.loads(line)["receipt"]["batch_id"])
         self.start()
 
-    @rule()
-    def delete_index(self):
-        self.stop()
-        shutil.rmtree(os.path.join(self.state, "index"), ignore_errors=True)
-        self.flipped = False
-        self.start()
-
-    @rule(pick=st.integers(0, 10**6), at=st.integers(0, 10**6))
-    def flip_index_byte(self, pick, at):
+    @rule(flip=st.booleans(), pick=st.integers(0, 10**6), at=st.integers(0, 10**6))
+    def damage_index(self, flip, pick, at):
+        """index/ deleted, or one byte of a file under it flipped; then a start."""
         self.stop()
         index = os.path.join(self.state, "index")
+        if not flip:
+            shutil.rmtree(index, ignore_errors=True)
+            self.flipped = False
+            self.start()
+            return
         files = sorted(f for f in os.listdir(index) if f != "lock") if os.path.isdir(index) else []
         files = [f for f in files if os.path.getsize(os.path.join(index, f)) > 0]
         if files:
@@ -286,7 +282,7 @@ def main(argv):
     p.add_argument("source")
     p.add_argument("--seed", type=int, default=20261204)
     p.add_argument("--sequences", type=int, default=50)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=15)
     p.add_argument("--long", action="store_true", help="5,000 sequences of 20 steps")
     a = p.parse_args(argv[1:])
     if a.long:
