@@ -32,13 +32,14 @@ from sgtest import Failure, Server, eq, read, run, run_server, src, write  # noq
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule  # noqa: E402
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant,  # noqa: E402
+                                 precondition, rule)  # noqa: E402
 
 ADMIN = "model-admin-token"
 ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
 SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
-STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0}
+STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0}
 
 memberships = st.lists(st.sampled_from(STATES), min_size=5, max_size=5).filter(
     lambda states: "online" in states)
@@ -75,10 +76,25 @@ class GatewayModel(RuleBasedStateMachine):
         self.acked = {}    # batch_id -> the 200 body
         self.totals = {}   # shard id -> [load, received], summed from the acknowledged receipts
         self.archived = set()
+        self.archived_through = 0  # the last seq archived
         self.next_id = 0
         self.server = None
         self.flipped = False  # a byte of index/ flipped since it was last rebuilt
         STATS["sequences"] += 1
+
+    @initialize(legacy=st.booleans())
+    def begin(self, legacy):
+        """An empty state dir, or the one-file state dir of an older main (tests/golden)."""
+        if legacy:
+            STATS["legacy"] += 1
+            os.mkdir(self.state, 0o750)
+            data = read(src("tests", "golden", "legacy-state", "journal.jsonl"))
+            write(os.path.join(self.state, "journal.jsonl"), data, "wb")
+            for line in data.split(b"\n"):
+                if line.startswith(b'{"type":"receipt"'):
+                    body = line[line.index(b'"receipt":') + 10:-1] + b"\n"
+                    self.acked[json.loads(line)["receipt"]["batch_id"]] = body
+                    self.count(body)
         self.start()
 
     # --- the server ------------------------------------------------------------------------
@@ -133,8 +149,29 @@ class GatewayModel(RuleBasedStateMachine):
             else:
                 eq((r.status, r.body), (200, body), "GET %s" % bid)
         conn.close()
+        self.check_feed()
         got = {k: v for k, v in self.server.shard_totals().items() if v != [0, 0]}
         eq(got, {k: v for k, v in self.totals.items() if v != [0, 0]}, "/v1/shards totals")
+
+    def check_feed(self):
+        """The receipts feed from the first seq present holds every acknowledged receipt not
+        archived once, its record's receipt bytes those of the POST's answer (docs/api.md §17)."""
+        after, seen = self.archived_through, {}
+        while True:
+            r = self.server.get("/v1/receipts?after=%d&limit=1000" % after)
+            eq(r.status, 200, "GET /v1/receipts?after=%d" % after)
+            lines = r.body.split(b"\n")[:-1]
+            for line in lines[:-1]:
+                if line.startswith(b'{"type":"receipt"'):
+                    bid = json.loads(line)["receipt"]["batch_id"]
+                    eq(bid in seen, False, "%s once in the feed" % bid)
+                    seen[bid] = line[line.index(b'"receipt":') + 10:-1] + b"\n"
+            last = json.loads(lines[-1])["last_seq"]
+            if last == after:
+                break
+            after = last
+        want = {b: body for b, body in self.acked.items() if b not in self.archived}
+        eq(seen, want, "the feed's receipts")
 
     def check_offline(self):
         """journal verify, shardgate-health and probe.py pass on the stopped state dir."""
@@ -177,8 +214,12 @@ class GatewayModel(RuleBasedStateMachine):
     def post_again(self, pick, other):
         """A retry (same content) or a reused id (other content) of an acknowledged batch."""
         bid = sorted(self.acked)[pick % len(self.acked)]
-        size = len(json.loads(self.acked[bid])["placements"])
-        r = self.server.post(changes(bid, size, salt="x" if other else ""))
+        doc = {"batch_id": bid, "changes": [  # the batch again, from its receipt's placements
+            {"id": p["id"], "key": p["key"], "size": p["size"]}
+            for p in json.loads(self.acked[bid])["placements"]]}
+        if other:
+            doc["changes"][0]["key"] += "x"
+        r = self.server.post(doc)
         if self.index_corrupt(r):
             return
         if other:  # docs/api.md §2: another fingerprint, archived or not
@@ -245,7 +286,9 @@ class GatewayModel(RuleBasedStateMachine):
         for name in os.listdir(self.adir):
             for line in read(os.path.join(self.adir, name)).split(b"\n"):
                 if line.startswith(b'{"type":"receipt"'):
-                    self.archived.add(json.loads(line)["receipt"]["batch_id"])
+                    rec = json.loads(line)
+                    self.archived.add(rec["receipt"]["batch_id"])
+                    self.archived_through = max(self.archived_through, rec["seq"])
         self.start()
 
     @rule(flip=st.booleans(), pick=st.integers(0, 10**6), at=st.integers(0, 10**6))
