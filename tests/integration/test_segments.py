@@ -35,13 +35,7 @@ def checkpoints(d):
 
 
 def fill(s, n, prefix="b", changes=20):
-    """Posts n batches; returns {batch_id: response body}."""
-    bodies = {}
-    for i in range(n):
-        r = s.post(batch("%s%d" % (prefix, i), n=changes))
-        eq(r.status, 200, "post %s%d" % (prefix, i))
-        bodies["%s%d" % (prefix, i)] = r.body
-    return bodies
+    return sgtest.post_batches(s, n, prefix, changes)
 
 
 def seal_of(data):

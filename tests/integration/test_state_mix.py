@@ -45,13 +45,20 @@ def sealed(d):
 
 
 def fill(s, n, prefix, changes=20):
-    """Posts n batches; returns {batch_id: response body}."""
-    bodies = {}
-    for i in range(n):
-        r = s.post(batch("%s%d" % (prefix, i), n=changes))
-        eq(r.status, 200, "post %s%d" % (prefix, i))
-        bodies["%s%d" % (prefix, i)] = r.body
-    return bodies
+    return sgtest.post_batches(s, n, prefix, changes)
+
+
+def filled_and_stopped(n=100, before_stop=None):
+    """A state dir after n batches (and `before_stop(server, shards file)`), stopped cleanly:
+    (state dir, shards file, bodies)."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies = fill(s, n, "a")
+        if before_stop:
+            before_stop(s, path)
+        eq(s.stop(), 0, "clean stop")
+    return d, path, bodies
 
 
 def sighup_to(s, path, doc):
@@ -230,12 +237,8 @@ def verify_after_an_archive():
 @case("state_mix")
 def archive_after_a_reload_then_start():
     """A shutdown checkpoint after an epoch record covers an archive: the start uses it."""
-    d = tmpdir()
-    path = shards_file(shards_doc())
-    with Server(state_dir=d, shards=path, args=SMALL) as s:
-        bodies = fill(s, 100, "a")
-        sighup_to(s, path, shards_doc(shard_d="online"))
-        eq(s.stop(), 0, "clean stop")
+    d, path, bodies = filled_and_stopped(
+        before_stop=lambda s, path: sighup_to(s, path, shards_doc(shard_d="online")))
     adir = archive(d)
     ok(len(archived_seqs(adir)) > 0, "segments archived")
     all_agree(d, path, bodies, adir)
@@ -244,11 +247,7 @@ def archive_after_a_reload_then_start():
 
 def archived_and_stopped():
     """A state dir with segments archived (plain): (d, shards file, bodies, archive dir)."""
-    d = tmpdir()
-    path = shards_file(shards_doc())
-    with Server(state_dir=d, shards=path, args=SMALL) as s:
-        bodies = fill(s, 100, "a")
-        eq(s.stop(), 0, "clean stop")
+    d, path, bodies = filled_and_stopped()
     adir = archive(d)
     ok(len(archived_seqs(adir)) > 0, "segments archived")
     ids = sorted(f for f in os.listdir(d) if f.startswith("archived-"))
@@ -305,11 +304,7 @@ def manifest_byte_flipped_after_an_archive():
 @case("state_mix")
 def archive_right_after_a_rebuild():
     """A start that rebuilt the index, then an archive at once: the next start knows every id."""
-    d = tmpdir()
-    path = shards_file(shards_doc())
-    with Server(state_dir=d, shards=path, args=SMALL) as s:
-        bodies = fill(s, 100, "a")
-        eq(s.stop(), 0, "clean stop")
+    d, path, bodies = filled_and_stopped()
     shutil.rmtree(os.path.join(d, "index"))
     with Server(state_dir=d, shards=path, args=SMALL) as s:
         s.kill()

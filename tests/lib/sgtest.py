@@ -165,6 +165,17 @@ def batch(batch_id, n=3, size=1, prefix=None):
                         for i in range(n)]}
 
 
+def post_batches(server, n, prefix, changes=20):
+    """POSTs n batches `<prefix>0`.. of `changes` changes, each answered 200; returns
+    {batch_id: response body}."""
+    bodies = {}
+    for i in range(n):
+        r = server.post(batch("%s%d" % (prefix, i), n=changes))
+        eq(r.status, 200, "post %s%d" % (prefix, i))
+        bodies["%s%d" % (prefix, i)] = r.body
+    return bodies
+
+
 def journal_lines(state_dir):
     """Every line of the journal: the sealed segments in seq order, then the active one
     (docs/journal.md §6)."""
