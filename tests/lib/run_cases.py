@@ -181,17 +181,30 @@ def case_runner(case):
 
 
 def cases_in(folder):
-    """A case folder alone, or the case folders directly below a suite, in name order."""
+    """A case folder alone, or every folder directly below a suite, in name order: a folder
+    there that is no case (neither `exit` nor `status`) is reported as a FAIL, never skipped."""
     if case_runner(folder):
         return [folder]
     subs = (os.path.join(folder, n) for n in sorted(os.listdir(folder)))
-    return [d for d in subs if os.path.isdir(d) and case_runner(d)]
+    return [d for d in subs if os.path.isdir(d)]
+
+
+def judge(root, case):
+    """The case's failures; an error raised while judging it (a bad expected file) is one."""
+    runner = case_runner(case)
+    if runner is None:
+        return ["cannot judge: the folder holds neither `exit` (a dispatch case) nor `status` "
+                "(an HTTP case)"]
+    try:
+        return runner(root, case)
+    except Exception as e:  # noqa: BLE001 - any error is this case's FAIL, the others still run
+        return ["error while judging the case: %s: %s" % (type(e).__name__, e)]
 
 
 def run_one(root, case):
     name = case_name(root, case)
     t0 = time.time()
-    failures = case_runner(case)(root, case)
+    failures = judge(root, case)
     print("%s %s (%.2fs)" % ("FAIL" if failures else "PASS", name, time.time() - t0), flush=True)
     for f in failures:
         print("  " + f.replace("\n", "\n  "), flush=True)
