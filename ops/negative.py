@@ -343,6 +343,10 @@ DEFECTS = [
     ("archived-ids-files-not-read", "gateway/store/journal_ids.c",
      "        if (j->segs.archived[i].last_seq > after_seq)\n",
      "        if (0)\n", ("tests",), "^http_state_mix$"),
+    # Every option is honoured: --timeout, not the default 30 s.
+    ("serve-timeout-ignored", "gateway/http/server.c",
+     "MHD_OPTION_CONNECTION_TIMEOUT, s->opt.timeout_s,", "MHD_OPTION_CONNECTION_TIMEOUT, 30u,",
+     ("tests",), "^reliability_slow_clients$"),
     ("archive-writes-no-ids-file", "gateway/store/archive.c",
      "    int rc = write_ids(dir, path, data, (size_t)seg->bytes, seg->first_seq, seg->last_seq, err);",
      "    int rc = 0;", ("tests",), "^http_state_mix$"),
