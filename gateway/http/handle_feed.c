@@ -278,7 +278,20 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
     }
     int answered;
     enum MHD_Result ret = parse_params(r, fr, &answered);
-    return answered ? ret : serve_page(r, fr);
+    if (answered)
+        return ret;
+    /* A cursor past the head would skip the receipts that come next (docs/api.md §17). With
+     * --store postgres another replica's receipts may be announced here late: not refused. */
+    uint64_t head = r->srv->pg ? UINT64_MAX : gw_feed_watch_head(&r->srv->watch);
+    if (fr->q.after > head) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "after: %llu is past the last durable receipt, seq %llu; a cursor is a "
+                 "bookmark's last_seq",
+                 (unsigned long long)fr->q.after, (unsigned long long)head);
+        return gw_serve_error(r, MHD_HTTP_CONFLICT, "cursor_beyond_head", msg, "after", NULL, NULL);
+    }
+    return serve_page(r, fr);
 }
 
 enum MHD_Result gw_handle_receipts(struct gw_req *r, const char *rest)

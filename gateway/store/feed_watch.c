@@ -112,6 +112,14 @@ void gw_feed_watch_leave(struct gw_feed_watch *w)
     pthread_mutex_unlock(&w->worker.lock);
 }
 
+uint64_t gw_feed_watch_head(struct gw_feed_watch *w)
+{
+    pthread_mutex_lock(&w->worker.lock);
+    uint64_t head = w->durable;
+    pthread_mutex_unlock(&w->worker.lock);
+    return head;
+}
+
 void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq, uint64_t shard_bits)
 {
     if (!w->worker.started)

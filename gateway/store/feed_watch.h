@@ -52,6 +52,9 @@ void gw_feed_watch_leave(struct gw_feed_watch *w);
  * group's records' bits (GW_FEED_ALL_SHARDS for an epoch record). */
 void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq, uint64_t shard_bits);
 
+/* The seq every record through which is durable (the feed's head). */
+uint64_t gw_feed_watch_head(struct gw_feed_watch *w);
+
 /* Queues `waiter` unless a record after waiter->after that concerns it (its shard's bit, or any
  * when shard_bit is 0) is already durable, its deadline has
  * passed, or the watch stops; when it queues, `suspend(arg)` runs under the lock first, so a

@@ -109,6 +109,29 @@ def bad_parameters_are_400_with_the_name():
 
 
 @case("feed")
+def cursor_past_the_head_is_409():
+    """A cursor past the last durable receipt would skip the receipts that come next: 409
+    cursor_beyond_head (docs/api.md §17); the head itself is an empty page."""
+    with Server() as s:
+        for i in range(2):
+            eq(s.post(batch("h%d" % i)).status, 200, "POST")
+        for base in ("/v1/receipts", "/v1/shards/shard-a/assignments"):
+            r = s.get(base + "?after=2", headers={"Accept": "application/json"})
+            eq((r.status, r.json()), (200, {"items": [], "last_seq": 2}), base + " at the head")
+            for after in (3, 18446744073709551615):
+                r = s.get("%s?after=%d" % (base, after))
+                msg = ("after: %d is past the last durable receipt, seq 2; a cursor is a "
+                       "bookmark's last_seq" % after)
+                eq((r.status, r.json()), (409, {"error": {"code": "cursor_beyond_head",
+                                                          "message": msg, "path": "after"}}),
+                   "%s?after=%d" % (base, after))
+        eq(s.post(batch("h2")).status, 200, "POST")
+        r = s.get("/v1/receipts?after=2", headers={"Accept": "application/json"})
+        eq([i["seq"] for i in r.json()["items"]
+            if i["type"] == "receipt"], [3], "the receipt after the head is served")
+
+
+@case("feed")
 def unknown_shard_and_path_are_404():
     with Server() as s:
         r = s.get("/v1/shards/shard-z/assignments")
