@@ -117,6 +117,11 @@ static int verify_checkpoints(struct gw_journal *j, const struct gw_buf *full, l
         struct gw_error why;
         char name[GW_CHECKPOINT_NAME_MAX];
         rc = gw_checkpoint_load(j->dir, seqs[i], j, &c, &why);
+        if (rc == 0 && j->segs.narchived && /* ends at an archived segment the archive passed */
+            j->segs.archived[j->segs.narchived - 1].last_seq > c.last_seq) {
+            gw_checkpoint_free(&c);
+            rc = -ESTALE;
+        }
         if (rc == -ESTALE) { /* older than the archive: a start never resumes from it */
             rc = 0;
             stale++;

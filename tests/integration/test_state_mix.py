@@ -234,6 +234,36 @@ def verify_after_an_archive():
     eq(journal_verify(d).returncode, 0, "verified after a start")
 
 
+
+@case("state_mix")
+def verify_passes_by_a_checkpoint_older_than_the_archive():
+    """A checkpoint that ends exactly at an archived segment's end, with later segments archived
+    too, is older than the archive: verify passes it by, as a start never uses it."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    saved = {}
+    with Server(state_dir=d, shards=path, args=SMALL + ["--checkpoint-interval", "100ms"]) as s:
+        bodies = {}
+        for i in range(30):
+            bodies.update(fill(s, 1, "a%d-" % i, changes=60))
+            sgtest.wait_until(lambda: ("checkpoint-%020d.json" % (i + 1)) in checkpoints(d), 30,
+                              "the checkpoint after batch %d" % (i + 1))
+            for name in checkpoints(d):
+                saved.setdefault(name, read(os.path.join(d, name)))
+        eq(s.stop(), 0, "clean stop")
+    adir = archive(d)
+    ends = [json.loads(l)["last_seq"] for l in read(os.path.join(d, "archive.jsonl")).split(b"\n")
+            if l]
+    ok(len(ends) >= 2, "two segments archived: %r" % ends)
+    r = journal_verify(d)
+    eq(r.returncode, 0, "verified: " + r.stderr)
+    old = "checkpoint-%020d.json" % ends[0]
+    write(os.path.join(d, old), saved[old], "wb")
+    eq(json.loads(saved[old])["segment"], 1, "it lies at the end of the first segment")
+    r2 = journal_verify(d)
+    eq((r2.returncode, r2.stdout, r2.stderr), (0, r.stdout, ""), "passed by")
+    all_agree(d, path, bodies, adir)
+
 @case("state_mix")
 def archive_after_a_reload_then_start():
     """A shutdown checkpoint after an epoch record covers an archive: the start uses it."""
