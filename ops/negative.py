@@ -187,7 +187,7 @@ DEFECTS = [
      "    out->last_seq = j->last_seq;", "    out->last_seq = j->last_seq - 1;", ("tests",),
      "http_segments|http_segment_upgrade"),
     ("restart-forgets-first-id", "gateway/store/journal_ids.c",
-     "    if (seq <= s->after_seq)", "    if (seq <= s->after_seq + 1)", ("tests",),
+     "    if (r.seq <= s->after_seq)", "    if (r.seq <= s->after_seq + 1)", ("tests",),
      "http_segments"),
     ("prev-link-not-checked", "gateway/store/segment_scan.c",
      "    if (strcmp(s->prev, prev->sha256) != 0) {", "    if (0) {", ("tests",),
