@@ -18,6 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
 from sgtest import (Failure, Server, batch, case, eq, journal_lines, main, ok,  # noqa: E402
                     read, run_server, src, tmpdir, wait_until, write)
 
@@ -335,16 +336,7 @@ def send_head(s, body):
 
 
 def finish(sock, body):
-    sock.sendall(body[len(body) // 2:])
-    data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    sock.close()
-    head, _, payload = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), payload
+    return sgtest.finish_request(sock, body[len(body) // 2:])
 
 
 @case("live_inflight")

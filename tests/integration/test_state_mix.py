@@ -443,16 +443,8 @@ def put_begun_before_a_sighup_keeps_its_contract():
                                        b"DISPATCH_CAPACITY_POLICY=reject"), "wb")
         s.proc.send_signal(signal.SIGHUP)
         sgtest.wait_until(lambda: s.events("reload_applied"), 30, "reload_applied")
-        sock.sendall(body[10:])
-        data = b""
-        while not data.endswith(b"}\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        sock.close()
-        head, _, payload = data.partition(b"\r\n\r\n")
-        eq((int(head.split()[1]), json.loads(payload)["epoch"]), (200, epoch_of(doc, "reject")),
+        status, payload = sgtest.finish_request(sock, body[10:])
+        eq((status, json.loads(payload)["epoch"]), (200, epoch_of(doc, "reject")),
            "the PUT's epoch keeps the SIGHUP's policy")
         eq(s.get("/v1/ring").json()["epoch"], epoch_of(doc, "reject"), "the ring's epoch")
         eq(s.stop(), 0, "clean stop")

@@ -176,6 +176,21 @@ def post_batches(server, n, prefix, changes=20):
     return bodies
 
 
+def finish_request(sock, rest):
+    """Sends the rest of a request written by hand (Connection: close), reads the answer to
+    EOF; returns (status, body)."""
+    sock.sendall(rest)
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), payload
+
+
 def journal_lines(state_dir):
     """Every line of the journal: the sealed segments in seq order, then the active one
     (docs/journal.md §6)."""
