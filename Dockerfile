@@ -6,7 +6,7 @@
 FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev libzstd-dev \
+      build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev libzstd-dev zlib1g-dev \
       libpq-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -27,7 +27,7 @@ RUN mkdir -p /etc/postgresql-common \
  && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 libpq5 python3 \
+      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 zlib1g libpq5 python3 \
       postgresql-15 haproxy \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin shardgate \

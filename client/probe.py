@@ -23,6 +23,7 @@ import os
 import re
 import struct
 import sys
+import zlib
 
 EXIT_OK, EXIT_BAD, EXIT_UNREADABLE, EXIT_UNUSABLE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3, 64, 70
 
@@ -625,16 +626,33 @@ def plan_json(obj):
     return json.dumps(obj, ensure_ascii=False)
 
 
+CRC_TAIL = re.compile(rb',"crc32":"([0-9a-f]{8})"\}')
+CRC_MISMATCH = ("crc32", "the CRC-32 of the line's bytes", "checksum mismatch")
+
+
+def line_record(line):
+    """A journal line's record and the verdict of its checksum (docs/journal.md §2.1):
+    (the record without the crc32 member, True) for a line whose checksum matches, (line, None)
+    for a line without one, (line, False) for a line whose checksum does not match its bytes."""
+    m = CRC_TAIL.fullmatch(line, len(line) - 20) if len(line) > 20 else None
+    if m is None:
+        return line, None
+    if zlib.crc32(line[:-20]) != int(m.group(1), 16):
+        return line, False
+    return line[:-20] + b"}", True
+
+
 def journal_lines(path, command="plan"):
-    """(line number, bytes) of every complete line of a journal; an unterminated last line is
-    an append in progress and is left out. Raises Unreadable."""
+    """(line number, record bytes, checksum verdict) of every complete line of a journal, as
+    line_record gives them; an unterminated last line is an append in progress and is left out.
+    Raises Unreadable."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as e:
         raise Unreadable("%s: journal: %s: cannot read: %s" % (command, path, e.strerror or e))
     lines = raw.split(b"\n")
-    return list(enumerate(lines[:-1], 1))
+    return [(n,) + line_record(line) for n, line in enumerate(lines[:-1], 1)]
 
 
 def batch_spills(ring, shards, placements):
@@ -655,7 +673,9 @@ def journal_movement(path, ring_from, ring_to, shards_to=None):
     """The journal block: changes, moved_changes, moved_load over every receipt record, and
     `spilled` when `shards_to` is given (the new contract's policy is spill)."""
     changes = moved = load = spilled = 0
-    for number, line in journal_lines(path):
+    for number, line, checked in journal_lines(path):
+        if checked is False:
+            raise Unreadable("plan: journal: %s:%d: crc32: checksum mismatch" % (path, number))
         try:
             record = parse_json_bytes(line)
         except ValueError:
@@ -862,7 +882,10 @@ def chain_receipt(chain, number, line, rec):
 def verify_chain(path):
     """Every complete line of the journal; returns the mismatches. Raises Unreadable."""
     chain = Chain()
-    for number, line in journal_lines(path, "chain"):
+    for number, line, checked in journal_lines(path, "chain"):
+        if checked is False:
+            chain.bad(number, *CRC_MISMATCH)
+            continue
         try:
             rec = parse_json_bytes(line)
         except ValueError:
@@ -1142,8 +1165,18 @@ class JournalRun:
         if sealed and not raw.endswith(b"\n"):
             self.out.append(("%s: end" % f, "a seal line and a newline", "truncated"))
         complete = lines[:-1]
+        form = None  # True: the segment's lines carry checksums, as its first line decides
         for number, line in enumerate(complete, 1):
             end = at + len(line) + 1
+            line, checked = line_record(line)
+            form = bool(checked) if form is None else form
+            if checked is False or form != bool(checked):
+                self.out.append(("%s:%d: crc32" % (f, number),) + (
+                    CRC_MISMATCH[1:] if checked is False else
+                    ("a crc32 member, as on the segment's first line", "none") if form else
+                    ("none, as on the segment's first line", "a crc32 member")))
+                at = end
+                continue
             if first != 1 and number == 1:
                 segment_header(self.chain, f, first, prev_sha, line, self.out)
             elif first != 1 and number == 2:

@@ -10,6 +10,7 @@
 #include "canon.h"
 #include "epoch_record.h"
 #include "journal.h"
+#include "line_crc.h"
 
 /* --- the batch ids seen so far: open addressing, FNV-1a --------------------------------- */
 
@@ -125,6 +126,9 @@ void hc_journal_free(struct hc_journal *j)
     hc_journal_forget(j);
     free(j->lines);
     j->lines = NULL;
+    free(j->records);
+    j->records = NULL;
+    j->records_cap = 0;
     free(j->buf);
     j->buf = NULL;
     j->buf_cap = 0;
@@ -311,6 +315,56 @@ static int hc_journal_line(struct hc_journal *j, struct hc_line *l, uint64_t at,
     return rc;
 }
 
+/* Splits buf[0..len) into its n complete lines; a checked line's record (without the crc32
+ * member, docs/journal.md §2.1) is copied to j->records for the parser. */
+static int hc_journal_split(struct hc_journal *j, const char *buf, size_t len, size_t n)
+{
+    if (len > j->records_cap) {
+        char *grown = realloc(j->records, len);
+        if (grown == NULL)
+            return -ENOMEM;
+        j->records = grown;
+        j->records_cap = len;
+    }
+    size_t start = 0, used = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct hc_line *l = &j->lines[i];
+        const char *nl = memchr(buf + start, '\n', len - start);
+        l->raw = l->p = buf + start;
+        l->raw_n = l->n = (size_t)(nl - (buf + start));
+        l->crc = hc_line_crc(l->raw, l->raw_n);
+        if (l->crc == HC_CRC_OK) {
+            l->n = l->raw_n - HC_CRC_TAIL + 1;
+            memcpy(j->records + used, l->raw, l->n - 1);
+            j->records[used + l->n - 1] = '}';
+            l->p = j->records + used;
+            used += l->n;
+        }
+        start += l->raw_n + 1;
+    }
+    return 0;
+}
+
+/* Whether the line's checksum lets it be read: a file's lines all carry one, or none does, as
+ * its first line; a carried one matches. Reports the line otherwise. */
+static int hc_journal_crc_ok(struct hc_journal *j, const struct hc_line *l)
+{
+    char subject[96];
+    if (j->line == 1)
+        j->crc_form = l->crc == HC_CRC_NONE ? HC_CRC_NONE : HC_CRC_OK;
+    const char *what = l->crc == HC_CRC_BAD ? "crc32: checksum mismatch: the line's crc32 is not "
+                                              "that of its bytes"
+                       : l->crc == j->crc_form ? NULL
+                       : l->crc == HC_CRC_NONE
+                           ? "crc32: none, while the file's first line carries one"
+                           : "crc32: a checksum, while the file's first line carries none";
+    if (what == NULL)
+        return 1;
+    hc_seg_where(j, subject, sizeof subject);
+    hc_report_issue(j->v->report, HC_SLOT_LINE, "journal_line", subject, "%s", what);
+    return 0;
+}
+
 /* Parses the complete lines in buf[0..len) together, then verifies them in order. Returns the
  * bytes consumed via *used; 0 or a negative code with err filled. */
 int hc_journal_lines(struct hc_journal *j, const char *buf, size_t len, size_t *used,
@@ -332,23 +386,18 @@ int hc_journal_lines(struct hc_journal *j, const char *buf, size_t len, size_t *
         j->lines = grown;
         j->cap_lines = n;
     }
-    start = 0;
-    for (size_t i = 0; i < n; i++) {
-        nl = memchr(buf + start, '\n', len - start);
-        j->lines[i].p = buf + start;
-        j->lines[i].n = (size_t)(nl - (buf + start));
-        start += j->lines[i].n + 1;
-    }
+    if (hc_journal_split(j, buf, len, n) != 0)
+        return hc_err_set(err, -ENOMEM, "out of memory");
     hc_parse_lines(&j->parser, j->lines, n);
     int rc = 0;
     uint64_t base = (uint64_t)j->offset;
     for (size_t i = 0; i < n; i++) {
         j->line++;
-        uint64_t at = base + (uint64_t)(j->lines[i].p - buf);
-        if (rc == 0)
+        uint64_t at = base + (uint64_t)(j->lines[i].raw - buf);
+        if (rc == 0 && hc_journal_crc_ok(j, &j->lines[i]))
             rc = hc_journal_line(j, &j->lines[i], at, err);
         if (rc == 0)
-            rc = hc_seg_line_end(j, at + j->lines[i].n + 1, err);
+            rc = hc_seg_line_end(j, at + j->lines[i].raw_n + 1, err);
     }
     hc_parse_release(&j->parser, j->lines, n);
     return rc;

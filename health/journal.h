@@ -47,7 +47,10 @@ struct hc_journal {
     /* parsing: the lines of the current read batch and the parser they go through */
     struct hc_line *lines;
     size_t cap_lines;
-    char *buf; /* the read buffer, kept between calls */
+    char *records; /* the checked lines' records, without their crc32 member */
+    size_t records_cap;
+    int crc_form; /* enum hc_crc of the current file's first line: all its lines are alike */
+    char *buf;    /* the read buffer, kept between calls */
     size_t buf_cap;
     struct hc_parser parser;
     /* the segments, checkpoints and archive beside it (segment.h); set up when reading from 0 */

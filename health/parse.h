@@ -11,8 +11,11 @@
 #define HC_PARSE_MAX_THREADS 4
 
 struct hc_line {
-    const char *p; /* the line, without its newline */
+    const char *p; /* the record: the line without its newline (and crc32 member) */
     size_t n;
+    const char *raw; /* the line as read, without its newline */
+    size_t raw_n;
+    int crc;     /* enum hc_crc: what the line ends with */
     json_t *doc; /* parsed document, or NULL with err filled */
     json_error_t err;
 };

@@ -71,6 +71,21 @@ def seal_and_checkpoint_faults_name_the_field():
 
 
 @case("probe_journal")
+def checked_lines():
+    """A line's crc32 (docs/journal.md §2.1): checked, and a line failing it is not read."""
+    base = tmpdir()
+    state, _ = seg_faults.make("crc_good", base)
+    eq(probe(state), (0, OK_LINE, ""), "checked lines")
+    got = mismatches(probe(seg_faults.make("crc_receipt_flipped", base)[0])[1])
+    eq(got[0], "journal.jsonl:5: crc32: expected the CRC-32 of the line's bytes actual checksum "
+       "mismatch", "a byte changed")
+    ok("journal.jsonl:6: seq: expected 11 actual 12" in got, got)
+    got = mismatches(probe(seg_faults.make("crc_member_removed", base)[0])[1])
+    eq(got[0], "journal.jsonl:4: crc32: expected a crc32 member, as on the segment's first line "
+       "actual none", "the member removed")
+
+
+@case("probe_journal")
 def archived_segments():
     base = tmpdir()
     state, _ = seg_faults.make("archived_no_dir", base)

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ketama  # noqa: E402
@@ -47,6 +48,12 @@ def header_line(first_seq, prev):
 def seal_line(last_seq, body):
     return '{"type":"seal","last_seq":%d,"bytes":%d,"sha256":"%s"}\n' % (
         last_seq, len(body), hashlib.sha256(body).hexdigest())
+
+
+def checked(line):
+    """The line with its crc32 member (docs/journal.md §2.1)."""
+    body = line[:-2]  # without "}\n"
+    return body + ',"crc32":"%08x"}\n' % zlib.crc32(body.encode())
 
 
 def records(n, epoch_at):
@@ -138,11 +145,14 @@ def split(recs, per_segment):
     return segs
 
 
-def write_segments(outdir, segs):
-    """Writes every segment; returns [(name, first, last, bytes of the file)] of the sealed."""
+def write_segments(outdir, segs, crc=False):
+    """Writes every segment, its lines checked when crc; returns [(name, first, last, bytes of
+    the file)] of the sealed."""
     prev, sealed = None, []
+    form = checked if crc else (lambda line: line)
     for k, seg in enumerate(segs):
-        lines = [header_line(seg["first"], prev) if ln == "HEADER" else ln for ln in seg["lines"]]
+        lines = [form(header_line(seg["first"], prev) if ln == "HEADER" else ln)
+                 for ln in seg["lines"]]
         body = "".join(lines).encode()
         last = max(seg["ends"]) if seg["ends"] else seg["first"] - 1
         seg["offsets"] = {s: len("".join(lines[:n]).encode()) for s, n in seg["ends"].items()}
@@ -150,7 +160,7 @@ def write_segments(outdir, segs):
             with open(os.path.join(outdir, "journal.jsonl"), "wb") as f:
                 f.write(body)
             break
-        seal = seal_line(last, body)
+        seal = form(seal_line(last, body))
         prev = json.loads(seal)["sha256"]
         data = body + seal.encode()
         with open(os.path.join(outdir, seg_name(seg["first"])), "wb") as f:
@@ -177,11 +187,11 @@ def archive(outdir, adir, sealed, count, plain):
 
 
 def build(outdir, receipts=12, per_segment=4, epoch_at=6, checkpoints=(8, 12), adir=None,
-          archive_count=0, plain=False):
+          archive_count=0, plain=False, crc=False):
     os.makedirs(outdir, exist_ok=True)
     recs = records(receipts, epoch_at)
     segs = split(recs, per_segment)
-    sealed = write_segments(outdir, segs)
+    sealed = write_segments(outdir, segs, crc)
     for last in checkpoints:
         seg = next(s for s in segs if last in s.get("offsets", {}))
         with open(os.path.join(outdir, ckpt_name(last)), "w") as f:

@@ -112,6 +112,28 @@ def active_sealed(d):
     return d, None
 
 
+def crc_good(d):
+    """Every line carries its crc32 (docs/journal.md §2.1)."""
+    gen_state.build(d, crc=True)
+    return d, None
+
+
+def crc_receipt_flipped(d):
+    """A receipt line of the active segment with one byte changed, still JSON, same length."""
+    gen_state.build(d, crc=True)
+    _edit(os.path.join(d, "journal.jsonl"), lambda s: s.replace('"b-00011"', '"b-00017"', 1))
+    return d, None
+
+
+def crc_member_removed(d):
+    """A line without its crc32 in a segment whose lines carry one: valid JSON otherwise."""
+    gen_state.build(d, crc=True)
+    _edit(os.path.join(d, "journal.jsonl"),
+          lambda s: re.sub(r'(\{"type":"receipt","seq":10,.*?),"crc32":"[0-9a-f]{8}"\}\n',
+                           lambda m: m.group(1) + "}\n", s, count=1))
+    return d, None
+
+
 FIXTURES = {
     "good": (good, "pass"),
     "seal_sha256_wrong": (seal_sha256_wrong, "fail"),
@@ -125,6 +147,9 @@ FIXTURES = {
     "archived_plain": (archived_plain, "pass"),
     "archived_corrupt": (archived_corrupt, "unjudged"),
     "active_sealed": (active_sealed, "pass"),
+    "crc_good": (crc_good, "pass"),
+    "crc_receipt_flipped": (crc_receipt_flipped, "fail"),
+    "crc_member_removed": (crc_member_removed, "fail"),
 }
 
 

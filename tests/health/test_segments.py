@@ -61,6 +61,7 @@ def generator_writes_the_spec_bytes():
        '[{"id":"shard-a","load":18464758472219031550,"received":2050}]}],'
        '"sha256":"e22cf9abf9ab925f07ee8c23dbad2beaa9a06941f195aa0d87653d207b3240bf"}\n',
        "checkpoint")
+    eq(gen_state.checked('{"a":1}\n'), '{"a":1,"crc32":"a702fc6e"}\n', "crc32 (zlib.crc32)")
     eq(gen_state.seg_name(5), "journal-00000000000000000005.jsonl", "segment name")
     eq(gen_state.ckpt_name(12), "checkpoint-00000000000000000012.json", "checkpoint name")
 
@@ -93,6 +94,21 @@ def seal_sha256_wrong():
         % (S1, seal["sha256"], real),
         "journal_segment: %s:1: header: prev %s != %s (the previous segment's seal sha256)"
         % (S5, real, seal["sha256"])]), "exit and issues")
+
+
+@case("segments")
+def checked_lines():
+    """Every line carrying its crc32 passes; a changed byte or a missing member is named, and
+    the line is not read (docs/journal.md §2.1)."""
+    state, _ = fixture("crc_good")
+    eq(check(state), (0, PASS_LINE), "checked lines")
+    rc, got = issues(fixture("crc_receipt_flipped")[0])
+    eq((rc, got[0]), (2, "journal_line: journal.jsonl:5: crc32: checksum mismatch: the line's "
+                         "crc32 is not that of its bytes"), "a byte changed")
+    ok("journal_seq: b-00012: seq: expected 11, got 12 (receipts missing)" in got, got)
+    rc, got = issues(fixture("crc_member_removed")[0])
+    eq((rc, got[0]), (2, "journal_line: journal.jsonl:4: crc32: none, while the file's first "
+                         "line carries one"), "the member removed")
 
 
 @case("segments")

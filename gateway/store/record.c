@@ -1,0 +1,73 @@
+/* Line checksums (docs/journal.md §2.1): CRC-32 as zlib computes it (docs/decisions.md §28). */
+#include "record.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+#define MEMBER ",\"crc32\":\""
+#define MEMBER_LEN (sizeof(MEMBER) - 1)
+
+static unsigned long crc_of(const char *p, size_t n)
+{
+    unsigned long crc = crc32(0L, Z_NULL, 0);
+    while (n > 0) { /* zlib takes a uInt length */
+        uInt step = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = crc32(crc, (const Bytef *)p, step);
+        p += step;
+        n -= step;
+    }
+    return crc;
+}
+
+void gw_record_end(struct gw_buf *out, size_t start)
+{
+    if (out->failed || out->len <= start || out->data[out->len - 1] != '}')
+        return;
+    out->len--; /* the record's closing brace */
+    char tail[GW_RECORD_TAIL + 2];
+    snprintf(tail, sizeof(tail), MEMBER "%08lx\"}\n", crc_of(out->data + start, out->len - start));
+    gw_buf_append(out, tail, GW_RECORD_TAIL + 1);
+}
+
+static int hex_value(const char *p, unsigned long *v)
+{
+    *v = 0;
+    for (int i = 0; i < 8; i++) {
+        char c = p[i];
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                                            : 16u;
+        if (d == 16u)
+            return -1;
+        *v = *v << 4 | d;
+    }
+    return 0;
+}
+
+int gw_record_check(const char *line, size_t len, size_t *body)
+{
+    unsigned long want;
+    if (len < GW_RECORD_TAIL + 1)
+        return -ENOMSG;
+    const char *tail = line + len - GW_RECORD_TAIL;
+    if (memcmp(tail, MEMBER, MEMBER_LEN) != 0 || tail[MEMBER_LEN + 8] != '"' ||
+        tail[MEMBER_LEN + 9] != '}' || hex_value(tail + MEMBER_LEN, &want) != 0)
+        return -ENOMSG;
+    *body = len - GW_RECORD_TAIL;
+    return crc_of(line, *body) == want ? 0 : -EBADMSG;
+}
+
+int gw_record_epoch_checked(const char *tail, size_t n)
+{
+    if (n == GW_RECORD_TAIL && memcmp(tail, MEMBER, MEMBER_LEN) == 0)
+        return 1;
+    return n >= 2 && tail[n - 2] == '"' && tail[n - 1] == '}';
+}
+
+const char *gw_record_fault(int rc)
+{
+    return rc == -EBADMSG ? "checksum mismatch: the line's crc32 is not that of its bytes"
+                          : "no checksum: the line does not end with its crc32 member";
+}

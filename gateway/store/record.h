@@ -1,0 +1,31 @@
+/* The checksum every journal line carries (docs/journal.md §2.1): how a record's line ends,
+ * and the check a reader makes before it trusts a byte of it. */
+#ifndef SHARDGATE_GW_RECORD_H
+#define SHARDGATE_GW_RECORD_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+/* The bytes a checked line ends with, newline excluded: ,"crc32":"<8 lowercase hex>"} */
+#define GW_RECORD_TAIL 20
+
+/* Ends the record that starts at out->data[start] and ends with its closing '}': the '}'
+ * becomes the checksum member, then '}' and a newline. A failed buffer stays failed. */
+void gw_record_end(struct gw_buf *out, size_t start);
+
+/* Checks a line (without its newline) of a segment written with checksums. Returns 0 with
+ * *body = len - GW_RECORD_TAIL (the record is line[0..*body) and a '}'); -ENOMSG when the line
+ * does not end with a checksum member; -EBADMSG when its checksum is not that of its bytes. */
+int gw_record_check(const char *line, size_t len, size_t *body);
+
+/* 1 when an epoch record line whose last n bytes (n <= GW_RECORD_TAIL) are `tail` was written
+ * with a checksum: the tail has the member's place, or the line ends with '"}' as such a line
+ * does (a record without one ends with the shards array, ']}'). One damaged byte cannot make a
+ * checked line look unchecked. */
+int gw_record_epoch_checked(const char *tail, size_t n);
+
+/* The message for a failed check: "no checksum" or "checksum mismatch". */
+const char *gw_record_fault(int rc);
+
+#endif

@@ -1,0 +1,58 @@
+/* The journal line checksum (docs/journal.md §2.1): golden lines, and every way a check fails. */
+#include <errno.h>
+#include <string.h>
+
+#include "buf.h"
+#include "check.h"
+#include "record.h"
+
+static const char *ended(struct gw_buf *b, const char *prefix, const char *record)
+{
+    gw_buf_reset(b);
+    gw_buf_puts(b, prefix);
+    size_t start = b->len;
+    gw_buf_puts(b, record);
+    gw_record_end(b, start);
+    gw_buf_append(b, "", 1);
+    return b->data;
+}
+
+static void test_golden(void)
+{
+    struct gw_buf b;
+    gw_buf_init(&b);
+    /* crc32(b'{"a":1') = a702fc6e (zlib.crc32, the CRC-32 of gzip and PNG) */
+    CHECK_EQ_STR(ended(&b, "", "{\"a\":1}"), "{\"a\":1,\"crc32\":\"a702fc6e\"}\n");
+    /* only the record's own bytes are covered, not what the buffer held before it */
+    CHECK_EQ_STR(ended(&b, "{\"x\":2,\"crc32\":\"00000000\"}\n", "{\"a\":1}"),
+                 "{\"x\":2,\"crc32\":\"00000000\"}\n{\"a\":1,\"crc32\":\"a702fc6e\"}\n");
+    gw_buf_free(&b);
+}
+
+static int check(const char *line, size_t *body)
+{
+    return gw_record_check(line, strlen(line), body);
+}
+
+static void test_check(void)
+{
+    size_t body = 0;
+    CHECK_EQ_U64(check("{\"a\":1,\"crc32\":\"a702fc6e\"}", &body), 0);
+    CHECK_EQ_U64(body, 6);
+    CHECK_EQ_U64(check("{\"a\":2,\"crc32\":\"a702fc6e\"}", &body), -EBADMSG); /* a byte of it */
+    CHECK_EQ_U64(check("{\"a\":1,\"crc32\":\"a702fc6f\"}", &body), -EBADMSG); /* the crc */
+    CHECK_EQ_U64(check("{\"a\":1,\"crc32\":\"A702FC6E\"}", &body), -ENOMSG);  /* lowercase */
+    CHECK_EQ_U64(check("{\"a\":1,\"crc33\":\"a702fc6e\"}", &body), -ENOMSG);  /* the member */
+    CHECK_EQ_U64(check("{\"a\":1,\"crc32\":\"a702fc6e\"]", &body), -ENOMSG);  /* the brace */
+    CHECK_EQ_U64(check("{\"a\":1}", &body), -ENOMSG);                         /* a legacy line */
+    CHECK_EQ_U64(check(",\"crc32\":\"00000000\"}", &body), -ENOMSG);          /* tail only */
+    CHECK_EQ_U64(check("", &body), -ENOMSG);
+}
+
+int main(void)
+{
+    test_golden();
+    test_check();
+    printf("%d passed, %d failed\n", check_passes, check_failures);
+    return check_failures ? 1 : 0;
+}
