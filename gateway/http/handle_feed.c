@@ -149,13 +149,14 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     if (answer_cached(r, fr, &ret))
         return ret;
     struct collect c = {.fr = fr, .out = {.form = fr->q.form}};
-    uint64_t last = fr->q.after, earliest = 0;
+    uint64_t last = fr->q.after;
+    struct gw_feed_fault fault = {0};
     gw_feed_out_begin(&c.out);
     struct gw_error err;
     int rc = r->srv->pg
                  ? gw_pg_feed_read(&r->srv->pg_store, fr->q.after, page_receipts(fr), visit, &c,
                                    &last, &err)
-                 : gw_feed_read(&r->srv->feed, fr->q.after, visit, &c, &fr->pos, &last, &earliest);
+                 : gw_feed_read(&r->srv->feed, fr->q.after, visit, &c, &fr->pos, &last, &fault);
     if (rc == 0 && c.out.items == 0) {
         fr->q.after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
@@ -166,7 +167,11 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     }
     if (rc == -ESTALE) {
         gw_buf_free(&c.out.body);
-        return gone(r, earliest);
+        return gone(r, fault.earliest);
+    }
+    if (rc == -EBADMSG || rc == -ENOMSG) { /* a damaged line: no page holds any of it */
+        gw_buf_free(&c.out.body);
+        return gw_serve_record_damage(r, fault.segment, fault.offset, fault.seq, rc);
     }
     if (rc == -EIO && r->srv->pg) {
         gw_buf_free(&c.out.body);

@@ -6,7 +6,8 @@
 
 int gw_serve_ready(struct gw_server *s)
 {
-    if (!atomic_load(&s->replayed) || gw_committer_failed(&s->committer))
+    if (!atomic_load(&s->replayed) || gw_committer_failed(&s->committer) ||
+        atomic_load(&s->metrics.record_damage) > 0)
         return 0;
     if (s->pg && !gw_pg_store_available(&s->pg_store))
         return 0;
@@ -32,13 +33,17 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     struct gw_buf body;
     gw_buf_init(&body);
     int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->committer);
+    int damaged = atomic_load(&s->metrics.record_damage) > 0;
     if (s->pg)
         failed = !gw_pg_store_available(&s->pg_store);
     int ring = ring_points_total(r->view->topo.ring) > 0;
-    int ready = replayed && !failed && ring;
+    int ready = replayed && !failed && !damaged && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
     gw_buf_puts(&body, s->pg ? ",\"checks\":{\"store\":\"" : ",\"checks\":{\"journal\":\"");
-    gw_buf_puts(&body, !replayed ? "replaying" : failed ? "unavailable" : "ok");
+    gw_buf_puts(&body, !replayed ? "replaying"
+                       : failed  ? "unavailable"
+                       : damaged ? "damaged"
+                                 : "ok");
     gw_buf_puts(&body, ring ? "\",\"ring\":\"ok\"}}\n" : "\",\"ring\":\"empty\"}}\n");
     return gw_serve_json(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &body);
 }

@@ -155,11 +155,16 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
     if (gw_segments_archived(&r->srv->journal.segs, ref.segment))
         return archived(r, ref);
     gw_buf_init(&body);
-    if (gw_journal_copy(&r->srv->journal, ref.segment, ref.offset, (size_t)ref.len, &body) != 0) {
+    int rc = gw_journal_read_receipt(&r->srv->journal, ref.segment, ref.seq, ref.offset,
+                                     (size_t)ref.len, &body);
+    if (rc != 0)
         gw_buf_free(&body);
+    if (rc == -EBADMSG || rc == -ENOMSG || rc == -EILSEQ)
+        return gw_serve_record_damage(r, ref.segment, gw_journal_receipt_line(ref.seq, ref.offset),
+                                      ref.seq, rc);
+    if (rc != 0)
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
                               "cannot read the stored receipt from the journal", "", NULL, NULL);
-    }
     gw_buf_puts(&body, "\n");
     return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, header, value);
 }

@@ -207,6 +207,8 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
     }
     int written = 0;
     if (rc == 0)
+        rc = gw_journal_seal_unchecked(&s->journal, &err);
+    if (rc == 0)
         rc = gw_journal_write_epoch(&s->journal, topo, &written, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);

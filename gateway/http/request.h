@@ -201,7 +201,15 @@ int gw_pg_catch_up(struct gw_server *s, struct gw_error *err);
 /* 503 store_unavailable with Retry-After: 1 and the store's last error. */
 enum MHD_Result gw_pg_unavailable(struct gw_req *r);
 
-/* 1 when /readyz answers 200: journal replayed and writable, ring non-empty. */
+/* A journal line read for an answer failed its check (damage.c, docs/journal.md §2.1): counts
+ * it (/readyz unready from then on), logs `record_checksum_failed` and answers 500
+ * record_corrupt naming the seq, the segment file and the offset. rc: the read's error
+ * (-EBADMSG, -ENOMSG, -EILSEQ). */
+enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint64_t offset,
+                                       uint64_t seq, int rc);
+
+/* 1 when /readyz answers 200: journal replayed and writable, no damaged line met, ring
+ * non-empty. */
 int gw_serve_ready(struct gw_server *s);
 
 /* Request lifetime (request.c). */

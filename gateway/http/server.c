@@ -210,7 +210,7 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
 static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_server *s = ctx;
-    gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment));
+    gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
     gw_feed_durable(&s->feed, last_seq);
     gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
 }
@@ -220,7 +220,8 @@ static int start_feed(struct gw_server *s)
 {
     int rc = gw_feed_init(&s->feed, s->opt.state_dir);
     if (rc == 0) {
-        gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment));
+        gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
+        gw_feed_checked_from(&s->feed, s->journal.checked_from);
         gw_feed_durable(&s->feed, s->journal.last_seq);
         rc = gw_feed_watch_start(&s->watch, s->journal.last_seq, s->opt.max_watchers);
     }

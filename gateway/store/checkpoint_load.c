@@ -2,6 +2,7 @@
  * refused), then its JSON and its position against the journal's segments; then putting it into
  * the journal's chain and the ledger. */
 #include "checkpoint.h"
+#include "record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,7 +124,7 @@ static int parse(json_t *root, struct gw_checkpoint *c, struct gw_error *err)
  * and repeat, or at 0 in the first segment, when the segment holds no receipt yet), and
  * c->resume_epochs to the number of epoch records in between. Returns NULL or why the position
  * is not usable. */
-static const char *find_resume(const char *data, struct gw_checkpoint *c)
+static const char *find_resume(const char *data, struct gw_checkpoint *c, int checked)
 {
     char want[64];
     int w = snprintf(want, sizeof(want), "{\"type\":\"receipt\",\"seq\":%" PRIu64 ",", c->last_seq);
@@ -141,6 +142,9 @@ static const char *find_resume(const char *data, struct gw_checkpoint *c)
             at--;
         const char *l = data + at;
         size_t n = (size_t)(end - 1 - at);
+        size_t body;
+        if (checked && gw_record_check(l, n, &body) != 0)
+            return "the line before its offset fails its checksum (docs/journal.md §2.1)";
         if (n >= 17 && memcmp(l, "{\"type\":\"receipt\"", 17) == 0) {
             c->resume_offset = end;
             return n >= (size_t)w && memcmp(l, want, (size_t)w) == 0
@@ -187,7 +191,7 @@ static int check_position(struct gw_journal *j, struct gw_checkpoint *c, struct 
     const char *data = map;
     const char *what = map == MAP_FAILED || data[c->offset - 1] != '\n'
                            ? "its offset is not at a line start within its segment"
-                           : find_resume(data, c);
+                           : find_resume(data, c, c->segment >= j->checked_from);
     if (map != MAP_FAILED)
         munmap(map, (size_t)st.st_size);
     return what ? why(err, what) : 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "record.h"
 #include "timing.h"
 
 void gw_commit_finish(struct gw_commit_item *list, int rc)
@@ -25,7 +26,7 @@ static void add_epoch(struct gw_committer *c, struct gw_commit_item *it, uint64_
     c->epoch_at = c->group.len;
     gw_journal_epoch_entry(c->journal, t, it->source, receipts, &it->entry);
     gw_journal_epoch_line(&c->group, &t->contract, &t->members, &it->entry);
-    gw_buf_puts(&c->group, "\n");
+    gw_record_end(&c->group, c->epoch_at);
     c->epoch_len = c->group.len - c->epoch_at;
 }
 
@@ -43,10 +44,12 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
         }
         it->seq = ++seq;
         it->segment = c->journal->segment;
+        size_t line = c->group.len;
         gw_journal_receipt_prefix(&c->group, it->seq, it->fingerprint);
         it->receipt_offset = c->journal->size + c->group.len;
         gw_buf_append(&c->group, it->receipt, it->receipt_len);
-        gw_buf_puts(&c->group, "}\n");
+        gw_buf_puts(&c->group, "}");
+        gw_record_end(&c->group, line);
     }
     return c->group.failed ? -ENOMEM : (long)(seq - c->journal->last_seq);
 }

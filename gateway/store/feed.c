@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "feed_segments.h"
+#include "record.h"
 
 #define RECEIPT_PREFIX "{\"type\":\"receipt\",\"seq\":"
 #define EPOCH_PREFIX "{\"type\":\"epoch\""
@@ -22,7 +23,11 @@ struct scan {
     uint64_t after, durable;
     gw_feed_visit_fn visit;
     void *ctx;
-    uint64_t segment;   /* first_seq of the segment being read */
+    uint64_t segment; /* first_seq of the segment being read */
+    int checked;      /* its lines carry checksums (docs/journal.md §2.1) */
+    uint64_t checked_from;
+    uint64_t active_first, active_bytes; /* lines past these bytes may be being written */
+    struct gw_feed_fault *fault;
     uint64_t prev_seq;  /* the last receipt seq met, or first_seq - 1 */
     int repeat_next;    /* 1 after a header: the next epoch record is a repeat, not delivered */
     struct gw_buf held; /* epoch records waiting for their first receipt, '\n' after each */
@@ -60,10 +65,11 @@ void gw_feed_durable(struct gw_feed *f, uint64_t seq)
     pthread_mutex_unlock(&f->lock);
 }
 
-void gw_feed_active_segment(struct gw_feed *f, uint64_t first_seq)
+void gw_feed_active_segment(struct gw_feed *f, uint64_t first_seq, uint64_t durable_bytes)
 {
     pthread_mutex_lock(&f->lock);
     f->active_first = first_seq;
+    f->active_bytes = durable_bytes;
     pthread_mutex_unlock(&f->lock);
 }
 
@@ -91,6 +97,13 @@ static int list_segments(struct gw_feed *f, struct gw_feed_segments *out)
     f->listed = copy;
     pthread_mutex_unlock(&f->lock);
     return 0;
+}
+
+void gw_feed_checked_from(struct gw_feed *f, uint64_t first_seq)
+{
+    pthread_mutex_lock(&f->lock);
+    f->checked_from = first_seq;
+    pthread_mutex_unlock(&f->lock);
 }
 
 uint64_t gw_feed_durable_seq(struct gw_feed *f)
@@ -192,9 +205,33 @@ static int on_receipt(struct scan *s, uint64_t seq, const char *line, size_t len
     return deliver_receipt(s, seq, line, len);
 }
 
-/* One line of a segment; `end` is the offset just after its newline. */
-static int on_line(struct scan *s, const char *line, size_t len, uint64_t end)
+/* A checked line made its record in place (its crc32 member dropped), or the fault noted. */
+static int line_record(struct scan *s, char *line, size_t *len, uint64_t end)
 {
+    size_t body;
+    int rc = s->checked ? gw_record_check(line, *len, &body) : 0;
+    if (rc != 0) {
+        *s->fault = (struct gw_feed_fault){
+            .segment = s->segment, .offset = end - *len - 1, .seq = s->prev_seq + 1};
+        return rc;
+    }
+    if (s->checked) {
+        line[body] = '}';
+        *len = body + 1;
+    }
+    return 0;
+}
+
+/* One line of a segment; `end` is the offset just after its newline. */
+static int on_line(struct scan *s, char *line, size_t len, uint64_t end)
+{
+    if (s->active_first && s->segment == s->active_first && end > s->active_bytes) {
+        s->done = 1; /* not yet durable: perhaps still being written */
+        return 0;
+    }
+    int rc = line_record(s, line, &len, end);
+    if (rc != 0)
+        return rc;
     uint64_t seq = gw_feed_number_after(line, len, RECEIPT_PREFIX);
     if (seq)
         return on_receipt(s, seq, line, len, end);
@@ -218,7 +255,7 @@ static int on_line(struct scan *s, const char *line, size_t len, uint64_t end)
 }
 
 /* The whole lines of buf[0..len) from file offset `base`; returns the bytes consumed. */
-static int scan_lines(struct scan *s, const char *buf, size_t len, uint64_t base, size_t *used)
+static int scan_lines(struct scan *s, char *buf, size_t len, uint64_t base, size_t *used)
 {
     size_t at = 0;
     int rc = 0;
@@ -275,6 +312,7 @@ static int scan_segment(struct scan *s, const struct gw_feed_segment *seg, uint6
     if (fd < 0)
         return -errno;
     s->segment = seg->first_seq;
+    s->checked = seg->first_seq >= s->checked_from;
     if (offset == 0) {
         s->prev_seq = seg->first_seq - 1;
         s->repeat_next = 0;
@@ -319,11 +357,15 @@ static int read_segments(struct scan *s, const struct gw_feed_segments *segs,
 }
 
 int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void *ctx,
-                 struct gw_feed_mark *pos, uint64_t *last, uint64_t *earliest)
+                 struct gw_feed_mark *pos, uint64_t *last, struct gw_feed_fault *fault)
 {
-    struct scan s = {.f = f, .after = after, .visit = visit, .ctx = ctx, .last = after};
+    struct scan s = {
+        .f = f, .after = after, .visit = visit, .ctx = ctx, .last = after, .fault = fault};
     pthread_mutex_lock(&f->lock);
     s.durable = f->durable_seq;
+    s.checked_from = f->checked_from;
+    s.active_first = f->active_first;
+    s.active_bytes = f->active_bytes;
     s.marked = f->nmarks ? f->marks[f->nmarks - 1].seq : 0;
     pthread_mutex_unlock(&f->lock);
     *last = after;
@@ -334,7 +376,7 @@ int gw_feed_read(struct gw_feed *f, uint64_t after, gw_feed_visit_fn visit, void
     if (rc != 0)
         return rc;
     if (segs.count && after + 1 < segs.list[0].first_seq) {
-        *earliest = segs.list[0].first_seq;
+        fault->earliest = segs.list[0].first_seq;
         gw_feed_segments_free(&segs);
         return -ESTALE;
     }

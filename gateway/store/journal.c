@@ -18,6 +18,7 @@
 
 #include "fileio.h"
 #include "journal_epoch.h"
+#include "record.h"
 #include "ring.h"
 #include "timing.h"
 
@@ -27,7 +28,9 @@ struct replay {
     gw_journal_visit_fn visit;
     void *ctx;
     struct gw_buf prefix;
-    uint64_t segment; /* first_seq of the segment being replayed */
+    uint64_t segment;     /* first_seq of the segment being replayed */
+    int checked;          /* its lines carry checksums (docs/journal.md §2.1) */
+    struct gw_buf record; /* a checked line's record and a newline */
 };
 
 static char *join_path(const char *dir, const char *name)
@@ -173,6 +176,24 @@ static int replay_line(struct replay *r, const char *line, size_t len, uint64_t 
     return rc;
 }
 
+/* Checks a complete line's checksum as its segment's form asks, then replays its record. */
+static int replay_checked(struct replay *r, const char *line, size_t len, uint64_t offset,
+                          size_t lineno, struct gw_error *err)
+{
+    if (!r->checked)
+        return replay_line(r, line, len, offset, lineno, err);
+    size_t body;
+    int rc = gw_record_check(line, len, &body);
+    if (rc != 0)
+        return bad(err, gw_record_fault(rc));
+    gw_buf_reset(&r->record);
+    gw_buf_append(&r->record, line, body);
+    gw_buf_puts(&r->record, "}\n");
+    if (r->record.failed)
+        return no_memory(err);
+    return replay_line(r, r->record.data, body + 1, offset, lineno, err);
+}
+
 /* Why an open state-dir file is unusable (not a regular file, someone else's), or NULL. */
 static const char *unusable_file(int fd, char *why, size_t n)
 {
@@ -266,7 +287,7 @@ static int replay_lines(struct replay *r, const char *path, const char *data, ui
             *repair = (struct gw_journal_repair){1, lineno, pos, size - pos};
             return cut_tail(r->j, data, pos, size, err);
         }
-        int rc = nl ? replay_line(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err)
+        int rc = nl ? replay_checked(r, data + pos, (size_t)(nl - data - pos), pos, lineno, err)
                     : bad(err, "unterminated last line");
         if (rc != 0) {
             char what[sizeof(err->msg)];
@@ -309,8 +330,28 @@ static const char *adopt_repeat(struct gw_journal *j, const char *data, uint64_t
         k++;
     if (k + wl > n)
         return "2: the epoch repeat is not the checkpoint's latest epoch";
-    gw_buf_append(&j->epoch_line, data + at, n);
-    return j->epoch_line.failed ? "2: out of memory" : NULL;
+    int rc = gw_journal_set_epoch_line(j, data + at, n);
+    return rc == -ENOMEM ? "2: out of memory" : rc ? "2: epoch repeat: checksum mismatch" : NULL;
+}
+
+/* The record of the line at data[at..size) that ends with a newline, a checked line's without
+ * its crc32 member (docs/journal.md §2.1), into out with the newline. *end: just past the line.
+ * Returns 0, -EINVAL (no newline), -EBADMSG or -ENOMSG (its checksum), -ENOMEM. */
+static int line_record(const char *data, uint64_t at, uint64_t size, int checked,
+                       struct gw_buf *out, uint64_t *end)
+{
+    const char *nl = at < size ? memchr(data + at, '\n', (size_t)(size - at)) : NULL;
+    if (!nl)
+        return -EINVAL;
+    size_t len = (size_t)(nl - (data + at)), body = len;
+    int rc = checked ? gw_record_check(data + at, len, &body) : 0;
+    if (rc != 0)
+        return rc;
+    gw_buf_reset(out);
+    gw_buf_append(out, data + at, body);
+    gw_buf_puts(out, checked ? "}\n" : "\n");
+    *end = (uint64_t)(nl - data) + 1;
+    return out->failed ? -ENOMEM : 0;
 }
 
 /* The header and the epoch repeat that open every segment after the first (docs/journal.md §6):
@@ -333,13 +374,19 @@ static int check_segment_start(struct replay *r, const char *path, const char *d
     if (!what && r->j->epoch_line.len == 0)
         what = adopt_repeat(r->j, data, at, size); /* the previous segment is archived */
     const struct gw_buf *e = &r->j->epoch_line;
-    if (!what && (size - at < e->len || memcmp(data + at, e->data, e->len) != 0))
+    int rc = what ? 0 : line_record(data, at, size, r->checked, &r->record, pos);
+    if (rc == -ENOMEM)
+        return no_memory(err);
+    if (!what && (rc == -EBADMSG || rc == -ENOMSG))
+        what = rc == -EBADMSG ? "2: checksum mismatch: the line's crc32 is not that of its bytes"
+                              : "2: no checksum: the line does not end with its crc32 member";
+    else if (!what &&
+             (rc != 0 || r->record.len != e->len || memcmp(r->record.data, e->data, e->len) != 0))
         what = "2: not a repeat of the latest epoch record";
     if (what) {
         gw_error_set(err, "", "journal: %s:%s", path, what);
         return -EINVAL;
     }
-    *pos = at + e->len;
     return 0;
 }
 
@@ -357,7 +404,11 @@ static int load_epoch_line(struct gw_journal *j, const char *data, uint64_t offs
         size_t n = (size_t)(end - start);
         if (!(n > 17 && memcmp(l, "{\"type\":\"receipt\"", 17) == 0) &&
             !(n > 17 && memcmp(l, "{\"type\":\"segment\"", 17) == 0)) {
-            return gw_journal_set_epoch_line(j, l, n) ? no_memory(err) : 0;
+            int rc = gw_journal_set_epoch_line(j, l, n);
+            return rc == -ENOMEM ? no_memory(err)
+                   : rc          ? bad(err, "checkpoint: the epoch record before its offset: "
+                                                     "checksum mismatch")
+                                 : 0;
         }
         end = start;
     }
@@ -409,6 +460,7 @@ static int replay_sealed(struct replay *r, const struct gw_segment *seg, uint64_
     void *data = NULL;
     uint64_t pos = 0;
     r->segment = seg->first_seq;
+    r->checked = seg->checked;
     if (rc == 0)
         rc = map_fd(fd, path, seg->size, &data, err);
     if (rc == 0)
@@ -438,6 +490,7 @@ static int replay_active(struct replay *r, uint64_t from, struct gw_journal_repa
     size_t n = j->segs.count;
     struct stat st;
     r->segment = j->segment;
+    r->checked = j->active_checked;
     if (fstat(j->fd, &st) != 0) {
         gw_error_set(err, "", "journal: %s: cannot stat: %s", j->path, strerror(errno));
         return -errno;
@@ -497,7 +550,28 @@ int gw_journal_replay(struct gw_journal *j, const struct gw_journal_resume *from
     else if (rc == 0 && j->fd >= 0)
         rc = replay_active(&r, j->segment == start.segment ? start.offset : 0, repair, err);
     gw_buf_free(&r.prefix);
+    gw_buf_free(&r.record);
     return rc;
+}
+
+int gw_journal_seal_unchecked(struct gw_journal *j, struct gw_error *err)
+{
+    if (j->active_checked)
+        return 0;
+    int rc = j->size > 0 ? gw_journal_rotate(j, err) : 0;
+    if (rc == 0) {
+        j->active_checked = 1;
+        j->checked_from = j->segment;
+    }
+    return rc;
+}
+
+/* Where the segments whose lines carry checksums begin: a run up to the active segment. */
+static void find_checked_from(struct gw_journal *j)
+{
+    j->checked_from = j->active_checked ? j->segment : UINT64_MAX;
+    for (size_t i = j->segs.count; j->active_checked && i > 0 && j->segs.sealed[i - 1].checked; i--)
+        j->checked_from = j->segs.sealed[i - 1].first_seq;
 }
 
 /* Syncs the directory holding `dir`, so that a state dir just created survives a power loss
@@ -629,6 +703,7 @@ static int open_active(struct gw_journal *j, struct gw_error *err)
     size_t n = j->segs.count;
     j->segment = gw_segments_next_first(&j->segs);
     int exists = access(j->path, F_OK) == 0;
+    j->active_checked = 1;
     if (!exists && (n > 0 || j->segs.narchived > 0)) {
         j->create_active = 1;
         return 0;
@@ -643,6 +718,16 @@ static int open_active(struct gw_journal *j, struct gw_error *err)
     }
     if (!exists)
         fsync(j->dir_fd);
+    struct stat st;
+    j->active_checked =
+        fstat(j->fd, &st) != 0 || gw_segment_file_checked(j->fd, j->segment, (uint64_t)st.st_size);
+    if (n > 0 && j->segs.sealed[n - 1].checked && !j->active_checked) {
+        gw_error_set(err, "",
+                     "journal: %s: its lines carry no checksums, after a segment whose "
+                     "lines do",
+                     j->path);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -667,6 +752,8 @@ int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_b
         rc = gw_segments_scan(j->dir, &j->segs, err);
     if (rc == 0)
         rc = open_active(j, err);
+    if (rc == 0)
+        find_checked_from(j);
     if (rc != 0)
         gw_journal_close(j);
     return rc;
@@ -725,8 +812,13 @@ int gw_journal_has_segment(const struct gw_journal *j, uint64_t first_seq)
 
 int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len)
 {
+    size_t body = len - 1;
+    int rc = len > 0 ? gw_record_check(line, len - 1, &body) : -ENOMSG;
+    if (rc == -EBADMSG)
+        return rc;
     gw_buf_reset(&j->epoch_line);
-    gw_buf_append(&j->epoch_line, line, len);
+    gw_buf_append(&j->epoch_line, line, rc == 0 ? body : len - 1);
+    gw_buf_puts(&j->epoch_line, rc == 0 ? "}\n" : "\n");
     return j->epoch_line.failed ? -ENOMEM : 0;
 }
 
@@ -751,7 +843,7 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
     struct gw_buf line;
     gw_buf_init(&line);
     gw_journal_epoch_line(&line, &t->contract, &t->members, &e);
-    gw_buf_puts(&line, "\n");
+    gw_record_end(&line, 0);
     int rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
     if (rc == 0)
         rc = gw_chain_append(&j->chain, &e);
@@ -826,20 +918,63 @@ static int read_sealed(struct gw_journal *j, uint64_t segment, uint64_t offset, 
     return rc;
 }
 
-int gw_journal_copy(struct gw_journal *j, uint64_t segment, uint64_t offset, size_t len,
-                    struct gw_buf *out)
+/* The length of a receipt record's bytes before its receipt (gw_journal_receipt_prefix). */
+static size_t receipt_prefix_len(uint64_t seq)
 {
-    int rc = gw_buf_reserve(out, len);
+    char digits[24];
+    return sizeof("{\"type\":\"receipt\",\"seq\":") - 1 +
+           (size_t)snprintf(digits, sizeof(digits), "%llu", (unsigned long long)seq) +
+           sizeof(",\"fingerprint\":\"") - 1 + 2 * GW_FINGERPRINT_LEN + sizeof("\",\"receipt\":") -
+           1;
+}
+
+/* Whether the whole line read is the receipt record of `seq` as its segment's form has it:
+ * 0, -EBADMSG or -ENOMSG (its checksum), -EILSEQ (not that record's line). */
+static int check_receipt_line(const char *line, size_t len, size_t prefix, uint64_t seq,
+                              int checked)
+{
+    char want[48];
+    int w = snprintf(want, sizeof(want), "{\"type\":\"receipt\",\"seq\":%llu,",
+                     (unsigned long long)seq);
+    if (line[len - 1] != '\n' || memcmp(line, want, (size_t)w) != 0 ||
+        memcmp(line + prefix - 1, ":", 1) != 0)
+        return -EILSEQ;
+    size_t body;
+    if (!checked)
+        return line[len - 2] == '}' ? 0 : -EILSEQ;
+    return gw_record_check(line, len - 1, &body);
+}
+
+uint64_t gw_journal_receipt_line(uint64_t seq, uint64_t receipt_offset)
+{
+    size_t prefix = receipt_prefix_len(seq);
+    return receipt_offset >= prefix ? receipt_offset - prefix : 0;
+}
+
+int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment, uint64_t seq, uint64_t offset,
+                            size_t len, struct gw_buf *out)
+{
+    int checked = segment >= j->checked_from;
+    size_t prefix = receipt_prefix_len(seq);
+    size_t whole = prefix + len + (checked ? GW_RECORD_TAIL : 1) + 1;
+    if (offset < prefix)
+        return -EILSEQ;
+    struct gw_buf line;
+    gw_buf_init(&line);
+    int rc = gw_buf_reserve(&line, whole);
     if (rc != 0)
         return rc;
     pthread_rwlock_rdlock(&j->swap);
     int active = segment == atomic_load(&j->segment);
     if (active)
-        rc = read_fd(j->fd, offset, len, out->data + out->len);
+        rc = read_fd(j->fd, offset - prefix, whole, line.data);
     pthread_rwlock_unlock(&j->swap);
     if (!active)
-        rc = read_sealed(j, segment, offset, len, out->data + out->len);
+        rc = read_sealed(j, segment, offset - prefix, whole, line.data);
     if (rc == 0)
-        out->len += len;
-    return rc;
+        rc = check_receipt_line(line.data, whole, prefix, seq, checked);
+    if (rc == 0)
+        gw_buf_append(out, line.data + prefix, len);
+    gw_buf_free(&line);
+    return rc == 0 && out->failed ? -ENOMEM : rc;
 }

@@ -36,7 +36,12 @@ struct gw_journal {
     void *hash;               /* SHA-256 (EVP_MD_CTX) of the active segment's bytes so far */
     struct gw_buf epoch_line; /* the latest epoch record line, newline included */
     int create_active;        /* 1: no journal.jsonl at start; written after the replay */
-    unsigned flags;           /* GW_JOURNAL_* */
+    int active_checked; /* 1: the active segment's lines carry checksums (docs/journal.md §2.1) */
+    /* The first_seq from which every segment's lines carry checksums (docs/journal.md §2.1):
+     * those before it were written before checksums; UINT64_MAX while the active one has none
+     * (until gw_journal_seal_unchecked). */
+    uint64_t checked_from;
+    unsigned flags; /* GW_JOURNAL_* */
 };
 
 /* `shardgate journal verify`: change nothing (no crash state finished, no torn tail cut: both
@@ -98,6 +103,12 @@ int gw_journal_replay(struct gw_journal *j, const struct gw_journal_resume *from
                       gw_journal_visit_fn visit, void *ctx, struct gw_journal_repair *repair,
                       struct gw_error *err);
 
+/* After the replay, before anything is written: when the active segment's lines carry no
+ * checksums (a journal written before them), seals it under its sha256 and starts the next
+ * one, so that every line written from now on carries one (docs/journal.md §2.1). Returns 0 or
+ * an error of gw_journal_rotate. */
+int gw_journal_seal_unchecked(struct gw_journal *j, struct gw_error *err);
+
 /* Path of the segment with this first_seq (sealed or active; free() it). NULL: no memory. */
 char *gw_journal_segment_path(const struct gw_journal *j, uint64_t first_seq);
 
@@ -121,8 +132,9 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
                            struct gw_error *err);
 
 /* Makes `line` (a whole epoch record line, newline included) the epoch record in force: the one
- * a rotation repeats at the top of the next segment (docs/journal.md §6). Returns 0 or -ENOMEM
- * (then a rotation fails rather than repeat another record). */
+ * a rotation repeats at the top of the next segment (docs/journal.md §6), kept as its record
+ * (without a crc32 member, which is checked). Returns 0, -EBADMSG (the checksum does not match)
+ * or -ENOMEM (then a rotation fails rather than repeat another record). */
 int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len);
 
 /* The chain's next entry for `t`: epoch_seq and prev from the chain, the time now, first_seq the
@@ -147,9 +159,15 @@ void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err);
 
-/* Appends `len` bytes read at `offset` of segment `segment` (a stored receipt) to `out`.
- * Thread-safe. Returns 0, -ENOMEM or a read error. */
-int gw_journal_copy(struct gw_journal *j, uint64_t segment, uint64_t offset, size_t len,
-                    struct gw_buf *out);
+/* Appends the stored receipt of record `seq` (its `len` bytes at `offset` of segment `segment`)
+ * to `out`, once its whole line has been read and checked: its checksum when its segment's lines
+ * carry one (docs/journal.md §2.1), and that it is that record's line. Thread-safe. Returns 0,
+ * -EBADMSG (the checksum does not match), -ENOMSG (no checksum where one is due), -EILSEQ (the
+ * line is not that record's), -ENOMEM or a read error. Nothing is appended on an error. */
+int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment, uint64_t seq, uint64_t offset,
+                            size_t len, struct gw_buf *out);
+
+/* Where the line of receipt record `seq` starts, from where its receipt bytes start. */
+uint64_t gw_journal_receipt_line(uint64_t seq, uint64_t receipt_offset);
 
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "record.h"
 
 #define PREFIX "{\"type\":\"receipt\",\"seq\":"
 #define FP_KEY ",\"fingerprint\":\""
@@ -26,6 +27,7 @@ struct scan {
     struct gw_idem *idem;
     uint64_t after_seq, segment;
     const char *path;
+    int checked; /* the segment's lines carry checksums (docs/journal.md §2.1) */
 };
 
 static int bad(struct gw_error *err, const struct scan *s, uint64_t at, const char *what)
@@ -81,9 +83,13 @@ static int take_line(struct scan *s, const char *p, const char *end, uint64_t at
         return 0;
     if (what)
         return bad(err, s, at, what);
+    size_t body = (size_t)(end - p) - 1; /* the record ends with the receipt and '}' */
+    int rc = s->checked ? gw_record_check(p, (size_t)(end - p), &body) : 0;
+    if (rc != 0)
+        return bad(err, s, at, gw_record_fault(rc));
     struct gw_idem_ref ref = {s->segment, at + (uint64_t)(r.receipt - p),
-                              (uint64_t)(end - 1 - r.receipt), r.seq};
-    int rc = gw_idem_insert(s->idem, r.id, r.id_len, r.fp, ref);
+                              (uint64_t)(p + body - r.receipt), r.seq};
+    rc = gw_idem_insert(s->idem, r.id, r.id_len, r.fp, ref);
     if (rc == -EEXIST)
         return bad(err, s, at, "receipt record: its batch_id was already journaled");
     if (rc != 0)
@@ -118,6 +124,7 @@ static int scan_segment(struct scan *s, struct gw_journal *j, uint64_t first_seq
     int rc = !path ? -ENOMEM : fd < 0 ? -errno : 0;
     s->segment = first_seq;
     s->path = path;
+    s->checked = first_seq >= j->checked_from;
     void *data = NULL;
     if (rc == 0 && end > 0) {
         data = mmap(NULL, (size_t)end, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -165,7 +172,7 @@ int gw_archived_ids_build(const char *data, size_t len, const char *path, uint64
     }
     char sha[GW_SHA256_HEX + 1];
     gw_sha256_hex(out->data ? out->data : "", out->len, sha);
-    gw_segment_seal_line(out, last_seq, out->len, sha);
+    gw_segment_seal_line(out, last_seq, out->len, sha, 0); /* a derived file: its own sha256 */
     if (out->failed)
         gw_error_set(err, "", "journal: out of memory");
     return out->failed ? -ENOMEM : 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "record.h"
 
 /* SHA-256 of the active segment's bytes so far, without ending the running hash. */
 static int active_sha256(struct gw_journal *j, char out[GW_SHA256_HEX + 1])
@@ -60,7 +61,9 @@ int gw_journal_create_active(struct gw_journal *j, struct gw_error *err)
     gw_buf_init(&lines);
     if (n)
         gw_segment_header_line(&lines, first, j->segs.sealed[n - 1].sha256);
-    gw_buf_append(&lines, j->epoch_line.data, j->epoch_line.len);
+    size_t repeat = lines.len; /* the epoch record in force, checked (docs/journal.md §2.1) */
+    gw_buf_append(&lines, j->epoch_line.data, j->epoch_line.len ? j->epoch_line.len - 1 : 0);
+    gw_record_end(&lines, repeat);
     int rc = lines.failed || j->epoch_line.failed ? -ENOMEM : write_new_active(j, &lines, err);
     int fd = rc == 0 ? open(j->path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (rc == 0 && fd < 0)
@@ -100,12 +103,15 @@ static int add_sealed(struct gw_journal *j, const struct gw_segment *s)
 
 int gw_journal_rotate(struct gw_journal *j, struct gw_error *err)
 {
-    struct gw_segment s = {.first_seq = j->segment, .last_seq = j->last_seq, .bytes = j->size};
+    struct gw_segment s = {.first_seq = j->segment,
+                           .last_seq = j->last_seq,
+                           .bytes = j->size,
+                           .checked = j->active_checked};
     struct gw_buf seal;
     gw_buf_init(&seal);
     int rc = active_sha256(j, s.sha256);
     if (rc == 0)
-        gw_segment_seal_line(&seal, s.last_seq, s.bytes, s.sha256);
+        gw_segment_seal_line(&seal, s.last_seq, s.bytes, s.sha256, j->active_checked);
     if (rc == 0 && !seal.failed)
         rc = gw_journal_append(j, seal.data, seal.len, NULL, err);
     s.size = j->size;

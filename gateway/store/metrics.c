@@ -165,6 +165,10 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));
     header(out, "shardgate_journal_records_total", "counter", "Receipt records journaled.");
     put_f(out, "shardgate_journal_records_total %llu\n", atomic_load(&m->records));
+    header(out, "shardgate_record_checksum_failures_total", "counter",
+           "Journal lines read for an answer or a scrub that failed their check "
+           "(docs/journal.md §2.1).");
+    put_f(out, "shardgate_record_checksum_failures_total %llu\n", atomic_load(&m->record_damage));
     header(out, "shardgate_ready", "gauge", "1 when /readyz answers 200.");
     put_f(out, "shardgate_ready %d\n", ready ? 1 : 0);
     header(out, "shardgate_views_alive", "gauge",

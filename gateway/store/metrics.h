@@ -53,6 +53,7 @@ struct gw_metrics {
     atomic_ullong epoch_seq; /* epoch_seq of the published view */
     atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
     atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
+    atomic_ullong record_damage; /* journal lines read that failed their check */
     struct gw_histogram request; /* every HTTP request, seconds */
     struct gw_histogram fsync;   /* journal fdatasync, seconds */
 };

@@ -68,6 +68,6 @@ int gw_record_epoch_checked(const char *tail, size_t n)
 
 const char *gw_record_fault(int rc)
 {
-    return rc == -EBADMSG ? "checksum mismatch: the line's crc32 is not that of its bytes"
+    return rc == -EBADMSG ? GW_RECORD_MISMATCH
                           : "no checksum: the line does not end with its crc32 member";
 }

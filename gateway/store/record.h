@@ -25,6 +25,8 @@ int gw_record_check(const char *line, size_t len, size_t *body);
  * checked line look unchecked. */
 int gw_record_epoch_checked(const char *tail, size_t n);
 
+#define GW_RECORD_MISMATCH "checksum mismatch: the line's crc32 is not that of its bytes"
+
 /* The message for a failed check: "no checksum" or "checksum mismatch". */
 const char *gw_record_fault(int rc);
 

@@ -9,6 +9,9 @@
 #include <openssl/evp.h>
 
 #include "number.h"
+#include "record.h"
+
+#define SHORT_LINE_MAX 256 /* a header or seal record: far shorter */
 
 void gw_segment_name(char out[GW_SEGMENT_NAME_MAX], uint64_t first_seq)
 {
@@ -39,10 +42,12 @@ int gw_segment_parse_name(const char *name, uint64_t *first_seq)
 
 void gw_segment_header_line(struct gw_buf *out, uint64_t first_seq, const char *prev)
 {
+    size_t start = out->len;
     gw_buf_field_u64(out, "{\"type\":\"segment\",\"first_seq\":", first_seq);
     gw_buf_puts(out, ",\"prev\":\"");
     gw_buf_puts(out, prev);
-    gw_buf_puts(out, "\"}\n");
+    gw_buf_puts(out, "\"}");
+    gw_record_end(out, start);
 }
 
 void gw_sha256_hex(const void *data, size_t len, char out[GW_SHA256_HEX + 1])
@@ -53,13 +58,19 @@ void gw_sha256_hex(const void *data, size_t len, char out[GW_SHA256_HEX + 1])
     gw_hex_encode(d, n < GW_SHA256_HEX / 2 ? n : GW_SHA256_HEX / 2, out);
 }
 
-void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes, const char *sha256)
+void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes, const char *sha256,
+                          int checked)
 {
+    size_t start = out->len;
     gw_buf_field_u64(out, "{\"type\":\"seal\",\"last_seq\":", last_seq);
     gw_buf_field_u64(out, ",\"bytes\":", bytes);
     gw_buf_puts(out, ",\"sha256\":\"");
     gw_buf_puts(out, sha256);
-    gw_buf_puts(out, "\"}\n");
+    gw_buf_puts(out, "\"}");
+    if (checked)
+        gw_record_end(out, start);
+    else
+        gw_buf_puts(out, "\n");
 }
 
 /* Reads the decimal after `key` at *p (advancing it). Returns 0 or -EINVAL. */
@@ -98,8 +109,28 @@ static int take_hex_end(const char *p, const char *end, const char *key, char *o
     return 0;
 }
 
+/* A header or seal line as its record: without the crc32 member when it carries one (checked
+ * first), copied to tmp. Returns 0, or -EINVAL: a checksum that does not match, or too long. */
+static int as_record(const char **line, size_t *len, char tmp[SHORT_LINE_MAX])
+{
+    size_t body;
+    int rc = gw_record_check(*line, *len, &body);
+    if (rc == -ENOMSG)
+        return 0; /* a line written before checksums */
+    if (rc != 0 || body + 1 > SHORT_LINE_MAX)
+        return -EINVAL;
+    memcpy(tmp, *line, body);
+    tmp[body] = '}';
+    *line = tmp;
+    *len = body + 1;
+    return 0;
+}
+
 int gw_segment_parse_header(const char *line, size_t len, uint64_t *first_seq, char *prev)
 {
+    char tmp[SHORT_LINE_MAX];
+    if (as_record(&line, &len, tmp) != 0)
+        return -EINVAL;
     const char *p = line, *end = line + len;
     if (take_u64(&p, end, "{\"type\":\"segment\",\"first_seq\":", first_seq) != 0)
         return -EINVAL;
@@ -109,6 +140,9 @@ int gw_segment_parse_header(const char *line, size_t len, uint64_t *first_seq, c
 int gw_segment_parse_seal(const char *line, size_t len, uint64_t *last_seq, uint64_t *bytes,
                           char *sha256)
 {
+    char tmp[SHORT_LINE_MAX];
+    if (as_record(&line, &len, tmp) != 0)
+        return -EINVAL;
     const char *p = line, *end = line + len;
     if (take_u64(&p, end, "{\"type\":\"seal\",\"last_seq\":", last_seq) != 0 ||
         take_u64(&p, end, ",\"bytes\":", bytes) != 0)

@@ -22,6 +22,7 @@ struct gw_segment {
     uint64_t bytes;               /* bytes before the seal line */
     char sha256[GW_SHA256_HEX + 1];
     char prev[GW_SHA256_HEX + 1]; /* its header's prev ("" for the first segment) */
+    int checked;                  /* 1: its lines carry checksums (docs/journal.md §2.1) */
 };
 
 struct gw_segments {
@@ -42,16 +43,25 @@ int gw_segment_parse_name(const char *name, uint64_t *first_seq);
 /* The SHA-256 of len bytes in lowercase hex (a seal's, an archive entry's). */
 void gw_sha256_hex(const void *data, size_t len, char out[GW_SHA256_HEX + 1]);
 
-/* The header line `{"type":"segment","first_seq":F,"prev":"<hex>"}` and a newline. */
+/* The header line `{"type":"segment","first_seq":F,"prev":"<hex>"}`, its crc32 member
+ * (docs/journal.md §2.1) and a newline. */
 void gw_segment_header_line(struct gw_buf *out, uint64_t first_seq, const char *prev);
-/* The seal line `{"type":"seal","last_seq":L,"bytes":B,"sha256":"<hex>"}` and a newline. */
-void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes,
-                          const char *sha256);
-/* Parses a header line (without its newline), byte-exact. Returns 0 or -EINVAL. */
+/* The seal line `{"type":"seal","last_seq":L,"bytes":B,"sha256":"<hex>"}`, its crc32 member
+ * when the segment's lines carry one (`checked`), and a newline. */
+void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes, const char *sha256,
+                          int checked);
+/* Parses a header line (without its newline), byte-exact, with a crc32 member that matches or
+ * none (a line written before checksums). Returns 0 or -EINVAL. */
 int gw_segment_parse_header(const char *line, size_t len, uint64_t *first_seq, char *prev);
-/* Parses a seal line (without its newline), byte-exact. Returns 0 or -EINVAL. */
+/* Parses a seal line (without its newline) as gw_segment_parse_header. */
 int gw_segment_parse_seal(const char *line, size_t len, uint64_t *last_seq, uint64_t *bytes,
                           char *sha256);
+
+/* 1 when the lines of the segment file `fd` (first_seq, size bytes) carry checksums, as its first
+ * line decides (docs/journal.md §2.1): a header with its crc32 member, or for the first segment
+ * an epoch record ending as a checked line does; also 1 when it has no complete line yet (what
+ * is written next carries them). 0: written before checksums. */
+int gw_segment_file_checked(int fd, uint64_t first_seq, uint64_t size);
 
 /* Lists and checks the sealed segments of `dir` (docs/journal.md §6, start checks): names,
  * first and last lines, the run of seqs, the prev links, the seal's byte count against the file

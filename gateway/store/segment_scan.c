@@ -2,6 +2,8 @@
  * line of each, no hashing; a missing, truncated, reordered or swapped segment is named. */
 #include "segment.h"
 
+#include "record.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,13 @@ static int read_at(int fd, char *buf, size_t len, uint64_t at)
     return n == (ssize_t)len ? 0 : -EIO;
 }
 
+/* 1 when a line ends with a crc32 member that is not its bytes' (docs/journal.md §2.1). */
+static int damaged(const char *line, size_t len)
+{
+    size_t body;
+    return gw_record_check(line, len, &body) == -EBADMSG;
+}
+
 /* Reads the header (unless the first segment) and the seal of one sealed segment. */
 static int read_edges(int fd, const char *dir, struct gw_segment *s, struct gw_error *err)
 {
@@ -42,6 +51,8 @@ static int read_edges(int fd, const char *dir, struct gw_segment *s, struct gw_e
     size_t start = n - 1;
     while (start > 0 && buf[start - 1] != '\n')
         start--;
+    if (damaged(buf + start, n - 1 - start))
+        return fault(err, dir, s->first_seq, "seal line: " GW_RECORD_MISMATCH);
     if (gw_segment_parse_seal(buf + start, n - 1 - start, &s->last_seq, &s->bytes, s->sha256) != 0)
         return fault(err, dir, s->first_seq, "truncated: it does not end with a seal line");
     if (s->bytes + (n - start) != s->size)
@@ -54,12 +65,44 @@ static int read_edges(int fd, const char *dir, struct gw_segment *s, struct gw_e
     n = s->size < EDGE_BYTES ? (size_t)s->size : EDGE_BYTES;
     uint64_t first = 0;
     char *nl = read_at(fd, buf, n, 0) == 0 ? memchr(buf, '\n', n) : NULL;
+    if (nl && damaged(buf, (size_t)(nl - buf)))
+        return fault(err, dir, s->first_seq, "header line: " GW_RECORD_MISMATCH);
     if (!nl || gw_segment_parse_header(buf, (size_t)(nl - buf), &first, s->prev) != 0)
         return fault(err, dir, s->first_seq, "no segment header line");
     if (first != s->first_seq)
         return fault(err, dir, s->first_seq,
                      "its header's first_seq is not the one of its name (renamed or swapped)");
     return 0;
+}
+
+/* The offset of the first newline of fd at or after `at`, or -1. */
+static int64_t first_newline(int fd, uint64_t size)
+{
+    char buf[4096];
+    for (uint64_t at = 0; at < size;) {
+        ssize_t got = pread(fd, buf, sizeof(buf), (off_t)at);
+        if (got <= 0)
+            return -1;
+        const char *nl = memchr(buf, '\n', (size_t)got);
+        if (nl)
+            return (int64_t)(at + (uint64_t)(nl - buf));
+        at += (uint64_t)got;
+    }
+    return -1;
+}
+
+int gw_segment_file_checked(int fd, uint64_t first_seq, uint64_t size)
+{
+    char tail[GW_RECORD_TAIL];
+    int64_t nl = first_newline(fd, size);
+    if (nl < 0)
+        return 1;
+    size_t n = (uint64_t)nl < GW_RECORD_TAIL ? (size_t)nl : GW_RECORD_TAIL;
+    if (read_at(fd, tail, n, (uint64_t)nl - n) != 0)
+        return 1;
+    if (first_seq == 1)
+        return gw_record_epoch_checked(tail, n);
+    return n == GW_RECORD_TAIL && memcmp(tail, ",\"crc32\":\"", 10) == 0;
 }
 
 static int add_segment(struct gw_segments *out, uint64_t first_seq)
@@ -169,6 +212,9 @@ int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *
             rc = fault(err, dir, out->sealed[i].first_seq, strerror(errno));
         else
             rc = read_edges(fd, dir, &out->sealed[i], err);
+        if (rc == 0)
+            out->sealed[i].checked =
+                gw_segment_file_checked(fd, out->sealed[i].first_seq, out->sealed[i].bytes);
         if (fd >= 0)
             close(fd);
         if (rc == 0 && i == 0 && out->sealed[0].first_seq != start)
@@ -178,6 +224,9 @@ int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *
                                     "archive.jsonl");
         if (rc == 0 && i > 0)
             rc = check_link(dir, &out->sealed[i - 1], &out->sealed[i], err);
+        if (rc == 0 && i > 0 && out->sealed[i - 1].checked && !out->sealed[i].checked)
+            rc = fault(err, dir, out->sealed[i].first_seq,
+                       "its lines carry no checksums, after a segment whose lines do");
     }
     if (rc != 0)
         gw_segments_free(out);

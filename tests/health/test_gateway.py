@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from sgtest import (Failures, check_journal, free_port, golden_shards, parse_line, tmpdir, write, CONF)  # noqa: E402
@@ -84,11 +85,20 @@ F.check(rc == 2 and "epoch_current: journal: epoch@line" in out,
 lines = open(journal, encoding="utf-8").read().splitlines()
 idx = next(i for i, l in enumerate(lines) if '"batch_id":"one-2"' in l)
 rec = json.loads(lines[idx])
+del rec["crc32"]  # an edit made whole: its checksum made right again (docs/journal.md §2.1)
 rec["receipt"]["shards"]["shard-a"]["load"] += 1
-lines[idx] = ketama.dumps(rec)
+body = ketama.dumps(rec)[:-1]
+good_line, lines[idx] = lines[idx], body + ',"crc32":"%08x"}' % zlib.crc32(body.encode())
 bad = write(os.path.join(T, "bad.jsonl"), "\n".join(lines) + "\n")
 rc, out, err = check_journal(HEALTH, bad, shards=sh2)
 doc = parse_line(out) or {"issues": []}
 F.check(rc == 2 and any(i.startswith("shard_load: one-2: shards.shard-a.load: expected ")
                         for i in doc["issues"]), "one altered load in a gateway journal fails", out[:500])
+lines[idx] = good_line.replace('"batch_id":"one-2"', '"batch_id":"one-9"')
+bad = write(os.path.join(T, "flipped.jsonl"), "\n".join(lines) + "\n")
+rc, out, err = check_journal(HEALTH, bad, shards=sh2)
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and doc["issues"][:1] == ["journal_line: line %d: crc32: checksum mismatch: the "
+                                          "line's crc32 is not that of its bytes" % (idx + 1)],
+        "one byte changed in a gateway journal: its checksum fails", out[:500])
 F.exit()

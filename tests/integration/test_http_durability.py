@@ -10,6 +10,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
 from sgtest import (Server, batch, case, eq, journal_lines, journal_receipts, main, ok, read,
                     journal_totals, run_server, src, tmpdir, write)
 
@@ -150,15 +151,20 @@ def corrupt_middle_line_refuses_start():
         for i in range(3):
             eq(s.post(batch("c%d" % i)).status, 200, "post")
     path = os.path.join(d, "journal.jsonl")
-    lines = journal_lines(d)
+    lines = read(path).split(b"\n")[:-1]
+    recs = journal_lines(d)
     args = ["serve", "--conf", src("conf", "dispatch.env"), "--shards",
             src("input", "shards.json"), "--state-dir", d, "--listen", "127.0.0.1:0"]
+    # Edits with their checksum made right (docs/journal.md §2.1) meet the record rules.
+    crc = sgtest.with_crc
     bad_cases = [
-        (b"{not json", "not JSON"),
-        (lines[2].replace(b'"seq":2', b'"seq":7'), "seq must be 2"),
-        (lines[2].replace(b'"receipt":{', b'"receipt": {'), "canonical form"),
-        (lines[2][:-1] + b' }', "canonical form"),
+        (b"{not json", "no checksum: the line does not end with its crc32 member"),
+        (crc(b"{not json}"), "not JSON"),
+        (crc(recs[2].replace(b'"seq":2', b'"seq":7')), "seq must be 2"),
+        (crc(recs[2].replace(b'"receipt":{', b'"receipt": {')), "canonical form"),
+        (crc(recs[2][:-1] + b' }'), "canonical form"),
         (lines[1], "seq must be 2"),
+        (lines[2].replace(b'"seq":2', b'"seq":7'), "checksum mismatch"),
     ]
     for bad, what in bad_cases:
         write(path, b"\n".join(lines[:2] + [bad] + lines[3:]) + b"\n", "wb")

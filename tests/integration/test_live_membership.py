@@ -454,8 +454,16 @@ def a_legacy_state_dir_starts_serves_and_keeps_its_totals():
     os.chmod(os.path.join(d, "journal.jsonl"), 0o600)
     stored = [json.loads(l) for l in read(legacy).split(b"\n")[:-1]]
     raw = read(legacy).split(b"\n")[:-1]
+    sealed = os.path.join(d, "journal-%020d.jsonl" % 1)
     with Server(state_dir=d) as s:
-        eq(read(os.path.join(d, "journal.jsonl")), read(legacy), "same files: nothing appended")
+        # written before checksums: sealed as it was, and the lines after it carry one
+        # (docs/journal.md §2.1)
+        sha = hashlib.sha256(read(legacy)).hexdigest().encode()
+        eq(read(sealed), read(legacy) + b'{"type":"seal","last_seq":2,"bytes":%d,"sha256":"%s"}\n'
+           % (len(read(legacy)), sha), "the legacy segment sealed, its seal without a checksum")
+        eq(read(os.path.join(d, "journal.jsonl")).split(b"\n"),
+           [sgtest.with_crc(b'{"type":"segment","first_seq":3,"prev":"%s"}' % sha),
+            sgtest.with_crc(raw[0]), b""], "the next segment: checked header and epoch repeat")
         for line in raw[1:]:
             rec = json.loads(line)
             r = s.get("/v1/batches/" + rec["receipt"]["batch_id"])
@@ -478,9 +486,8 @@ def a_legacy_state_dir_starts_serves_and_keeps_its_totals():
         eq(s.shard_totals(), want, "totals kept across the new epoch")
         eq(s.post(batch("new")).json()["epoch"], epoch_of(changed_shards(shard_d="online")),
            "a v2 receipt")
-    lines = read(os.path.join(d, "journal.jsonl")).split(b"\n")[:-1]
-    eq(lines[:3], raw, "the legacy lines stay")
-    rec = json.loads(lines[3])
+    eq(read(sealed).split(b"\n")[:3], raw, "the legacy lines stay")
+    rec = json.loads(sgtest.journal_lines(d)[6])
     eq((rec["epoch_seq"], rec["prev"], rec["source"], rec["first_seq"]), (2, EPOCH0, "start", 3),
        "a new-form record continues the legacy numbering")
 
@@ -495,17 +502,25 @@ def replay_refuses_a_broken_chain():
     j = os.path.join(s.state_dir, "journal.jsonl")
     good = read(j)
     lines = good.split(b"\n")[:-1]
+    recs = [sgtest.record_of(l) for l in lines]
     new = epoch_of(changed_shards(shard_d="online"))
+    # Each fault is an edit with its checksum made right again (docs/journal.md §2.1), so that
+    # the chain rule is what refuses it; the last one leaves the checksum as it was.
     faults = [
-        (2, lines[2].replace(b'"prev":"%s"' % EPOCH0.encode(), b'"prev":null'),
+        (2, sgtest.with_crc(recs[2].replace(b'"prev":"%s"' % EPOCH0.encode(), b'"prev":null')),
          "epoch record: prev must be %s (the previous epoch)" % EPOCH0),
-        (2, lines[2].replace(b'"epoch_seq":2', b'"epoch_seq":3'), "epoch record: epoch_seq must be 2"),
-        (2, lines[2].replace(b'"first_seq":2', b'"first_seq":1'), "epoch record: first_seq must be 2"),
-        (2, lines[2].replace(b'"epoch":"%s"' % new.encode(), b'"epoch":"%s"' % (b"0" * 40)),
+        (2, sgtest.with_crc(recs[2].replace(b'"epoch_seq":2', b'"epoch_seq":3')),
+         "epoch record: epoch_seq must be 2"),
+        (2, sgtest.with_crc(recs[2].replace(b'"first_seq":2', b'"first_seq":1')),
+         "epoch record: first_seq must be 2"),
+        (2, sgtest.with_crc(recs[2].replace(b'"epoch":"%s"' % new.encode(),
+                                            b'"epoch":"%s"' % (b"0" * 40))),
          "epoch record: epoch must be %s (recomputed from contract and shards)" % new),
-        (0, lines[0].replace(b'"capacity":20', b'"capacity":21', 1),
+        (0, sgtest.with_crc(recs[0].replace(b'"capacity":20', b'"capacity":21', 1)),
          "epoch record: epoch must be %s (recomputed from contract and shards)"
          % epoch_of(with_capacity(base_shards(), "shard-a", 21))),
+        (2, lines[2].replace(b'"epoch_seq":2', b'"epoch_seq":3'),
+         "checksum mismatch: the line's crc32 is not that of its bytes"),
     ]
     ckpt = os.path.join(s.state_dir, "checkpoint-%020d.json" % 1)
     kept = read(ckpt)

@@ -42,7 +42,7 @@ def seal_of(data):
     """(seal dict, the bytes before the seal line) of a sealed segment's bytes."""
     lines = data.split(b"\n")
     eq(lines[-1], b"", "a sealed segment ends with a newline")
-    return json.loads(lines[-2]), data[:len(data) - len(lines[-2]) - 1]
+    return json.loads(sgtest.record_of(lines[-2])), data[:len(data) - len(lines[-2]) - 1]
 
 
 def rotated_state(n=150):
@@ -76,8 +76,9 @@ def rotation_files_header_seal_and_replay_from_sealed():
             seal, body = seal_of(data)
             eq(list(seal), ["type", "last_seq", "bytes", "sha256"], "seal keys in order")
             eq(data.split(b"\n")[-2],
-               b'{"type":"seal","last_seq":%d,"bytes":%d,"sha256":"%s"}'
-               % (seal["last_seq"], len(body), hashlib.sha256(body).hexdigest().encode()),
+               sgtest.with_crc(b'{"type":"seal","last_seq":%d,"bytes":%d,"sha256":"%s"}'
+                               % (seal["last_seq"], len(body),
+                                  hashlib.sha256(body).hexdigest().encode())),
                name + ": seal line")
             ok(len(data) <= 65536 + 4096, name + ": about --segment-bytes")
             first = int(name[8:28])
@@ -85,14 +86,16 @@ def rotation_files_header_seal_and_replay_from_sealed():
             if first == 1:
                 epoch_line = lines[0]
             else:
-                eq(lines[0], b'{"type":"segment","first_seq":%d,"prev":"%s"}'
-                   % (first, prev_seal["sha256"].encode()), name + ": header")
+                eq(lines[0], sgtest.with_crc(b'{"type":"segment","first_seq":%d,"prev":"%s"}'
+                                             % (first, prev_seal["sha256"].encode())),
+                   name + ": header")
                 eq(lines[1], epoch_line, name + ": the epoch record repeated byte for byte")
                 eq(first, prev_seal["last_seq"] + 1, name + ": first_seq follows")
             prev_seal = seal
         active = read(os.path.join(d, "journal.jsonl")).split(b"\n")
-        eq(active[0], b'{"type":"segment","first_seq":%d,"prev":"%s"}'
-           % (prev_seal["last_seq"] + 1, prev_seal["sha256"].encode()), "active header")
+        eq(active[0], sgtest.with_crc(b'{"type":"segment","first_seq":%d,"prev":"%s"}'
+                                      % (prev_seal["last_seq"] + 1,
+                                         prev_seal["sha256"].encode())), "active header")
         again = s.post(batch("b0", n=20))  # b0 lies in journal-...01.jsonl, sealed
         eq((again.status, again.body), (200, bodies["b0"]), "replay from a sealed segment")
         eq(again.headers.get("idempotent-replayed"), "true", "replay header")
@@ -255,15 +258,17 @@ def active_ending_with_seal_finishes_rotation():
         os.unlink(os.path.join(d, f))
     active = os.path.join(d, "journal.jsonl")
     body = read(active)
-    write(active, body + b'{"type":"seal","last_seq":10,"bytes":%d,"sha256":"%s"}\n'
-          % (len(body), hashlib.sha256(body).hexdigest().encode()), "wb")
+    write(active, body + sgtest.with_crc(b'{"type":"seal","last_seq":10,"bytes":%d,"sha256":"%s"}'
+                                         % (len(body), hashlib.sha256(body).hexdigest().encode()))
+          + b"\n", "wb")
     write(os.path.join(d, "journal.jsonl.new"), b"half a header", "wb")
     with Server(state_dir=d, args=SMALL) as s:
         eq(sealed(d), [seg_name(1)], "sealed under its name")
         ok(not os.path.exists(os.path.join(d, "journal.jsonl.new")), "leftover removed")
         body_sha = hashlib.sha256(body).hexdigest().encode()
         eq(read(active).split(b"\n")[0],
-           b'{"type":"segment","first_seq":11,"prev":"%s"}' % body_sha, "the next segment")
+           sgtest.with_crc(b'{"type":"segment","first_seq":11,"prev":"%s"}' % body_sha),
+           "the next segment")
         eq(s.shard_totals(), totals, "totals kept")
         eq(s.post(batch("b4", n=20)).body, bodies["b4"], "ids kept")
         eq(s.post(batch("b10", n=20)).status, 200, "a new batch")
@@ -281,8 +286,9 @@ def missing_active_is_created():
     # The receipts of the active segment are gone with it; the sealed ones stay.
     with Server(state_dir=d, args=SMALL) as s:
         head = read(os.path.join(d, "journal.jsonl")).split(b"\n")[0]
-        eq(head, b'{"type":"segment","first_seq":%d,"prev":"%s"}'
-           % (last["last_seq"] + 1, last["sha256"].encode()), "the next active segment")
+        eq(head, sgtest.with_crc(b'{"type":"segment","first_seq":%d,"prev":"%s"}'
+                                 % (last["last_seq"] + 1, last["sha256"].encode())),
+           "the next active segment")
         eq(s.post(batch("b0", n=20)).body, bodies["b0"], "sealed ids kept")
 
 
@@ -341,14 +347,25 @@ def verify_ok_then_seal_hash_fault():
        (0, "journal: OK: %d sealed segments, 150 receipts, 2 checkpoints\n" % n, ""), "verified")
     name = sealed(d)[1]
     path = os.path.join(d, name)
-    data = bytearray(read(path))
-    at = data.index(b'"batch_id":"') + 12
-    data[at] = ord("Z") if data[at] != ord("Z") else ord("Y")  # same length, other id
-    write(path, bytes(data), "wb")
+    good = read(path)
+    lines = good.split(b"\n")
+    at = next(i for i, l in enumerate(lines) if b'"batch_id":"' in l)
+    rec = bytearray(sgtest.record_of(lines[at]))
+    k = rec.index(b'"batch_id":"') + 12
+    rec[k] = ord("Z") if rec[k] != ord("Z") else ord("Y")  # same length, other id
+    edited = lines[:at] + [sgtest.with_crc(bytes(rec))] + lines[at + 1:]
+    write(path, b"\n".join(edited), "wb")
     r = journal_verify(d)
     eq((r.returncode, r.stderr),
        (3, "journal: %s/%s: the seal's sha256 is not that of the bytes before it\n" % (d, name)),
-       "a sealed segment edited in place: only the hash sees it")
+       "a line edited with its checksum made right: only the hash sees it")
+    # the same byte changed, the line's crc32 member kept as it was
+    flipped = lines[:at] + [bytes(rec[:-1]) + lines[at][len(rec) - 1:]] + lines[at + 1:]
+    write(path, b"\n".join(flipped), "wb")
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr),
+       (3, "journal: %s/%s:%d: checksum mismatch: the line's crc32 is not that of its bytes\n"
+        % (d, name, at + 1)), "a byte changed in place: the line's checksum sees it first")
 
 
 @case("segment_verify")

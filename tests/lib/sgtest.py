@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +26,7 @@ import tempfile
 import threading
 import time
 import traceback
+import zlib
 
 CASES = {}
 GROUPS = {}
@@ -191,14 +193,33 @@ def finish_request(sock, rest):
     return int(head.split()[1]), payload
 
 
+CRC_TAIL = re.compile(rb',"crc32":"([0-9a-f]{8})"\}')
+
+
+def record_of(line):
+    """The record of a journal line (bytes, no newline): a checked line's without its crc32
+    member, once the checksum is checked (docs/journal.md §2.1); a line without one as it is."""
+    m = CRC_TAIL.fullmatch(line, len(line) - 20) if len(line) > 20 else None
+    if m is None:
+        return line
+    if zlib.crc32(line[:-20]) != int(m.group(1), 16):
+        raise Failure("crc32 mismatch: %r" % line[:80])
+    return line[:-20] + b"}"
+
+
+def with_crc(record):
+    """The checked line of a record (bytes, no newline): what the gateway writes for it."""
+    return record[:-1] + b',"crc32":"%08x"}' % zlib.crc32(record[:-1])
+
+
 def journal_lines(state_dir):
-    """Every line of the journal: the sealed segments in seq order, then the active one
-    (docs/journal.md §6)."""
+    """Every record of the journal, each line's record_of: the sealed segments in seq order,
+    then the active one (docs/journal.md §6)."""
     names = sorted(f for f in os.listdir(state_dir)
                    if f.startswith("journal-") and f.endswith(".jsonl"))
     lines = []
     for name in names + ["journal.jsonl"]:
-        lines += read(os.path.join(state_dir, name)).split(b"\n")[:-1]
+        lines += [record_of(l) for l in read(os.path.join(state_dir, name)).split(b"\n")[:-1]]
     return lines
 
 

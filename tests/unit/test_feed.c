@@ -13,6 +13,7 @@
 #include "feed.h"
 #include "feed_placements.h"
 #include "fileio.h"
+#include "record.h"
 #include "check.h"
 
 static const char *src_dir;
@@ -114,8 +115,17 @@ static void small_receipt(struct gw_buf *b, uint64_t seq)
              "\"c\",\"key\":\"k\",\"size\":1,\"hash\":1,\"point\":1,\"vnode\":1,\"shard\":\"s\","
              "\"reason\":\"ring\"}],\"shards\":{}}",
              (unsigned long long)seq);
+    size_t start = b->len;
     record_line(b, seq, r);
-    gw_buf_puts(b, "\n");
+    gw_record_end(b, start);
+}
+
+/* A checked journal line (docs/journal.md §2.1), as the writer ends every record. */
+static void put_line(struct gw_buf *b, const char *record)
+{
+    size_t start = b->len;
+    gw_buf_puts(b, record);
+    gw_record_end(b, start);
 }
 
 static int write_file(const char *dir, const char *name, const struct gw_buf *b)
@@ -135,20 +145,20 @@ static int make_state(const char *dir)
 {
     struct gw_buf b;
     gw_buf_init(&b);
-    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E1\"}\n");
+    put_line(&b, "{\"type\":\"epoch\",\"epoch\":\"E1\"}");
     for (uint64_t s = 1; s <= 3000; s++)
         small_receipt(&b, s);
-    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E2\"}\n");
-    gw_buf_puts(&b, "{\"type\":\"seal\",\"last_seq\":3000,\"bytes\":1,\"sha256\":\"00\"}\n");
+    put_line(&b, "{\"type\":\"epoch\",\"epoch\":\"E2\"}");
+    put_line(&b, "{\"type\":\"seal\",\"last_seq\":3000,\"bytes\":1,\"sha256\":\"00\"}");
     int rc = write_file(dir, "journal-00000000000000000001.jsonl", &b);
     gw_buf_reset(&b);
-    gw_buf_puts(&b, "{\"type\":\"segment\",\"first_seq\":3001,\"prev\":\"00\"}\n");
-    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E2\"}\n");
+    put_line(&b, "{\"type\":\"segment\",\"first_seq\":3001,\"prev\":\"00\"}");
+    put_line(&b, "{\"type\":\"epoch\",\"epoch\":\"E2\"}");
     for (uint64_t s = 3001; s <= 3005; s++)
         small_receipt(&b, s);
-    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E3\"}\n");
+    put_line(&b, "{\"type\":\"epoch\",\"epoch\":\"E3\"}");
     small_receipt(&b, 3006);
-    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E4\"}\n");
+    put_line(&b, "{\"type\":\"epoch\",\"epoch\":\"E4\"}");
     rc |= write_file(dir, "journal.jsonl", &b);
     gw_buf_free(&b);
     return rc;
@@ -181,15 +191,15 @@ static const char *trace_read(struct gw_feed *f, uint64_t after, uint64_t quiet_
                               uint64_t stop_at, uint64_t *last, int *rc)
 {
     static struct trace t;
-    uint64_t earliest = 0;
+    struct gw_feed_fault fault = {0};
     gw_buf_free(&t.text);
     gw_buf_init(&t.text);
     t.quiet_below = quiet_below;
     t.stop_at = stop_at;
     t.receipts = 0;
-    *rc = gw_feed_read(f, after, trace_visit, &t, NULL, last, &earliest);
+    *rc = gw_feed_read(f, after, trace_visit, &t, NULL, last, &fault);
     if (*rc == -ESTALE) {
-        gw_buf_field_u64(&t.text, "earliest ", earliest);
+        gw_buf_field_u64(&t.text, "earliest ", fault.earliest);
     }
     gw_buf_append(&t.text, "", 1);
     return t.text.data;
@@ -240,17 +250,18 @@ static void test_position(const char *dir)
     struct gw_feed f;
     struct gw_feed_mark pos = {0, 0, 0};
     struct trace t = {.quiet_below = 0};
-    uint64_t last = 0, earliest = 0;
+    uint64_t last = 0;
+    struct gw_feed_fault fault = {0};
     CHECK_EQ_U64(gw_feed_init(&f, dir), 0);
     gw_feed_durable(&f, 3004);
     gw_buf_init(&t.text);
-    CHECK_EQ_U64(gw_feed_read(&f, 2999, trace_visit, &t, &pos, &last, &earliest), 0);
+    CHECK_EQ_U64(gw_feed_read(&f, 2999, trace_visit, &t, &pos, &last, &fault), 0);
     CHECK_EQ_U64(pos.seq, 3004);
     CHECK_EQ_U64(pos.segment, 3001);
     struct gw_feed_mark after_3004 = pos;
     gw_feed_durable(&f, 3006);
     gw_buf_reset(&t.text);
-    CHECK_EQ_U64(gw_feed_read(&f, 3004, trace_visit, &t, &pos, &last, &earliest), 0);
+    CHECK_EQ_U64(gw_feed_read(&f, 3004, trace_visit, &t, &pos, &last, &fault), 0);
     gw_buf_append(&t.text, "", 1);
     CHECK_EQ_STR(t.text.data, "R3005 E3@3006 R3006 ");
     CHECK_EQ_U64(pos.seq, 3006);
@@ -258,7 +269,7 @@ static void test_position(const char *dir)
      * 3003 and 3004. */
     pos = (struct gw_feed_mark){3002, 3001, after_3004.offset};
     gw_buf_reset(&t.text);
-    CHECK_EQ_U64(gw_feed_read(&f, 3002, trace_visit, &t, &pos, &last, &earliest), 0);
+    CHECK_EQ_U64(gw_feed_read(&f, 3002, trace_visit, &t, &pos, &last, &fault), 0);
     gw_buf_append(&t.text, "", 1);
     CHECK_EQ_STR(t.text.data, "R3005 E3@3006 R3006 ");
     gw_buf_free(&t.text);
@@ -276,7 +287,7 @@ static void test_rotation(const char *dir)
     int rc;
     char from[4096], to[4096];
     CHECK_EQ_U64(gw_feed_init(&f, dir), 0);
-    gw_feed_active_segment(&f, 3001);
+    gw_feed_active_segment(&f, 3001, UINT64_MAX);
     gw_feed_durable(&f, 3006);
     CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), "E3@3006 R3006 "); /* listed, kept */
     snprintf(from, sizeof(from), "%s/journal.jsonl", dir);
@@ -290,15 +301,15 @@ static void test_rotation(const char *dir)
     CHECK_EQ_U64(last, 3000);
     struct gw_buf b;
     gw_buf_init(&b);
-    gw_buf_puts(&b, "{\"type\":\"segment\",\"first_seq\":3007,\"prev\":\"00\"}\n");
-    gw_buf_puts(&b, "{\"type\":\"epoch\",\"epoch\":\"E4\"}\n");
+    put_line(&b, "{\"type\":\"segment\",\"first_seq\":3007,\"prev\":\"00\"}");
+    put_line(&b, "{\"type\":\"epoch\",\"epoch\":\"E4\"}");
     small_receipt(&b, 3007);
     CHECK_EQ_U64(write_file(dir, "journal.jsonl", &b), 0);
     gw_buf_free(&b);
     CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), ""); /* not announced yet */
     CHECK_EQ_U64(rc, 0);
     CHECK_EQ_U64(last, 3005);
-    gw_feed_active_segment(&f, 3007);
+    gw_feed_active_segment(&f, 3007, UINT64_MAX);
     gw_feed_durable(&f, 3007);
     CHECK_EQ_STR(trace_read(&f, 3005, 0, 0, &last, &rc), "E3@3006 R3006 E4@3007 R3007 ");
     CHECK_EQ_U64(rc, 0);
@@ -328,6 +339,55 @@ static void test_stale(const char *dir)
     gw_feed_free(&f);
 }
 
+/* A byte changed in receipt 3003's line (docs/journal.md §2.1): a read that reaches it fails
+ * naming where it is and delivers nothing of it; one that stops before it, or a segment written
+ * before checksums, does not check it; a line past the announced durable bytes is not read. */
+static void test_damage(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/journal.jsonl", dir);
+    char *data = NULL;
+    size_t len = 0;
+    CHECK_EQ_U64(gw_file_read(path, &data, &len), 0);
+    struct gw_buf b;
+    gw_buf_init(&b);
+    gw_buf_append(&b, data, len);
+    gw_buf_append(&b, "", 1);
+    free(data);
+    char *id = strstr(b.data, "\"b3003\"");
+    char *line = id;
+    while (line > b.data && line[-1] != '\n')
+        line--;
+    uint64_t at = (uint64_t)(line - b.data);
+    id[1] = 'x';
+    b.len--;
+    CHECK_EQ_U64(write_file(dir, "journal.jsonl", &b), 0);
+    gw_buf_free(&b);
+    struct gw_feed f;
+    struct gw_feed_fault fault = {0};
+    uint64_t last = 0;
+    int rc;
+    CHECK_EQ_U64(gw_feed_init(&f, dir), 0);
+    gw_feed_durable(&f, 3006);
+    struct trace t = {0};
+    gw_buf_init(&t.text);
+    CHECK_EQ_U64(gw_feed_read(&f, 3001, trace_visit, &t, NULL, &last, &fault), (uint64_t)-EBADMSG);
+    CHECK_EQ_U64(fault.segment, 3001);
+    CHECK_EQ_U64(fault.offset, at);
+    CHECK_EQ_U64(fault.seq, 3003);
+    gw_buf_free(&t.text);
+    CHECK_EQ_STR(trace_read(&f, 3000, 0, 3002, &last, &rc), "E2@3001 R3001 R3002 ");
+    CHECK_EQ_U64(rc, 0);
+    gw_feed_active_segment(&f, 3001, at);
+    CHECK_EQ_STR(trace_read(&f, 3001, 0, 0, &last, &rc), "R3002 ");
+    CHECK_EQ_U64(rc, 0);
+    gw_feed_active_segment(&f, 3001, UINT64_MAX);
+    gw_feed_checked_from(&f, UINT64_MAX);
+    CHECK_EQ_STR(trace_read(&f, 3001, 0, 3003, &last, &rc), "R3002 R3003 ");
+    CHECK_EQ_U64(rc, 0);
+    gw_feed_free(&f);
+}
+
 int main(int argc, char **argv)
 {
     src_dir = argc > 1 ? argv[1] : ".";
@@ -341,6 +401,8 @@ int main(int argc, char **argv)
     test_position(dir);
     test_rotation(dir);
     test_stale(dir);
+    CHECK_EQ_U64(make_state(dir), 0);
+    test_damage(dir);
     char cmd[4200];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)

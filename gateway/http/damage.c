@@ -1,0 +1,39 @@
+/* A journal line that failed its check when read for an answer (docs/journal.md §2.1): counted,
+ * logged, and answered as an error, never as its bytes. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "record.h"
+#include "request.h"
+
+/* What is wrong with the line, from the read's error. */
+static const char *damage_what(int rc)
+{
+    return rc == -EILSEQ ? "the line at the index's position is not that record's"
+                         : gw_record_fault(rc);
+}
+
+enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint64_t offset,
+                                       uint64_t seq, int rc)
+{
+    struct gw_server *s = r->srv;
+    char file[GW_SEGMENT_NAME_MAX], msg[400];
+    if (segment == atomic_load(&s->journal.segment))
+        snprintf(file, sizeof(file), "%s", GW_JOURNAL_FILE);
+    else
+        gw_segment_name(file, segment);
+    atomic_fetch_add(&s->metrics.record_damage, 1);
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "file", file);
+    gw_log_u64(&f, "offset", offset);
+    gw_log_u64(&f, "seq", seq);
+    gw_log_str(&f, "what", damage_what(rc));
+    gw_log_event("record_checksum_failed", &f);
+    snprintf(msg, sizeof(msg),
+             "journal record damaged: seq %llu in %s (the line at offset %llu): %s; nothing of it "
+             "is served (docs/operations.md §5.2)",
+             (unsigned long long)seq, file, (unsigned long long)offset, damage_what(rc));
+    return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "record_corrupt", msg, "", NULL, NULL);
+}

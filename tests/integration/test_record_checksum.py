@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""No damaged byte is served (docs/journal.md §2.1, docs/operations.md §5.2): every journal
+line carries a crc32, and every read checks it. A byte changed in a line — a receipt, an epoch
+record, a segment header or seal, at the head, the middle or the tail of a segment — is named by
+whatever reads it: the start's replay (exit 3), `GET /v1/batches/{id}`, `/v1/receipts` and the
+assignment feed (500 record_corrupt, /readyz 503), `journal verify`, `shardgate-health` and
+`probe.py journal`; never answered as bytes. The documented repair brings everything back.
+
+usage: test_record_checksum.py SHARDGATE_BINARY SHARDGATE_HEALTH SOURCE_DIR [CASE... | --group G]
+"""
+import json
+import os
+import shutil
+import signal
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import sgtest  # noqa: E402
+from sgtest import Server, case, eq, main, ok, read, run, run_server, src, tmpdir, write
+
+SMALL = ["--segment-bytes", "65536"]
+MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
+# Lines the start checks itself at every start, whatever the checkpoints cover.
+START_CHECKED = {"a seal": "seal", "a segment header": "header"}
+
+
+def flip(path, number):
+    """Changes two bytes in the middle of line `number` (1-based) of a file; its length stays.
+    Returns the line's offset."""
+    data = bytearray(read(path))
+    starts = [0] + [i + 1 for i, c in enumerate(data) if c == ord("\n")]
+    at, end = starts[number - 1], starts[number] - 1
+    mid = (at + end) // 2
+    for k in (mid, mid + 1):
+        data[k] = ord("x") if data[k] != ord("x") else ord("y")
+    write(path, bytes(data), "wb")
+    return at
+
+
+def error_of(r):
+    doc = r.json()
+    return r.status, doc["error"]["code"], doc["error"]["message"]
+
+
+def damage(seq, name, offset):
+    return ("journal record damaged: seq %d in %s (the line at offset %d): %s; nothing of it is "
+            "served (docs/operations.md §5.2)" % (seq, name, offset, MISMATCH))
+
+
+def metric(s, name):
+    for line in s.get("/metrics").body.decode().splitlines():
+        if line.startswith(name + " "):
+            return line.split(" ", 1)[1]
+    return None
+
+
+def verifiers(d, shards=None):
+    """(journal verify's exit and stderr, health's exit, probe.py journal's exit)."""
+    v = run_server(["journal", "verify", "--state-dir", d])
+    h = run([sgtest.HEALTH, "check", "--conf", src("conf", "dispatch.env"), "--shards",
+             shards or src("input", "shards.json"), "--journal", os.path.join(d, "journal.jsonl")])
+    p = run([sys.executable, src("client", "probe.py"), "journal", "--state-dir", d])
+    return (v.returncode, v.stderr), h.returncode, p.returncode
+
+
+@case("record_checksum")
+def a_flipped_receipt_is_never_served():
+    """Two bytes of a receipt line of the active segment changed after a clean stop: the start
+    uses the checkpoint that covers the line, and every read that reaches it answers 500
+    record_corrupt, never 200; the repair (the line's bytes put back) serves it again. The
+    checkpoint's own last line is read at every start: damaged, it makes the checkpoint unusable
+    and the full replay refuses the start, naming the line."""
+    d = tmpdir()
+    with Server(state_dir=d) as s:
+        bodies = sgtest.post_batches(s, 5, "r", 8)
+        eq(s.stop(), 0, "clean stop")
+    path = os.path.join(d, "journal.jsonl")
+    good = read(path)
+    lines = good.split(b"\n")
+    eq([json.loads(l)["seq"] for l in lines[4:6]], [4, 5], "lines 5 and 6: receipts 4 and 5")
+    offset = flip(path, 5)
+    bid = json.loads(sgtest.record_of(lines[4]))["receipt"]["batch_id"]
+    with Server(state_dir=d) as s:
+        eq(s.get("/readyz").status, 200, "ready: nothing damaged read yet")
+        want = (500, "record_corrupt", damage(4, "journal.jsonl", offset))
+        eq(error_of(s.get("/v1/batches/" + bid)), want, "GET of the damaged receipt")
+        for other in sorted(set(bodies) - {bid}):
+            eq((s.get("/v1/batches/" + other).body), bodies[other], "the others are whole")
+        eq(error_of(s.get("/v1/receipts?after=0")), want, "/v1/receipts reaching it")
+        eq(s.get("/v1/receipts?after=0&limit=3").status, 200, "a page that ends before it")
+        eq(error_of(s.get("/v1/receipts?after=4")), want, "a read passing over it on its way")
+        shard = json.loads(sgtest.record_of(lines[4]))["receipt"]["placements"][0]["shard"]
+        eq(error_of(s.get("/v1/shards/%s/assignments?after=3" % shard)), want, "the feed")
+        r = s.get("/readyz")
+        eq((r.status, r.json()), (503, {"status": "unready", "checks": {"journal": "damaged",
+                                                                         "ring": "ok"}}), "readyz")
+        eq(metric(s, "shardgate_record_checksum_failures_total"), "4", "metric")
+        eq([(e["file"], e["seq"], e["offset"]) for e in s.events("record_checksum_failed")],
+           [("journal.jsonl", 4, offset)] * 4, "logged")
+        eq(s.stop(), 0, "clean stop")
+    eq(verifiers(d)[0], (3, "journal: %s:5: %s\n" % (path, MISMATCH)), "journal verify")
+    write(path, good, "wb")  # the repair: the line's bytes back (docs/operations.md §5.2)
+    with Server(state_dir=d) as s:
+        eq((s.get("/v1/batches/" + bid).body), bodies[bid], "served again after the repair")
+        eq(s.get("/readyz").status, 200, "ready again")
+        eq(metric(s, "shardgate_record_checksum_failures_total"), "0", "metric")
+        eq(s.stop(), 0, "clean stop")
+    eq(verifiers(d), ((0, ""), 0, 0), "the verifiers pass the repaired state dir")
+    flip(path, 6)  # the last receipt: the one the shutdown checkpoint's cover reads
+    r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                    src("input", "shards.json"), "--state-dir", d, "--listen", "127.0.0.1:0"])
+    eq((r.returncode, r.stderr.splitlines()[-1]), (3, "journal: %s:6: %s" % (path, MISMATCH)),
+       "the checkpoint's last line damaged: unusable, and the full replay refuses the start")
+
+
+def segmented_state():
+    """A stopped state dir with sealed segments and a SIGHUP epoch record inside one: (dir,
+    shards file, bodies)."""
+    d = tmpdir()
+    shards = os.path.join(tmpdir(), "shards.json")
+    doc = json.loads(read(src("input", "shards.json")))
+    write(shards, json.dumps(doc))
+    with Server(state_dir=d, shards=shards, args=SMALL) as s:
+        bodies = sgtest.post_batches(s, 40, "a", 20)
+        for sh in doc["shards"]:
+            sh["state"] = "online"
+        before = len(s.events("reload_applied"))
+        write(shards, json.dumps(doc))
+        s.proc.send_signal(signal.SIGHUP)
+        sgtest.wait_until(lambda: len(s.events("reload_applied")) > before, 30, "reload")
+        bodies.update(sgtest.post_batches(s, 40, "b", 20))
+        eq(s.stop(), 0, "clean stop")
+    return d, shards, bodies
+
+
+def targets(d):
+    """[(what, file name, line number, seq of a receipt in the line or None)]: a line of every
+    kind at the head, the middle and the tail of segments."""
+    names = sorted(f for f in os.listdir(d) if f.startswith("journal-"))
+    ok(len(names) >= 3, "sealed segments: %r" % names)
+    first = read(os.path.join(d, names[0])).split(b"\n")[:-1]
+    second = read(os.path.join(d, names[1])).split(b"\n")[:-1]
+    active = read(os.path.join(d, "journal.jsonl")).split(b"\n")[:-1]
+    epoch_at = None
+    for name in names + ["journal.jsonl"]:
+        for n, l in enumerate(read(os.path.join(d, name)).split(b"\n")[:-1], 1):
+            if n > 2 and l.startswith(b'{"type":"epoch"'):
+                epoch_at = (name, n)
+    ok(epoch_at is not None, "the SIGHUP's epoch record inside a segment")
+    seq = lambda line: json.loads(sgtest.record_of(line))["seq"]
+    middle = len(second) // 2
+    return [("the first segment's first epoch record", names[0], 1, None),
+            ("a receipt at a segment's head", names[0], 2, seq(first[1])),
+            ("a receipt at a segment's tail", names[0], len(first) - 1, seq(first[-2])),
+            ("a seal", names[0], len(first), None),
+            ("a segment header", names[1], 1, None),
+            ("an epoch repeat", names[1], 2, None),
+            ("a receipt in the middle", names[1], middle, seq(second[middle - 1])),
+            ("an epoch record inside a segment",) + epoch_at + (None,),
+            # its last one is the one the shutdown checkpoint's cover reads (see above)
+            ("a receipt before the active segment's last", "journal.jsonl", len(active) - 1,
+             seq(active[-2]))]
+
+
+@case("record_checksum")
+def every_kind_of_line_is_checked_wherever_it_is():
+    """For each target line, covered by the shutdown checkpoint: the start succeeds, the reads
+    that reach the line answer record_corrupt (GET for a receipt; the feed from 0 for any line),
+    and journal verify, health and probe.py refuse the state dir. Without the checkpoints the
+    start itself refuses with exit 3, naming the file and line. A seal or a segment header is
+    read by the start's checks of every sealed segment, so those refuse the start anyway."""
+    pristine, shards, bodies = segmented_state()
+    for what, name, number, seq in targets(pristine):
+        d = os.path.join(tmpdir(), "state")
+        shutil.copytree(pristine, d)
+        path = os.path.join(d, name)
+        offset = flip(path, number)
+        serve = ["serve", "--conf", src("conf", "dispatch.env"), "--shards", shards,
+                 "--state-dir", d, "--listen", "127.0.0.1:0"] + SMALL
+        if what in START_CHECKED:
+            r = run_server(serve)
+            eq((r.returncode, r.stderr), (3, "journal: %s: %s line: %s\n"
+                                          % (path, START_CHECKED[what], MISMATCH)), what + ": start")
+            continue
+        with Server(state_dir=d, shards=shards, args=SMALL) as s:
+            r = s.get("/v1/receipts?after=0&limit=1000")
+            eq((r.status, r.json()["error"]["code"]), (500, "record_corrupt"), what + ": feed")
+            ok(("in %s (the line at offset %d)" % (name, offset)) in r.json()["error"]["message"],
+               what + ": the feed names the line: " + r.json()["error"]["message"])
+            refused = []
+            for bid, body in bodies.items():
+                r = s.get("/v1/batches/" + bid)
+                if r.status == 200:
+                    eq(r.body, body, what + ": GET " + bid)
+                else:
+                    refused.append((r.status, r.json()["error"]["message"]))
+            eq(refused, [] if seq is None else [(500, damage(seq, name, offset))],
+               what + ": GET of every batch: only a damaged receipt is refused")
+            eq(s.get("/readyz").status, 503, what + ": unready once a damaged line was read")
+            eq(s.stop(), 0, "clean stop")
+        (vrc, verr), hrc, prc = verifiers(d, shards)
+        eq((vrc, hrc, prc), (3, 2, 1), what + ": verify, health, probe: " + verr)
+        ok(name in verr, what + ": verify names the file: " + verr)
+        for f in os.listdir(d):
+            if f.startswith("checkpoint-"):
+                os.unlink(os.path.join(d, f))
+        r = run_server(serve)
+        eq((r.returncode, r.stderr), (3, "journal: %s:%d: %s\n" % (path, number, MISMATCH)),
+           what + ": without checkpoints the replay reads the line and refuses the start")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv, ("shardgate", "health", "source")))
