@@ -10,6 +10,7 @@
 #include "pg_conn.h"
 #include "checkpointer.h"
 #include "segment.h"
+#include "scrub.h"
 #include "server.h"
 
 const char gw_usage_serve[] =
@@ -21,6 +22,7 @@ const char gw_usage_serve[] =
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
     "                       [--idempotency-window DURATION] [--max-watchers N]\n"
+    "                       [--scrub-rate BYTES]\n"
     "       shardgate serve --conf FILE --shards FILE --store postgres://... [options]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl, or with\n"
     "--store postgres://USER@HOST:PORT/DB in PostgreSQL, shared by every replica\n"
@@ -31,7 +33,7 @@ const char gw_usage_serve[] =
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
     "          --body-timeout 60, --segment-bytes 67108864, --checkpoint-interval 10s,\n"
-    "          --max-watchers 256,\n"
+    "          --max-watchers 256, --scrub-rate 8388608 (bytes a second; 0: no scrub),\n"
     "          no --idempotency-window (ids kept for ever). DURATION: 90s, 12h, 30d, 500ms.\n"
     "          --conf defaults to $SHARDGATE_CONF.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
@@ -58,6 +60,7 @@ enum {
     OPT_IDEMPOTENCY_WINDOW,
     OPT_MAX_WATCHERS,
     OPT_STORE,
+    OPT_SCRUB_RATE,
     OPT_HELP
 };
 
@@ -116,6 +119,8 @@ static const struct number_option_spec {
      offsetof(struct gw_serve_options, segment_bytes)},
     {OPT_MAX_WATCHERS, "max-watchers", 1, 100000, KIND_UINT,
      offsetof(struct gw_serve_options, max_watchers)},
+    {OPT_SCRUB_RATE, "scrub-rate", 0, 1ULL << 40, KIND_U64,
+     offsetof(struct gw_serve_options, scrub_rate)},
 };
 
 /* --checkpoint-interval (100ms..1d) and --idempotency-window (1s..100 years). */
@@ -174,6 +179,7 @@ static const struct option serve_options[] = {
     {"idempotency-window", required_argument, 0, OPT_IDEMPOTENCY_WINDOW},
     {"max-watchers", required_argument, 0, OPT_MAX_WATCHERS},
     {"store", required_argument, 0, OPT_STORE},
+    {"scrub-rate", required_argument, 0, OPT_SCRUB_RATE},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -187,8 +193,11 @@ static int check_store(struct gw_serve_options *o)
         return usage_error("--store must be file or a postgres:// URL");
     if (!o->store && !o->state_dir)
         return usage_error("--state-dir DIR is required");
-    if (o->store && (o->state_dir || o->idempotency_window_ms))
-        return usage_error("--state-dir and --idempotency-window are for --store file only");
+    if (o->store && (o->state_dir || o->idempotency_window_ms || o->scrub_rate != UINT64_MAX))
+        return usage_error(
+            "--state-dir, --idempotency-window and --scrub-rate are for --store file only");
+    if (o->scrub_rate == UINT64_MAX)
+        o->scrub_rate = GW_SCRUB_RATE_DEFAULT;
     return check_listen(o->listen);
 }
 
@@ -206,7 +215,8 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
                                    .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,
                                    .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS,
-                                   .max_watchers = GW_MAX_WATCHERS_DEFAULT};
+                                   .max_watchers = GW_MAX_WATCHERS_DEFAULT,
+                                   .scrub_rate = UINT64_MAX /* not given */};
     optind = 1;
     opterr = 0;
     int c;

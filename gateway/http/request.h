@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "pg_store.h"
+#include "scrub.h"
 #include "server.h"
 #include "topology.h"
 #include "view.h"
@@ -42,6 +43,7 @@ struct gw_server {
     struct gw_ledger ledger;
     struct gw_metrics metrics;
     struct gw_feed feed;             /* the assignment feed's reader (docs/api.md §17) */
+    struct gw_scrub scrub;           /* re-reads the journal (docs/journal.md §2.1) */
     struct gw_feed_watch watch;      /* its waiting requests, woken by the journal writer */
     struct gw_feed_cache feed_cache; /* recent pages, shared by the same questions */
     int pg; /* 1 with --store postgres: pg_store replaces journal and index */

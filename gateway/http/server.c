@@ -183,6 +183,7 @@ static void drain(struct gw_server *s)
     if (s->pg)
         gw_pg_store_stop(&s->pg_store);     /* commits what is queued */
     gw_checkpointer_stop(&s->checkpointer); /* writes it */
+    gw_scrub_stop(&s->scrub);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
     gw_committer_destroy(&s->committer);
@@ -211,6 +212,7 @@ static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_server *s = ctx;
     gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
+    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
     gw_feed_durable(&s->feed, last_seq);
     gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
 }
@@ -262,10 +264,12 @@ static int setup(struct gw_server *s)
         gw_topology_free(&topo);
         return rc;
     }
-    if (start_feed(s) != 0) {
-        fprintf(stderr, "shardgate: cannot start the feed\n");
+    if (start_feed(s) != 0 || gw_scrub_start(&s->scrub, s->opt.state_dir, s->opt.scrub_rate,
+                                             s->journal.checked_from, &s->metrics) != 0) {
+        fprintf(stderr, "shardgate: cannot start the feed or the scrub\n");
         return GW_EXIT_INTERNAL;
     }
+    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
     struct gw_commit_hook hook = {announce_durable, s};
     if (gw_checkpointer_start(&s->checkpointer, &s->journal, &s->ledger, &s->idem,
                               s->opt.checkpoint_interval_ms, s->checkpoint_seq, &err) != 0 ||
@@ -292,6 +296,7 @@ static void teardown(struct gw_server *s)
     gw_committer_destroy(&s->committer);
     gw_feed_watch_destroy(&s->watch);
     gw_feed_cache_free(&s->feed_cache);
+    gw_scrub_stop(&s->scrub);
     gw_feed_free(&s->feed);
     if (s->journal.path)
         gw_journal_close(&s->journal);

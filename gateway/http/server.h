@@ -30,6 +30,7 @@ struct gw_serve_options {
     uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
     uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */
     unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
+    uint64_t scrub_rate;             /* journal bytes the scrub reads a second, 0: none */
     const char *store; /* NULL or "file": the journal in state_dir; else a postgres:// URL */
 };
 

@@ -169,6 +169,15 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
            "Journal lines read for an answer or a scrub that failed their check "
            "(docs/journal.md §2.1).");
     put_f(out, "shardgate_record_checksum_failures_total %llu\n", atomic_load(&m->record_damage));
+    header(out, "shardgate_scrub_passes_total", "counter",
+           "Complete passes of the journal scrub (--scrub-rate).");
+    put_f(out, "shardgate_scrub_passes_total %llu\n", atomic_load(&m->scrub_passes));
+    header(out, "shardgate_scrub_last_pass_timestamp_seconds", "gauge",
+           "Unix time the last complete scrub pass ended; 0 before the first.");
+    put_f(out, "shardgate_scrub_last_pass_timestamp_seconds %llu\n",
+          atomic_load(&m->scrub_last_pass));
+    header(out, "shardgate_scrub_read_bytes_total", "counter", "Journal bytes the scrub read.");
+    put_f(out, "shardgate_scrub_read_bytes_total %llu\n", atomic_load(&m->scrub_bytes));
     header(out, "shardgate_ready", "gauge", "1 when /readyz answers 200.");
     put_f(out, "shardgate_ready %d\n", ready ? 1 : 0);
     header(out, "shardgate_views_alive", "gauge",

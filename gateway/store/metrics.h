@@ -53,9 +53,12 @@ struct gw_metrics {
     atomic_ullong epoch_seq; /* epoch_seq of the published view */
     atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
     atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
-    atomic_ullong record_damage; /* journal lines read that failed their check */
-    struct gw_histogram request; /* every HTTP request, seconds */
-    struct gw_histogram fsync;   /* journal fdatasync, seconds */
+    atomic_ullong record_damage;   /* journal lines read that failed their check */
+    atomic_ullong scrub_passes;    /* complete passes of the scrub */
+    atomic_ullong scrub_last_pass; /* Unix time the last one ended, 0: none */
+    atomic_ullong scrub_bytes;     /* bytes the scrub read */
+    struct gw_histogram request;   /* every HTTP request, seconds */
+    struct gw_histogram fsync;     /* journal fdatasync, seconds */
 };
 
 void gw_metrics_init(struct gw_metrics *m);

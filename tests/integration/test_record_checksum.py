@@ -13,12 +13,15 @@ import os
 import shutil
 import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
 from sgtest import Server, case, eq, main, ok, read, run, run_server, src, tmpdir, write
 
 SMALL = ["--segment-bytes", "65536"]
+# The reads under test alone: the scrub, which would find the damage too, is tested on its own.
+NO_SCRUB = ["--scrub-rate", "0"]
 MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
 # Lines the start checks itself at every start, whatever the checkpoints cover.
 START_CHECKED = {"a seal": "seal", "a segment header": "header"}
@@ -80,7 +83,7 @@ def a_flipped_receipt_is_never_served():
     eq([json.loads(l)["seq"] for l in lines[4:6]], [4, 5], "lines 5 and 6: receipts 4 and 5")
     offset = flip(path, 5)
     bid = json.loads(sgtest.record_of(lines[4]))["receipt"]["batch_id"]
-    with Server(state_dir=d) as s:
+    with Server(state_dir=d, args=NO_SCRUB) as s:
         eq(s.get("/readyz").status, 200, "ready: nothing damaged read yet")
         want = (500, "record_corrupt", damage(4, "journal.jsonl", offset))
         eq(error_of(s.get("/v1/batches/" + bid)), want, "GET of the damaged receipt")
@@ -182,7 +185,7 @@ def every_kind_of_line_is_checked_wherever_it_is():
             eq((r.returncode, r.stderr), (3, "journal: %s: %s line: %s\n"
                                           % (path, START_CHECKED[what], MISMATCH)), what + ": start")
             continue
-        with Server(state_dir=d, shards=shards, args=SMALL) as s:
+        with Server(state_dir=d, shards=shards, args=SMALL + NO_SCRUB) as s:
             r = s.get("/v1/receipts?after=0&limit=1000")
             eq((r.status, r.json()["error"]["code"]), (500, "record_corrupt"), what + ": feed")
             ok(("in %s (the line at offset %d)" % (name, offset)) in r.json()["error"]["message"],
@@ -207,6 +210,76 @@ def every_kind_of_line_is_checked_wherever_it_is():
         r = run_server(serve)
         eq((r.returncode, r.stderr), (3, "journal: %s:%d: %s\n" % (path, number, MISMATCH)),
            what + ": without checkpoints the replay reads the line and refuses the start")
+
+
+def scrubbed(s):
+    """Waits for the scrub's first complete pass; returns the metrics then."""
+    sgtest.wait_until(lambda: metric(s, "shardgate_scrub_passes_total") not in (None, "0"), 60,
+                      "a complete scrub pass")
+    return {k: metric(s, "shardgate_" + k) for k in (
+        "scrub_passes_total", "scrub_read_bytes_total", "record_checksum_failures_total")}
+
+
+def scrub_bytes(d):
+    """What a pass reads: each sealed segment's bytes before its seal, the active one whole."""
+    total = os.path.getsize(os.path.join(d, "journal.jsonl"))
+    for name in os.listdir(d):
+        if name.startswith("journal-"):
+            data = read(os.path.join(d, name))
+            total += len(data) - len(data[:-1].rsplit(b"\n", 1)[1]) - 1
+    return total
+
+
+@case("record_checksum")
+def the_scrub_finds_damage_no_reader_met():
+    """The scrub (--scrub-rate, docs/journal.md §2.1) re-reads every segment: over a whole
+    state dir it reads every byte and finds nothing; a byte changed in a sealed receipt that no
+    request reads is found — the line's checksum and the seal's sha256 —, logged, counted, and
+    /readyz turns unready. --scrub-rate 0 starts no scrub."""
+    pristine, shards, _ = segmented_state()
+    d = os.path.join(tmpdir(), "state")
+    shutil.copytree(pristine, d)
+    with Server(state_dir=d, shards=shards, args=SMALL) as s:
+        eq([e["rate"] for e in s.events("scrub_started")], [8388608], "started at the default")
+        eq(scrubbed(s), {"scrub_passes_total": "1", "scrub_read_bytes_total": str(scrub_bytes(d)),
+                         "record_checksum_failures_total": "0"}, "a clean pass")
+        ok(int(metric(s, "shardgate_scrub_last_pass_timestamp_seconds")) > 1700000000,
+           "the pass's time")
+        eq(s.get("/readyz").status, 200, "ready")
+        eq(s.stop(), 0, "clean stop")
+    name = sorted(f for f in os.listdir(d) if f.startswith("journal-"))[1]
+    path = os.path.join(d, name)
+    lines = read(path).split(b"\n")
+    offset = flip(path, len(lines) // 2)
+    seal_at = len(read(path)) - len(lines[-2]) - 1
+    with Server(state_dir=d, shards=shards, args=SMALL) as s:
+        eq(scrubbed(s)["record_checksum_failures_total"], "2", "found by the scrub")
+        eq([(e["file"], e["offset"], e["by"], e["what"]) for e in s.events(
+            "record_checksum_failed")], [(name, offset, "scrub", MISMATCH), (
+                name, seal_at, "scrub", "the seal's sha256 is not that of the bytes before it")],
+           "logged")
+        eq(s.get("/readyz").json()["checks"]["journal"], "damaged", "readyz")
+        eq(s.stop(), 0, "clean stop")
+    with Server(state_dir=d, shards=shards, args=SMALL + ["--scrub-rate", "0"]) as s:
+        eq(s.events("scrub_started"), [], "no scrub")
+        eq(s.get("/readyz").status, 200, "nothing damaged read")
+        eq(s.stop(), 0, "clean stop")
+
+
+@case("record_checksum")
+def the_scrub_keeps_to_its_rate():
+    """A pass over B bytes at --scrub-rate R takes at least B/R seconds (a lower bound, with a
+    margin for the start: a slower machine only takes longer)."""
+    d, shards, _ = segmented_state()
+    rate = 250000
+    want = scrub_bytes(d) / rate
+    ok(want > 1.0, "a pass of more than a second: %.2f s" % want)
+    with Server(state_dir=d, shards=shards, args=SMALL + ["--scrub-rate", str(rate)]) as s:
+        t0 = time.monotonic()
+        scrubbed(s)
+        took = time.monotonic() - t0
+        ok(took >= 0.8 * want, "the pass took %.2f s, B/R is %.2f s" % (took, want))
+        eq(s.stop(), 0, "clean stop")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,11 @@ def db_init_migrate_status():
 def store_usage_errors():
     for args, what in ((["--store", "mysql://x"], "--store must be file or a postgres:// URL"),
                        (["--store", "postgres://x", "--state-dir", "/tmp"],
-                        "--state-dir and --idempotency-window are for --store file only"),
+                        "--state-dir, --idempotency-window and --scrub-rate are for --store file "
+                        "only"),
+                       (["--store", "postgres://x", "--scrub-rate", "0"],
+                        "--state-dir, --idempotency-window and --scrub-rate are for --store file "
+                        "only"),
                        (["--store", "file"], "--state-dir DIR is required")):
         r = run_gateway("serve", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, *args)
         eq((r.returncode, r.stderr.splitlines()[0]), (64, "shardgate: " + what), "usage %r" % args)

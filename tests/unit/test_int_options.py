@@ -37,5 +37,16 @@ def serve_max_changes_agrees():
            "serve %r message" % text)
 
 
+@case
+def serve_scrub_rate_range():
+    for text in ("-1", "1099511627777", "8M", ""):
+        p = run_gateway("serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir",
+                        os.path.join(tmpdir(), "st"), "--scrub-rate", text)
+        eq((p.returncode, p.stderr.split("\n")[0]),
+           (64, "shardgate: --scrub-rate must be an integer 0..1099511627776, not \"%s\"" % text),
+           "serve --scrub-rate %r" % text)
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
