@@ -2,7 +2,8 @@
 # HTTP throughput: a Release `shardgate serve` on 127.0.0.1 with a temp journal, driven by wrk
 # (bench/http_post.lua) with 1000-change batches, then 1-change batches, each with unique ids.
 # env: DURATION (15s), CONNS (64), WRK_THREADS (1), SERVER_THREADS (2), BUILD (build/release),
-#      OUT (bench/results/http_bench.json).
+#      OUT (bench/results/http_bench.json), SERVER_ARGS (more `serve` options, e.g.
+#      "--scrub-rate 0").
 set -euo pipefail
 . "$(dirname "$0")/../ops/lib.sh"
 cd "$SHARDGATE_ROOT"
@@ -26,7 +27,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-sg_bench_serve "$BUILD/gateway/shardgate" "$tmp/state" "$tmp/server.log" --threads "$SERVER_THREADS"
+# shellcheck disable=SC2086 # SERVER_ARGS is a list of options
+sg_bench_serve "$BUILD/gateway/shardgate" "$tmp/state" "$tmp/server.log" --threads "$SERVER_THREADS" \
+    ${SERVER_ARGS:-}
 server=$SG_SERVE_PID
 port=$SG_SERVE_PORT
 

@@ -203,6 +203,21 @@ static int open_scratch_index(struct gw_idem *ids, char *scratch, size_t n, stru
     return rc;
 }
 
+/* The lines written before checksums (docs/journal.md §2.1): in sealed segments, under their
+ * seal's sha256; in the active segment, under nothing until the next start seals it. */
+static void print_unchecked(const struct gw_journal *j)
+{
+    size_t sealed = 0;
+    for (size_t i = 0; i < j->segs.count; i++)
+        sealed += !j->segs.sealed[i].checked;
+    if (sealed)
+        printf("; %zu sealed segments without line checksums (each under its seal's sha256)",
+               sealed);
+    if (!j->active_checked && j->size > 0)
+        printf("; %s: lines without checksums, unprotected until a start seals it",
+               GW_JOURNAL_FILE);
+}
+
 static void print_ok(const struct gw_journal *j, long checkpoints, long long base)
 {
     printf("journal: OK: %zu sealed segments, %llu receipts, %ld checkpoints", j->segs.count,
@@ -212,6 +227,7 @@ static void print_ok(const struct gw_journal *j, long checkpoints, long long bas
         gw_checkpoint_name(name, (uint64_t)base);
         printf("; %zu archived segments not read (from %s on)", j->segs.narchived, name);
     }
+    print_unchecked(j);
     printf("\n");
 }
 

@@ -11,6 +11,7 @@
 #include "http.h"
 #include "number.h"
 #include "receipt.h"
+#include "record.h"
 
 static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code, const char *msg,
                             const char *path)
@@ -119,16 +120,18 @@ static uint64_t shard_bits(const struct gw_req *r)
 
 static enum MHD_Result submit(struct gw_req *r)
 {
-    r->item = (struct gw_commit_item){.receipt = r->receipt.data,
-                                      .receipt_len = r->receipt.len,
-                                      .fingerprint = r->fingerprint,
-                                      .shard_bits = shard_bits(r),
-                                      .batch_id = r->batch_id,
-                                      .epoch = r->view->topo.epoch,
-                                      .members = &r->view->topo.members,
-                                      .tally = r->tally,
-                                      .stored = &r->receipt,
-                                      .done = committed};
+    r->item = (struct gw_commit_item){
+        .receipt = r->receipt.data,
+        .receipt_len = r->receipt.len,
+        .receipt_crc = r->srv->pg ? 0 : gw_record_crc(r->receipt.data, r->receipt.len),
+        .fingerprint = r->fingerprint,
+        .shard_bits = shard_bits(r),
+        .batch_id = r->batch_id,
+        .epoch = r->view->topo.epoch,
+        .members = &r->view->topo.members,
+        .tally = r->tally,
+        .stored = &r->receipt,
+        .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
     if (r->srv->pg)

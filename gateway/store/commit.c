@@ -49,7 +49,8 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
         it->receipt_offset = c->journal->size + c->group.len;
         gw_buf_append(&c->group, it->receipt, it->receipt_len);
         gw_buf_puts(&c->group, "}");
-        gw_record_end(&c->group, line);
+        /* the receipt's CRC came with it: the writer's thread adds only its prefix's */
+        gw_record_end_after(&c->group, line, it->receipt_len, it->receipt_crc);
     }
     return c->group.failed ? -ENOMEM : (long)(seq - c->journal->last_seq);
 }

@@ -42,6 +42,7 @@ struct gw_commit_item {
     int chained;                 /* epoch records: 1 once added to the chain (else -ENOMEM) */
     const char *receipt;
     size_t receipt_len;
+    unsigned long receipt_crc; /* gw_record_crc of the receipt, from the submitter's thread */
     const unsigned char *fingerprint;
     uint64_t shard_bits; /* receipts: the feed bits of the shards it places on (feed_watch.h) */
     /* --store postgres (pg_store.h): what the transaction needs, and the verdict it gives */

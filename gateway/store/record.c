@@ -9,7 +9,7 @@
 #define MEMBER ",\"crc32\":\""
 #define MEMBER_LEN (sizeof(MEMBER) - 1)
 
-static unsigned long crc_of(const char *p, size_t n)
+unsigned long gw_record_crc(const char *p, size_t n)
 {
     unsigned long crc = crc32(0L, Z_NULL, 0);
     while (n > 0) { /* zlib takes a uInt length */
@@ -21,14 +21,29 @@ static unsigned long crc_of(const char *p, size_t n)
     return crc;
 }
 
+/* Replaces the record's closing '}' by the member with `crc`, '}' and a newline. */
+static void put_member(struct gw_buf *out, unsigned long crc)
+{
+    char tail[GW_RECORD_TAIL + 2];
+    out->len--; /* the record's closing brace */
+    snprintf(tail, sizeof(tail), MEMBER "%08lx\"}\n", crc);
+    gw_buf_append(out, tail, GW_RECORD_TAIL + 1);
+}
+
 void gw_record_end(struct gw_buf *out, size_t start)
 {
     if (out->failed || out->len <= start || out->data[out->len - 1] != '}')
         return;
-    out->len--; /* the record's closing brace */
-    char tail[GW_RECORD_TAIL + 2];
-    snprintf(tail, sizeof(tail), MEMBER "%08lx\"}\n", crc_of(out->data + start, out->len - start));
-    gw_buf_append(out, tail, GW_RECORD_TAIL + 1);
+    put_member(out, gw_record_crc(out->data + start, out->len - 1 - start));
+}
+
+void gw_record_end_after(struct gw_buf *out, size_t start, size_t tail_len, unsigned long tail_crc)
+{
+    if (out->failed || out->len <= start + tail_len || out->data[out->len - 1] != '}')
+        return;
+    size_t head = out->len - 1 - start - tail_len;
+    put_member(out,
+               crc32_combine(gw_record_crc(out->data + start, head), tail_crc, (z_off_t)tail_len));
 }
 
 static int hex_value(const char *p, unsigned long *v)
@@ -56,7 +71,7 @@ int gw_record_check(const char *line, size_t len, size_t *body)
         tail[MEMBER_LEN + 9] != '}' || hex_value(tail + MEMBER_LEN, &want) != 0)
         return -ENOMSG;
     *body = len - GW_RECORD_TAIL;
-    return crc_of(line, *body) == want ? 0 : -EBADMSG;
+    return gw_record_crc(line, *body) == want ? 0 : -EBADMSG;
 }
 
 int gw_record_epoch_checked(const char *tail, size_t n)

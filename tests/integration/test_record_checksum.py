@@ -282,5 +282,45 @@ def the_scrub_keeps_to_its_rate():
         eq(s.stop(), 0, "clean stop")
 
 
+@case("record_checksum")
+def a_journal_written_before_checksums_is_sealed_at_the_first_start():
+    """The golden legacy state dir (no line checksums): journal verify names its lines as
+    unprotected; the first start seals them as they are, serves them, and writes every new line
+    checked; a byte changed in them later is found by their seal's sha256 (verify, the scrub)."""
+    d = os.path.join(tmpdir(), "state")
+    os.mkdir(d, 0o700)
+    legacy = read(src("tests", "golden", "legacy-state", "journal.jsonl"))
+    write(os.path.join(d, "journal.jsonl"), legacy, "wb")
+    os.chmod(os.path.join(d, "journal.jsonl"), 0o600)
+    v = run_server(["journal", "verify", "--state-dir", d])
+    eq((v.returncode, v.stdout), (0, "journal: OK: 0 sealed segments, 2 receipts, 0 checkpoints; "
+                                  "journal.jsonl: lines without checksums, unprotected until a "
+                                  "start seals it\n"), "verify before the upgrade")
+    with Server(state_dir=d) as s:
+        for line in legacy.split(b"\n")[1:-1]:
+            bid = json.loads(line)["receipt"]["batch_id"]
+            start = line.index(b'"receipt":') + 10
+            eq(s.get("/v1/batches/" + bid).body, line[start:-1] + b"\n", "legacy receipt " + bid)
+        eq(s.post(sgtest.batch("after-upgrade")).status, 200, "a new batch")
+        scrubbed(s)
+        eq(metric(s, "shardgate_record_checksum_failures_total"), "0", "the scrub finds nothing")
+        eq(s.stop(), 0, "clean stop")
+    last = read(os.path.join(d, "journal.jsonl")).split(b"\n")[-2]
+    ok(sgtest.record_of(last) != last, "the new receipt's line is checked")
+    eq(verifiers(d), ((0, ""), 0, 0), "the verifiers pass the upgraded state dir")
+    v = run_server(["journal", "verify", "--state-dir", d])
+    eq(v.stdout, "journal: OK: 1 sealed segments, 3 receipts, 1 checkpoints; 1 sealed segments "
+       "without line checksums (each under its seal's sha256)\n", "verify after the upgrade")
+    sealed = os.path.join(d, "journal-%020d.jsonl" % 1)
+    data = read(sealed)  # one byte changed, the line still a valid record: only the seal sees it
+    write(sealed, data.replace(b'"legacy-0002"', b'"legacy-0009"', 1), "wb")
+    v = run_server(["journal", "verify", "--state-dir", d])
+    eq((v.returncode, v.stderr), (3, "journal: %s: the seal's sha256 is not that of the bytes "
+                                  "before it\n" % sealed), "verify finds it by the seal")
+    with Server(state_dir=d) as s:
+        eq(scrubbed(s)["record_checksum_failures_total"], "1", "the scrub finds it by the seal")
+        eq(s.stop(), 0, "clean stop")
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv, ("shardgate", "health", "source")))

@@ -29,6 +29,29 @@ static void test_golden(void)
     gw_buf_free(&b);
 }
 
+/* A record ended from the CRC of its last bytes, computed apart, is the same line. */
+static void test_end_after(void)
+{
+    const char *rec = "{\"type\":\"receipt\",\"seq\":7,\"receipt\":{\"a\":[1,2,3]}}";
+    const char *receipt = "{\"a\":[1,2,3]}";
+    struct gw_buf a, b;
+    gw_buf_init(&a);
+    gw_buf_init(&b);
+    gw_buf_puts(&a, "x\n");
+    gw_buf_puts(&a, rec);
+    gw_record_end(&a, 2);
+    gw_buf_puts(&b, "x\n");
+    gw_buf_puts(&b, rec);
+    gw_record_end_after(&b, 2, strlen(receipt), gw_record_crc(receipt, strlen(receipt)));
+    gw_buf_append(&a, "", 1);
+    gw_buf_append(&b, "", 1);
+    CHECK_EQ_STR(b.data, a.data);
+    size_t body;
+    CHECK_EQ_U64(gw_record_check(b.data + 2, b.len - 4, &body), 0);
+    gw_buf_free(&a);
+    gw_buf_free(&b);
+}
+
 static int check(const char *line, size_t *body)
 {
     return gw_record_check(line, strlen(line), body);
@@ -52,6 +75,7 @@ static void test_check(void)
 int main(void)
 {
     test_golden();
+    test_end_after();
     test_check();
     printf("%d passed, %d failed\n", check_passes, check_failures);
     return check_failures ? 1 : 0;
