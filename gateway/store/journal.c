@@ -812,8 +812,10 @@ int gw_journal_has_segment(const struct gw_journal *j, uint64_t first_seq)
 
 int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len)
 {
+    if (len == 0 || line[len - 1] != '\n')
+        return -EBADMSG; /* not a whole line */
     size_t body = len - 1;
-    int rc = len > 0 ? gw_record_check(line, len - 1, &body) : -ENOMSG;
+    int rc = gw_record_check(line, len - 1, &body);
     if (rc == -EBADMSG)
         return rc;
     gw_buf_reset(&j->epoch_line);

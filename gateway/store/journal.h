@@ -133,8 +133,8 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
 
 /* Makes `line` (a whole epoch record line, newline included) the epoch record in force: the one
  * a rotation repeats at the top of the next segment (docs/journal.md §6), kept as its record
- * (without a crc32 member, which is checked). Returns 0, -EBADMSG (the checksum does not match)
- * or -ENOMEM (then a rotation fails rather than repeat another record). */
+ * (without a crc32 member, which is checked). Returns 0, -EBADMSG (not a whole line, or its
+ * checksum does not match) or -ENOMEM (then a rotation fails rather than repeat another record). */
 int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len);
 
 /* The chain's next entry for `t`: epoch_seq and prev from the chain, the time now, first_seq the
