@@ -245,8 +245,8 @@ DEFECTS = [
      "    if (!x->shard_bit)\n        return w->durable;", "    return w->durable;", ("tests",),
      "^unit/test_feed_watch$"),
     ("feed-receipt-without-shard-bits", "gateway/http/handle_post.c",
-     "                                      .shard_bits = shard_bits(r),\n",
-     "                                      .shard_bits = 0 & shard_bits(r),\n", ("tests",),
+     "        .shard_bits = shard_bits(r),\n",
+     "        .shard_bits = 0 & shard_bits(r),\n", ("tests",),
      "^http_feed_wait$"),
     # A feed request that never gives its --max-watchers place back: after that many requests
     # every consumer meets 503 for good (docs/api.md §17).
