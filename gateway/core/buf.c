@@ -43,8 +43,8 @@ int gw_buf_reserve(struct gw_buf *b, size_t more)
 
 void gw_buf_append(struct gw_buf *b, const void *data, size_t len)
 {
-    if (gw_buf_reserve(b, len) != 0)
-        return;
+    if (len == 0 || gw_buf_reserve(b, len) != 0)
+        return; /* nothing to copy: an empty buffer may have no storage yet */
     memcpy(b->data + b->len, data, len);
     b->len += len;
 }
