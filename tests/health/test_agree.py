@@ -138,19 +138,6 @@ def start_post(s, body):
     return sock
 
 
-def finish_post(sock, body):
-    sock.sendall(body)
-    data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    sock.close()
-    head, _, payload = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), payload
-
-
 def sums(receipts):
     """{shard: [load, received]} over receipts, shards with received 0 left out."""
     out = {}
@@ -189,7 +176,7 @@ def recurring_epoch_with_a_receipt_in_flight():
         sock = start_post(s, body)  # dispatched on the first A's view
         put(s, other, a)
         put(s, base, b)  # A again: epoch_seq 3, the same epoch id as epoch_seq 1
-        status, payload = finish_post(sock, body)
+        status, payload = sgtest.finish_request(sock, body)
         eq((status, json.loads(payload)["epoch"]), (200, a), "the batch in flight names A")
         eq(s.post(batch("second", n=9)).status, 200, "a batch on the second A")
         eq(s.stop(), 0, "clean stop (a checkpoint)")
