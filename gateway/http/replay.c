@@ -91,12 +91,18 @@ static void log_skipped(const struct gw_server *s, uint64_t seq, const char *rea
     gw_log_event("checkpoint_skipped", &f);
 }
 
+/* Why each checkpoint was passed over: logged before a refused start too, whose cause it may be
+ * (docs/journal.md §7). */
+static void log_skips(const struct gw_server *s, const struct start_log *l)
+{
+    for (size_t i = 0; i < l->nskipped; i++)
+        log_skipped(s, l->skipped[i], l->reason[i]);
+}
+
 static void log_start(const struct gw_server *s, const struct start_log *l)
 {
     char name[GW_CHECKPOINT_NAME_MAX], path[4096];
     struct gw_buf f;
-    for (size_t i = 0; i < l->nskipped; i++)
-        log_skipped(s, l->skipped[i], l->reason[i]);
     gw_buf_init(&f);
     if (l->used.last_seq > 0) {
         gw_checkpoint_name(name, l->used.last_seq);
@@ -201,6 +207,7 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
         rc = resumed < 0 ? resumed : 0;
     if (rc == 0)
         rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, &rep, &err);
+    log_skips(s, &log);
     if (rc == -EINVAL) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_UNUSABLE;

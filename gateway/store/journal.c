@@ -331,7 +331,7 @@ static const char *adopt_repeat(struct gw_journal *j, const char *data, uint64_t
     if (k + wl > n)
         return "2: the epoch repeat is not the checkpoint's latest epoch";
     int rc = gw_journal_set_epoch_line(j, data + at, n);
-    return rc == -ENOMEM ? "2: out of memory" : rc ? "2: epoch repeat: checksum mismatch" : NULL;
+    return rc == -ENOMEM ? "2: out of memory" : rc ? "2: " GW_RECORD_MISMATCH : NULL;
 }
 
 /* The record of the line at data[at..size) that ends with a newline, a checked line's without
@@ -354,46 +354,71 @@ static int line_record(const char *data, uint64_t at, uint64_t size, int checked
     return out->failed ? -ENOMEM : 0;
 }
 
-/* The header and the epoch repeat that open every segment after the first (docs/journal.md §6):
- * the header names this segment and links to `prev` (NULL: checked at start already), the
- * repeat is byte for byte the chain's latest epoch record. *pos: where the records start. */
-static int check_segment_start(struct replay *r, const char *path, const char *data, uint64_t size,
-                               const char *prev, uint64_t *pos, struct gw_error *err)
+/* "<number>: <what the checksum found>" into buf (docs/journal.md §2.1). */
+static const char *line_fault(char *buf, size_t size, int number, int rc)
+{
+    snprintf(buf, size, "%d: %s", number, gw_record_fault(rc));
+    return buf;
+}
+
+/* The header that opens every segment after the first (docs/journal.md §6), checked whether or
+ * not the replay resumes inside the segment: its checksum, then that it names this segment and
+ * links to `prev` (NULL: checked at start already). NULL or what is wrong; *at: just past it. */
+static const char *check_header(const struct replay *r, const char *data, uint64_t size,
+                                const char *prev, char *fault, size_t fault_size, uint64_t *at)
 {
     const char *nl = size ? memchr(data, '\n', size) : NULL;
     uint64_t first = 0;
     char link[GW_SHA256_HEX + 1];
-    const char *what = NULL;
+    size_t body = 0;
+    int rc = nl && r->checked ? gw_record_check(data, (size_t)(nl - data), &body) : 0;
+    *at = nl ? (uint64_t)(nl - data) + 1 : 0;
+    if (rc != 0)
+        return line_fault(fault, fault_size, 1, rc);
     if (!nl || gw_segment_parse_header(data, (size_t)(nl - data), &first, link) != 0)
-        what = "1: not a segment header line";
-    else if (first != r->segment)
-        what = "1: the header's first_seq is not this segment's";
-    else if (prev && strcmp(prev, link) != 0)
-        what = "1: the header's prev is not the sha256 of the previous segment's seal";
-    uint64_t at = nl ? (uint64_t)(nl - data) + 1 : 0;
-    if (!what && r->j->epoch_line.len == 0)
-        what = adopt_repeat(r->j, data, at, size); /* the previous segment is archived */
-    const struct gw_buf *e = &r->j->epoch_line;
-    int rc = what ? 0 : line_record(data, at, size, r->checked, &r->record, pos);
-    if (rc == -ENOMEM)
-        return no_memory(err);
-    if (!what && (rc == -EBADMSG || rc == -ENOMSG))
-        what = rc == -EBADMSG ? "2: checksum mismatch: the line's crc32 is not that of its bytes"
-                              : "2: no checksum: the line does not end with its crc32 member";
-    else if (!what &&
-             (rc != 0 || r->record.len != e->len || memcmp(r->record.data, e->data, e->len) != 0))
-        what = "2: not a repeat of the latest epoch record";
-    if (what) {
-        gw_error_set(err, "", "journal: %s:%s", path, what);
-        return -EINVAL;
+        return "1: not a segment header line";
+    if (first != r->segment)
+        return "1: the header's first_seq is not this segment's";
+    if (prev && strcmp(prev, link) != 0)
+        return "1: the header's prev is not the sha256 of the previous segment's seal";
+    return NULL;
+}
+
+/* The epoch repeat after the header at data[at..): byte for byte the chain's latest epoch
+ * record (docs/journal.md §6), adopted when the previous segment is archived. *pos: where the
+ * records start. */
+static const char *check_repeat(struct replay *r, const char *data, uint64_t at, uint64_t size,
+                                char *fault, size_t fault_size, uint64_t *pos)
+{
+    if (r->j->epoch_line.len == 0) {
+        const char *what = adopt_repeat(r->j, data, at, size);
+        if (what)
+            return what;
     }
-    return 0;
+    const struct gw_buf *e = &r->j->epoch_line;
+    int rc = line_record(data, at, size, r->checked, &r->record, pos);
+    if (rc == -ENOMEM)
+        return "2: out of memory";
+    if (rc == -EBADMSG || rc == -ENOMSG)
+        return line_fault(fault, fault_size, 2, rc);
+    if (rc != 0 || r->record.len != e->len || memcmp(r->record.data, e->data, e->len) != 0)
+        return "2: not a repeat of the latest epoch record";
+    return NULL;
+}
+
+static size_t count_lines(const char *data, uint64_t upto)
+{
+    size_t n = 1;
+    for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + upto - p))) != NULL; p++)
+        n++;
+    return n;
 }
 
 /* The latest epoch record at or before `offset` of a segment (a replay resumed from a
- * checkpoint): the last line there that is neither a receipt nor a header. */
-static int load_epoch_line(struct gw_journal *j, const char *data, uint64_t offset,
-                           struct gw_error *err)
+ * checkpoint): the last line there that is neither a receipt nor a header. Its checksum
+ * failing refuses the start, naming the line as the replay would (docs/journal.md §2.1). */
+static int load_epoch_line(struct gw_journal *j, const char *path, const char *data,
+                           uint64_t offset, struct gw_error *err)
 {
     uint64_t end = offset;
     while (end > 0) {
@@ -405,35 +430,36 @@ static int load_epoch_line(struct gw_journal *j, const char *data, uint64_t offs
         if (!(n > 17 && memcmp(l, "{\"type\":\"receipt\"", 17) == 0) &&
             !(n > 17 && memcmp(l, "{\"type\":\"segment\"", 17) == 0)) {
             int rc = gw_journal_set_epoch_line(j, l, n);
-            return rc == -ENOMEM ? no_memory(err)
-                   : rc          ? bad(err, "checkpoint: the epoch record before its offset: "
-                                                     "checksum mismatch")
-                                 : 0;
+            if (rc == -ENOMEM)
+                return no_memory(err);
+            if (rc != 0)
+                gw_error_set(err, "", "journal: %s:%zu: %s", path, count_lines(data, start),
+                             GW_RECORD_MISMATCH);
+            return rc ? -EINVAL : 0;
         }
         end = start;
     }
     return bad(err, "checkpoint: no epoch record before its offset");
 }
 
-static size_t count_lines(const char *data, uint64_t upto)
-{
-    size_t n = 1;
-    for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + upto - p))) != NULL; p++)
-        n++;
-    return n;
-}
-
 /* Where the records of this segment start: `from` when resuming inside it, else past its
- * header and repeat. */
+ * header and repeat. The header is checked either way. */
 static int records_start(struct replay *r, const char *path, const char *data, uint64_t size,
                          const char *prev, uint64_t from, uint64_t *pos, struct gw_error *err)
 {
+    char fault[96];
+    uint64_t at = 0;
+    const char *what = NULL;
     *pos = from;
-    if (from > 0)
-        return load_epoch_line(r->j, data, from, err);
-    if (r->segment == 1)
-        return 0;
-    return check_segment_start(r, path, data, size, prev, pos, err);
+    if (r->segment != 1)
+        what = check_header(r, data, size, prev, fault, sizeof(fault), &at);
+    if (!what && r->segment != 1 && from == 0)
+        what = check_repeat(r, data, at, size, fault, sizeof(fault), pos);
+    if (what) {
+        gw_error_set(err, "", "journal: %s:%s", path, what);
+        return -EINVAL;
+    }
+    return from > 0 ? load_epoch_line(r->j, path, data, from, err) : 0;
 }
 
 /* `journal verify`: the seal's sha256 against the bytes before it. */

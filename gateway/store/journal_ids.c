@@ -26,13 +26,19 @@
 struct scan {
     struct gw_idem *idem;
     uint64_t after_seq, segment;
+    uint64_t next_seq; /* the seq the segment's next receipt must have */
     const char *path;
     int checked; /* the segment's lines carry checksums (docs/journal.md §2.1) */
 };
 
-static int bad(struct gw_error *err, const struct scan *s, uint64_t at, const char *what)
+/* Names the line at offset `at` of the file as the replay does: "<path>:<line number>". */
+static int bad(struct gw_error *err, const struct scan *s, const char *line, uint64_t at,
+               const char *what)
 {
-    gw_error_set(err, "", "journal: %s: offset %llu: %s", s->path, (unsigned long long)at, what);
+    size_t number = 1;
+    for (const char *p = line - at; (p = memchr(p, '\n', (size_t)(line - p))) != NULL; p++)
+        number++;
+    gw_error_set(err, "", "journal: %s:%zu: %s", s->path, number, what);
     return -EINVAL;
 }
 
@@ -73,28 +79,45 @@ static const char *parse_ids(const char *p, const char *end, struct receipt_ids 
     return NULL;
 }
 
-/* One receipt line [p, end) at offset `at` (its bytes were replayed strictly once). */
+/* One receipt line [p, end) at offset `at` (its bytes were replayed strictly once). A record
+ * the index holds is passed on its seq alone, when that is the one due: a changed byte in a
+ * receipt's prefix can hide it from neither check. */
 static int take_line(struct scan *s, const char *p, const char *end, uint64_t at,
                      struct gw_error *err)
 {
     struct receipt_ids r;
     const char *what = parse_ids(p, end, &r);
-    if (r.seq <= s->after_seq) /* the seq is read first: a record the index holds is passed */
+    uint64_t due = s->next_seq++;
+    if (!what && r.seq == due && r.seq <= s->after_seq)
         return 0;
-    if (what)
-        return bad(err, s, at, what);
     size_t body = (size_t)(end - p) - 1; /* the record ends with the receipt and '}' */
     int rc = s->checked ? gw_record_check(p, (size_t)(end - p), &body) : 0;
     if (rc != 0)
-        return bad(err, s, at, gw_record_fault(rc));
+        return bad(err, s, p, at, gw_record_fault(rc));
+    if (what)
+        return bad(err, s, p, at, what);
+    if (r.seq != due)
+        return bad(err, s, p, at, "receipt record: its seq is not the one after the previous");
+    if (r.seq <= s->after_seq)
+        return 0;
     struct gw_idem_ref ref = {s->segment, at + (uint64_t)(r.receipt - p),
                               (uint64_t)(p + body - r.receipt), r.seq};
     rc = gw_idem_insert(s->idem, r.id, r.id_len, r.fp, ref);
     if (rc == -EEXIST)
-        return bad(err, s, at, "receipt record: its batch_id was already journaled");
+        return bad(err, s, p, at, "receipt record: its batch_id was already journaled");
     if (rc != 0)
         gw_error_set(err, "", "%s", rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "journal: out of memory");
     return rc;
+}
+
+/* A line of a checked segment that does not read as a receipt: an epoch record, a header or a
+ * seal, or a receipt whose prefix was damaged, which its checksum then tells. */
+static int check_other(const struct scan *s, const char *p, const char *end, uint64_t at,
+                       struct gw_error *err)
+{
+    size_t body;
+    int rc = gw_record_check(p, (size_t)(end - p), &body);
+    return rc != 0 ? bad(err, s, p, at, gw_record_fault(rc)) : 0;
 }
 
 static int scan_bytes(struct scan *s, const char *data, uint64_t end, struct gw_error *err)
@@ -104,12 +127,14 @@ static int scan_bytes(struct scan *s, const char *data, uint64_t end, struct gw_
         const char *nl = memchr(data + pos, '\n', (size_t)(end - pos));
         uint64_t next = nl ? (uint64_t)(nl - data) + 1 : end;
         const char *line = data + pos;
+        int rc = 0;
         if (nl && (size_t)(nl - line) > sizeof(PREFIX) &&
-            memcmp(line, PREFIX, sizeof(PREFIX) - 1) == 0) {
-            int rc = take_line(s, line, nl, pos, err);
-            if (rc != 0)
-                return rc;
-        }
+            memcmp(line, PREFIX, sizeof(PREFIX) - 1) == 0)
+            rc = take_line(s, line, nl, pos, err);
+        else if (nl && s->checked) /* not a receipt, as its checksum confirms */
+            rc = check_other(s, line, nl, pos, err);
+        if (rc != 0)
+            return rc;
         pos = next;
     }
     return 0;
@@ -123,6 +148,7 @@ static int scan_segment(struct scan *s, struct gw_journal *j, uint64_t first_seq
     int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
     int rc = !path ? -ENOMEM : fd < 0 ? -errno : 0;
     s->segment = first_seq;
+    s->next_seq = first_seq;
     s->path = path;
     s->checked = first_seq >= j->checked_from;
     void *data = NULL;
@@ -167,7 +193,7 @@ int gw_archived_ids_build(const char *data, size_t len, const char *path, uint64
             gw_buf_puts(out, "\"}}\n");
         }
         if (what)
-            return bad(err, &s, pos, what);
+            return bad(err, &s, line, pos, what);
         pos = next;
     }
     char sha[GW_SHA256_HEX + 1];
@@ -271,7 +297,9 @@ static int scan_archived(struct scan *s, struct gw_journal *j, const struct gw_s
         return -EINVAL;
     }
     s->segment = a->first_seq;
+    s->next_seq = a->first_seq;
     s->path = path;
+    s->checked = 0; /* the ids file is covered by its seal's sha256 */
     int rc = scan_bytes(s, data, lines, err);
     munmap(data, size);
     return rc;

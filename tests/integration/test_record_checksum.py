@@ -116,6 +116,49 @@ def a_flipped_receipt_is_never_served():
        "the checkpoint's last line damaged: unusable, and the full replay refuses the start")
 
 
+def change_byte(path, number, at):
+    """Byte `at` of line `number` (1-based) of a file changed; its length stays."""
+    data = bytearray(read(path))
+    k = [0] + [i + 1 for i, c in enumerate(data) if c == ord("\n")]
+    data[k[number - 1] + at] = ord("x") if data[k[number - 1] + at] != ord("x") else ord("y")
+    write(path, bytes(data), "wb")
+
+
+@case("record_checksum")
+def the_start_reads_no_unchecked_line_where_it_resumes():
+    """A clean stop's checkpoint lies in the active segment, so the replay resumes there and
+    reads none of the lines before it. The start still checks, and refuses with exit 3 naming
+    the line (docs/journal.md §7): the active segment's header; the epoch record before the
+    offset; a receipt whose prefix no longer reads as one, which the ids scan re-inserting into
+    a removed index would otherwise pass over, leaving an acknowledged batch 404 and open to a
+    second dispatch."""
+    pristine = tmpdir()
+    with Server(state_dir=pristine, args=SMALL) as s:
+        bodies = sgtest.post_batches(s, 40, "h", 20)
+        eq(s.stop(), 0, "clean stop")
+    active = read(os.path.join(pristine, "journal.jsonl")).split(b"\n")[:-1]
+    ok(active[0].startswith(b'{"type":"segment"') and len(active) >= 4, "a rotated segment")
+    receipt = json.loads(sgtest.record_of(active[2]))["receipt"]["batch_id"]
+    for what, number, at, no_index in [("the header", 1, 20, False),
+                                       ("the epoch repeat", 2, 30, False),
+                                       ("a receipt's prefix", 3, 3, True)]:
+        d = os.path.join(tmpdir(), "state")
+        shutil.copytree(pristine, d)
+        path = os.path.join(d, "journal.jsonl")
+        change_byte(path, number, at)
+        if no_index:
+            shutil.rmtree(os.path.join(d, "index"))
+        r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir", d, "--listen", "127.0.0.1:0"]
+                       + SMALL)
+        eq((r.returncode, [l for l in r.stderr.splitlines() if not l.startswith("{")]),
+           (3, ["journal: %s:%d: %s" % (path, number, MISMATCH)]), what + ": the start")
+        write(path, read(os.path.join(pristine, "journal.jsonl")), "wb")  # the repair
+        with Server(state_dir=d, args=SMALL) as s:
+            eq(s.get("/v1/batches/" + receipt).body, bodies[receipt], what + ": repaired")
+            eq(s.stop(), 0, "clean stop")
+
+
 def segmented_state():
     """A stopped state dir with sealed segments and a SIGHUP epoch record inside one: (dir,
     shards file, bodies)."""

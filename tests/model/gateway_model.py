@@ -24,10 +24,11 @@ import shutil
 import signal
 import sys
 import tempfile
+import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
-from sgtest import Failure, Server, eq, read, run, run_server, src, write  # noqa: E402
+from sgtest import Failure, Server, eq, ok, read, run, run_server, src, write  # noqa: E402
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
@@ -39,7 +40,10 @@ ADMIN = "model-admin-token"
 ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
 SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
-STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0}
+STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
+         "damaged": 0, "failed": 0}
+MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
+UNCOVERED = ": archived (archive.jsonl) and no usable checkpoint covers it"
 
 memberships = st.lists(st.sampled_from(STATES), min_size=5, max_size=5).filter(
     lambda states: "online" in states)
@@ -110,16 +114,24 @@ class GatewayModel(RuleBasedStateMachine):
         if kill:
             self.server.kill()
         else:
-            eq(self.server.stop(), 0, "SIGTERM exits 0")
+            rc = self.server.stop()
+            eq(rc, 0, "SIGTERM exits 0; the server said:\n" + "\n".join(self.server.lines[-20:]))
         self.server = None
 
     def teardown(self):
+        failed = sys.exc_info()[1]
+        if isinstance(failed, Exception) and not type(failed).__module__.startswith("hypothesis") \
+                and not STATS["failed"]:
+            # the first failure, said as it happens: a rerun of its sequence may not repeat it
+            STATS["failed"] = 1
+            print("model: a step failed:\n%s" % traceback.format_exc(), flush=True)
         try:
             if self.server is not None:
                 self.stop()
                 self.check_offline()
         except BaseException:
-            print("model: the failing sequence's files are kept in %s" % self.dir, flush=True)
+            print("model: the sequence's end failed:\n%s\nmodel: its files are kept in %s"
+                  % (traceback.format_exc(), self.dir), flush=True)
             raise
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -310,6 +322,94 @@ class GatewayModel(RuleBasedStateMachine):
             write(path, bytes(data), "wb")
             self.flipped = True
         self.start()
+
+    def checked_lines(self):
+        """[(file name, line number, offset, line)]: every line of the segments whose lines
+        carry checksums (docs/journal.md §2.1; a segment's first line decides)."""
+        out = []
+        for name in sorted(n for n in os.listdir(self.state)
+                           if n.startswith("journal") and n.endswith(".jsonl")):
+            data = read(os.path.join(self.state, name))
+            if not data.split(b"\n", 1)[0].endswith(b'"}'):
+                continue
+            offset = 0
+            for number, line in enumerate(data.split(b"\n")[:-1], 1):
+                out.append((name, number, offset, line))
+                offset += len(line) + 1
+        return out
+
+    @rule(pick=st.integers(0, 10**6), at=st.integers(0, 10**6))
+    def damage_journal(self, pick, at):
+        """One changed byte in a checked journal line, then a start. A seal or a segment header
+        refuses every start (the active segment's header: its replay); any other line refuses
+        the start whose replay reads it, or is met by the reads once serving (docs/journal.md §2.1). Then the documented repair
+        (docs/operations.md §5.2: the file's bytes put back) and a start."""
+        self.stop()
+        lines = self.checked_lines()
+        if not lines:
+            self.start()
+            return
+        name, number, offset, line = lines[pick % len(lines)]
+        path = os.path.join(self.state, name)
+        good = read(path)
+        data = bytearray(good)
+        k = offset + 1 + at % (len(line) - len(',"crc32":"01234567"}') - 1)
+        data[k] = ord("x") if data[k] != ord("x") else ord("y")
+        write(path, bytes(data), "wb")
+        STATS["damaged"] += 1
+        kind = json.loads(sgtest.record_of(line))["type"]
+        server = Server(state_dir=self.state, conf=self.conf, shards=self.shards, args=self.args)
+        try:
+            server.start()
+        except Failure:
+            said = [l for l in server.lines if not l.startswith("{")]
+            sealed_edge = kind in ("seal", "segment") and name != "journal.jsonl"
+            where = ("%s: %s line" % (path, "header" if kind == "segment" else kind)
+                     if sealed_edge else "%s:%d" % (path, number))
+            skips = [json.loads(l)["reason"] for l in server.lines
+                     if l.startswith('{"event":"checkpoint_skipped"')]
+            if said[-1:] and said[-1].endswith(UNCOVERED) and self.archived:
+                ok(any("fails its checksum" in r for r in skips),  # docs/journal.md §7
+                   "a checkpoint skipped for the damaged line: %r" % server.lines)
+            else:
+                eq((server.proc.returncode, said), (3, ["journal: %s: %s" % (where, MISMATCH)]),
+                   "the start on a damaged %s line" % kind)
+        else:
+            eq(kind in ("seal", "segment"), False, "a start on a damaged %s line of %s"
+               % (kind, name))
+            self.server = server
+            self.check_damaged(name, offset, line)
+            self.stop()
+        write(path, good, "wb")
+        self.start()
+
+    def check_damaged(self, name, offset, line):
+        """Serving with one damaged line: a GET of its receipt and the feed answer 500
+        record_corrupt naming the line, every other batch reads back, /readyz is unready."""
+        rec = json.loads(sgtest.record_of(line))
+        bad = rec["receipt"]["batch_id"] if rec["type"] == "receipt" else None
+        where = "in %s (the line at offset %d)" % (name, offset)
+        for bid, body in self.acked.items():
+            r = self.server.get("/v1/batches/" + bid)
+            if bid == bad:
+                eq((r.status, r.error()[0], where in r.json()["error"]["message"]),
+                   (500, "record_corrupt", True), "GET of the damaged %s: %r" % (bid, r.body))
+            elif bid in self.archived:
+                eq(r.status, 410, "GET %s: archived" % bid)
+            else:
+                eq((r.status, r.body), (200, body), "GET %s beside a damaged line" % bid)
+        after = self.archived_through
+        while True:
+            r = self.server.get("/v1/receipts?after=%d&limit=1000" % after)
+            if r.status != 200:
+                break
+            last = json.loads(r.body.split(b"\n")[-2])["last_seq"]
+            eq(last != after, True, "the feed reaches the damaged line")
+            after = last
+        eq((r.status, r.error()[0], where in r.json()["error"]["message"]),
+           (500, "record_corrupt", True), "the feed at the damaged line: %r" % r.body)
+        r = self.server.get("/readyz")
+        eq((r.status, r.json()["checks"]["journal"]), (503, "damaged"), "/readyz")
 
     @invariant()
     def serving(self):
