@@ -141,6 +141,9 @@ deb_build() {
     version=$(sed -n 's/^project(shardgate VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
     local deb="$dir/shardgate_${version}_$(dpkg --print-architecture).deb"
     [ -f "$deb" ] || fail "cpack did not produce $deb"
+    # A Release build carries no test-only kill -9 points (gateway/core/crashpoint.h).
+    ! grep -q SHARDGATE_TEST_CRASH_AT "$dir/gateway/shardgate" ||
+        fail "$dir/gateway/shardgate: a Release build with SHARDGATE_TEST_CRASH_AT"
     echo "$deb"
 }
 

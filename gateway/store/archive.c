@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 #include <zstd.h>
 
+#include "crashpoint.h"
 #include "checkpoint.h"
 #include "fileio.h"
 #include "journal.h"
@@ -137,8 +138,12 @@ static int archive_one(const char *dir, const char *adir, const struct gw_segmen
     if (rc == 0 && !listed)
         rc = write_copy(adir, as, data, (size_t)seg->size, plain, err);
     munmap(data, (size_t)seg->size);
+    if (rc == 0)
+        gw_crash_point("archive-copied");
     if (rc == 0 && !listed)
         rc = append_entry(dir, seg->first_seq, seg->last_seq, (size_t)seg->size, sha, as, err);
+    if (rc == 0)
+        gw_crash_point("archive-listed");
     return rc == 0 ? unlink_segment(dir, seg->first_seq, err) : rc;
 }
 

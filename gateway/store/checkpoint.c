@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "fileio.h"
 
 void gw_checkpoint_name(char out[GW_CHECKPOINT_NAME_MAX], uint64_t last_seq)
@@ -74,6 +75,8 @@ static int write_file(const char *dir, const struct gw_buf *line, uint64_t last_
     if (rc == 0 && fdatasync(fd) != 0)
         rc = -errno;
     close(fd);
+    if (rc == 0)
+        gw_crash_point("checkpoint-written");
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -errno;
     int dfd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;

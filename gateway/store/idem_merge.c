@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "idem_state.h"
 
 #define GW_IDEM_TIER_FANIN 4
@@ -135,6 +136,8 @@ int gw_idem__merge_once(struct gw_idem_state *s, struct gw_error *err)
     if (n == 0)
         return 0;
     int rc = write_merged(s, in, n, &out);
+    if (rc == 0)
+        gw_crash_point("merge-written");
     if (rc == 0) {
         pthread_mutex_lock(&s->io_lock); /* no flush changes the runs meanwhile */
         struct gw_idem_runset *set = swap_runs(s, in, n, out);
@@ -143,6 +146,8 @@ int gw_idem__merge_once(struct gw_idem_state *s, struct gw_error *err)
             gw_idem_run_unref(out);
         pthread_mutex_unlock(&s->io_lock);
     }
+    if (rc == 0)
+        gw_crash_point("merge-installed");
     char path[4200], name[64];
     for (size_t i = 0; i < n; i++) {
         if (rc == 0) { /* no longer listed: mapped readers keep their pages after the unlink */

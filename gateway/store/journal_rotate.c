@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "fileio.h"
 #include "record.h"
 
@@ -116,11 +117,15 @@ int gw_journal_rotate(struct gw_journal *j, struct gw_error *err)
         rc = gw_journal_append(j, seal.data, seal.len, NULL, err);
     s.size = j->size;
     gw_buf_free(&seal);
+    if (rc == 0)
+        gw_crash_point("rotation-sealed");
     char to[4096], name[GW_SEGMENT_NAME_MAX];
     gw_segment_name(name, s.first_seq);
     snprintf(to, sizeof(to), "%s/%s", j->dir, name);
     if (rc == 0 && (rename(j->path, to) != 0 || fsync(j->dir_fd) != 0))
         rc = fail(err, j->path, "cannot rename the sealed segment", -errno);
+    if (rc == 0)
+        gw_crash_point("rotation-renamed");
     if (rc == 0)
         rc = add_sealed(j, &s);
     if (rc == 0)

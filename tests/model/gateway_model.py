@@ -6,8 +6,9 @@ to a short sequence, printed with the seed that replays it.
 
 Operations: POST bursts (fresh, replayed, reused ids with other content, invalid bodies); PUT
 of the membership (applied, stale If-Match, invalid); SIGHUP with an edited membership or
-capacity policy; kill -9; SIGTERM; `journal archive`; deleting index/; a flipped byte in a
-file under index/. The server runs with 64 KiB segments and 100 ms checkpoints, so sequences
+capacity policy; kill -9, at random and at the named points of a rotation, a checkpoint, an
+index merge and `journal archive` (SHARDGATE_TEST_CRASH_AT); SIGTERM; `journal archive`;
+deleting index/; a flipped byte in a file under index/; a changed byte in a journal line. The server runs with 64 KiB segments and 100 ms checkpoints, so sequences
 rotate and checkpoint.
 
 After every restart, the model checks that every acknowledged batch reads back byte for byte
@@ -18,12 +19,14 @@ usage: gateway_model.py SHARDGATE HEALTH SOURCE_DIR [--seed N] [--sequences N] [
        [--long]
 """
 import argparse
+import http.client
 import json
 import os
 import shutil
 import signal
 import sys
 import tempfile
+import time
 import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -41,7 +44,10 @@ ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
 SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
 STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
-         "damaged": 0, "failed": 0}
+         "damaged": 0, "points": 0, "failed": 0}
+# Named kill -9 points of the server's multi-step writes (gateway/core/crashpoint.h).
+SERVER_POINTS = ["rotation-sealed", "rotation-renamed", "checkpoint-written", "merge-written",
+                 "merge-installed"]
 MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
 UNCOVERED = ": archived (archive.jsonl) and no usable checkpoint covers it"
 
@@ -84,6 +90,7 @@ class GatewayModel(RuleBasedStateMachine):
         self.next_id = 0
         self.server = None
         self.flipped = False  # a byte of index/ flipped since it was last rebuilt
+        self.in_doubt = {}  # batch_id -> its body: POSTs that got no answer (a kill meanwhile)
         STATS["sequences"] += 1
 
     @initialize(legacy=st.booleans())
@@ -107,7 +114,22 @@ class GatewayModel(RuleBasedStateMachine):
         STATS["restarts"] += 1
         self.server = Server(state_dir=self.state, conf=self.conf, shards=self.shards,
                              args=self.args).start()
+        self.settle_in_doubt()
         self.check_reads()
+
+    def settle_in_doubt(self):
+        """A POST that got no answer was committed or not: its retry (same content, docs/api.md
+        §3) answers the stored receipt or dispatches it now; either way it is acknowledged."""
+        for bid, doc in sorted(self.in_doubt.items()):
+            r = self.server.post(doc)
+            if self.index_corrupt(r):
+                return  # settled by the start after the repair
+            if r.status == 200:
+                self.acked[bid] = r.body
+                self.count(r.body)
+            else:
+                eq((r.status, r.error()[0]), (422, "over_capacity"), "the retry of %s" % bid)
+            del self.in_doubt[bid]
 
     def stop(self, kill=False):
         STATS["kills"] += kill
@@ -270,17 +292,20 @@ class GatewayModel(RuleBasedStateMachine):
     @rule(states=memberships, policy=st.sampled_from(["report", "reject"]))
     def sighup(self, states, policy):
         write(self.shards, json.dumps(membership(states)))
-        text = read(self.conf).decode()
-        text = "\n".join("DISPATCH_CAPACITY_POLICY=" + policy
-                         if l.startswith("DISPATCH_CAPACITY_POLICY=") else l
-                         for l in text.split("\n"))
-        write(self.conf, text)
+        self.set_policy(policy)
         events = ("reload_applied", "reload_unchanged", "reload_refused")
         before = sum(len(self.server.events(e)) for e in events)
         self.server.proc.send_signal(signal.SIGHUP)
         sgtest.wait_until(lambda: sum(len(self.server.events(e)) for e in events) > before, 30,
                           "the reload's event")
         eq(self.server.events("reload_refused"), [], "no reload refused")
+
+    def set_policy(self, policy):
+        text = read(self.conf).decode()
+        text = "\n".join("DISPATCH_CAPACITY_POLICY=" + policy
+                         if l.startswith("DISPATCH_CAPACITY_POLICY=") else l
+                         for l in text.split("\n"))
+        write(self.conf, text)
 
     @rule(kill=st.booleans())
     def restart(self, kill):
@@ -291,6 +316,9 @@ class GatewayModel(RuleBasedStateMachine):
     @rule()
     def archive(self):
         self.stop()
+        self.archive_now()
+
+    def archive_now(self):
         r = run_server(["journal", "archive", "--state-dir", self.state, "--dir", self.adir,
                         "--plain"])
         eq((r.returncode, r.stderr), (0, ""), "journal archive")
@@ -410,6 +438,58 @@ class GatewayModel(RuleBasedStateMachine):
            (500, "record_corrupt", True), "the feed at the damaged line: %r" % r.body)
         r = self.server.get("/readyz")
         eq((r.status, r.json()["checks"]["journal"]), (503, "damaged"), "/readyz")
+
+    @precondition(lambda self: not self.flipped)
+    @rule(point=st.sampled_from(SERVER_POINTS))
+    def kill_at_point(self, point):
+        """kill -9 at a named point of a rotation, a checkpoint or an index merge
+        (SHARDGATE_TEST_CRASH_AT, docs/api.md §14): a server with the hook posts batches (a
+        checkpoint every 100 ms, a flush of the index with each) until it dies there; the
+        POST it dies under is in doubt, settled by its retry after the start."""
+        self.stop()
+        self.set_policy("report")  # every batch accepted, however large: the journal grows
+        self.server = Server(state_dir=self.state, conf=self.conf, shards=self.shards,
+                             args=self.args, env={"SHARDGATE_TEST_CRASH_AT": point}).start()
+        for _ in range(200):
+            if self.server.proc.poll() is not None:
+                break
+            bid = "b%d" % self.next_id
+            self.next_id += 1
+            doc = changes(bid, 120)
+            try:
+                r = self.server.post(doc)
+            except (OSError, http.client.HTTPException):
+                self.in_doubt[bid] = doc
+                continue
+            if r.status == 200:
+                self.acked[bid] = r.body
+                self.count(r.body)
+            else:
+                eq((r.status, r.error()[0]), (422, "over_capacity"), "POST %s" % bid)
+            time.sleep(0.05)
+        self.server.proc.wait(30)
+        self.server._reader.join(5)
+        eq((self.server.proc.returncode, self.server.events("test_crash_point")),
+           (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
+           "killed at %s" % point)
+        STATS["kills"] += 1
+        STATS["points"] += 1
+        self.server = None
+        self.start()
+
+    @rule(point=st.sampled_from(["archive-copied", "archive-listed"]))
+    def kill_archive_at_point(self, point):
+        """`journal archive` killed at a named point with a sealed segment to archive; run again,
+        it finishes the archive (docs/journal.md §8)."""
+        self.stop()
+        r = run_server(["journal", "archive", "--state-dir", self.state, "--dir", self.adir,
+                        "--plain"], env=dict(os.environ, SHARDGATE_TEST_CRASH_AT=point))
+        if r.returncode != 0:
+            eq((r.returncode, r.stderr.splitlines()[-1:]),
+               (-signal.SIGKILL, ['{"event":"test_crash_point","point":"%s"}' % point]),
+               "journal archive killed at %s" % point)
+            STATS["points"] += 1
+        self.archive_now()
 
     @invariant()
     def serving(self):
