@@ -82,6 +82,7 @@ static int verify_resume(struct gw_journal *j, const struct gw_checkpoint *c,
         return -ENOMEM;
     gw_chain_free(&j->chain);
     gw_chain_init(&j->chain);
+    gw_buf_reset(&j->epoch_line); /* as a start has it: the epoch line comes from the replay */
     int rc = gw_checkpoint_apply(c, j, &l, why);
     struct gw_journal_resume from = {c->segment, c->resume_offset, c->last_seq};
     rc = rc ? rc : gw_journal_replay(j, &from, visit, &v, &rep, why);

@@ -315,7 +315,9 @@ static int map_fd(int fd, const char *path, uint64_t size, void **data, struct g
 
 /* The previous segment is archived (docs/journal.md §8) and the replay resumed after it from a
  * checkpoint, so no epoch record has been read: the repeat is taken as the latest epoch record
- * when it names the checkpoint chain's latest epoch. Returns NULL or what is wrong. */
+ * when it names the checkpoint chain's latest epoch — or, a record of the legacy form
+ * (docs/journal.md §2, no epoch of its own: its id is recomputed), when it opens with that epoch's
+ * ring id. Returns NULL or what is wrong. */
 static const char *adopt_repeat(struct gw_journal *j, const char *data, uint64_t at, uint64_t size)
 {
     struct gw_epoch_entry latest;
@@ -328,7 +330,10 @@ static const char *adopt_repeat(struct gw_journal *j, const char *data, uint64_t
     size_t wl = strlen(want), k = 0;
     while (k + wl <= n && memcmp(data + at + k, want, wl) != 0)
         k++;
-    if (k + wl > n)
+    char legacy[GW_EPOCH_HEX_LEN + 32];
+    snprintf(legacy, sizeof(legacy), "{\"type\":\"epoch\",\"ring_id\":\"%s\",", latest.ring_id);
+    size_t ll = strlen(legacy);
+    if (k + wl > n && !(n > ll && memcmp(data + at, legacy, ll) == 0))
         return "2: the epoch repeat is not the checkpoint's latest epoch";
     int rc = gw_journal_set_epoch_line(j, data + at, n);
     return rc == -ENOMEM ? "2: out of memory" : rc ? "2: " GW_RECORD_MISMATCH : NULL;

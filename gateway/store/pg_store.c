@@ -59,13 +59,22 @@ int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct g
     return rc;
 }
 
-/* A reader's statement on the reader connection, reconnected when needed. */
+/* A reader's statement on the reader connection, reconnected when needed. libpq learns that a
+ * connection died (the database restarted) only when a statement fails on it: a read, which
+ * changes nothing, is then run once more on a new connection, so the first read after the
+ * database is back is answered (docs/journal.md §10, Availability). */
 static PGresult *read_query(struct gw_pg_store *s, const char *sql, int n,
                             const char *const *params, struct gw_error *err)
 {
     pthread_mutex_lock(&s->read_lock);
-    PGresult *res =
-        gw_pg_ensure(&s->reader, err) == 0 ? gw_pg_exec(&s->reader, sql, n, params, err) : NULL;
+    PGresult *res = NULL;
+    for (int attempt = 0; attempt < 2 && !res; attempt++) {
+        int was_open = s->reader.conn != NULL;
+        if (gw_pg_ensure(&s->reader, err) == 0)
+            res = gw_pg_exec(&s->reader, sql, n, params, err);
+        if (!res && !(was_open && s->reader.conn == NULL))
+            break; /* not a connection found dead by this statement */
+    }
     pthread_mutex_unlock(&s->read_lock);
     return res;
 }

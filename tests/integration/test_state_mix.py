@@ -284,6 +284,35 @@ def verify_passes_by_a_checkpoint_older_than_the_archive():
     all_agree(d, path, bodies, adir)
 
 @case("state_mix")
+def verify_passes_by_a_checkpoint_before_an_archived_epoch_record():
+    """A shutdown checkpoint, then a SIGHUP's epoch record in the same segment, then a rotation
+    and an archive of that segment: the checkpoint has its segment's last_seq but not its end,
+    and the epoch record after it cannot be read any more. Neither verify nor a start may resume
+    from it (docs/journal.md §8)."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies = {}
+        while os.path.getsize(os.path.join(d, "journal.jsonl")) < 40000:
+            bodies.update(fill(s, 1, "a%d-" % len(bodies)))
+        eq(s.stop(), 0, "clean stop: a checkpoint at the last receipt")
+    last = len(bodies)
+    old = "checkpoint-%020d.json" % last
+    saved = read(os.path.join(d, old))
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        sighup_to(s, path, shards_doc(shard_d="online"))
+        bodies.update(fill(s, 1, "b", changes=250))  # it rotates
+        eq(s.stop(), 0, "clean stop")
+    adir = archive(d)
+    write(os.path.join(d, old), saved, "wb")  # kept, as by a longer retention or a backup
+    first = json.loads(read(os.path.join(d, "archive.jsonl")).split(b"\n")[0])
+    eq(first["last_seq"], last, "the first archived segment ends at the checkpoint's seq")
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr), (0, ""), "verify passes the checkpoint by")
+    all_agree(d, path, bodies, adir)
+
+
+@case("state_mix")
 def archive_after_a_reload_then_start():
     """A shutdown checkpoint after an epoch record covers an archive: the start uses it."""
     d, path, bodies = filled_and_stopped(

@@ -66,6 +66,24 @@ def changes(batch_id, n, salt=""):
                         for i in range(n)]}
 
 
+def feed_receipts(server, after):
+    """{batch_id: receipt bytes} of GET /v1/receipts from `after` to its end, each id once."""
+    seen = {}
+    while True:
+        r = server.get("/v1/receipts?after=%d&limit=1000" % after)
+        eq(r.status, 200, "GET /v1/receipts?after=%d" % after)
+        lines = r.body.split(b"\n")[:-1]
+        for line in lines[:-1]:
+            if line.startswith(b'{"type":"receipt"'):
+                bid = json.loads(line)["receipt"]["batch_id"]
+                eq(bid in seen, False, "%s once in the feed" % bid)
+                seen[bid] = line[line.index(b'"receipt":') + 10:-1] + b"\n"
+        last = json.loads(lines[-1])["last_seq"]
+        if last == after:
+            return seen
+        after = last
+
+
 class GatewayModel(RuleBasedStateMachine):
     """One state dir, one server at a time, and what the server acknowledged."""
 
@@ -190,22 +208,8 @@ class GatewayModel(RuleBasedStateMachine):
     def check_feed(self):
         """The receipts feed from the first seq present holds every acknowledged receipt not
         archived once, its record's receipt bytes those of the POST's answer (docs/api.md §17)."""
-        after, seen = self.archived_through, {}
-        while True:
-            r = self.server.get("/v1/receipts?after=%d&limit=1000" % after)
-            eq(r.status, 200, "GET /v1/receipts?after=%d" % after)
-            lines = r.body.split(b"\n")[:-1]
-            for line in lines[:-1]:
-                if line.startswith(b'{"type":"receipt"'):
-                    bid = json.loads(line)["receipt"]["batch_id"]
-                    eq(bid in seen, False, "%s once in the feed" % bid)
-                    seen[bid] = line[line.index(b'"receipt":') + 10:-1] + b"\n"
-            last = json.loads(lines[-1])["last_seq"]
-            if last == after:
-                break
-            after = last
         want = {b: body for b, body in self.acked.items() if b not in self.archived}
-        eq(seen, want, "the feed's receipts")
+        eq(feed_receipts(self.server, self.archived_through), want, "the feed's receipts")
 
     def check_offline(self):
         """journal verify, shardgate-health and probe.py pass on the stopped state dir."""
@@ -507,26 +511,37 @@ def main(argv):
     p.add_argument("--sequences", type=int, default=50)
     p.add_argument("--steps", type=int, default=15)
     p.add_argument("--long", action="store_true", help="5,000 sequences of 20 steps")
+    p.add_argument("--store", choices=["file", "postgres"], default="file",
+                   help="postgres: replicas on one PostgreSQL (store_model.py)")
     a = p.parse_args(argv[1:])
     if a.long:
         a.sequences, a.steps = 5000, 20
     sgtest.BIN, sgtest.HEALTH = os.path.abspath(a.shardgate), os.path.abspath(a.health)
     sgtest.SRC = os.path.abspath(a.source)
-    case = GatewayModel.TestCase
+    machine, stats = GatewayModel, STATS
+    if a.store == "postgres":
+        import store_model
+        machine, stats = store_model.StoreModel, store_model.STATS
+    case = machine.TestCase
     case.settings = settings(max_examples=a.sequences, stateful_step_count=a.steps,
                              deadline=None, database=None, print_blob=False,
                              suppress_health_check=list(HealthCheck))
     hypothesis_seed(a.seed)(case)
-    print("model: --seed %d --sequences %d --steps %d (replay: python3 %s %s %s %s --seed %d "
-          "--sequences %d --steps %d)" % (a.seed, a.sequences, a.steps, argv[0], a.shardgate,
-                                          a.health, a.source, a.seed, a.sequences, a.steps),
-          flush=True)
+    print("model: --store %s --seed %d --sequences %d --steps %d (replay: python3 %s %s %s %s "
+          "--store %s --seed %d --sequences %d --steps %d)"
+          % (a.store, a.seed, a.sequences, a.steps, argv[0], a.shardgate, a.health, a.source,
+             a.store, a.seed, a.sequences, a.steps), flush=True)
     import unittest
-    result = unittest.TextTestRunner(verbosity=1).run(
-        unittest.defaultTestLoader.loadTestsFromTestCase(case))
-    sgtest.cleanup(result.wasSuccessful())
-    ok = result.wasSuccessful()
-    print("model: %s" % json.dumps(STATS), flush=True)
+    ok = False
+    try:
+        result = unittest.TextTestRunner(verbosity=1).run(
+            unittest.defaultTestLoader.loadTestsFromTestCase(case))
+        ok = result.wasSuccessful()
+    finally:
+        if a.store == "postgres":
+            store_model.finish(ok)
+    sgtest.cleanup(ok)
+    print("model: %s" % json.dumps(stats), flush=True)
     print("%d passed, %d failed" % (1 if ok else 0, 0 if ok else 1))
     return 0 if ok else 1
 

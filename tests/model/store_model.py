@@ -1,0 +1,195 @@
+"""The model-based operation test of `--store postgres` (docs/tools.md §9, docs/journal.md §10):
+random sequences of what operators do to replicas that share one PostgreSQL, against the real
+binaries and a real PostgreSQL (ops/pg.sh, one for the run, a database per sequence).
+
+Operations: POST bursts on a random replica (fresh, retried, reused ids with other content);
+PUT of the membership on a random replica (applied, stale If-Match); kill -9 or SIGTERM of a
+replica, then its start; kill -9 of PostgreSQL, then its start.
+
+After every start, the model checks on every replica that each acknowledged batch reads back
+byte for byte, that /v1/shards holds the model's totals and that the receipts feed holds each
+acknowledged receipt once; after a PUT, that every replica serves its epoch; at the end of a
+sequence, that `shardgate-health check --store` passes as the read-only role.
+"""
+import json
+import os
+import shutil
+import tempfile
+
+import sgpg
+import sgtest
+from gateway_model import changes, feed_receipts, membership, memberships
+from sgtest import eq, run_gateway, write
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+REPLICAS = 2
+STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "pg_kills": 0}
+PG = []  # the run's one PostgreSQL, started by the first sequence
+replicas = st.integers(0, REPLICAS - 1)
+
+
+def postgres():
+    if not PG:
+        PG.append(sgpg.Postgres("shardgate-pg-model-"))
+    return PG[0]
+
+
+def finish(passed):
+    """Stops the run's PostgreSQL; its dir is removed when every sequence passed."""
+    sgpg.finish(passed)
+
+
+class StoreModel(RuleBasedStateMachine):
+    """Replicas on one database, and what they acknowledged."""
+
+    def __init__(self):
+        super().__init__()
+        STATS["sequences"] += 1
+        self.pg = postgres()
+        if not self.pg.started:
+            self.pg.start()
+        self.db = "model%d" % STATS["sequences"]
+        self.pg.sql("postgres", "CREATE DATABASE %s OWNER shardgate" % self.db, user="postgres")
+        self.url = "postgres://shardgate@127.0.0.1:%d/%s" % (self.pg.port, self.db)
+        r = run_gateway("db", "init", "--store", self.url)
+        eq((r.returncode, r.stderr), (0, ""), "db init")
+        self.dir = tempfile.mkdtemp(prefix="shardgate-model-store-")
+        self.shards = os.path.join(self.dir, "shards.json")
+        self.states = ["online"] * 3 + ["offline", "draining"]
+        self.recorded = {tuple(self.states)}  # the memberships the epoch chain holds
+        write(self.shards, json.dumps(membership(self.states)))
+        self.token = sgpg.admin_token(self.dir)
+        self.gws = [sgpg.StoreGateway(self.url, shards=self.shards,
+                                      args=["--admin-token-file", self.token])
+                    for _ in range(REPLICAS)]
+        self.acked = {}   # batch_id -> the 200 body
+        self.totals = {}  # shard id -> [load, received]
+        self.next_id = 0
+
+    @initialize()
+    def begin(self):
+        for i in range(REPLICAS):
+            self.start(i)
+
+    # --- the replicas and the database -------------------------------------------------------
+
+    def start(self, i):
+        STATS["restarts"] += 1
+        self.gws[i].start()
+        self.check(self.gws[i])
+
+    def teardown(self):
+        for gw in self.gws:
+            if gw.proc is not None and gw.proc.poll() is None:
+                gw.kill()
+        if self.pg.started:
+            self.check_health()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- what must be true -----------------------------------------------------------------
+
+    def check(self, gw):
+        """On one replica: every acknowledged batch byte for byte, the totals, the feed."""
+        conn = gw.connect()
+        for bid, body in self.acked.items():
+            r = gw.get("/v1/batches/" + bid, conn=conn)
+            eq((r.status, r.body), (200, body), "GET %s" % bid)
+        conn.close()
+        got = {k: v for k, v in gw.shard_totals().items() if v != [0, 0]}
+        eq(got, {k: v for k, v in self.totals.items() if v != [0, 0]}, "/v1/shards totals")
+        eq(feed_receipts(gw, 0), self.acked, "the feed's receipts")
+
+    def check_health(self):
+        """shardgate-health check --store, as the read-only role, passes."""
+        code, out, err = sgtest.run_tool(sgtest.HEALTH, [
+            "check", "--conf", sgtest.CONF, "--shards", self.shards, "--store",
+            self.pg.db_url(self.db)])
+        verdict = sgtest.parse_line(out)
+        eq((code, verdict and verdict["status"], verdict and verdict["issues"]),
+           (0, "pass", []), "shardgate-health check --store (%s)" % err)
+
+    def count(self, body):
+        for sid, t in json.loads(body)["shards"].items():
+            have = self.totals.setdefault(sid, [0, 0])
+            have[0] += t["load"]
+            have[1] += t["received"]
+
+    # --- operations ------------------------------------------------------------------------
+
+    @rule(i=replicas, n=st.integers(1, 6), size=st.integers(1, 250))
+    def post_fresh(self, i, n, size):
+        for _ in range(n):
+            bid = "b%d" % self.next_id
+            self.next_id += 1
+            r = self.gws[i].post(changes(bid, size))
+            eq(r.status, 200, "POST %s on replica %d: %r" % (bid, i, r))
+            self.acked[bid] = r.body
+            self.count(r.body)
+
+    @precondition(lambda self: self.acked)
+    @rule(i=replicas, pick=st.integers(0, 10**6), other=st.booleans())
+    def post_again(self, i, pick, other):
+        """A retry (same content) or a reused id (other content), on any replica."""
+        bid = sorted(self.acked)[pick % len(self.acked)]
+        doc = {"batch_id": bid, "changes": [
+            {"id": p["id"], "key": p["key"], "size": p["size"]}
+            for p in json.loads(self.acked[bid])["placements"]]}
+        if other:
+            doc["changes"][0]["key"] += "x"
+        r = self.gws[i].post(doc)
+        if other:
+            eq((r.status, r.error()[0]), (422, "batch_id_reused"), "reuse of %s" % bid)
+        else:
+            eq((r.status, r.body, r.headers.get("idempotent-replayed")),
+               (200, self.acked[bid], "true"), "retry of %s on replica %d" % (bid, i))
+
+    @rule(i=replicas, states=memberships, stale=st.booleans())
+    def put_membership(self, i, states, stale):
+        """PUT on one replica; every replica then serves the new epoch (LISTEN/NOTIFY). Not back
+        to an earlier membership: the schema keys epochs by id, so that PUT fails (docs/journal.md
+        §10, Known limits)."""
+        if not stale and states != self.states and tuple(states) in self.recorded:
+            return
+        gw = self.gws[i]
+        current = sgpg.current_epoch(gw)
+        r = sgpg.put_membership(gw, membership(states)["shards"], self.token,
+                                if_match="0" * 40 if stale else current,
+                                expect=412 if stale else 200)
+        if stale:
+            return
+        self.states = states
+        self.recorded.add(tuple(states))
+        write(self.shards, json.dumps(membership(states)))  # health reads the files in force
+        epoch = sgpg.current_epoch(gw)
+        for other in self.gws:
+            sgtest.wait_until(lambda: sgpg.current_epoch(other) == epoch, 30,
+                              "every replica serves epoch %s" % epoch)
+
+    @rule(i=replicas, kill=st.booleans())
+    def restart_replica(self, i, kill):
+        STATS["kills"] += kill
+        if kill:
+            self.gws[i].kill()
+        else:
+            eq(self.gws[i].stop(), 0, "SIGTERM exits 0")
+        self.start(i)
+
+    @rule()
+    def kill_postgres(self):
+        """kill -9 of PostgreSQL, then its start: every replica is ready again by itself."""
+        STATS["pg_kills"] += 1
+        self.pg.crash()
+        self.pg.start()
+        for gw in self.gws:
+            sgtest.wait_until(lambda: gw.get("/readyz").status == 200, 60,
+                              "a replica ready again after the database's restart")
+            self.check(gw)
+
+    @invariant()
+    def serving(self):
+        STATS["operations"] += 1
+        for i, gw in enumerate(self.gws):
+            if gw.proc is not None and gw.proc.poll() is not None:
+                raise sgtest.Failure("replica %d exited:\n%s" % (i, "\n".join(gw.lines[-20:])))
