@@ -8,8 +8,8 @@ Operations: POST bursts (fresh, replayed, reused ids with other content, invalid
 of the membership (applied, stale If-Match, invalid); SIGHUP with an edited membership or
 capacity policy; kill -9, at random and at the named points of a rotation, a checkpoint, an
 index merge and `journal archive` (SHARDGATE_TEST_CRASH_AT); SIGTERM; `journal archive`;
-deleting index/; a flipped byte in a file under index/; a changed byte in a journal line. The server runs with 64 KiB segments and 100 ms checkpoints, so sequences
-rotate and checkpoint.
+deleting index/; a flipped byte in a file under index/; a changed byte in a journal line. The
+server runs with 64 KiB segments and 100 ms checkpoints, so sequences rotate and checkpoint.
 
 After every restart, the model checks that every acknowledged batch reads back byte for byte
 (410 once archived) and that /v1/shards holds the model's totals; at the end of a sequence,
@@ -374,8 +374,9 @@ class GatewayModel(RuleBasedStateMachine):
     def damage_journal(self, pick, at):
         """One changed byte in a checked journal line, then a start. A seal or a segment header
         refuses every start (the active segment's header: its replay); any other line refuses
-        the start whose replay reads it, or is met by the reads once serving (docs/journal.md §2.1). Then the documented repair
-        (docs/operations.md §5.2: the file's bytes put back) and a start."""
+        the start whose replay reads it, or is met by the reads once serving (docs/journal.md
+        §2.1). Then the documented repair (docs/operations.md §5.2: the file's bytes put back)
+        and a start."""
         self.stop()
         lines = self.checked_lines()
         if not lines:

@@ -154,9 +154,8 @@ class StoreModel(RuleBasedStateMachine):
             return
         gw = self.gws[i]
         current = sgpg.current_epoch(gw)
-        r = sgpg.put_membership(gw, membership(states)["shards"], self.token,
-                                if_match="0" * 40 if stale else current,
-                                expect=412 if stale else 200)
+        sgpg.put_membership(gw, membership(states)["shards"], self.token,
+                            if_match="0" * 40 if stale else current, expect=412 if stale else 200)
         if stale:
             return
         self.states = states
