@@ -83,6 +83,24 @@ def the_database_crashes_under_load_and_comes_back():
         c.health()
 
 
+@case("store_read")
+def the_first_read_after_the_database_restarts_is_answered():
+    """The reader connection died with the database; libpq learns it from the first statement
+    on it, which is then run once more on a new connection (docs/journal.md §10), so no read
+    after /readyz turned 200 again answers 503."""
+    with Cluster(1) as c:
+        gw = c.gws[0]
+        r = post(gw, batch("before"))
+        eq(r.status, 200, "POST")
+        eq(gw.get("/v1/batches/before").body, r.body, "read back: the reader connection is open")
+        c.pg.crash()
+        c.pg.start()
+        wait_until(lambda: gw.get("/readyz").status == 200, 10, "/readyz 200 again")
+        got = gw.get("/v1/batches/before")
+        eq((got.status, got.body), (200, r.body), "the first read after the restart")
+        eq(gw.get("/v1/shards").status, 200, "and the next")
+
+
 # --- a replica killed under load behind HAProxy ---------------------------------------------
 
 def haproxy(c, port, log):
