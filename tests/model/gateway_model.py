@@ -110,6 +110,8 @@ class GatewayModel(RuleBasedStateMachine):
         self.flipped = False  # a byte of index/ flipped since it was last rebuilt
         self.in_doubt = {}  # batch_id -> its body: POSTs that got no answer (a kill meanwhile)
         STATS["sequences"] += 1
+        if STATS["sequences"] % 100 == 0:  # a long run says how far it is
+            print("model: %s" % json.dumps(STATS), flush=True)
 
     @initialize(legacy=st.booleans())
     def begin(self, legacy):
