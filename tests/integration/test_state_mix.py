@@ -313,6 +313,36 @@ def verify_passes_by_a_checkpoint_before_an_archived_epoch_record():
 
 
 @case("state_mix")
+def verify_resumes_after_an_archive_onto_a_legacy_repeat():
+    """An upgraded state dir: the epoch in force is a legacy record, repeated in its legacy form
+    at the head of every later segment. A checkpoint at the seal of the last archived segment is
+    resumed from; the next segment's repeat has no epoch of its own and is taken by its ring id,
+    whatever epoch record (here a SIGHUP's) the replay before it ended on (docs/journal.md §8)."""
+    d = tmpdir()
+    write(os.path.join(d, "journal.jsonl"),
+          read(src("tests", "golden", "legacy-state", "journal.jsonl")), "wb")
+    path = shards_file(shards_doc())
+    saved, bodies = {}, {}
+    with Server(state_dir=d, shards=path, args=SMALL + ["--checkpoint-interval", "100ms"]) as s:
+        while len(sealed(d)) < 3:
+            bodies.update(fill(s, 1, "a%d-" % len(bodies), changes=60))
+            last = json.loads(sgtest.record_of(
+                read(os.path.join(d, "journal.jsonl")).split(b"\n")[-2]))["seq"]
+            name = "checkpoint-%020d.json" % last
+            sgtest.wait_until(lambda: name in checkpoints(d), 30, "the checkpoint at %d" % last)
+            saved[name] = read(os.path.join(d, name))
+        sighup_to(s, path, shards_doc(shard_d="online"))
+        eq(s.stop(), 0, "clean stop")
+    adir = archive(d)
+    end = json.loads(read(os.path.join(d, "archive.jsonl")).split(b"\n")[-2])["last_seq"]
+    name = "checkpoint-%020d.json" % end
+    write(os.path.join(d, name), saved[name], "wb")  # as it was before the rotation's own
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr), (0, ""), "verify resumes from it")
+    all_agree(d, path, bodies, adir)
+
+
+@case("state_mix")
 def archive_after_a_reload_then_start():
     """A shutdown checkpoint after an epoch record covers an archive: the start uses it."""
     d, path, bodies = filled_and_stopped(
