@@ -108,12 +108,38 @@ static void append_escape(struct gw_buf *b, unsigned char c)
     }
 }
 
+/* The length of the well-formed UTF-8 sequence (RFC 3629: no overlong form, no surrogate,
+ * nothing past U+10FFFF) that starts at p[0] >= 0x80 within n bytes, or 0. */
+static size_t utf8_sequence(const unsigned char *p, size_t n)
+{
+    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+    unsigned char lo = p[0] == 0xE0 ? 0xA0 : p[0] == 0xF0 ? 0x90 : 0x80;
+    unsigned char hi = p[0] == 0xED ? 0x9F : p[0] == 0xF4 ? 0x8F : 0xBF;
+    if (p[0] < 0xC2 || p[0] > 0xF4 || n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t k = 2; k < len; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF)
+            return 0;
+    return len;
+}
+
 void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     gw_buf_append(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
+        size_t seq = p[i] >= 0x80 ? utf8_sequence(p + i, len - i) : 0;
+        if (seq > 0) {
+            i += seq - 1;
+            continue;
+        }
+        if (p[i] >= 0x80) { /* not UTF-8: each such byte is written as U+FFFD (docs/api.md §1) */
+            gw_buf_append(b, s + run, i - run);
+            gw_buf_puts(b, "\\ufffd");
+            run = i + 1;
+            continue;
+        }
         if (!needs_escape(p[i]))
             continue;
         gw_buf_append(b, s + run, i - run);

@@ -64,6 +64,27 @@ def raw_exchange(port, head, chunks=(), read_first=False):
 
 
 @case("limits")
+def bytes_that_are_not_utf8_are_never_echoed():
+    """A path segment the answer or the log line repeats is written as UTF-8 whatever it held:
+    each byte that is not part of a well-formed sequence as \\ufffd (docs/api.md §1)."""
+    with Server() as s:
+        for path, shown in [("/v1/shards/%ff%fe/assignments", "no such shard: \"\ufffd\ufffd\""),
+                            ("/v1/shards/%c3%28/assignments", "no such shard: \"\ufffd(\""),
+                            ("/v1/batches/caf%c3%a9%ff", "no stored receipt for batch_id "
+                                                          "\"caf\u00e9\ufffd\"")]:
+            r = s.get(path)
+            eq((r.status, json.loads(r.body.decode("utf-8", "strict"))["error"]["message"]),
+               (404, shown), path)
+        wait_until(lambda: len(s.request_log()) == 3, 10, "the three log lines")
+        logged = [e["path"] for e in s.request_log()]
+        eq(logged, ["/v1/shards/\ufffd\ufffd/assignments", "/v1/shards/\ufffd(/assignments",
+                    "/v1/batches/caf\u00e9\ufffd"], "the log lines, read back as JSON")
+        raw = [l for l in s.lines if l.startswith('{"time"')]
+        ok(all("\\ufffd" in l and "\ufffd" not in l for l in raw),
+           "written as the escape, not as bytes the reader had to replace: %r" % raw)
+
+
+@case("limits")
 def body_over_max_body_is_413():
     with Server(args=["--max-body", "1000"]) as s:
         head = (b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -47,6 +47,25 @@ static void test_every_control_byte(void)
     gw_buf_free(&b);
 }
 
+/* What is not UTF-8 is written as \ufffd, a byte at a time; every well-formed sequence of one
+ * to four bytes stays as it is (docs/api.md §1). */
+static void test_invalid_utf8(void)
+{
+    struct gw_buf b;
+    gw_buf_init(&b);
+    CHECK_EQ_STR(render_string(&b, "\xff\xfe", 2), "\"\\ufffd\\ufffd\"");
+    CHECK_EQ_STR(render_string(&b, "\xc3(", 2), "\"\\ufffd(\"");          /* cut short */
+    CHECK_EQ_STR(render_string(&b, "\xc0\xaf", 2), "\"\\ufffd\\ufffd\""); /* overlong */
+    CHECK_EQ_STR(render_string(&b, "\xe0\x80\xaf", 3), "\"\\ufffd\\ufffd\\ufffd\"");
+    CHECK_EQ_STR(render_string(&b, "\xed\xa0\x80", 3), "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+    CHECK_EQ_STR(render_string(&b, "\xf4\x90\x80\x80", 4),
+                 "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");                       /* past U+10FFFF */
+    CHECK_EQ_STR(render_string(&b, "a\xe2\x82", 3), "\"a\\ufffd\\ufffd\""); /* at the end */
+    CHECK_EQ_STR(render_string(&b, "\xc2\x80\xed\x9f\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf", 13),
+                 "\"\xc2\x80\xed\x9f\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\"");
+    gw_buf_free(&b);
+}
+
 static void test_integers(void)
 {
     struct gw_buf b;
@@ -139,6 +158,7 @@ int main(void)
 {
     test_escaping();
     test_every_control_byte();
+    test_invalid_utf8();
     test_integers();
     test_u128();
     test_ledger_past_2_64();
