@@ -16,8 +16,8 @@
 #include <openssl/evp.h>
 #include <zstd.h>
 
-#include "crashpoint.h"
 #include "checkpoint.h"
+#include "crashpoint.h"
 #include "fileio.h"
 #include "journal.h"
 #include "journal_ids.h"

@@ -164,9 +164,6 @@ static const char *find_resume(const char *data, struct gw_checkpoint *c, int ch
     }
 }
 
-/* The position lands at a line start, just after the record with seq last_seq and the epoch
- * records after it (or after the header, repeat and epoch records when the group had no
- * receipt). */
 /* Whether `offset` is where archived segment a's seal starts: a seal line for those bytes, with
  * or without its checksum (its sha256 is of a fixed length), ends the file exactly. Short of
  * that, epoch records follow the offset in a segment that cannot be read. */
@@ -186,6 +183,9 @@ static int at_seal(const struct gw_segment *a, uint64_t offset)
     return hit;
 }
 
+/* The position lands at a line start, just after the record with seq last_seq and the epoch
+ * records after it (or after the header, repeat and epoch records when the group had no
+ * receipt). */
 static int check_position(struct gw_journal *j, struct gw_checkpoint *c, struct gw_error *err)
 {
     const struct gw_segment *archived = gw_segments_archived(&j->segs, c->segment);
