@@ -129,21 +129,18 @@ void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len)
     gw_buf_append(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
+        if (p[i] < 0x80 && !needs_escape(p[i]))
+            continue;
         size_t seq = p[i] >= 0x80 ? utf8_sequence(p + i, len - i) : 0;
         if (seq > 0) {
             i += seq - 1;
             continue;
         }
-        if (p[i] >= 0x80) { /* not UTF-8: each such byte is written as U+FFFD (docs/api.md §1) */
-            gw_buf_append(b, s + run, i - run);
-            gw_buf_puts(b, "\\ufffd");
-            run = i + 1;
-            continue;
-        }
-        if (!needs_escape(p[i]))
-            continue;
         gw_buf_append(b, s + run, i - run);
-        append_escape(b, p[i]);
+        if (p[i] >= 0x80) /* not UTF-8: each such byte is written as U+FFFD (docs/api.md §1) */
+            gw_buf_puts(b, "\\ufffd");
+        else
+            append_escape(b, p[i]);
         run = i + 1;
     }
     gw_buf_append(b, s + run, len - run);

@@ -313,6 +313,10 @@ static int map_fd(int fd, const char *path, uint64_t size, void **data, struct g
     return -errno;
 }
 
+/* What the segment-start checks return when memory ran out: the caller answers it as such, not
+ * as a fault of the journal. */
+static const char OUT_OF_MEMORY[] = "2: out of memory";
+
 /* The previous segment is archived (docs/journal.md §8) and the replay resumed after it from a
  * checkpoint, so no epoch record has been read: the repeat is taken as the latest epoch record
  * when it names the checkpoint chain's latest epoch — or, a record of the legacy form
@@ -336,7 +340,7 @@ static const char *adopt_repeat(struct gw_journal *j, const char *data, uint64_t
     if (k + wl > n && !(n > ll && memcmp(data + at, legacy, ll) == 0))
         return "2: the epoch repeat is not the checkpoint's latest epoch";
     int rc = gw_journal_set_epoch_line(j, data + at, n);
-    return rc == -ENOMEM ? "2: out of memory" : rc ? "2: " GW_RECORD_MISMATCH : NULL;
+    return rc == -ENOMEM ? OUT_OF_MEMORY : rc ? "2: " GW_RECORD_MISMATCH : NULL;
 }
 
 /* The record of the line at data[at..size) that ends with a newline, a checked line's without
@@ -403,7 +407,7 @@ static const char *check_repeat(struct replay *r, const char *data, uint64_t at,
     const struct gw_buf *e = &r->j->epoch_line;
     int rc = line_record(data, at, size, r->checked, &r->record, pos);
     if (rc == -ENOMEM)
-        return "2: out of memory";
+        return OUT_OF_MEMORY;
     if (rc == -EBADMSG || rc == -ENOMSG)
         return line_fault(fault, fault_size, 2, rc);
     if (rc != 0 || r->record.len != e->len || memcmp(r->record.data, e->data, e->len) != 0)
@@ -460,6 +464,8 @@ static int records_start(struct replay *r, const char *path, const char *data, u
         what = check_header(r, data, size, prev, fault, sizeof(fault), &at);
     if (!what && r->segment != 1 && from == 0)
         what = check_repeat(r, data, at, size, fault, sizeof(fault), pos);
+    if (what == OUT_OF_MEMORY)
+        return no_memory(err);
     if (what) {
         gw_error_set(err, "", "journal: %s:%s", path, what);
         return -EINVAL;
