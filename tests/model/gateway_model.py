@@ -66,22 +66,54 @@ def changes(batch_id, n, salt=""):
                         for i in range(n)]}
 
 
+def add_totals(totals, body):
+    """Adds an acknowledged receipt's per-shard load and received to totals {shard: [l, r]}."""
+    for sid, t in json.loads(body)["shards"].items():
+        have = totals.setdefault(sid, [0, 0])
+        have[0] += t["load"]
+        have[1] += t["received"]
+
+
+def nonzero(totals):
+    return {k: v for k, v in totals.items() if v != [0, 0]}
+
+
+def batch_again(body, other):
+    """The batch of an acknowledged receipt, rebuilt from its placements (so the fingerprint's
+    canonical form is checked too); `other`: its first key changed, another fingerprint."""
+    doc = {"batch_id": json.loads(body)["batch_id"], "changes": [
+        {"id": p["id"], "key": p["key"], "size": p["size"]}
+        for p in json.loads(body)["placements"]]}
+    if other:
+        doc["changes"][0]["key"] += "x"
+    return doc
+
+
+def feed_pages(server, after):
+    """Each answer of GET /v1/receipts from `after` on, to the first that is not a 200 page
+    or that adds nothing."""
+    while True:
+        r = server.get("/v1/receipts?after=%d&limit=1000" % after)
+        yield r
+        if r.status != 200:
+            return
+        last = json.loads(r.body.split(b"\n")[-2])["last_seq"]
+        if last == after:
+            return
+        after = last
+
+
 def feed_receipts(server, after):
     """{batch_id: receipt bytes} of GET /v1/receipts from `after` to its end, each id once."""
     seen = {}
-    while True:
-        r = server.get("/v1/receipts?after=%d&limit=1000" % after)
-        eq(r.status, 200, "GET /v1/receipts?after=%d" % after)
-        lines = r.body.split(b"\n")[:-1]
-        for line in lines[:-1]:
+    for r in feed_pages(server, after):
+        eq(r.status, 200, "GET /v1/receipts from %d" % after)
+        for line in r.body.split(b"\n")[:-2]:
             if line.startswith(b'{"type":"receipt"'):
                 bid = json.loads(line)["receipt"]["batch_id"]
                 eq(bid in seen, False, "%s once in the feed" % bid)
                 seen[bid] = line[line.index(b'"receipt":') + 10:-1] + b"\n"
-        last = json.loads(lines[-1])["last_seq"]
-        if last == after:
-            return seen
-        after = last
+    return seen
 
 
 class GatewayModel(RuleBasedStateMachine):
@@ -125,7 +157,7 @@ class GatewayModel(RuleBasedStateMachine):
                 if line.startswith(b'{"type":"receipt"'):
                     body = line[line.index(b'"receipt":') + 10:-1] + b"\n"
                     self.acked[json.loads(line)["receipt"]["batch_id"]] = body
-                    self.count(body)
+                    add_totals(self.totals, body)
         self.start()
 
     # --- the server ------------------------------------------------------------------------
@@ -146,7 +178,7 @@ class GatewayModel(RuleBasedStateMachine):
                 return  # settled by the start after the repair
             if r.status == 200:
                 self.acked[bid] = r.body
-                self.count(r.body)
+                add_totals(self.totals, r.body)
             else:
                 eq((r.status, r.error()[0]), (422, "over_capacity"), "the retry of %s" % bid)
             del self.in_doubt[bid]
@@ -204,8 +236,7 @@ class GatewayModel(RuleBasedStateMachine):
                 eq((r.status, r.body), (200, body), "GET %s" % bid)
         conn.close()
         self.check_feed()
-        got = {k: v for k, v in self.server.shard_totals().items() if v != [0, 0]}
-        eq(got, {k: v for k, v in self.totals.items() if v != [0, 0]}, "/v1/shards totals")
+        eq(nonzero(self.server.shard_totals()), nonzero(self.totals), "/v1/shards totals")
 
     def check_feed(self):
         """The receipts feed from the first seq present holds every acknowledged receipt not
@@ -225,12 +256,6 @@ class GatewayModel(RuleBasedStateMachine):
                 + archive)
         eq(r.returncode, 0, "probe.py journal: " + r.stdout[:1500])
 
-    def count(self, body):
-        for sid, t in json.loads(body)["shards"].items():
-            have = self.totals.setdefault(sid, [0, 0])
-            have[0] += t["load"]
-            have[1] += t["received"]
-
     # --- operations ------------------------------------------------------------------------
 
     @rule(n=st.integers(1, 6), size=st.integers(1, 250))
@@ -244,7 +269,7 @@ class GatewayModel(RuleBasedStateMachine):
                 return  # nothing was dispatched
             if r.status == 200:
                 self.acked[bid] = r.body
-                self.count(r.body)
+                add_totals(self.totals, r.body)
             else:
                 eq((r.status, r.error()[0]), (422, "over_capacity"), "POST %s" % bid)
         conn.close()
@@ -254,12 +279,7 @@ class GatewayModel(RuleBasedStateMachine):
     def post_again(self, pick, other):
         """A retry (same content) or a reused id (other content) of an acknowledged batch."""
         bid = sorted(self.acked)[pick % len(self.acked)]
-        doc = {"batch_id": bid, "changes": [  # the batch again, from its receipt's placements
-            {"id": p["id"], "key": p["key"], "size": p["size"]}
-            for p in json.loads(self.acked[bid])["placements"]]}
-        if other:
-            doc["changes"][0]["key"] += "x"
-        r = self.server.post(doc)
+        r = self.server.post(batch_again(self.acked[bid], other))
         if self.index_corrupt(r):
             return
         if other:  # docs/api.md §2: another fingerprint, archived or not
@@ -404,6 +424,7 @@ class GatewayModel(RuleBasedStateMachine):
             skips = [json.loads(l)["reason"] for l in server.lines
                      if l.startswith('{"event":"checkpoint_skipped"')]
             if said[-1:] and said[-1].endswith(UNCOVERED) and self.archived:
+                eq(server.proc.returncode, 3, "the start on an uncovered archive")
                 ok(any("fails its checksum" in r for r in skips),  # docs/journal.md §7
                    "a checkpoint skipped for the damaged line: %r" % server.lines)
             else:
@@ -433,14 +454,7 @@ class GatewayModel(RuleBasedStateMachine):
                 eq(r.status, 410, "GET %s: archived" % bid)
             else:
                 eq((r.status, r.body), (200, body), "GET %s beside a damaged line" % bid)
-        after = self.archived_through
-        while True:
-            r = self.server.get("/v1/receipts?after=%d&limit=1000" % after)
-            if r.status != 200:
-                break
-            last = json.loads(r.body.split(b"\n")[-2])["last_seq"]
-            eq(last != after, True, "the feed reaches the damaged line")
-            after = last
+        r = list(feed_pages(self.server, self.archived_through))[-1]
         eq((r.status, r.error()[0], where in r.json()["error"]["message"]),
            (500, "record_corrupt", True), "the feed at the damaged line: %r" % r.body)
         r = self.server.get("/readyz")
@@ -470,7 +484,7 @@ class GatewayModel(RuleBasedStateMachine):
                 continue
             if r.status == 200:
                 self.acked[bid] = r.body
-                self.count(r.body)
+                add_totals(self.totals, r.body)
             else:
                 eq((r.status, r.error()[0]), (422, "over_capacity"), "POST %s" % bid)
             time.sleep(0.05)

@@ -18,7 +18,8 @@ import tempfile
 
 import sgpg
 import sgtest
-from gateway_model import changes, feed_receipts, membership, memberships
+from gateway_model import (add_totals, batch_again, changes, feed_receipts, membership,
+                           memberships, nonzero)
 from sgtest import eq, run_gateway, write
 
 from hypothesis import strategies as st
@@ -97,8 +98,7 @@ class StoreModel(RuleBasedStateMachine):
             r = gw.get("/v1/batches/" + bid, conn=conn)
             eq((r.status, r.body), (200, body), "GET %s" % bid)
         conn.close()
-        got = {k: v for k, v in gw.shard_totals().items() if v != [0, 0]}
-        eq(got, {k: v for k, v in self.totals.items() if v != [0, 0]}, "/v1/shards totals")
+        eq(nonzero(gw.shard_totals()), nonzero(self.totals), "/v1/shards totals")
         eq(feed_receipts(gw, 0), self.acked, "the feed's receipts")
 
     def check_health(self):
@@ -110,12 +110,6 @@ class StoreModel(RuleBasedStateMachine):
         eq((code, verdict and verdict["status"], verdict and verdict["issues"]),
            (0, "pass", []), "shardgate-health check --store (%s)" % err)
 
-    def count(self, body):
-        for sid, t in json.loads(body)["shards"].items():
-            have = self.totals.setdefault(sid, [0, 0])
-            have[0] += t["load"]
-            have[1] += t["received"]
-
     # --- operations ------------------------------------------------------------------------
 
     @rule(i=replicas, n=st.integers(1, 6), size=st.integers(1, 250))
@@ -126,19 +120,14 @@ class StoreModel(RuleBasedStateMachine):
             r = self.gws[i].post(changes(bid, size))
             eq(r.status, 200, "POST %s on replica %d: %r" % (bid, i, r))
             self.acked[bid] = r.body
-            self.count(r.body)
+            add_totals(self.totals, r.body)
 
     @precondition(lambda self: self.acked)
     @rule(i=replicas, pick=st.integers(0, 10**6), other=st.booleans())
     def post_again(self, i, pick, other):
         """A retry (same content) or a reused id (other content), on any replica."""
         bid = sorted(self.acked)[pick % len(self.acked)]
-        doc = {"batch_id": bid, "changes": [
-            {"id": p["id"], "key": p["key"], "size": p["size"]}
-            for p in json.loads(self.acked[bid])["placements"]]}
-        if other:
-            doc["changes"][0]["key"] += "x"
-        r = self.gws[i].post(doc)
+        r = self.gws[i].post(batch_again(self.acked[bid], other))
         if other:
             eq((r.status, r.error()[0]), (422, "batch_id_reused"), "reuse of %s" % bid)
         else:
