@@ -1,4 +1,4 @@
-/* Unsigned integer text, strictly (docs/decisions.md §12). */
+/* Unsigned integer and fraction text, strictly (docs/decisions.md §12, docs/api.md §1.1). */
 #include "number.h"
 
 #include <errno.h>
@@ -41,4 +41,18 @@ int gw_parse_duration_ms(const char *text, uint64_t min_ms, uint64_t max_ms, uin
         return 0;
     }
     return -EINVAL;
+}
+
+int gw_parse_fraction(const char *text, double *out)
+{
+    if ((text[0] != '0' && text[0] != '1') || (text[1] != '\0' && text[1] != '.'))
+        return -EINVAL;
+    size_t digits = text[1] == '.' ? strspn(text + 2, "0123456789") : 0;
+    if (text[1] == '.' && (digits == 0 || digits > GW_FRACTION_DIGITS_MAX || text[2 + digits]))
+        return -EINVAL;
+    double v = strtod(text, NULL);
+    if (v > 1)
+        return -EINVAL;
+    *out = v;
+    return 0;
 }

@@ -42,31 +42,18 @@ static void quoted(char out[GW_EPOCH_HEX_LEN + 3], const char *epoch)
     snprintf(out, GW_EPOCH_HEX_LEN + 3, "\"%s\"", epoch);
 }
 
-static const char *query(struct gw_req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-/* A flag parameter: absent or "0" is 0, "1" is 1; -1 for anything else. */
-static int flag(struct gw_req *r, const char *name)
-{
-    const char *v = query(r, name);
-    return !v || strcmp(v, "0") == 0 ? 0 : strcmp(v, "1") == 0 ? 1 : -1;
-}
-
 /* ?dry_run=1, ?max_movement=F (0..1) and &force=1 into rl; a message when one is bad. */
 static const char *read_parameters(struct gw_req *r, struct gw_reload *rl)
 {
-    const char *mm = query(r, "max_movement");
-    char *end = NULL;
-    rl->dry_run = flag(r, "dry_run");
-    rl->force = flag(r, "force");
-    rl->max_movement = mm ? strtod(mm, &end) : -1;
+    const char *mm;
+    rl->dry_run = gw_param_flag(r, "dry_run");
+    rl->force = gw_param_flag(r, "force");
+    rl->max_movement = -1;
     if (rl->dry_run < 0)
         return "dry_run";
     if (rl->force < 0)
         return "force";
-    if (mm && (!*mm || *end || !(rl->max_movement >= 0 && rl->max_movement <= 1)))
+    if (gw_param(r, "max_movement", &mm) != 0 || (mm && gw_parse_fraction(mm, &rl->max_movement)))
         return "max_movement";
     return NULL;
 }
@@ -87,8 +74,8 @@ static enum MHD_Result begin(struct gw_req *r)
     const char *bad = read_parameters(r, &probe);
     if (bad) {
         snprintf(msg, sizeof(msg),
-                 "%s: dry_run and force take 0 or 1, max_movement a number "
-                 "0..1",
+                 "%s: dry_run and force take 0 or 1, max_movement a decimal 0..1 "
+                 "(docs/api.md §1.1)",
                  bad);
         return fail(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, bad);
     }

@@ -198,15 +198,6 @@ static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const c
     return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, name, NULL, NULL);
 }
 
-/* A numeric query parameter in min..max, `def` when absent; 0 or -EINVAL. */
-static int number_param(struct gw_req *r, const char *name, uint64_t min, uint64_t max,
-                        uint64_t def, uint64_t *out)
-{
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-    *out = def;
-    return v ? gw_parse_u64(v, min, max, out) : 0;
-}
-
 /* The form the Accept header asks for: JSON or SSE by name, else NDJSON. */
 static enum gw_feed_form form_of(struct gw_req *r)
 {
@@ -221,10 +212,11 @@ static enum gw_feed_form form_of(struct gw_req *r)
 /* after, or an SSE client's Last-Event-ID when after is absent. */
 static int cursor_param(struct gw_req *r, uint64_t *after)
 {
-    const char *v = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "after");
-    if (!v)
-        v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
+    const char *v;
     *after = 0;
+    if (gw_param(r, "after", &v) != 0 ||
+        (!v && gw_param_value(r, MHD_HEADER_KIND, "Last-Event-ID", &v) != 0))
+        return -EINVAL;
     return v ? gw_parse_u64(v, 0, UINT64_MAX, after) : 0;
 }
 
@@ -235,9 +227,9 @@ static enum MHD_Result parse_params(struct gw_req *r, struct gw_feed_req *fr, in
     *answered = 1;
     if (cursor_param(r, &fr->q.after) != 0)
         return bad_parameter(r, "after", "must be an integer 0..18446744073709551615");
-    if (number_param(r, "limit", 1, FEED_LIMIT_MAX, FEED_LIMIT_DEFAULT, &limit) != 0)
+    if (gw_param_u64(r, "limit", 1, FEED_LIMIT_MAX, FEED_LIMIT_DEFAULT, &limit) != 0)
         return bad_parameter(r, "limit", "must be an integer 1..100000");
-    if (number_param(r, "wait_ms", 0, FEED_WAIT_MAX_MS, 0, &wait_ms) != 0)
+    if (gw_param_u64(r, "wait_ms", 0, FEED_WAIT_MAX_MS, 0, &wait_ms) != 0)
         return bad_parameter(r, "wait_ms", "must be an integer 0..30000");
     *answered = 0;
     fr->q.limit = (size_t)limit;

@@ -21,9 +21,10 @@ static enum MHD_Result no_online_shard(struct gw_req *r)
 enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
 {
     (void)rest;
-    const char *points = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "points");
+    const char *points;
+    int bad = gw_param(r, "points", &points) != 0;
     int with_points = points && (strcmp(points, "1") == 0 || strcmp(points, "true") == 0);
-    if (points && !with_points && strcmp(points, "0") != 0 && strcmp(points, "false") != 0)
+    if (bad || (points && !with_points && strcmp(points, "0") != 0 && strcmp(points, "false") != 0))
         return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter",
                               "points: must be 1, true, 0 or false", "points", NULL, NULL);
     struct gw_buf ring, body;

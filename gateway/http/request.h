@@ -118,6 +118,18 @@ enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *co
                                const char *message, const char *path, const char *header,
                                const char *value);
 
+/* params.c (docs/api.md §1.1): a query parameter or header `name`. 0 with *value NULL when it is
+ * absent, 0 with the value, or -EINVAL when the value holds a NUL byte. */
+int gw_param_value(struct gw_req *r, enum MHD_ValueKind kind, const char *name, const char **value);
+/* The query parameter `name`, as gw_param_value. */
+int gw_param(struct gw_req *r, const char *name, const char **value);
+/* The query parameter `name` as an integer in min..max (gw_parse_u64), `def` when absent; 0 or
+ * -EINVAL. */
+int gw_param_u64(struct gw_req *r, const char *name, uint64_t min, uint64_t max, uint64_t def,
+                 uint64_t *out);
+/* A flag parameter: absent or "0" is 0, "1" is 1; -1 for anything else. */
+int gw_param_flag(struct gw_req *r, const char *name);
+
 /* 1 when the request may proceed: no token is configured, or its bearer token is right. */
 int gw_serve_authorized(struct gw_req *r);
 /* 1 when the route may be called: open to anyone, or gw_serve_authorized. */

@@ -100,6 +100,13 @@ def bad_parameters_are_400_with_the_name():
                  ("limit=100001", "limit", "limit: must be an integer 1..100000"),
                  ("wait_ms=30001", "wait_ms", "wait_ms: must be an integer 0..30000"),
                  ("wait_ms=-1", "wait_ms", "wait_ms: must be an integer 0..30000")]
+        # docs/api.md §1.1: digits only; a NUL byte does not end the value
+        after = "after: must be an integer 0..18446744073709551615"
+        cases += [("after=" + v, "after", after)
+                  for v in ("1%00", "1%002", "+1", "%201", "1%20", "0x1", "1e3", "1.0", "",
+                            "18446744073709551616")]
+        cases += [("limit=5%00", "limit", "limit: must be an integer 1..100000"),
+                  ("wait_ms=0%00x", "wait_ms", "wait_ms: must be an integer 0..30000")]
         for query, path, message in cases:
             for base in ("/v1/receipts", "/v1/shards/shard-a/assignments"):
                 r = s.get("%s?%s" % (base, query))

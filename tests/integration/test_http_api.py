@@ -206,6 +206,7 @@ def ring_lookup_shards_probes():
         eq(len(pts), 480, "points")
         ok(all(pts[i]["value"] <= pts[i + 1]["value"] for i in range(479)), "points in order")
         eq(s.get("/v1/ring?points=maybe").status, 400, "bad points value")
+        eq(s.get("/v1/ring?points=1%00").status, 400, "a NUL byte does not end the value")
         r = s.get("/v1/lookup?key=order:1001")
         eq(r.json(), {"key": "order:1001", "hash": 3001802920, "point": 3046879832, "vnode": 15,
                       "shard": "shard-b", "reason": "ring"}, "golden lookup")

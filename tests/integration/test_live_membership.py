@@ -318,6 +318,19 @@ def max_movement_refuses_unless_forced():
         eq(current_epoch(s), EPOCH0, "not applied")
         r = put(s, doc, if_match=EPOCH0, query="?max_movement=1.5")
         eq((r.status, r.error()), (400, ("invalid_parameter", "max_movement")), "out of 0..1")
+        # docs/api.md §1.1: a plain decimal, nothing strtod alone would also take
+        for bad in ("0x0.1p0", "%20.5", ".5", "1e-400", "0.5%00", "0.5%001", "+0.5", "-0", "1.",
+                    "1.0001", "2", "0." + "1" * 18, "0.5%20", "", "nan", "inf"):
+            r = put(s, doc, if_match=EPOCH0, query="?max_movement=" + bad)
+            eq((r.status, r.error()), (400, ("invalid_parameter", "max_movement")), bad)
+        eq(current_epoch(s), EPOCH0, "none applied")
+        for flag in ("dry_run=1%00", "force=1%000", "dry_run=true"):
+            r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2&" + flag)
+            eq((r.status, r.error()), (400, ("invalid_parameter", flag.split("=")[0])), flag)
+        r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2" + "1" * 16)
+        eq((r.status, r.json()["error"]["message"]), (422, "the change moves 0.218417150 of the "
+           "hash space, more than max_movement 0.211111111 (add force=1 to apply it anyway)"),
+           "17 digits read")
         r = put(s, doc, if_match=EPOCH0, query="?max_movement=0.2&force=1")
         eq((r.status, r.json()["epoch"]), (200, epoch_of(doc)), "forced")
         back = put(s, base_shards(), if_match=epoch_of(doc), query="?max_movement=0.25")
