@@ -18,6 +18,7 @@
 #include "idempotency.h"
 #include "journal.h"
 #include "ledger.h"
+#include "listener.h"
 #include "metrics.h"
 #include "notify.h"
 #include "pg_store.h"
@@ -52,6 +53,7 @@ struct gw_server {
     unsigned char token_digest[32];
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];
+    struct gw_listener listener; /* accepts connections for the daemon (docs/api.md §13) */
     struct MHD_Daemon *daemon;
     struct gw_notify notify;        /* the service manager's READY/STOPPING/WATCHDOG (sd_notify) */
     atomic_int active;              /* requests between their first handler call and completion */

@@ -16,6 +16,7 @@
 
 #include "exit.h"
 #include "http.h"
+#include "listener.h"
 #include "log.h"
 #include "notify.h"
 #include "number.h"
@@ -107,19 +108,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     gw_log_event("mhd", &f);
 }
 
-/* The address the daemon really listens on (the port the kernel picked for port 0). */
-static void bound_address(struct gw_server *s, struct sockaddr_storage *addr)
-{
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    uint16_t port = htons(info ? info->port : 0);
-    if (!info)
-        return;
-    if (addr->ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)addr)->sin6_port = port;
-    else
-        ((struct sockaddr_in *)addr)->sin_port = port;
-}
-
 static int start_daemon(struct gw_server *s)
 {
     struct gw_error err;
@@ -128,20 +116,23 @@ static int start_daemon(struct gw_server *s)
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_USAGE;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, gw_serve_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads,
-        MHD_OPTION_CONNECTION_LIMIT, s->opt.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        s->opt.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, s->opt.timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-        gw_serve_completed, s, MHD_OPTION_END);
-    if (!s->daemon) {
-        fprintf(stderr, "shardgate: cannot listen on %s\n", s->opt.listen);
+    if (gw_listener_open(&s->listener, &addr, &err) != 0) {
+        fprintf(stderr, "shardgate: cannot listen on %s: %s\n", s->opt.listen, err.msg);
         return GW_EXIT_INTERNAL;
     }
-    bound_address(s, &addr);
+    /* Connections come from the listener's thread (listener.h says why). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, gw_serve_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads, MHD_OPTION_CONNECTION_LIMIT,
+        s->opt.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->opt.max_per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_END);
+    if (!s->daemon || gw_listener_start(&s->listener, s->daemon) != 0) {
+        fprintf(stderr, "shardgate: cannot start the HTTP threads\n");
+        return GW_EXIT_INTERNAL;
+    }
     char address[GW_HTTP_ADDRESS_MAX];
     gw_http_format_address(&addr, address);
     struct gw_buf f;
@@ -165,9 +156,9 @@ static int start_daemon(struct gw_server *s)
 static void drain(struct gw_server *s)
 {
     atomic_store(&s->draining, 1);
-    gw_feed_watch_stop(&s->watch); /* waiting feed requests answer now, and no more wait */
-    gw_reloader_stop(s);           /* a reload in progress finishes first */
-    MHD_socket listen_fd = MHD_quiesce_daemon(s->daemon);
+    gw_feed_watch_stop(&s->watch);   /* waiting feed requests answer now, and no more wait */
+    gw_reloader_stop(s);             /* a reload in progress finishes first */
+    gw_listener_close(&s->listener); /* new connections are refused from here */
     unsigned waited = 0;
     while (atomic_load(&s->active) > 0 && waited < GW_DRAIN_TIMEOUT_S * 1000) {
         gw_sleep_ms(10);
@@ -187,8 +178,6 @@ static void drain(struct gw_server *s)
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
     gw_committer_destroy(&s->committer);
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd);
 }
 
 /* Waits for SIGTERM or SIGINT; a SIGHUP asks the reloader for a reload (docs/api.md §15). */
@@ -291,6 +280,7 @@ static void teardown(struct gw_server *s)
     gw_reloader_stop(s);
     gw_committer_stop(&s->committer);
     gw_checkpointer_stop(&s->checkpointer);
+    gw_listener_close(&s->listener);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
     gw_committer_destroy(&s->committer);

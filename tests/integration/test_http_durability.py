@@ -5,6 +5,8 @@ import json
 import os
 import resource
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -291,18 +293,60 @@ def concurrent_clients_totals_exact():
            "metrics count every batch")
 
 
+def refused(port):
+    """True when a connection to the port is refused (nothing listens)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
 @case("drain")
 def sigterm_drains_in_flight_requests():
-    with Server(env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "800"}) as s:
+    """The listening socket closes first (a new connection is refused while a request is still
+    in flight), then the request in flight is answered, then the process exits 0."""
+    with Server(env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "2000"}) as s:
         results = {}
         t = threading.Thread(target=lambda: results.update(r=s.post(batch("g1"))))
         t.start()
         time.sleep(0.3)
+        s.proc.send_signal(signal.SIGTERM)
+        sgtest.wait_until(lambda: refused(s.port), 20, "new connections refused")
+        ok("r" not in results, "refused while the request was in flight (its commit waits 2 s)")
         eq(s.stop(signal.SIGTERM), 0, "exit 0 after the drain")
         t.join(20)
         eq(results["r"].status, 200, "the request in flight got its receipt")
         eq([r["receipt"]["batch_id"] for r in journal_receipts(s.state_dir)], ["g1"], "journaled")
         ok(s.events("drained") and s.events("stopped"), "drain logged")
+
+
+@case("drain")
+def the_drain_never_quiesces_the_daemon():
+    """libmicrohttpd 0.9.75's MHD_quiesce_daemon races its epoll workers and can abort the
+    process at SIGTERM (docs/decisions.md §29): the gateway closes its own listening socket."""
+    r = subprocess.run(["nm", "-D", "--undefined-only", sgtest.BIN], capture_output=True,
+                       text=True, check=True)
+    eq([l.split()[-1] for l in r.stdout.splitlines() if "MHD_quiesce" in l], [],
+       "libmicrohttpd's quiesce is not called")
+    ok("MHD_add_connection" in r.stdout, "connections are handed to libmicrohttpd")
+
+
+@case("drain")
+def a_port_in_use_is_named_with_its_error():
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    address = "127.0.0.1:%d" % busy.getsockname()[1]
+    try:
+        r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir", tmpdir(), "--listen",
+                        address])
+    finally:
+        busy.close()
+    eq((r.returncode, [l for l in r.stderr.splitlines() if not l.startswith("{")]),
+       (1, ["shardgate: cannot listen on %s: bind: Address already in use" % address]),
+       "exit 1, the error named")
 
 
 @case("drain")

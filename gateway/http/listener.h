@@ -1,0 +1,37 @@
+/* The listening socket and the thread that accepts on it (docs/api.md §13). The gateway
+ * accepts connections itself and hands each to libmicrohttpd, so that a drain stops accepting
+ * by closing its own socket: libmicrohttpd 0.9.75's MHD_quiesce_daemon races its epoll
+ * workers for the listening socket and can abort the process (docs/decisions.md §29). */
+#ifndef SHARDGATE_GW_LISTENER_H
+#define SHARDGATE_GW_LISTENER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "error.h"
+
+struct gw_listener {
+    int fd;
+    int open;                  /* 1 from gw_listener_open to gw_listener_close */
+    struct MHD_Daemon *daemon; /* where accepted connections go */
+    pthread_t thread;
+    int started;
+    atomic_int stop;
+};
+
+/* Binds and listens on `addr` and writes the bound address back into it (the port the kernel
+ * picked for port 0). Returns 0, or a negative errno code with "<what>: <strerror>" in err. */
+int gw_listener_open(struct gw_listener *l, struct sockaddr_storage *addr, struct gw_error *err);
+
+/* Starts the thread that accepts connections and adds them to `daemon`. 0 or a negative errno
+ * code. */
+int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon);
+
+/* Stops accepting: new connections are refused from then on. Joins the thread and closes the
+ * socket; safe on a listener never opened or started. */
+void gw_listener_close(struct gw_listener *l);
+
+#endif
