@@ -394,6 +394,8 @@ DEFECTS = [
     ("echo-writes-bytes-that-are-not-utf8", "gateway/core/buf.c",
      '            gw_buf_puts(b, "\\\\ufffd");', "            gw_buf_append(b, s + i, 1);",
      ("tests",), "^property/echo$"),
+    ("feed-cache-keeps-every-page", "gateway/http/feed_cache.c", "    free(p->body);\n", "",
+     ("tests",), "^reliability_flat_memory$"),
     ("archive-writes-no-ids-file", "gateway/store/archive.c",
      "    int rc = write_ids(dir, path, data, (size_t)seg->bytes, seg->first_seq, seg->last_seq, err);",
      "    int rc = 0;", ("tests",), "^http_state_mix$"),

@@ -11,7 +11,7 @@ int gw_idem__freeze_locked(struct gw_idem_state *s)
 {
     struct gw_idem_table fresh = s->spare;
     if (!fresh.slots && gw_idem_table_init(&fresh, s->tune.table_slots) != 0)
-        return -ENOMEM; /* calloc maps lazily: O(1) even here, under the lock */
+        return -ENOMEM; /* mapped lazily (idem_table.c): O(1) even here, under the lock */
     if (s->nfrozen == s->frozen_cap) {
         size_t cap = s->frozen_cap ? 2 * s->frozen_cap : 4;
         struct gw_idem_table *f = realloc(s->frozen, cap * sizeof(*f));

@@ -1,18 +1,25 @@
 /* A linear-probing table of index records with backward-shift deletion (no tombstones). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "idem_table.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int gw_idem_table_init(struct gw_idem_table *t, size_t slots)
 {
     assert(slots >= 8 && (slots & (slots - 1)) == 0);
-    /* calloc of a large block maps zero pages lazily: O(1) now, pages touched as they fill. */
-    t->slots = calloc(slots, sizeof(*t->slots));
-    if (!t->slots)
+    /* A mapping of its own: zero pages until a record lands on them (O(1) now), returned whole
+     * when freed. calloc does so only for its first large block: once one is freed, glibc
+     * raises its mmap threshold past the table's size, and every later table came from the heap,
+     * zeroed at once and never given back (docs/decisions.md §30). */
+    void *p = mmap(NULL, slots * sizeof(*t->slots), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
         return -ENOMEM;
+    t->slots = p;
     t->mask = slots - 1;
     t->count = 0;
     return 0;
@@ -20,7 +27,8 @@ int gw_idem_table_init(struct gw_idem_table *t, size_t slots)
 
 void gw_idem_table_free(struct gw_idem_table *t)
 {
-    free(t->slots);
+    if (t->slots)
+        munmap(t->slots, (t->mask + 1) * sizeof(*t->slots));
     memset(t, 0, sizeof(*t));
 }
 
@@ -87,7 +95,7 @@ int gw_idem_table_grow(struct gw_idem_table *t)
     for (size_t i = 0; i <= t->mask; i++)
         if (t->slots[i].flags & GW_IDEM_REC_USED)
             gw_idem_table_add(&bigger, &t->slots[i]);
-    free(t->slots);
+    gw_idem_table_free(t);
     *t = bigger;
     return 0;
 }
