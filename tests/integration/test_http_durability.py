@@ -302,6 +302,16 @@ def refused(port):
         return True
 
 
+@case("concurrency")
+def threads_are_the_workers_asked_for():
+    """--threads N runs N HTTP workers (libmicrohttpd names each thread MHD-worker)."""
+    for n in (3, 5):  # 1 runs without a pool, its one thread named otherwise
+        with Server(args=["--threads", str(n)]) as s:
+            task = "/proc/%d/task" % s.proc.pid
+            names = [read(os.path.join(task, t, "comm"), "r").strip() for t in os.listdir(task)]
+            eq(names.count("MHD-worker"), n, "--threads %d" % n)
+
+
 @case("drain")
 def sigterm_drains_in_flight_requests():
     """The listening socket closes first (a new connection is refused while a request is still

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
@@ -314,6 +315,44 @@ def legacy_state_upgrades_rotates_and_restarts():
         eq(s.get("/v1/batches/sample-0001").body, sample.body, "legacy receipt byte for byte")
         eq(s.get("/v1/batches/u0").status, 200, "new receipt")
         ok(all(totals[k][1] >= before[k][1] for k in before), "totals only grew")
+
+
+@case("segment_options")
+def checkpoint_interval_is_honoured():
+    """--checkpoint-interval 500ms: once a checkpoint is written, the next one after a new
+    batch comes within 8 s (16 intervals of margin), before the default 10 s could bring it."""
+    with Server(args=["--checkpoint-interval", "500ms"]) as s:
+        eq(s.post(batch("ck-1")).status, 200, "POST ck-1")
+        sgtest.wait_until(lambda: s.events("checkpoint_written"), 30, "the first checkpoint")
+        written = len(s.events("checkpoint_written"))
+        eq(s.post(batch("ck-2")).status, 200, "POST ck-2")
+        sgtest.wait_until(lambda: len(s.events("checkpoint_written")) > written, 8,
+                          "a checkpoint within 8 s of ck-2 (--checkpoint-interval 500ms)")
+
+
+@case("segment_options")
+def idempotency_window_is_honoured():
+    """--idempotency-window 1s: a batch is replayed at first, and its id is refused as expired
+    (422 batch_id_expired, never dispatched again) no sooner than 1 s after it was acknowledged
+    and well before the default (for ever) would."""
+    with Server(args=["--idempotency-window", "1s"]) as s:
+        r = s.post(batch("win-1"))
+        eq(r.status, 200, "POST win-1")
+        acked = time.time()
+        first = r.body
+
+        def expired():
+            again = s.post(batch("win-1"))
+            if again.status == 200:
+                eq(again.body, first, "a replay within the window answers the same receipt")
+                return False
+            eq((again.status, again.error()), (422, ("batch_id_expired", "batch_id")), "expired")
+            return True
+        sgtest.wait_until(expired, 10, "win-1 to expire (--idempotency-window 1s)", step=0.1)
+        ok(time.time() - acked >= 1.0, "expired after the window, not before (%.2f s)"
+           % (time.time() - acked))
+        eq([l["receipt"]["batch_id"] for l in sgtest.journal_receipts(s.state_dir)], ["win-1"],
+           "dispatched once")
 
 
 @case("segment_options")

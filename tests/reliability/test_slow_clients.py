@@ -169,6 +169,20 @@ def per_ip_limit_refuses_the_excess_then_recovers():
 
 
 @case
+def connection_limit_refuses_the_excess_then_recovers():
+    """--max-connections 16 is honoured: with 16 connections held open the next is refused,
+    and taken again once they are gone (the default, 1024, would never refuse here)."""
+    limit = 16
+    with Server(args=["--max-connections", str(limit), "--timeout", "30"]) as s:
+        slow = Slowloris(s.port, limit).open()
+        try:
+            sgtest.wait_until(lambda: refused(s), 10, "connection %d refused" % (limit + 1))
+        finally:
+            slow.close()
+        sgtest.wait_until(lambda: not refused(s), 10, "a connection slot after the slow ones left")
+
+
+@case
 def stalled_connection_is_closed_after_timeout():
     """--timeout 2 is honoured: the close comes after about 2 s, and well before the default
     30 s would close it (a bound of 15 s: a margin of several times what it measures)."""

@@ -6,7 +6,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import case, eq, main, run_gateway, src, tmpdir  # noqa: E402
+from sgtest import Server, batch, case, eq, main, run_gateway, src, tmpdir  # noqa: E402
 
 
 def dispatch_example(*extra):
@@ -47,6 +47,19 @@ def serve_scrub_rate_range():
            (64, "shardgate: --scrub-rate must be an integer 0..1099511627776, not \"%s\"" % text),
            "serve --scrub-rate %r" % text)
 
+
+
+@case
+def serve_max_changes_is_the_limit():
+    """--max-changes 3 is honoured: a batch of 4 is refused naming the limit, one of 3 is
+    acknowledged (the default, 100000, would take both)."""
+    with Server(args=["--max-changes", "3"]) as s:
+        r = s.post(batch("four", n=4))
+        eq((r.status, r.json()["error"]), (400, {
+            "code": "invalid_batch", "message": "changes: more than 3 array elements in the "
+            "document: a batch holds at most 3 changes of 3 fields",
+            "path": "changes"}), "4 changes over --max-changes 3")
+        eq(s.post(batch("three", n=3)).status, 200, "3 changes")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
