@@ -411,7 +411,7 @@ DEFECTS = [
      ("tests",), "^unit/test_int_options$"),
     ("threads-ignored", "gateway/http/server.c", "MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads,",
      "MHD_OPTION_THREAD_POOL_SIZE, 2u,", ("tests",), "^http_concurrency$"),
-    ("max-connections-ignored", "gateway/http/server.c", "s->opt.max_connections,", "1024u,",
+    ("max-connections-ignored", "gateway/http/server.c", "s->daemon, s->opt.max_connections)", "s->daemon, 1024u)",
      ("tests",), "^reliability_slow_clients$"),
     ("max-connections-per-ip-ignored", "gateway/http/server.c", "s->opt.max_per_ip,", "256u,",
      ("tests",), "^reliability_slow_clients$"),

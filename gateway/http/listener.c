@@ -62,6 +62,30 @@ static void accept_failed(int e, uint64_t *said_ns)
     gw_sleep_ms(10);
 }
 
+/* libmicrohttpd splits its connection limit among its worker threads and places an added
+ * connection by its descriptor before the worker has counted the ones queued to it, so its
+ * limit can refuse a connection while another worker has room (docs/decisions.md §31). The
+ * total is therefore counted here, and the daemon's own limit never binds. */
+static void hand_over(struct gw_listener *l, int fd, struct sockaddr_storage *peer, socklen_t len)
+{
+    if (atomic_fetch_add(&l->open_now, 1) >= l->max_open) {
+        atomic_fetch_sub(&l->open_now, 1);
+        close(fd);
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_u64(&f, "max_connections", l->max_open);
+        gw_log_event("connection_refused", &f);
+        return;
+    }
+    if (MHD_add_connection(l->daemon, fd, (struct sockaddr *)peer, len) != MHD_YES)
+        atomic_fetch_sub(&l->open_now, 1); /* closed by it: the per-address limit */
+}
+
+void gw_listener_closed(struct gw_listener *l)
+{
+    atomic_fetch_sub(&l->open_now, 1);
+}
+
 static void *accept_loop(void *arg)
 {
     struct gw_listener *l = arg;
@@ -71,7 +95,7 @@ static void *accept_loop(void *arg)
         socklen_t len = sizeof(peer);
         int fd = accept4(l->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0)
-            MHD_add_connection(l->daemon, fd, (struct sockaddr *)&peer, len); /* closes on NO */
+            hand_over(l, fd, &peer, len);
         else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
             accept_failed(errno, &said_ns);
         else if (errno == EINVAL)
@@ -80,9 +104,10 @@ static void *accept_loop(void *arg)
     return NULL;
 }
 
-int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon)
+int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned max_open)
 {
     l->daemon = daemon;
+    l->max_open = max_open;
     int rc = pthread_create(&l->thread, NULL, accept_loop, l);
     l->started = rc == 0;
     return -rc;

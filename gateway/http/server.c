@@ -108,6 +108,16 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     gw_log_event("mhd", &f);
 }
 
+static void connection_closed(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    (void)conn;
+    (void)socket_context;
+    struct gw_server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        gw_listener_closed(&s->listener);
+}
+
 static int start_daemon(struct gw_server *s)
 {
     struct gw_error err;
@@ -120,16 +130,19 @@ static int start_daemon(struct gw_server *s)
         fprintf(stderr, "shardgate: cannot listen on %s: %s\n", s->opt.listen, err.msg);
         return GW_EXIT_INTERNAL;
     }
-    /* Connections come from the listener's thread (listener.h says why). */
+    /* Connections come from the listener's thread (listener.h says why), which counts them
+     * against --max-connections; every worker may hold all of them (docs/decisions.md §31). */
+    unsigned daemon_limit = s->opt.max_connections * s->opt.threads;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, gw_serve_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads, MHD_OPTION_CONNECTION_LIMIT,
-        s->opt.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->opt.max_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(256 * 1024), MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_END);
-    if (!s->daemon || gw_listener_start(&s->listener, s->daemon) != 0) {
+        MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads, MHD_OPTION_CONNECTION_LIMIT, daemon_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->opt.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
+        s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        connection_closed, s, MHD_OPTION_END);
+    if (!s->daemon || gw_listener_start(&s->listener, s->daemon, s->opt.max_connections) != 0) {
         fprintf(stderr, "shardgate: cannot start the HTTP threads\n");
         return GW_EXIT_INTERNAL;
     }
