@@ -13,7 +13,8 @@ in-RAM table holds the ids since the last checkpoint (every 200 ms here: a few h
 bound, 8 MiB, is a hundred times that; a feed cache that kept every page it served (about 5 KiB
 each, two a round) adds about 21 MiB (the gate's feed-cache-keeps-every-page).
 
-usage: test_flat_memory.py SHARDGATE HEALTH SOURCE_DIR [--rounds N]
+usage: test_flat_memory.py SHARDGATE HEALTH SOURCE_DIR [--rounds N] [--json OUT]
+(--json writes the figures; bench/run.sh runs it so on its -O2 build, docs/performance.md §15)
 """
 import json
 import os
@@ -74,6 +75,12 @@ def main(argv):
         print("flat_memory: rounds=%d requests=%d RssAnon_kib after a quarter=%d at the end=%d "
               "growth=%d bound=%d" % (rounds, 4 * rounds, first, last, last - first,
                                       GROWTH_BOUND_KIB))
+        if "--json" in argv:
+            with open(argv[argv.index("--json") + 1], "w") as f:
+                json.dump({"rounds": rounds, "requests": 4 * rounds, "rss_anon_kib_quarter": first,
+                           "rss_anon_kib_end": last, "growth_kib": last - first,
+                           "bound_kib": GROWTH_BOUND_KIB}, f)
+                f.write("\n")
         ok(last - first <= GROWTH_BOUND_KIB, "RSS grew %d KiB over the last three quarters of the "
            "requests, more than %d" % (last - first, GROWTH_BOUND_KIB))
         eq(s.stop(), 0, "exit 0")
