@@ -106,13 +106,7 @@ def all_three_red(d, shards, name, where, old):
 
 # ---------------------------------------------------------------- a recurring epoch id
 
-def epoch_of(doc):
-    """The epoch id of docs/contract.md §7 under conf/dispatch.env, computed here."""
-    text = ("shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
-            "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
-    for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
-        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
-    return hashlib.sha1(text.encode()).hexdigest()
+epoch_of = sgtest.epoch_of  # docs/contract.md §7 under conf/dispatch.env
 
 
 def put(s, doc, if_match):

@@ -50,13 +50,7 @@ def with_capacity(doc, shard_id, capacity):
     return doc
 
 
-def epoch_of(doc, policy="report", vnodes=160, digest="sha1"):
-    """The epoch id of docs/contract.md §7, computed here independently."""
-    text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % vnodes
-    text += "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n" % (digest, policy)
-    for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
-        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
-    return hashlib.sha1(text.encode()).hexdigest()
+epoch_of = sgtest.epoch_of
 
 
 def shards_file(doc=None):

@@ -487,15 +487,6 @@ def each_documented_repair_then_starts():
     all_agree(d, path, bodies, adir)
 
 
-def epoch_of(doc, policy):
-    """The epoch id of docs/contract.md §7, computed here independently."""
-    text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
-    text += "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=%s\n" % policy
-    for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
-        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
-    return hashlib.sha1(text.encode()).hexdigest()
-
-
 @case("state_mix")
 def put_begun_before_a_sighup_keeps_its_contract():
     """A PUT whose headers arrived before a SIGHUP changed the contract, its If-Match naming the
@@ -515,16 +506,16 @@ def put_begun_before_a_sighup_keeps_its_contract():
         sock.sendall(("PUT /v1/admin/membership HTTP/1.1\r\nHost: x\r\n"
                       "Content-Type: application/json\r\nAuthorization: Bearer admin-s3cret\r\n"
                       "If-Match: \"%s\"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-                      % (epoch_of(shards_doc(), "reject"), len(body))).encode() + body[:10])
+                      % (sgtest.epoch_of(shards_doc(), "reject"), len(body))).encode() + body[:10])
         time.sleep(0.2)  # the request has begun on the view of the start
         write(conf, read(conf).replace(b"DISPATCH_CAPACITY_POLICY=report",
                                        b"DISPATCH_CAPACITY_POLICY=reject"), "wb")
         s.proc.send_signal(signal.SIGHUP)
         sgtest.wait_until(lambda: s.events("reload_applied"), 30, "reload_applied")
         status, payload = sgtest.finish_request(sock, body[10:])
-        eq((status, json.loads(payload)["epoch"]), (200, epoch_of(doc, "reject")),
+        eq((status, json.loads(payload)["epoch"]), (200, sgtest.epoch_of(doc, "reject")),
            "the PUT's epoch keeps the SIGHUP's policy")
-        eq(s.get("/v1/ring").json()["epoch"], epoch_of(doc, "reject"), "the ring's epoch")
+        eq(s.get("/v1/ring").json()["epoch"], sgtest.epoch_of(doc, "reject"), "the ring's epoch")
         eq(s.stop(), 0, "clean stop")
     last = [json.loads(l) for l in read(os.path.join(s.state_dir, "journal.jsonl")).split(b"\n")
             if l.startswith(b'{"type":"epoch"')][-1]

@@ -12,6 +12,7 @@ failure rather than a stuck ctest.
 """
 
 import copy
+import hashlib
 import http.client
 import json
 import os
@@ -525,6 +526,16 @@ def cleanup(passed):
             shutil.rmtree(d, ignore_errors=True)
     elif TMPDIRS:
         print("state kept in: %s" % " ".join(TMPDIRS))
+
+
+def epoch_of(doc, policy="report", vnodes=160, digest="sha1"):
+    """The epoch id of docs/contract.md §7 for a membership document under conf/dispatch.env's
+    ring (or the given one), computed here independently of the gateway."""
+    text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % vnodes
+    text += "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n" % (digest, policy)
+    for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
+        text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))
+    return hashlib.sha1(text.encode()).hexdigest()
 
 
 def take_operands(argv, operands):

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-"""The model-based operation test (docs/tools.md §8): random sequences of what operators do to
+"""The model-based operation test (docs/tools.md §9): random sequences of what operators do to
 a gateway and its state dir, run against the real binaries, with a small model of what must
 then be true. Hypothesis's stateful testing generates the sequences and shrinks a failing one
 to a short sequence, printed with the seed that replays it.
 
 Operations: POST bursts (fresh, replayed, reused ids with other content, invalid bodies); PUT
 of the membership (applied, stale If-Match, invalid); SIGHUP with an edited membership or
-capacity policy; kill -9, at random and at the named points of a rotation, a checkpoint, an
+capacity policy; a PUT begun before a SIGHUP and finished after it; kill -9, at random and at the named points of a rotation, a checkpoint, an
 index merge and `journal archive` (SHARDGATE_TEST_CRASH_AT); SIGTERM; `journal archive`;
 deleting index/; a flipped byte in a file under index/; a changed byte in a journal line. The
 server runs with 64 KiB segments and 100 ms checkpoints, so sequences rotate and checkpoint.
 
 After every restart, the model checks that every acknowledged batch reads back byte for byte
-(410 once archived) and that /v1/shards holds the model's totals; at the end of a sequence,
+(410 once archived), that the receipts feed and each shard's assignments feed hold them, that
+/v1/shards holds the model's totals and /v1/ring the model's epoch; at the end of a sequence,
 that `journal verify`, `shardgate-health check` and `probe.py journal` pass.
 
 usage: gateway_model.py SHARDGATE HEALTH SOURCE_DIR [--seed N] [--sequences N] [--steps N]
@@ -24,6 +25,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -89,11 +91,11 @@ def batch_again(body, other):
     return doc
 
 
-def feed_pages(server, after):
-    """Each answer of GET /v1/receipts from `after` on, to the first that is not a 200 page
-    or that adds nothing."""
+def feed_pages(server, after, path="/v1/receipts"):
+    """Each answer of a feed (GET /v1/receipts, or a shard's assignments) from `after` on, to
+    the first that is not a 200 page or that adds nothing."""
     while True:
-        r = server.get("/v1/receipts?after=%d&limit=1000" % after)
+        r = server.get("%s?after=%d&limit=1000" % (path, after))
         yield r
         if r.status != 200:
             return
@@ -104,8 +106,9 @@ def feed_pages(server, after):
 
 
 def feed_receipts(server, after):
-    """{batch_id: receipt bytes} of GET /v1/receipts from `after` to its end, each id once."""
-    seen = {}
+    """({batch_id: receipt bytes}, {batch_id: seq}) of GET /v1/receipts from `after` to its
+    end, each id once."""
+    seen, seqs = {}, {}
     for r in feed_pages(server, after):
         eq(r.status, 200, "GET /v1/receipts from %d" % after)
         for line in r.body.split(b"\n")[:-2]:
@@ -113,7 +116,33 @@ def feed_receipts(server, after):
                 bid = json.loads(line)["receipt"]["batch_id"]
                 eq(bid in seen, False, "%s once in the feed" % bid)
                 seen[bid] = line[line.index(b'"receipt":') + 10:-1] + b"\n"
-    return seen
+                seqs[bid] = json.loads(line)["seq"]
+    return seen, seqs
+
+
+def feed_assignments(server, shard, after):
+    """[(seq, batch_id, epoch, id, key, size)] of GET /v1/shards/{shard}/assignments from
+    `after` to its end (docs/api.md §18)."""
+    got = []
+    path = "/v1/shards/%s/assignments" % shard
+    for r in feed_pages(server, after, path):
+        eq(r.status, 200, "GET %s from %d" % (path, after))
+        for line in r.body.split(b"\n")[:-2]:
+            if line.startswith(b'{"type":"assignment"'):
+                a = json.loads(line)
+                got.append((a["seq"], a["batch_id"], a["epoch"], a["id"], a["key"], a["size"]))
+    return got
+
+
+def assignments_due(receipts, seqs, shard):
+    """The same list, from the receipts: each placement whose `shard` is this one, in journal
+    order and, within a receipt, in placement order."""
+    due = []
+    for bid in sorted(receipts, key=lambda b: seqs[b]):
+        rec = json.loads(receipts[bid])
+        due += [(seqs[bid], bid, rec.get("epoch"), p["id"], p["key"], p["size"])
+                for p in rec["placements"] if p["shard"] == shard]
+    return due
 
 
 class GatewayModel(RuleBasedStateMachine):
@@ -141,6 +170,8 @@ class GatewayModel(RuleBasedStateMachine):
         self.server = None
         self.flipped = False  # a byte of index/ flipped since it was last rebuilt
         self.in_doubt = {}  # batch_id -> its body: POSTs that got no answer (a kill meanwhile)
+        self.states = ["online"] * 3 + ["offline", "draining"]  # the membership in force
+        self.policy = "report"  # conf/dispatch.env's DISPATCH_CAPACITY_POLICY
         STATS["sequences"] += 1
         if STATS["sequences"] % 100 == 0:  # a long run says how far it is
             print("model: %s" % json.dumps(STATS), flush=True)
@@ -237,12 +268,25 @@ class GatewayModel(RuleBasedStateMachine):
         conn.close()
         self.check_feed()
         eq(nonzero(self.server.shard_totals()), nonzero(self.totals), "/v1/shards totals")
+        self.check_epoch()
 
     def check_feed(self):
         """The receipts feed from the first seq present holds every acknowledged receipt not
-        archived once, its record's receipt bytes those of the POST's answer (docs/api.md §17)."""
+        archived once, its record's receipt bytes those of the POST's answer (docs/api.md §17);
+        each shard's assignments feed holds the placements on it of those receipts, at their
+        seqs, in order (docs/api.md §18)."""
         want = {b: body for b, body in self.acked.items() if b not in self.archived}
-        eq(feed_receipts(self.server, self.archived_through), want, "the feed's receipts")
+        got, seqs = feed_receipts(self.server, self.archived_through)
+        eq(got, want, "the feed's receipts")
+        for shard in SHARD_IDS:
+            eq(feed_assignments(self.server, shard, self.archived_through),
+               assignments_due(got, seqs, shard), "the assignments feed of %s" % shard)
+
+    def check_epoch(self):
+        """The ring served is the epoch of the model's membership and policy (docs/contract.md
+        §7, computed by sgtest.epoch_of)."""
+        eq(self.current_epoch(), sgtest.epoch_of(membership(self.states), self.policy),
+           "GET /v1/ring's epoch: membership %s, policy %s" % (self.states, self.policy))
 
     def check_offline(self):
         """journal verify, shardgate-health and probe.py pass on the stopped state dir."""
@@ -314,9 +358,39 @@ class GatewayModel(RuleBasedStateMachine):
                                          "Authorization": "Bearer " + ADMIN,
                                          "If-Match": '"%s"' % epoch})
         eq(r.status, 412 if stale else 200, "PUT")
+        if not stale:
+            self.states = states
+        self.check_epoch()
+
+    @rule(states=memberships)
+    def put_across_sighup(self, states):
+        """A PUT whose headers arrive, then a SIGHUP that changes the capacity policy, then the
+        PUT's body, its If-Match naming the SIGHUP's epoch: the PUT's epoch is built on the
+        contract in force when it applies, not on the one its request began under
+        (docs/api.md §15)."""
+        policy = "reject" if self.policy == "report" else "report"
+        body = json.dumps(membership(states)).encode()
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
+        sock.sendall(("PUT /v1/admin/membership HTTP/1.1\r\nHost: x\r\n"
+                      "Content-Type: application/json\r\nAuthorization: Bearer %s\r\n"
+                      "If-Match: \"%s\"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                      % (ADMIN, sgtest.epoch_of(membership(self.states), policy), len(body))
+                      ).encode() + body[:10])
+        time.sleep(0.2)  # the request begins on the view before the SIGHUP
+        self.reload(self.states, policy)
+        status, payload = sgtest.finish_request(sock, body[10:])
+        self.states = states
+        eq((status, json.loads(payload).get("epoch")),
+           (200, sgtest.epoch_of(membership(states), policy)), "the PUT across a SIGHUP")
+        self.check_epoch()
 
     @rule(states=memberships, policy=st.sampled_from(["report", "reject"]))
     def sighup(self, states, policy):
+        self.reload(states, policy)
+        self.check_epoch()
+
+    def reload(self, states, policy):
+        """The shards file and the policy edited, then SIGHUP and its event."""
         write(self.shards, json.dumps(membership(states)))
         self.set_policy(policy)
         events = ("reload_applied", "reload_unchanged", "reload_refused")
@@ -325,6 +399,7 @@ class GatewayModel(RuleBasedStateMachine):
         sgtest.wait_until(lambda: sum(len(self.server.events(e)) for e in events) > before, 30,
                           "the reload's event")
         eq(self.server.events("reload_refused"), [], "no reload refused")
+        self.states = states
 
     def set_policy(self, policy):
         text = read(self.conf).decode()
@@ -332,6 +407,7 @@ class GatewayModel(RuleBasedStateMachine):
                          if l.startswith("DISPATCH_CAPACITY_POLICY=") else l
                          for l in text.split("\n"))
         write(self.conf, text)
+        self.policy = policy
 
     @rule(kill=st.booleans())
     def restart(self, kill):

@@ -18,8 +18,8 @@ import tempfile
 
 import sgpg
 import sgtest
-from gateway_model import (add_totals, batch_again, changes, feed_receipts, membership,
-                           memberships, nonzero)
+from gateway_model import (SHARD_IDS, add_totals, assignments_due, batch_again, changes,
+                           feed_assignments, feed_receipts, membership, memberships, nonzero)
 from sgtest import eq, run_gateway, write
 
 from hypothesis import strategies as st
@@ -92,14 +92,19 @@ class StoreModel(RuleBasedStateMachine):
     # --- what must be true -----------------------------------------------------------------
 
     def check(self, gw):
-        """On one replica: every acknowledged batch byte for byte, the totals, the feed."""
+        """On one replica: every acknowledged batch byte for byte, the totals, the receipts feed
+        and each shard's assignments feed."""
         conn = gw.connect()
         for bid, body in self.acked.items():
             r = gw.get("/v1/batches/" + bid, conn=conn)
             eq((r.status, r.body), (200, body), "GET %s" % bid)
         conn.close()
         eq(nonzero(gw.shard_totals()), nonzero(self.totals), "/v1/shards totals")
-        eq(feed_receipts(gw, 0), self.acked, "the feed's receipts")
+        got, seqs = feed_receipts(gw, 0)
+        eq(got, self.acked, "the feed's receipts")
+        for shard in SHARD_IDS:
+            eq(feed_assignments(gw, shard, 0), assignments_due(got, seqs, shard),
+               "the assignments feed of %s" % shard)
 
     def check_health(self):
         """shardgate-health check --store, as the read-only role, passes."""
