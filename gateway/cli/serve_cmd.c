@@ -22,7 +22,7 @@ const char gw_usage_serve[] =
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
     "                       [--idempotency-window DURATION] [--max-watchers N]\n"
-    "                       [--scrub-rate BYTES]\n"
+    "                       [--scrub-rate BYTES] [--feed-memory BYTES]\n"
     "       shardgate serve --conf FILE --shards FILE --store postgres://... [options]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl, or with\n"
     "--store postgres://USER@HOST:PORT/DB in PostgreSQL, shared by every replica\n"
@@ -34,6 +34,7 @@ const char gw_usage_serve[] =
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
     "          --body-timeout 60, --segment-bytes 67108864, --checkpoint-interval 10s,\n"
     "          --max-watchers 256, --scrub-rate 8388608 (bytes a second; 0: no scrub),\n"
+    "          --feed-memory 67108864,\n"
     "          no --idempotency-window (ids kept for ever). DURATION: 90s, 12h, 30d, 500ms.\n"
     "          --conf defaults to $SHARDGATE_CONF.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
@@ -61,6 +62,7 @@ enum {
     OPT_MAX_WATCHERS,
     OPT_STORE,
     OPT_SCRUB_RATE,
+    OPT_FEED_MEMORY,
     OPT_HELP
 };
 
@@ -121,6 +123,8 @@ static const struct number_option_spec {
      offsetof(struct gw_serve_options, max_watchers)},
     {OPT_SCRUB_RATE, "scrub-rate", 0, 1ULL << 40, KIND_U64,
      offsetof(struct gw_serve_options, scrub_rate)},
+    {OPT_FEED_MEMORY, "feed-memory", 1ULL << 20, 1ULL << 40, KIND_SIZE,
+     offsetof(struct gw_serve_options, feed_memory)},
 };
 
 /* --checkpoint-interval (100ms..1d) and --idempotency-window (1s..100 years). */
@@ -180,6 +184,7 @@ static const struct option serve_options[] = {
     {"max-watchers", required_argument, 0, OPT_MAX_WATCHERS},
     {"store", required_argument, 0, OPT_STORE},
     {"scrub-rate", required_argument, 0, OPT_SCRUB_RATE},
+    {"feed-memory", required_argument, 0, OPT_FEED_MEMORY},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -216,6 +221,7 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,
                                    .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS,
                                    .max_watchers = GW_MAX_WATCHERS_DEFAULT,
+                                   .feed_memory = GW_FEED_MEMORY_DEFAULT,
                                    .scrub_rate = UINT64_MAX /* not given */};
     optind = 1;
     opterr = 0;

@@ -1,21 +1,44 @@
-/* Recent feed pages shared by the consumers that ask the same question (feed_cache.h). */
+/* Feed pages in memory, shared and counted against --feed-memory (feed_cache.h). */
 #include "feed_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void gw_feed_cache_init(struct gw_feed_cache *c)
+void gw_feed_cache_init(struct gw_feed_cache *c, size_t limit)
 {
     memset(c, 0, sizeof(*c));
     pthread_mutex_init(&c->lock, NULL);
+    c->limit = limit;
+    atomic_init(&c->held, 0);
+    atomic_init(&c->bodies, 0);
+    atomic_init(&c->refused, 0);
 }
 
+/* After the HTTP daemon has stopped: no answer holds a body any more. */
 void gw_feed_cache_free(struct gw_feed_cache *c)
 {
     for (size_t i = 0; i < GW_FEED_CACHE_SLOTS; i++)
-        free(c->pages[i].body);
+        if (c->pages[i].body)
+            gw_feed_body_unref(c->pages[i].body);
     pthread_mutex_destroy(&c->lock);
     memset(c, 0, sizeof(*c));
+}
+
+void gw_feed_body_unref(void *arg)
+{
+    struct gw_feed_body *b = arg;
+    if (atomic_fetch_sub(&b->refs, 1) != 1)
+        return;
+    atomic_fetch_sub(&b->cache->held, b->len);
+    atomic_fetch_sub(&b->cache->bodies, 1);
+    free(b->data);
+    free(b);
+}
+
+static struct gw_feed_body *ref(struct gw_feed_body *b)
+{
+    atomic_fetch_add(&b->refs, 1);
+    return b;
 }
 
 static int same_question(const struct gw_feed_question *a, const struct gw_feed_question *b)
@@ -33,44 +56,121 @@ static struct gw_feed_page *find(struct gw_feed_cache *c, const struct gw_feed_q
     return NULL;
 }
 
-int gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_feed_question *q, struct gw_buf *out,
-                      uint64_t *last)
+struct gw_feed_body *gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_feed_question *q,
+                                       uint64_t *last)
 {
-    int found = 0;
+    struct gw_feed_body *b = NULL;
     pthread_mutex_lock(&c->lock);
     struct gw_feed_page *p = find(c, q);
     if (p) {
-        gw_buf_append(out, p->body, p->len);
-        found = !out->failed;
+        b = ref(p->body);
         *last = p->last;
         p->used = ++c->clock;
     }
     pthread_mutex_unlock(&c->lock);
-    return found;
+    return b;
 }
 
-/* The lock held: the slot to fill, a free one or the least recently used. */
-static struct gw_feed_page *victim(struct gw_feed_cache *c)
+static void drop(struct gw_feed_page *p)
 {
-    struct gw_feed_page *v = &c->pages[0];
-    for (size_t i = 0; i < GW_FEED_CACHE_SLOTS && v->body; i++)
-        if (!c->pages[i].body || c->pages[i].used < v->used)
+    gw_feed_body_unref(p->body);
+    p->body = NULL;
+}
+
+/* The lock held: drops the least recently used kept page that only the cache holds; 0 when
+ * every kept page is being sent. */
+static int drop_idle(struct gw_feed_cache *c)
+{
+    struct gw_feed_page *v = NULL;
+    for (size_t i = 0; i < GW_FEED_CACHE_SLOTS; i++) {
+        struct gw_feed_page *p = &c->pages[i];
+        if (p->body && atomic_load(&p->body->refs) == 1 && (!v || p->used < v->used))
+            v = p;
+    }
+    if (v)
+        drop(v);
+    return v != NULL;
+}
+
+static int fits(struct gw_feed_cache *c, size_t len)
+{
+    size_t held = atomic_load(&c->held);
+    return atomic_load(&c->bodies) == 0 || (len <= c->limit && held <= c->limit - len);
+}
+
+/* The lock held. */
+static int room(struct gw_feed_cache *c, size_t len)
+{
+    while (!fits(c, len))
+        if (!drop_idle(c)) {
+            atomic_fetch_add(&c->refused, 1);
+            return 0;
+        }
+    return 1;
+}
+
+int gw_feed_cache_room(struct gw_feed_cache *c, size_t len)
+{
+    pthread_mutex_lock(&c->lock);
+    int ok = room(c, len);
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+/* The lock held: the slot for q, a free one or the least recently used. */
+static struct gw_feed_page *slot(struct gw_feed_cache *c, const struct gw_feed_question *q)
+{
+    struct gw_feed_page *v = find(c, q);
+    for (size_t i = 0; i < GW_FEED_CACHE_SLOTS && !v; i++)
+        if (!c->pages[i].body)
+            v = &c->pages[i];
+    if (v)
+        return v;
+    v = &c->pages[0];
+    for (size_t i = 1; i < GW_FEED_CACHE_SLOTS; i++)
+        if (c->pages[i].used < v->used)
             v = &c->pages[i];
     return v;
 }
 
-void gw_feed_cache_put(struct gw_feed_cache *c, const struct gw_feed_question *q,
-                       const struct gw_buf *body, uint64_t last)
+/* The lock held: keeps b for q (one more reference). */
+static void keep_page(struct gw_feed_cache *c, const struct gw_feed_question *q,
+                      struct gw_feed_body *b, uint64_t last)
 {
-    char *copy = body->failed ? NULL : malloc(body->len ? body->len : 1);
-    if (!copy)
-        return;
-    memcpy(copy, body->data, body->len);
+    struct gw_feed_page *p = slot(c, q);
+    if (p->body)
+        drop(p);
+    *p = (struct gw_feed_page){*q, ref(b), last, ++c->clock};
+}
+
+struct gw_feed_body *gw_feed_cache_make(struct gw_feed_cache *c, const struct gw_feed_question *q,
+                                        struct gw_buf *buf, uint64_t last, int keep)
+{
+    struct gw_feed_body *b = buf->failed ? NULL : malloc(sizeof(*b));
+    if (!b) {
+        gw_buf_free(buf);
+        return NULL;
+    }
     pthread_mutex_lock(&c->lock);
-    struct gw_feed_page *p = find(c, q);
-    if (!p)
-        p = victim(c);
-    free(p->body);
-    *p = (struct gw_feed_page){*q, copy, body->len, last, ++c->clock};
+    if (!room(c, buf->len)) {
+        pthread_mutex_unlock(&c->lock);
+        free(b);
+        gw_buf_free(buf);
+        return NULL;
+    }
+    char *fit = realloc(buf->data, buf->len); /* the buffer's slack is not kept */
+    if (fit)
+        buf->data = fit;
+    atomic_init(&b->refs, 1);
+    b->cache = c;
+    b->data = buf->data;
+    b->len = buf->len;
+    buf->data = NULL;
+    gw_buf_free(buf);
+    atomic_fetch_add(&c->held, b->len);
+    atomic_fetch_add(&c->bodies, 1);
+    if (keep)
+        keep_page(c, q, b, last);
     pthread_mutex_unlock(&c->lock);
+    return b;
 }

@@ -1,15 +1,19 @@
-/* Recent feed pages, shared by the consumers that ask the same question (docs/api.md §17,
- * docs/decisions.md §23). Followers of a shard's tail are woken by the same commit and ask from
- * the same cursor: the first answer is kept and copied to the others, so the journal's receipts
- * are read and rendered once, not once per consumer. A page stays a right answer to its
- * question: the records after a cursor never change, a later read could only add more, and
- * segments leave the state dir only by `shardgate journal archive`, which refuses while a
- * server runs (docs/journal.md §8), so no page outlives its records (no 410 is hidden).
+/* Feed pages in memory (docs/api.md §17, docs/decisions.md §23, §32). A rendered page is one
+ * body shared by every answer that sends it and by the cache of recent pages: followers of a
+ * shard's tail are woken by the same commit and ask from the same cursor, so the first answer
+ * is kept and the others send the same bytes, read and rendered once and held once. Every live
+ * body counts against one total, --feed-memory: a page that would pass it is refused (503
+ * feed_memory_exhausted) once the kept pages no answer holds have been dropped, unless no other
+ * page is held (so a page larger than the total is still served, alone). A page stays a right
+ * answer to its question: the records after a cursor never change, a later read could only add
+ * more, and segments leave the state dir only by `shardgate journal archive`, which refuses
+ * while a server runs (docs/journal.md §8), so no page outlives its records (no 410 is hidden).
  * Internal to http/. */
 #ifndef SHARDGATE_GW_FEED_CACHE_H
 #define SHARDGATE_GW_FEED_CACHE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,7 +21,7 @@
 #include "feed_render.h"
 #include "membership.h"
 
-#define GW_FEED_CACHE_SLOTS 16 /* pages kept: each at most 1 MiB plus its last receipt's items */
+#define GW_FEED_CACHE_SLOTS 16 /* pages kept for the questions that come next */
 
 /* What a page answers: the stream (a shard as a JSON string, or "" for every receipt), the
  * form, the cursor and the limit. */
@@ -29,30 +33,52 @@ struct gw_feed_question {
     size_t limit;
 };
 
+struct gw_feed_cache;
+
+/* A page's bytes: freed, and uncounted, by the last gw_feed_body_unref. */
+struct gw_feed_body {
+    atomic_uint refs;
+    struct gw_feed_cache *cache; /* whose total counts it */
+    char *data;
+    size_t len;
+};
+
 struct gw_feed_page {
     struct gw_feed_question q;
-    char *body; /* NULL: a free slot */
-    size_t len;
-    uint64_t last; /* the page's bookmark */
-    uint64_t used; /* the cache's clock at the last use: the least recent is replaced */
+    struct gw_feed_body *body; /* NULL: a free slot */
+    uint64_t last;             /* the page's bookmark */
+    uint64_t used;             /* the cache's clock at the last use: the least recent goes */
 };
 
 struct gw_feed_cache {
     pthread_mutex_t lock;
     struct gw_feed_page pages[GW_FEED_CACHE_SLOTS];
     uint64_t clock;
+    size_t limit;          /* --feed-memory */
+    atomic_size_t held;    /* bytes of every live body */
+    atomic_ullong bodies;  /* live bodies */
+    atomic_ullong refused; /* pages refused for the total */
 };
 
-void gw_feed_cache_init(struct gw_feed_cache *c);
+void gw_feed_cache_init(struct gw_feed_cache *c, size_t limit);
 void gw_feed_cache_free(struct gw_feed_cache *c);
 
-/* The page answering q, copied into `out` (empty on entry), its bookmark in *last: 1; 0 when
- * there is none (or no memory for the copy). */
-int gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_feed_question *q, struct gw_buf *out,
-                      uint64_t *last);
+/* The page answering q with a reference for the caller, its bookmark in *last; NULL when none
+ * is kept. */
+struct gw_feed_body *gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_feed_question *q,
+                                       uint64_t *last);
 
-/* Keeps a copy of a page with at least one item (an empty one is a wait, never an answer). */
-void gw_feed_cache_put(struct gw_feed_cache *c, const struct gw_feed_question *q,
-                       const struct gw_buf *body, uint64_t last);
+/* 1 when `len` more bytes fit in the total, after dropping kept pages no answer holds, or when
+ * no page is held at all; 0 (counted as refused) otherwise. */
+int gw_feed_cache_room(struct gw_feed_cache *c, size_t len);
+
+/* The rendered page in `buf` (its bytes move into the body; buf is left empty) as a body with
+ * one reference for the caller, kept for q as well when `keep`; NULL when it does not fit (see
+ * gw_feed_cache_room) or on no memory, buf then freed. */
+struct gw_feed_body *gw_feed_cache_make(struct gw_feed_cache *c, const struct gw_feed_question *q,
+                                        struct gw_buf *buf, uint64_t last, int keep);
+
+/* Drops a reference (an answer sent, or the cache's own); a void * for MHD's free callback. */
+void gw_feed_body_unref(void *body);
 
 #endif

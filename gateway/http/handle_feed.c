@@ -121,25 +121,50 @@ static size_t page_receipts(const struct gw_feed_req *fr)
     return fr->q.shard_len ? FEED_PG_SCAN_RECEIPTS : fr->q.limit;
 }
 
-static enum MHD_Result answer(struct gw_req *r, struct gw_feed_req *fr, struct gw_buf *body)
+static enum MHD_Result answer(struct gw_req *r, struct gw_feed_req *fr, struct gw_feed_body *page)
 {
-    return gw_serve_respond(r, MHD_HTTP_OK, gw_feed_form_type(fr->q.form), body,
-                            MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    return gw_serve_respond_page(r, gw_feed_form_type(fr->q.form), page,
+                                 MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 }
 
 /* The page another consumer's same question made, if there is one; 1 when it answered. */
 static int answer_cached(struct gw_req *r, struct gw_feed_req *fr, enum MHD_Result *ret)
 {
-    struct gw_buf body;
     uint64_t last;
-    gw_buf_init(&body);
-    if (!gw_feed_cache_get(&r->srv->feed_cache, &fr->q, &body, &last)) {
-        gw_buf_free(&body);
+    struct gw_feed_body *page = gw_feed_cache_get(&r->srv->feed_cache, &fr->q, &last);
+    if (!page)
         return 0;
-    }
     gw_metrics_feed_page(&r->srv->metrics, GW_FEED_SOURCE_SHARED);
-    *ret = answer(r, fr, &body);
+    *ret = answer(r, fr, page);
     return 1;
+}
+
+/* 503: the pages held by answers fill --feed-memory (docs/api.md §17). */
+static enum MHD_Result memory_full(struct gw_req *r)
+{
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "feed pages being sent hold --feed-memory (%zu bytes); retry when they are sent",
+             r->srv->feed_cache.limit);
+    return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "feed_memory_exhausted", msg, "",
+                          MHD_HTTP_HEADER_RETRY_AFTER, "1");
+}
+
+/* The rendered page as a shared body (kept for the same question when it holds an item). */
+static enum MHD_Result answer_made(struct gw_req *r, struct gw_feed_req *fr, struct collect *c,
+                                   uint64_t last)
+{
+    if (c->out.body.failed) {
+        gw_buf_free(&c->out.body);
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "",
+                              NULL, NULL);
+    }
+    struct gw_feed_body *page =
+        gw_feed_cache_make(&r->srv->feed_cache, &fr->q, &c->out.body, last, c->out.items > 0);
+    if (!page)
+        return memory_full(r);
+    gw_metrics_feed_page(&r->srv->metrics, GW_FEED_SOURCE_READ);
+    return answer(r, fr, page);
 }
 
 /* Reads what there is; answers it, or suspends the request to wait for more. */
@@ -148,6 +173,8 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     enum MHD_Result ret;
     if (answer_cached(r, fr, &ret))
         return ret;
+    if (!gw_feed_cache_room(&r->srv->feed_cache, 1))
+        return memory_full(r); /* nothing read: the total is already held */
     struct collect c = {.fr = fr, .out = {.form = fr->q.form}};
     uint64_t last = fr->q.after;
     struct gw_feed_fault fault = {0};
@@ -185,10 +212,7 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
                               NULL);
     }
     gw_feed_out_end(&c.out, last);
-    if (c.out.items)
-        gw_feed_cache_put(&r->srv->feed_cache, &fr->q, &c.out.body, last);
-    gw_metrics_feed_page(&r->srv->metrics, GW_FEED_SOURCE_READ);
-    return answer(r, fr, &c.out.body);
+    return answer_made(r, fr, &c, last);
 }
 
 static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const char *what)

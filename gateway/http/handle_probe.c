@@ -67,8 +67,10 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
     } else {
         if (!s->pg)
             gw_ledger_totals(&s->ledger, r->view->slots, n, totals);
+        struct gw_feed_memory_figures feed = {atomic_load(&s->feed_cache.held), s->feed_cache.limit,
+                                              atomic_load(&s->feed_cache.refused)};
         gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),
-                          atomic_load(&s->views.alive));
+                          atomic_load(&s->views.alive), &feed);
     }
     free(totals);
     return gw_serve_respond(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, NULL,

@@ -109,6 +109,11 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *content_type,
                                  struct gw_buf *body, const char *header, const char *value);
 
+/* Queues a shared feed page (its reference taken over, dropped when sent) as a 200. */
+enum MHD_Result gw_serve_respond_page(struct gw_req *r, const char *content_type,
+                                      struct gw_feed_body *page, const char *header,
+                                      const char *value);
+
 /* Counts a POST /v1/batches result and the request duration in the metrics (once). */
 void gw_serve_count(struct gw_req *r);
 

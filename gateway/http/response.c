@@ -28,6 +28,23 @@ void gw_serve_count(struct gw_req *r)
         gw_metrics_batch(&s->metrics, result_of(r), r->changes);
 }
 
+/* Queues a response made by one of the two below, with its headers, and counts it. */
+static enum MHD_Result queue(struct gw_req *r, unsigned status, struct MHD_Response *resp,
+                             const char *content_type, const char *header, const char *value)
+{
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (header)
+        MHD_add_response_header(resp, header, value);
+    if (atomic_load(&r->srv->draining))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    r->status = status;
+    r->phase = GW_PHASE_ANSWERED;
+    gw_serve_count(r);
+    enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *content_type,
                                  struct gw_buf *body, const char *header, const char *value)
 {
@@ -47,17 +64,20 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
     }
     body->data = NULL; /* the response owns it now */
     gw_buf_free(body);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-    if (header)
-        MHD_add_response_header(resp, header, value);
-    if (atomic_load(&r->srv->draining))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    r->status = status;
-    r->phase = GW_PHASE_ANSWERED;
-    gw_serve_count(r);
-    enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return queue(r, status, resp, content_type, header, value);
+}
+
+enum MHD_Result gw_serve_respond_page(struct gw_req *r, const char *content_type,
+                                      struct gw_feed_body *page, const char *header,
+                                      const char *value)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
+        page->len, page->data, gw_feed_body_unref, page);
+    if (!resp) {
+        gw_feed_body_unref(page);
+        return MHD_NO;
+    }
+    return queue(r, MHD_HTTP_OK, resp, content_type, header, value);
 }
 
 enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,

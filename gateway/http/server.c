@@ -333,7 +333,7 @@ int gw_server_run(const struct gw_serve_options *opt)
     block_signals(&set);
     s->journal.fd = -1;
     gw_view_slot_init(&s->views);
-    gw_feed_cache_init(&s->feed_cache);
+    gw_feed_cache_init(&s->feed_cache, s->opt.feed_memory);
     int rc = setup(s);
     if (rc == GW_EXIT_OK) {
         int sig = wait_for_signal(s, &set);

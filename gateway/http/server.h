@@ -15,6 +15,7 @@
 #define GW_MAX_BODY_INFLIGHT_DEFAULT (256ull << 20)
 #define GW_BODY_TIMEOUT_DEFAULT 60
 #define GW_MAX_WATCHERS_DEFAULT 256
+#define GW_FEED_MEMORY_DEFAULT (64u << 20)
 
 struct gw_serve_options {
     const char *conf, *shards, *state_dir, *listen, *token_file;
@@ -31,6 +32,7 @@ struct gw_serve_options {
     uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */
     unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
     uint64_t scrub_rate;             /* journal bytes the scrub reads a second, 0: none */
+    size_t feed_memory;              /* bytes of feed pages held at once (docs/api.md §17) */
     const char *store; /* NULL or "file": the journal in state_dir; else a postgres:// URL */
 };
 

@@ -136,8 +136,21 @@ void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source)
     atomic_fetch_add(&m->feed_pages[source], 1);
 }
 
+static void render_feed_memory(struct gw_buf *out, const struct gw_feed_memory_figures *feed)
+{
+    header(out, "shardgate_feed_memory_bytes", "gauge",
+           "Bytes of feed pages held: being sent, or kept for the same question.");
+    put_f(out, "shardgate_feed_memory_bytes %llu\n", (unsigned long long)feed->held);
+    header(out, "shardgate_feed_memory_limit_bytes", "gauge", "--feed-memory.");
+    put_f(out, "shardgate_feed_memory_limit_bytes %llu\n", (unsigned long long)feed->limit);
+    header(out, "shardgate_feed_memory_refusals_total", "counter",
+           "Feed requests answered 503 feed_memory_exhausted.");
+    put_f(out, "shardgate_feed_memory_refusals_total %llu\n", (unsigned long long)feed->refused);
+}
+
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
-                       const struct gw_total *totals, int ready, long views_alive)
+                       const struct gw_total *totals, int ready, long views_alive,
+                       const struct gw_feed_memory_figures *feed)
 {
     header(out, "shardgate_batches_total", "counter", "POST /v1/batches answers by result.");
     for (size_t i = 0; i < GW_RESULT_COUNT; i++)
@@ -161,6 +174,7 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     for (int i = 0; i < GW_FEED_SOURCE_COUNT; i++)
         put_f(out, "shardgate_feed_pages_total{source=\"%s\"} %llu\n", feed_source_names[i],
               atomic_load(&m->feed_pages[i]));
+    render_feed_memory(out, feed);
     header(out, "shardgate_journal_commits_total", "counter", "Group commits (write + fdatasync).");
     put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));
     header(out, "shardgate_journal_records_total", "counter", "Receipt records journaled.");

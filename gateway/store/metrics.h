@@ -76,9 +76,15 @@ void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result);
 void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source);
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
 
+/* The feed pages' memory (docs/api.md §17) when /metrics renders. */
+struct gw_feed_memory_figures {
+    uint64_t held, limit, refused;
+};
+
 /* Appends every series; `totals` holds the cumulative per-shard totals in membership order,
  * `ready` the readiness /readyz reports, `views_alive` the views not yet freed. */
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
-                       const struct gw_total *totals, int ready, long views_alive);
+                       const struct gw_total *totals, int ready, long views_alive,
+                       const struct gw_feed_memory_figures *feed);
 
 #endif

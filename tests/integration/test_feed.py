@@ -5,6 +5,7 @@ GET /v1/shards/{id}/assignments in their three forms with exact bytes, bookmarks
 import json
 import os
 import signal
+import socket
 import statistics
 import sys
 import threading
@@ -329,6 +330,58 @@ def sse_form_and_last_event_id_resume():
         eq(json.loads(ev[0][1])["receipt"]["batch_id"], "s2", "the receipt after 1")
         r3 = s.get("/v1/receipts?after=0", headers=dict(h, **{"Last-Event-ID": "1"}))
         eq(len(sse_events(r3.body)), 4, "after= wins over Last-Event-ID")
+
+
+def metric(s, name):
+    text = s.get("/metrics").body.decode()
+    return int(next(l.split(" ")[1] for l in text.splitlines() if l.startswith(name + " ")))
+
+
+def large_batch(batch_id, n=40000):
+    """A batch whose receipt is about 9 MB (a placement of about 220 bytes per change)."""
+    return {"batch_id": batch_id, "changes": [
+        {"id": "c%d" % i, "key": "%s-%d-%s" % (batch_id, i, "k" * 150), "size": 1}
+        for i in range(n)]}
+
+
+def stalled_reader(port, path):
+    """A GET whose client never reads: a 4 KiB receive buffer, so a page larger than the
+    kernel's send buffer (tcp_wmem's 4 MiB at most) stays in the server's memory."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+    return sock
+
+
+@case("feed_memory")
+def feed_memory_bounds_the_pages_held():
+    """--feed-memory 12 MiB: a 9 MB page held by a reader that does not read leaves no room for
+    another page (503 feed_memory_exhausted, Retry-After: 1, counted); the same question is
+    answered from the page already held, not from a copy; once the reader is gone the other
+    page is served (docs/api.md §17)."""
+    with Server(args=["--feed-memory", str(12 << 20)]) as s:
+        sizes = []
+        for bid in ("big-1", "big-2"):
+            r = s.post(large_batch(bid))
+            eq(r.status, 200, "POST %s" % bid)
+            sizes.append(len(r.body))
+        ok(min(sizes) > 8 << 20, "receipts of more than 8 MiB: %r" % sizes)
+        stalled = stalled_reader(s.port, "/v1/receipts?after=0&limit=1")
+        wait_until(lambda: metric(s, "shardgate_feed_memory_bytes") > sizes[0], 10,
+                   "the stalled reader's page held")
+        held = metric(s, "shardgate_feed_memory_bytes")
+        r = s.get("/v1/receipts?after=1&limit=1")
+        eq((r.status, r.error()[0], r.headers.get("retry-after")),
+           (503, "feed_memory_exhausted", "1"), "a second page past --feed-memory")
+        eq((metric(s, "shardgate_feed_memory_refusals_total"),
+            metric(s, "shardgate_feed_memory_limit_bytes")), (1, 12 << 20), "counted")
+        same = s.get("/v1/receipts?after=0&limit=1")
+        eq((same.status, len(same.body) == held), (200, True), "the held page, whole")
+        eq(metric(s, "shardgate_feed_memory_bytes"), held, "one body for both readers")
+        stalled.close()  # unread bytes: a reset, and the server drops the answer
+        wait_until(lambda: s.get("/v1/receipts?after=1&limit=1").status == 200, 10,
+                   "the second page once the stalled reader is gone")
 
 
 def feed_pages(s):

@@ -1,7 +1,9 @@
 /* The feed's shared pages (gateway/http/feed_cache.c): a page answers exactly its question
  * (stream, form, cursor, limit), byte for byte with its bookmark; any other question misses;
  * a page made again for the same question replaces the first; past GW_FEED_CACHE_SLOTS pages
- * the least recently used one goes. */
+ * the least recently used one goes. Every live page counts against the total: one that would
+ * pass it is refused while other pages are being sent, kept pages nobody sends are dropped
+ * to make room, and a page larger than the total is served when it is the only one. */
 #include <stdio.h>
 #include <string.h>
 
@@ -20,26 +22,35 @@ static struct gw_feed_question question(const char *shard, enum gw_feed_form for
     return q;
 }
 
-static void put(struct gw_feed_cache *c, const struct gw_feed_question *q, const char *body,
-                uint64_t last)
+/* A page made for q (kept: `keep`), the caller's reference returned; NULL when refused. */
+static struct gw_feed_body *make(struct gw_feed_cache *c, const struct gw_feed_question *q,
+                                 const char *body, uint64_t last, int keep)
 {
     struct gw_buf b;
     gw_buf_init(&b);
     gw_buf_puts(&b, body);
-    gw_feed_cache_put(c, q, &b, last);
-    gw_buf_free(&b);
+    struct gw_feed_body *page = gw_feed_cache_make(c, q, &b, last, keep);
+    CHECK_TRUE(b.data == NULL && b.len == 0);
+    return page;
+}
+
+/* A page made and kept, sent at once (the answer's reference dropped). */
+static void put(struct gw_feed_cache *c, const struct gw_feed_question *q, const char *body,
+                uint64_t last)
+{
+    gw_feed_body_unref(make(c, q, body, last, 1));
 }
 
 /* The page's body as a string ("" when there is none); *last set when found. */
 static const char *get(struct gw_feed_cache *c, const struct gw_feed_question *q, uint64_t *last,
                        char *out, size_t cap)
 {
-    struct gw_buf b;
-    gw_buf_init(&b);
     out[0] = '\0';
-    if (gw_feed_cache_get(c, q, &b, last))
-        snprintf(out, cap, "%.*s", (int)b.len, b.data);
-    gw_buf_free(&b);
+    struct gw_feed_body *b = gw_feed_cache_get(c, q, last);
+    if (b) {
+        snprintf(out, cap, "%.*s", (int)b->len, b->data);
+        gw_feed_body_unref(b);
+    }
     return out;
 }
 
@@ -48,7 +59,7 @@ static void test_exact_question(void)
     struct gw_feed_cache c;
     char got[256];
     uint64_t last = 0;
-    gw_feed_cache_init(&c);
+    gw_feed_cache_init(&c, 1u << 20);
     struct gw_feed_question q = question("\"s0\"", GW_FEED_NDJSON, 41, 1000);
     put(&c, &q, "{\"type\":\"assignment\",\"seq\":42}\n{\"type\":\"bookmark\",\"last_seq\":42}\n",
         42);
@@ -77,7 +88,7 @@ static void test_least_recently_used_goes(void)
     struct gw_feed_cache c;
     char got[256], want[64];
     uint64_t last = 0;
-    gw_feed_cache_init(&c);
+    gw_feed_cache_init(&c, 1u << 20);
     struct gw_feed_question q[GW_FEED_CACHE_SLOTS + 1];
     for (uint64_t i = 0; i < GW_FEED_CACHE_SLOTS; i++) {
         q[i] = question("\"s0\"", GW_FEED_NDJSON, i, 1000);
@@ -99,9 +110,83 @@ static void test_least_recently_used_goes(void)
     gw_feed_cache_free(&c);
 }
 
+/* Two answers of the same question send one body: the cache's, not a copy. */
+static void test_one_body_shared(void)
+{
+    struct gw_feed_cache c;
+    uint64_t last = 0;
+    gw_feed_cache_init(&c, 1u << 20);
+    struct gw_feed_question q = question("", GW_FEED_NDJSON, 0, 10);
+    struct gw_feed_body *made = make(&c, &q, "0123456789", 7, 1);
+    struct gw_feed_body *a = gw_feed_cache_get(&c, &q, &last);
+    struct gw_feed_body *b = gw_feed_cache_get(&c, &q, &last);
+    CHECK_TRUE(a == made && b == made);
+    CHECK_EQ_U64(atomic_load(&made->refs), 4); /* the cache's and three answers' */
+    CHECK_EQ_U64(atomic_load(&c.held), 10);
+    CHECK_EQ_U64(atomic_load(&c.bodies), 1);
+    gw_feed_body_unref(a);
+    gw_feed_body_unref(b);
+    gw_feed_body_unref(made);
+    CHECK_EQ_U64(atomic_load(&c.held), 10); /* kept */
+    gw_feed_cache_free(&c);
+}
+
+/* --feed-memory 100: a page of 60 being sent leaves no room for another of 60 (refused,
+ * counted); once it is sent, the kept copy nobody holds is dropped for the new one. */
+static void test_total_bounds_the_pages_held(void)
+{
+    struct gw_feed_cache c;
+    char sixty[61], got[128];
+    uint64_t last = 0;
+    memset(sixty, 'x', 60);
+    sixty[60] = '\0';
+    gw_feed_cache_init(&c, 100);
+    struct gw_feed_question q1 = question("", GW_FEED_NDJSON, 1, 10);
+    struct gw_feed_question q2 = question("", GW_FEED_NDJSON, 2, 10);
+    struct gw_feed_body *sending = make(&c, &q1, sixty, 2, 1);
+    CHECK_TRUE(sending != NULL);
+    CHECK_TRUE(make(&c, &q2, sixty, 3, 1) == NULL);
+    CHECK_EQ_U64(atomic_load(&c.refused), 1);
+    CHECK_EQ_U64(gw_feed_cache_room(&c, 40), 1);
+    CHECK_EQ_U64(gw_feed_cache_room(&c, 41), 0);
+    CHECK_EQ_U64(atomic_load(&c.refused), 2);
+    CHECK_EQ_U64(atomic_load(&c.held), 60);
+    gw_feed_body_unref(sending); /* sent: only the cache holds it now */
+    struct gw_feed_body *next = make(&c, &q2, sixty, 3, 1);
+    CHECK_TRUE(next != NULL);
+    CHECK_EQ_U64(atomic_load(&c.held), 60);
+    CHECK_EQ_STR(get(&c, &q1, &last, got, sizeof(got)), ""); /* dropped for room */
+    CHECK_EQ_STR(get(&c, &q2, &last, got, sizeof(got)), sixty);
+    gw_feed_body_unref(next);
+    gw_feed_cache_free(&c);
+}
+
+/* A page larger than the total is served when no other page is held, and only then. */
+static void test_a_lone_page_larger_than_the_total(void)
+{
+    struct gw_feed_cache c;
+    gw_feed_cache_init(&c, 10);
+    struct gw_feed_question q1 = question("\"s\"", GW_FEED_JSON, 1, 10);
+    struct gw_feed_question q2 = question("\"s\"", GW_FEED_JSON, 2, 10);
+    struct gw_feed_body *big = make(&c, &q1, "0123456789abcdef", 2, 0);
+    CHECK_TRUE(big != NULL);
+    CHECK_EQ_U64(atomic_load(&c.held), 16);
+    CHECK_TRUE(make(&c, &q2, "x", 3, 0) == NULL);
+    gw_feed_body_unref(big); /* not kept: freed when sent */
+    CHECK_EQ_U64(atomic_load(&c.held), 0);
+    CHECK_EQ_U64(atomic_load(&c.bodies), 0);
+    struct gw_feed_body *small = make(&c, &q2, "x", 3, 0);
+    CHECK_TRUE(small != NULL);
+    gw_feed_body_unref(small);
+    gw_feed_cache_free(&c);
+}
+
 int main(void)
 {
     test_exact_question();
     test_least_recently_used_goes();
+    test_one_body_shared();
+    test_total_bounds_the_pages_held();
+    test_a_lone_page_larger_than_the_total();
     return CHECK_DONE();
 }
