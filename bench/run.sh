@@ -19,7 +19,7 @@ results=$here/results
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-(cd "$results" && rm -f ring.json memory_ring.json memory_serve.json flat_memory.json gateway.json reference.json \
+(cd "$results" && rm -f ring.json memory_ring.json memory_serve.json flat_memory.json feed_memory.json gateway.json reference.json \
     summary.json table.md receipts.json ./*.dat lookup.png keys_per_shard.png keys_moved.png)
 start=$SECONDS
 
@@ -39,6 +39,8 @@ fi
 echo "== flat memory: RssAnon over 40,000 requests (tests/reliability/test_flat_memory.py)"
 python3 "$root/tests/reliability/test_flat_memory.py" "$build/gateway/shardgate" "" "$root" \
     --rounds 10000 --json "$results/flat_memory.json"
+echo "== feed memory: 30 and 200 stalled readers of 27 MB receipts (bench/feed_memory.py)"
+python3 "$here/feed_memory.py" "$build/gateway/shardgate" "$root" --json "$results/feed_memory.json"
 
 echo "== item 5: gateway in-process against the Python reference (100,000 changes)"
 python3 "$here/gen_batch.py" --out-dir "$work" --changes 100000 --shards 100

@@ -14,25 +14,42 @@ void gw_feed_cache_init(struct gw_feed_cache *c, size_t limit)
     atomic_init(&c->refused, 0);
 }
 
+/* Drops a reference; the last frees the body. Returns the references held before. */
+static unsigned release(struct gw_feed_body *b)
+{
+    struct gw_feed_cache *c = b->cache;
+    size_t len = b->len;
+    unsigned before = atomic_fetch_sub(&b->refs, 1);
+    if (before != 1)
+        return before;
+    free(b->data);
+    free(b);
+    atomic_fetch_sub(&c->held, len);
+    atomic_fetch_sub(&c->bodies, 1);
+    return before;
+}
+
 /* After the HTTP daemon has stopped: no answer holds a body any more. */
 void gw_feed_cache_free(struct gw_feed_cache *c)
 {
     for (size_t i = 0; i < GW_FEED_CACHE_SLOTS; i++)
         if (c->pages[i].body)
-            gw_feed_body_unref(c->pages[i].body);
+            release(c->pages[i].body);
     pthread_mutex_destroy(&c->lock);
     memset(c, 0, sizeof(*c));
 }
 
+static void trim(struct gw_feed_cache *c);
+
 void gw_feed_body_unref(void *arg)
 {
     struct gw_feed_body *b = arg;
-    if (atomic_fetch_sub(&b->refs, 1) != 1)
-        return;
-    atomic_fetch_sub(&b->cache->held, b->len);
-    atomic_fetch_sub(&b->cache->bodies, 1);
-    free(b->data);
-    free(b);
+    struct gw_feed_cache *c = b->cache;
+    if (release(b) == 2) { /* one holder left: if it is the cache, the page is idle now */
+        pthread_mutex_lock(&c->lock);
+        trim(c);
+        pthread_mutex_unlock(&c->lock);
+    }
 }
 
 static struct gw_feed_body *ref(struct gw_feed_body *b)
@@ -71,9 +88,10 @@ struct gw_feed_body *gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_
     return b;
 }
 
+/* The lock held. */
 static void drop(struct gw_feed_page *p)
 {
-    gw_feed_body_unref(p->body);
+    release(p->body);
     p->body = NULL;
 }
 
@@ -90,6 +108,21 @@ static int drop_idle(struct gw_feed_cache *c)
     if (v)
         drop(v);
     return v != NULL;
+}
+
+/* The lock held: kept pages no answer is sending hold at most a quarter of the total, so the
+ * memory left once every reader has gone is small (the least recently used go first). */
+static void trim(struct gw_feed_cache *c)
+{
+    for (;;) {
+        size_t idle = 0;
+        for (size_t i = 0; i < GW_FEED_CACHE_SLOTS; i++) {
+            struct gw_feed_body *b = c->pages[i].body;
+            idle += b && atomic_load(&b->refs) == 1 ? b->len : 0;
+        }
+        if (idle <= c->limit / GW_FEED_IDLE_SHARE || !drop_idle(c))
+            return;
+    }
 }
 
 static int fits(struct gw_feed_cache *c, size_t len)

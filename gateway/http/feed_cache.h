@@ -4,7 +4,8 @@
  * is kept and the others send the same bytes, read and rendered once and held once. Every live
  * body counts against one total, --feed-memory: a page that would pass it is refused (503
  * feed_memory_exhausted) once the kept pages no answer holds have been dropped, unless no other
- * page is held (so a page larger than the total is still served, alone). A page stays a right
+ * page is held (so a page larger than the total is still served, alone). Kept pages that no
+ * answer is sending hold at most a quarter of the total. A page stays a right
  * answer to its question: the records after a cursor never change, a later read could only add
  * more, and segments leave the state dir only by `shardgate journal archive`, which refuses
  * while a server runs (docs/journal.md §8), so no page outlives its records (no 410 is hidden).
@@ -22,6 +23,7 @@
 #include "membership.h"
 
 #define GW_FEED_CACHE_SLOTS 16 /* pages kept for the questions that come next */
+#define GW_FEED_IDLE_SHARE 4   /* kept pages no answer sends: at most 1/4 of the total */
 
 /* What a page answers: the stream (a shard as a JSON string, or "" for every receipt), the
  * form, the cursor and the limit. */

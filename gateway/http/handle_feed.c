@@ -78,10 +78,20 @@ static int visit_assignments(struct collect *c, const struct gw_feed_record *rec
     return 0;
 }
 
+/* A page growing past FEED_BODY_MAX (one large receipt) counts against --feed-memory while it
+ * is built: 0 when `more` bytes on top of it do not fit, so nothing more is rendered. */
+static int room_to_grow(struct collect *c, size_t more)
+{
+    size_t len = c->out.body.len + more;
+    return len <= FEED_BODY_MAX || gw_feed_cache_room(&c->fr->r->srv->feed_cache, len);
+}
+
 static int visit(void *ctx, const struct gw_feed_record *rec)
 {
     struct collect *c = ctx;
     c->scanned += rec->len;
+    if (!room_to_grow(c, rec->len + 64)) /* an assignment page is smaller than its receipt */
+        return -ENOSPC;
     if (rec->kind == GW_FEED_EPOCH) {
         gw_feed_out_item(&c->out, "epoch", rec->line, rec->len, 0);
         return c->out.body.failed ? -ENOMEM : 0;
@@ -191,6 +201,10 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
             gw_buf_free(&c.out.body);
             return MHD_YES;
         }
+    }
+    if (rc == -ENOSPC) {
+        gw_buf_free(&c.out.body);
+        return memory_full(r);
     }
     if (rc == -ESTALE) {
         gw_buf_free(&c.out.body);

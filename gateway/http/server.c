@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,6 +328,11 @@ int gw_server_run(const struct gw_serve_options *opt)
 {
     static struct gw_server server; /* one per process; MHD threads point into it */
     struct gw_server *s = &server;
+    /* Every allocation of 1 MiB or more (a large batch's buffers, a large feed page) is a
+     * mapping of its own, returned to the system when freed; glibc would otherwise raise this
+     * threshold to the size of each large block freed and keep the next ones in its heap
+     * (docs/decisions.md §32). */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     memset(s, 0, sizeof(*s));
     s->opt = *opt;
     sigset_t set;

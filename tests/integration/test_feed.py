@@ -359,7 +359,7 @@ def feed_memory_bounds_the_pages_held():
     """--feed-memory 12 MiB: a 9 MB page held by a reader that does not read leaves no room for
     another page (503 feed_memory_exhausted, Retry-After: 1, counted); the same question is
     answered from the page already held, not from a copy; once the reader is gone the other
-    page is served (docs/api.md §17)."""
+    page is served, and, larger than a quarter of the total, not kept (docs/api.md §17)."""
     with Server(args=["--feed-memory", str(12 << 20)]) as s:
         sizes = []
         for bid in ("big-1", "big-2"):
@@ -382,6 +382,9 @@ def feed_memory_bounds_the_pages_held():
         stalled.close()  # unread bytes: a reset, and the server drops the answer
         wait_until(lambda: s.get("/v1/receipts?after=1&limit=1").status == 200, 10,
                    "the second page once the stalled reader is gone")
+        # sent, the page is not kept: idle kept pages hold at most a quarter of the total
+        wait_until(lambda: metric(s, "shardgate_feed_memory_bytes") == 0, 10,
+                   "nothing held once every page is sent")
 
 
 def feed_pages(s):

@@ -3,7 +3,8 @@
  * a page made again for the same question replaces the first; past GW_FEED_CACHE_SLOTS pages
  * the least recently used one goes. Every live page counts against the total: one that would
  * pass it is refused while other pages are being sent, kept pages nobody sends are dropped
- * to make room, and a page larger than the total is served when it is the only one. */
+ * to make room and hold at most a quarter of the total, and a page larger than the total is
+ * served when it is the only one. */
 #include <stdio.h>
 #include <string.h>
 
@@ -131,33 +132,69 @@ static void test_one_body_shared(void)
     gw_feed_cache_free(&c);
 }
 
-/* --feed-memory 100: a page of 60 being sent leaves no room for another of 60 (refused,
- * counted); once it is sent, the kept copy nobody holds is dropped for the new one. */
+static void fill(char *out, char ch, size_t n)
+{
+    memset(out, ch, n);
+    out[n] = '\0';
+}
+
+/* --feed-memory 400: with a kept page of 100 that nobody sends and a page of 250 being sent,
+ * a page of 100 more is made by dropping the idle one; another is then refused (counted), as
+ * is any room past what is held. */
 static void test_total_bounds_the_pages_held(void)
 {
     struct gw_feed_cache c;
-    char sixty[61], got[128];
+    char hundred[101], big[251], got[512];
     uint64_t last = 0;
-    memset(sixty, 'x', 60);
-    sixty[60] = '\0';
-    gw_feed_cache_init(&c, 100);
-    struct gw_feed_question q1 = question("", GW_FEED_NDJSON, 1, 10);
-    struct gw_feed_question q2 = question("", GW_FEED_NDJSON, 2, 10);
-    struct gw_feed_body *sending = make(&c, &q1, sixty, 2, 1);
-    CHECK_TRUE(sending != NULL);
-    CHECK_TRUE(make(&c, &q2, sixty, 3, 1) == NULL);
+    fill(hundred, 'h', 100);
+    fill(big, 'b', 250);
+    gw_feed_cache_init(&c, 400);
+    struct gw_feed_question q[4];
+    for (size_t i = 0; i < 4; i++)
+        q[i] = question("", GW_FEED_NDJSON, i, 10);
+    put(&c, &q[0], hundred, 1); /* kept, sent: idle */
+    struct gw_feed_body *sending = make(&c, &q[1], big, 2, 1);
+    CHECK_EQ_U64(atomic_load(&c.held), 350);
+    struct gw_feed_body *third = make(&c, &q[2], hundred, 3, 1);
+    CHECK_TRUE(third != NULL);
+    CHECK_EQ_U64(atomic_load(&c.held), 350);
+    CHECK_EQ_STR(get(&c, &q[0], &last, got, sizeof(got)), ""); /* dropped for room */
+    CHECK_TRUE(make(&c, &q[3], hundred, 4, 1) == NULL);
     CHECK_EQ_U64(atomic_load(&c.refused), 1);
-    CHECK_EQ_U64(gw_feed_cache_room(&c, 40), 1);
-    CHECK_EQ_U64(gw_feed_cache_room(&c, 41), 0);
+    CHECK_EQ_U64(gw_feed_cache_room(&c, 50), 1);
+    CHECK_EQ_U64(gw_feed_cache_room(&c, 51), 0);
     CHECK_EQ_U64(atomic_load(&c.refused), 2);
-    CHECK_EQ_U64(atomic_load(&c.held), 60);
-    gw_feed_body_unref(sending); /* sent: only the cache holds it now */
-    struct gw_feed_body *next = make(&c, &q2, sixty, 3, 1);
-    CHECK_TRUE(next != NULL);
-    CHECK_EQ_U64(atomic_load(&c.held), 60);
-    CHECK_EQ_STR(get(&c, &q1, &last, got, sizeof(got)), ""); /* dropped for room */
-    CHECK_EQ_STR(get(&c, &q2, &last, got, sizeof(got)), sixty);
-    gw_feed_body_unref(next);
+    CHECK_EQ_STR(get(&c, &q[1], &last, got, sizeof(got)), big); /* sent from the held body */
+    gw_feed_body_unref(sending);
+    gw_feed_body_unref(third);
+    gw_feed_cache_free(&c);
+}
+
+/* Kept pages nobody sends hold at most a quarter of the total: with --feed-memory 100, a
+ * second idle page of 20 drops the least recently used first one, and an idle page of 26 is
+ * not kept once its answer is sent. */
+static void test_idle_pages_hold_a_quarter(void)
+{
+    struct gw_feed_cache c;
+    char twenty[21], more[27], got[64];
+    uint64_t last = 0;
+    fill(twenty, 't', 20);
+    fill(more, 'm', 26);
+    gw_feed_cache_init(&c, 100);
+    struct gw_feed_question q1 = question("", GW_FEED_SSE, 1, 10);
+    struct gw_feed_question q2 = question("", GW_FEED_SSE, 2, 10);
+    struct gw_feed_question q3 = question("", GW_FEED_SSE, 3, 10);
+    put(&c, &q1, twenty, 2);
+    CHECK_EQ_STR(get(&c, &q1, &last, got, sizeof(got)), twenty);
+    put(&c, &q2, twenty, 3);
+    CHECK_EQ_U64(atomic_load(&c.held), 20);
+    CHECK_EQ_STR(get(&c, &q1, &last, got, sizeof(got)), "");
+    CHECK_EQ_STR(get(&c, &q2, &last, got, sizeof(got)), twenty);
+    struct gw_feed_body *sending = make(&c, &q3, more, 4, 1);
+    CHECK_EQ_U64(atomic_load(&c.held), 46); /* kept while it is being sent */
+    CHECK_EQ_STR(get(&c, &q3, &last, got, sizeof(got)), more);
+    gw_feed_body_unref(sending);
+    CHECK_EQ_U64(atomic_load(&c.held), 0); /* 26 + 20 idle: both over the quarter, both go */
     gw_feed_cache_free(&c);
 }
 
@@ -187,6 +224,7 @@ int main(void)
     test_least_recently_used_goes();
     test_one_body_shared();
     test_total_bounds_the_pages_held();
+    test_idle_pages_hold_a_quarter();
     test_a_lone_page_larger_than_the_total();
     return CHECK_DONE();
 }
