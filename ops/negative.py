@@ -346,7 +346,8 @@ DEFECTS = [
      "        if (0)\n", ("tests",), "^http_state_mix$"),
     # Every option is honoured: --timeout, not the default 30 s.
     ("serve-timeout-ignored", "gateway/http/server.c",
-     "MHD_OPTION_CONNECTION_TIMEOUT, s->opt.timeout_s,", "MHD_OPTION_CONNECTION_TIMEOUT, 30u,",
+     "s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT",
+     "30u, MHD_OPTION_CONNECTION_MEMORY_LIMIT",
      ("tests",), "^reliability_slow_clients$"),
     ("health-reverify-interval-ignored", "health/serve.c",
      "        until.tv_sec += (time_t)s->reverify_s;", "        until.tv_sec += 60;", ("tests",),
@@ -395,7 +396,9 @@ DEFECTS = [
     ("echo-writes-bytes-that-are-not-utf8", "gateway/core/buf.c",
      '            gw_buf_puts(b, "\\\\ufffd");', "            gw_buf_append(b, s + i, 1);",
      ("tests",), "^property/echo$"),
-    ("feed-cache-keeps-every-page", "gateway/http/feed_cache.c", "    free(p->body);\n", "",
+    ("feed-cache-keeps-every-page", "gateway/http/feed_cache.c",
+     "    if (p->body)\n        drop(p);\n    *p = (struct gw_feed_page)",
+     "    *p = (struct gw_feed_page)",
      ("tests",), "^reliability_flat_memory$"),
     # Every option is honoured (docs/tools.md §11): each defect serves the option's default.
     ("listen-ignored", "gateway/http/server.c", "gw_http_parse_listen(s->opt.listen, &addr",
