@@ -1,5 +1,6 @@
 /* The offline commands: dispatch one batch, show the ring, look keys up. */
 #include "cli.h"
+#include "options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -56,6 +57,13 @@ static int usage_error(const char *usage, const char *what)
     return GW_EXIT_USAGE;
 }
 
+static int unexpected(const char *usage, const char *arg)
+{
+    char msg[120];
+    gw_cli_unexpected(arg, msg, sizeof(msg));
+    return usage_error(usage, msg);
+}
+
 /* Parses the options a command allows (`allowed` lists their short codes). Returns -1 when
  * the command should go on, else the exit code (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, const char *allowed, const char *usage,
@@ -66,18 +74,31 @@ static int parse_args(int argc, char **argv, const char *allowed, const char *us
         {"batch", required_argument, 0, OPT_BATCH}, {"out", required_argument, 0, OPT_OUT},
         {"points", no_argument, 0, OPT_POINTS},     {"max-changes", required_argument, 0, OPT_MAX},
         {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
+    struct option mine[sizeof(options) / sizeof(options[0])]; /* this command's, for a hint */
+    size_t count = 0;
+    for (const struct option *o = options; o->name; o++)
+        if (o->val == OPT_HELP || strchr(allowed, o->val))
+            mine[count++] = *o;
+    mine[count] = (struct option){0, 0, 0, 0};
     memset(a, 0, sizeof(*a));
     a->max_changes = GW_MAX_CHANGES_DEFAULT;
     optind = 1;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+    int c, index = 0;
+    char msg[200];
+    while ((c = getopt_long(argc, argv, "+", options, &index)) != -1) {
         if (c == OPT_HELP) {
             fputs(usage, stdout);
             return GW_EXIT_OK;
         }
-        if (c == '?' || !strchr(allowed, c))
-            return usage_error(usage, "unknown or misplaced option");
+        if (c == '?' || !strchr(allowed, c)) {
+            if (c == '?')
+                gw_cli_bad_option(mine, argv, msg, sizeof(msg));
+            else
+                snprintf(msg, sizeof(msg), "--%s is not an option of `shardgate %s`",
+                         options[index].name, argv[0]);
+            return usage_error(usage, msg);
+        }
         const char **slot = c == OPT_CONF     ? &a->conf
                             : c == OPT_SHARDS ? &a->shards
                             : c == OPT_BATCH  ? &a->batch
@@ -179,6 +200,8 @@ int gw_cmd_dispatch(int argc, char **argv)
     int rc = parse_args(argc, argv, "csbom", gw_usage_dispatch, &a);
     if (rc >= 0)
         return rc;
+    if (optind < argc)
+        return unexpected(gw_usage_dispatch, argv[optind]);
     if (!a.batch)
         return usage_error(gw_usage_dispatch, "--batch FILE is required");
     struct gw_topology t;
@@ -249,7 +272,7 @@ int gw_cmd_ring(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (optind < argc)
-        return usage_error(gw_usage_ring, "unexpected argument");
+        return unexpected(gw_usage_ring, argv[optind]);
     return print_rendered(&a, render_ring, NULL, 0);
 }
 

@@ -13,6 +13,7 @@
 #include "archive.h"
 #include "checkpoint.h"
 #include "cli.h"
+#include "options.h"
 #include "idempotency.h"
 #include "journal.h"
 #include "journal_ids.h"
@@ -299,10 +300,10 @@ static int parse_args(int argc, char **argv, int is_archive, struct journal_args
                                          {"plain", no_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    int c;
+    int c, index = 0;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc - 1, argv + 1, "+", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc - 1, argv + 1, "+", opts, &index)) != -1) {
         if (c == 'h') {
             fputs(gw_usage_journal, stdout);
             return GW_EXIT_OK;
@@ -314,7 +315,13 @@ static int parse_args(int argc, char **argv, int is_archive, struct journal_args
         else if (is_archive && c == 'p')
             a->plain = 1;
         else {
-            fprintf(stderr, "shardgate: unknown option or missing value\n%s", gw_usage_journal);
+            char msg[200];
+            if (c == '?')
+                gw_cli_bad_option(opts, argv + 1, msg, sizeof(msg));
+            else
+                snprintf(msg, sizeof(msg), "--%s is an option of `shardgate journal archive`",
+                         opts[index].name);
+            fprintf(stderr, "shardgate: %s\n%s", msg, gw_usage_journal);
             return GW_EXIT_USAGE;
         }
     }

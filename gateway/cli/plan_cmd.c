@@ -1,6 +1,7 @@
 /* `shardgate plan` (docs/tools.md §1): what a membership or contract change would move, before
  * it is applied. Reads files only; writes nothing. */
 #include "cli.h"
+#include "options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -51,8 +52,11 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
             fputs(gw_usage_plan, stdout);
             return GW_EXIT_OK;
         }
-        if (c == '?')
-            return plan_usage("unknown or misplaced option");
+        if (c == '?') {
+            char msg[200];
+            gw_cli_bad_option(options, argv, msg, sizeof(msg));
+            return plan_usage(msg);
+        }
         const char **slot = c == 'c'   ? &a->conf
                             : c == 's' ? &a->shards
                             : c == 't' ? &a->to
@@ -60,8 +64,11 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
                                        : &a->journal;
         *slot = optarg;
     }
-    if (optind < argc)
-        return plan_usage("unexpected operand");
+    if (optind < argc) {
+        char msg[120];
+        gw_cli_unexpected(argv[optind], msg, sizeof(msg));
+        return plan_usage(msg);
+    }
     if (!a->shards || !a->to)
         return plan_usage("--shards FILE and --to FILE are required");
     a->conf = gw_conf_path(a->conf);

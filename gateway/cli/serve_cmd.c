@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 #include "http.h"
 #include "number.h"
 #include "pg_conn.h"
@@ -239,8 +240,11 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
             fputs(gw_usage_serve, stdout);
             return GW_EXIT_OK;
         }
-        if (c == '?')
-            return usage_error("unknown option or missing value");
+        if (c == '?') {
+            char msg[200];
+            gw_cli_bad_option(serve_options, argv, msg, sizeof(msg));
+            return usage_error(msg);
+        }
         if (c == OPT_METRICS_OPEN)
             o->metrics_open = 1;
         else if (c == OPT_CHECKPOINT_INTERVAL || c == OPT_IDEMPOTENCY_WINDOW) {
@@ -251,8 +255,11 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
         else if (set_number(o, c, optarg) != 0)
             return GW_EXIT_USAGE;
     }
-    if (optind < argc)
-        return usage_error("unexpected argument");
+    if (optind < argc) {
+        char msg[120];
+        gw_cli_unexpected(argv[optind], msg, sizeof(msg));
+        return usage_error(msg);
+    }
     o->conf = gw_conf_path(o->conf);
     if (!o->shards)
         return usage_error("--shards FILE is required");

@@ -152,8 +152,36 @@ def test_usage():
            (2, b"batch: /nonexistent.json: cannot read: No such file or directory\n"))
 
 
+def test_bad_options():
+    """An option the command refuses is named, with the nearest of its own options when one is
+    within two edits; an operand it does not take is named; each is exit 64 before anything is
+    read (docs/tools.md §1)."""
+    d = ["--conf", CONF, "--shards", SHARDS, "--batch", BATCH]
+    cases = [
+        (["serve", "--bogus"], "unknown option --bogus"),
+        (["serve", "--stat-dir", "x"], "unknown option --stat-dir (did you mean --state-dir?)"),
+        (["serve", "--conf"], "--conf needs a value"),
+        (["serve", "--metrics-open=1"], "--metrics-open takes no value"),
+        (["serve", "--conf", CONF, "--shards", SHARDS, "--state-dir", TMP, "extra"],
+         'unexpected argument "extra"'),
+        (["dispatch", "--confx", CONF], "unknown option --confx (did you mean --conf?)"),
+        (["dispatch", "--points"] + d, "--points is not an option of `shardgate dispatch`"),
+        (["dispatch", "--pionts"], "unknown option --pionts"),  # --points is not dispatch's
+        (["dispatch"] + d + ["stray"], 'unexpected argument "stray"'),
+        (["ring", "-x"], "unknown option -x"),
+        (["ring", "--conf", CONF, "--shards", SHARDS, "stray"], 'unexpected argument "stray"'),
+        (["plan", "--too", "x"], "unknown option --too (did you mean --to?)"),
+        (["journal", "verify", "--dir", "x"], "--dir is an option of `shardgate journal archive`"),
+        (["journal", "archive", "--plian"], "unknown option --plian (did you mean --plain?)"),
+    ]
+    for args, said in cases:
+        p = run(*args)
+        expect(" ".join(args[:2]), (p.returncode, p.stdout, p.stderr.split(b"\n")[0]),
+               (64, b"", b"shardgate: " + said.encode()))
+
+
 for test in (test_golden, test_capacity_report, test_capacity_reject, test_no_online_shard,
-             test_ring_and_lookup, test_usage):
+             test_ring_and_lookup, test_usage, test_bad_options):
     test()
 print("%d passed, %d failed" % (results["passed"], results["failed"]))
 sys.exit(1 if results["failed"] else 0)
