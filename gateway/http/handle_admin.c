@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include "http.h"
+#include "if_match.h"
 #include "number.h"
 
 static const char *header(struct gw_req *r, const char *name)
@@ -79,9 +80,15 @@ static enum MHD_Result begin(struct gw_req *r)
                  bad);
         return fail(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, bad);
     }
-    if (!header(r, MHD_HTTP_HEADER_IF_MATCH))
+    const char *if_match = header(r, MHD_HTTP_HEADER_IF_MATCH);
+    if (!if_match)
         return fail(r, 428, "precondition_required",
                     "If-Match: \"<current epoch>\" is required (GET /v1/ring names it)", "");
+    if (gw_if_match_parse(if_match) != 0)
+        return fail(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter",
+                    "If-Match: not \"*\" or a list of entity tags such as \"<current epoch>\" "
+                    "(RFC 9110)",
+                    "If-Match");
     if (!gw_http_is_json(header(r, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return fail(r, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                     "Content-Type must be application/json", "");
@@ -153,17 +160,6 @@ static enum MHD_Result applied(struct gw_req *r, const struct gw_reload *rl)
     return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, MHD_HTTP_HEADER_ETAG, etag);
 }
 
-/* The epoch an If-Match value names: "<40 hex>" (quotes required), else "" (never current). */
-static void if_match_epoch(const char *value, char out[GW_EPOCH_HEX_LEN + 1])
-{
-    size_t n = strlen(value);
-    out[0] = '\0';
-    if (n == GW_EPOCH_HEX_LEN + 2 && value[0] == '"' && value[n - 1] == '"') {
-        memcpy(out, value + 1, GW_EPOCH_HEX_LEN);
-        out[GW_EPOCH_HEX_LEN] = '\0';
-    }
-}
-
 static enum MHD_Result finish_body(struct gw_req *r)
 {
     if (r->drop != GW_BODY_KEPT)
@@ -184,12 +180,10 @@ static enum MHD_Result finish_body(struct gw_req *r)
         gw_body_done(r);
         return fail(r, 422, "invalid_membership", err.msg, err.path);
     }
-    char want[GW_EPOCH_HEX_LEN + 1];
-    if_match_epoch(header(r, MHD_HTTP_HEADER_IF_MATCH), want);
     struct gw_buf plan;
     gw_buf_init(&plan);
     struct gw_reload rl = {.source = GW_SOURCE_ADMIN,
-                           .if_match = want,
+                           .if_match = header(r, MHD_HTTP_HEADER_IF_MATCH),
                            .shards_text = text,
                            .shards_len = r->body.len,
                            .plan = &plan};

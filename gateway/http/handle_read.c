@@ -40,7 +40,9 @@ enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
         gw_buf_append(&body, ring.data + 1, ring.len - 1);
     gw_buf_free(&ring);
     gw_buf_puts(&body, "\n");
-    return gw_serve_json(r, MHD_HTTP_OK, &body);
+    char etag[GW_EPOCH_HEX_LEN + 3]; /* what a PUT names in If-Match (docs/api.md §15) */
+    snprintf(etag, sizeof(etag), "\"%s\"", r->view->topo.epoch);
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, MHD_HTTP_HEADER_ETAG, etag);
 }
 
 enum MHD_Result gw_handle_lookup(struct gw_req *r, const char *rest)

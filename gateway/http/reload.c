@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "if_match.h"
 #include "log.h"
 #include "plan.h"
 
@@ -79,10 +80,10 @@ static int decide(const struct gw_view *cur, const struct gw_contract *contract,
                   const struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
 {
     char next[GW_EPOCH_HEX_LEN + 1];
-    if (rl->if_match && strcmp(rl->if_match, cur->topo.epoch) != 0) {
+    if (rl->if_match && !gw_if_match_matches(rl->if_match, cur->topo.epoch)) {
         rl->stale = 1;
-        gw_error_set(err, "", "If-Match names epoch %.40s; the current epoch is %s", rl->if_match,
-                     cur->topo.epoch);
+        gw_error_set(err, "", "If-Match %.100s does not name the current epoch \"%s\"",
+                     rl->if_match, cur->topo.epoch);
         return -ESTALE;
     }
     if (!has_online(members)) {

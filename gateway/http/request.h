@@ -244,7 +244,7 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo);
 enum gw_reload_verdict { GW_RELOAD_APPLIED, GW_RELOAD_UNCHANGED, GW_RELOAD_REFUSED };
 struct gw_reload {
     enum gw_epoch_source source;
-    const char *if_match;    /* PUT: the epoch the caller saw; NULL: no precondition */
+    const char *if_match;    /* PUT: its If-Match header (if_match.h); NULL: no precondition */
     const char *shards_text; /* PUT: the document to write to --shards; NULL: SIGHUP */
     size_t shards_len;
     int dry_run;         /* PUT ?dry_run=1: the plan into `plan`, nothing changes */

@@ -74,12 +74,14 @@ def admin_server(shards=None, client=False, env=None, state_dir=None):
     return Server(shards=shards or shards_file(), args=args, env=env, state_dir=state_dir)
 
 
-def put(s, doc, if_match=None, token=ADMIN, query=""):
+def put(s, doc, if_match=None, token=ADMIN, query="", raw_if_match=None):
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = "Bearer " + token
     if if_match:
         headers["If-Match"] = '"%s"' % if_match
+    if raw_if_match is not None:
+        headers["If-Match"] = raw_if_match
     body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
     return s.request("PUT", "/v1/admin/membership" + query, body=body, headers=headers)
 
@@ -211,6 +213,31 @@ def put_refusals_401_428_412():
         eq((r.status, body["error"]["code"], body["epoch"], r.headers.get("etag")),
            (412, "epoch_mismatch", EPOCH0, '"%s"' % EPOCH0), "stale If-Match")
         eq(len(epochs(s, headers={"Authorization": "Bearer " + CLIENT})), 1, "nothing applied")
+
+
+@case("live_admin")
+def if_match_star_lists_and_weak_tags():
+    """If-Match as RFC 9110 reads it (docs/api.md §15): a weak tag of the current epoch
+    is 412 (strong comparison); a malformed value is 400 at path If-Match; `*` applies whatever
+    the epoch; a list applies when one of its tags is the current epoch; GET /v1/ring's ETag
+    names the epoch it serves."""
+    with admin_server() as s:
+        r = s.get("/v1/ring")
+        eq((r.status, r.headers.get("etag")), (200, '"%s"' % EPOCH0), "GET /v1/ring's ETag")
+        doc = changed_shards(shard_d="online")
+        r = put(s, doc, raw_if_match='W/"%s"' % EPOCH0)
+        eq((r.status, r.json()["error"]["code"]), (412, "epoch_mismatch"),
+           "a weak tag never matches")
+        for bad in (EPOCH0, '"%s' % EPOCH0, '"%s";' % EPOCH0, '*, "%s"' % EPOCH0):
+            r = put(s, doc, raw_if_match=bad)
+            eq((r.status, r.error()), (400, ("invalid_parameter", "If-Match")), "If-Match: " + bad)
+        eq(len(epochs(s)), 1, "nothing applied")
+        r = put(s, doc, raw_if_match="*")
+        eq((r.status, r.json()["epoch"]), (200, epoch_of(doc)), "If-Match: * applies")
+        back = base_shards()
+        r = put(s, back, raw_if_match='"%s", "%s"' % ("0" * 40, epoch_of(doc)))
+        eq((r.status, r.json()["epoch"]), (200, EPOCH0), "a list naming the current epoch")
+        eq(s.get("/v1/ring").headers.get("etag"), '"%s"' % EPOCH0, "the ETag follows")
 
 
 @case("live_admin")
