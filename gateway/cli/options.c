@@ -30,7 +30,8 @@ static size_t edits(const char *a, size_t n, const char *b, size_t m)
     return row[m];
 }
 
-const char *gw_cli_nearest_option(const struct option *opts, const char *name, size_t len)
+/* The closest option of `opts` to name[0..len), within two edits; NULL when none is. */
+static const char *nearest(const struct option *opts, const char *name, size_t len)
 {
     const char *best = NULL;
     size_t best_edits = NEAR_EDITS + 1;
@@ -71,7 +72,7 @@ void gw_cli_bad_option(const struct option *opts, char **argv, char *msg, size_t
         snprintf(msg, cap, "--%s needs a value", o->name);
         return;
     }
-    const char *near = gw_cli_nearest_option(opts, name, len);
+    const char *near = nearest(opts, name, len);
     if (o) /* --NAME=VALUE for an option that takes none */
         snprintf(msg, cap, "--%s takes no value", o->name);
     else if (near)

@@ -13,8 +13,4 @@ void gw_cli_bad_option(const struct option *opts, char **argv, char *msg, size_t
 /* "unexpected argument \"ARG\"": an operand the command does not take. Written into msg. */
 void gw_cli_unexpected(const char *arg, char *msg, size_t cap);
 
-/* The closest option of `opts` to `name` (the text after "--", up to any "="), within two
- * edits; NULL when none is. */
-const char *gw_cli_nearest_option(const struct option *opts, const char *name, size_t len);
-
 #endif

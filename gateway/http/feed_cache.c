@@ -144,6 +144,8 @@ static int room(struct gw_feed_cache *c, size_t len)
 
 int gw_feed_cache_room(struct gw_feed_cache *c, size_t len)
 {
+    if (fits(c, len))
+        return 1; /* the common case, without the lock: nothing to drop */
     pthread_mutex_lock(&c->lock);
     int ok = room(c, len);
     pthread_mutex_unlock(&c->lock);

@@ -37,12 +37,6 @@ static int admin_authorized(struct gw_req *r)
     return CRYPTO_memcmp(digest, r->srv->admin_digest, sizeof(digest)) == 0;
 }
 
-/* "<epoch>" of the current view, for ETag. */
-static void quoted(char out[GW_EPOCH_HEX_LEN + 3], const char *epoch)
-{
-    snprintf(out, GW_EPOCH_HEX_LEN + 3, "\"%s\"", epoch);
-}
-
 /* ?dry_run=1, ?max_movement=F (0..1) and &force=1 into rl; a message when one is bad. */
 static const char *read_parameters(struct gw_req *r, struct gw_reload *rl)
 {
@@ -116,7 +110,7 @@ static enum MHD_Result stale(struct gw_req *r, const struct gw_reload *rl, const
     gw_buf_puts(&body, ",\"epoch\":\"");
     gw_buf_puts(&body, rl->entry.epoch);
     gw_buf_puts(&body, "\"}\n");
-    quoted(etag, rl->entry.epoch);
+    gw_epoch_etag(etag, rl->entry.epoch);
     return gw_serve_respond(r, MHD_HTTP_PRECONDITION_FAILED, "application/json", &body,
                             MHD_HTTP_HEADER_ETAG, etag);
 }
@@ -156,7 +150,7 @@ static enum MHD_Result applied(struct gw_req *r, const struct gw_reload *rl)
     gw_buf_puts(&body, "\",\"source\":\"");
     gw_buf_puts(&body, gw_source_name(rl->entry.source));
     gw_buf_puts(&body, "\"}\n");
-    quoted(etag, rl->entry.epoch);
+    gw_epoch_etag(etag, rl->entry.epoch);
     return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, MHD_HTTP_HEADER_ETAG, etag);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "http.h"
+#include "if_match.h"
 #include "membership.h"
 #include "receipt.h"
 
@@ -41,7 +42,7 @@ enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
     gw_buf_free(&ring);
     gw_buf_puts(&body, "\n");
     char etag[GW_EPOCH_HEX_LEN + 3]; /* what a PUT names in If-Match (docs/api.md §15) */
-    snprintf(etag, sizeof(etag), "\"%s\"", r->view->topo.epoch);
+    gw_epoch_etag(etag, r->view->topo.epoch);
     return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, MHD_HTTP_HEADER_ETAG, etag);
 }
 

@@ -1,7 +1,13 @@
 /* If-Match as RFC 9110 defines it (if_match.h). */
 #include "if_match.h"
 
+#include <stdio.h>
 #include <string.h>
+
+void gw_epoch_etag(char out[GW_EPOCH_HEX_LEN + 3], const char *epoch)
+{
+    snprintf(out, GW_EPOCH_HEX_LEN + 3, "\"%s\"", epoch);
+}
 
 static const char *skip_ows(const char *p)
 {

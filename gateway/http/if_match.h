@@ -4,6 +4,11 @@
 #ifndef SHARDGATE_GW_IF_MATCH_H
 #define SHARDGATE_GW_IF_MATCH_H
 
+#include "epoch.h"
+
+/* The entity tag of an epoch, "<epoch>": the ETag answers send and If-Match names. */
+void gw_epoch_etag(char out[GW_EPOCH_HEX_LEN + 3], const char *epoch);
+
 /* 0 when `value` is "*" or a list of one or more entity tags (`"..."` or `W/"..."`, optional
  * whitespace around the commas, empty elements ignored); -1 otherwise. */
 int gw_if_match_parse(const char *value);
