@@ -85,6 +85,9 @@ int hc_ckpt_load(const char *dir, const char *name, struct hc_digest *sha256, st
     int rc = hc_state_dir_read(dir, name, HC_CKPT_MAX, &c->text, &len, &why);
     if (rc == -ENOMEM)
         return hc_err_set(err, rc, "out of memory");
+    if (rc == -ENOENT)
+        return 0; /* listed, then gone: a running gateway prunes a checkpoint once a newer one
+                     is durable (docs/journal.md §7); unusable, and no issue: it is derived */
     if (rc != 0) {
         hc_report_issue(rep, slot, "journal_checkpoint", name, "%s", why.msg);
         return 0;

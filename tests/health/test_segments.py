@@ -186,6 +186,19 @@ def checkpoint_position_and_ledger():
     eq(issues(state), (2, ["journal_checkpoint: %s: ledger[1].weight: 3 != 2" % C12]), "ledger")
 
 
+@case("checkpoints")
+def checkpoint_gone_between_listing_and_reading():
+    """A checkpoint listed and then removed before it is read (a running gateway prunes the
+    older ones) is not judged and is no issue: the journal alone passes. A dangling link stands
+    for the file that went between the listing and the open."""
+    state, _ = fixture("good")
+    path = os.path.join(state, C12)
+    os.remove(path)
+    os.symlink(os.path.join(state, "no-such-checkpoint"), path)
+    rc, out = check(state)
+    eq((rc, json.loads(out)["issues"]), (0, []), "a vanished checkpoint")
+
+
 # --- archive ---------------------------------------------------------------------------------
 
 @case("archive")
