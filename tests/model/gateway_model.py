@@ -298,6 +298,8 @@ class GatewayModel(RuleBasedStateMachine):
         eq(r.returncode, 0, "shardgate-health check: " + r.stdout[:1500])
         r = run([sys.executable, src("client", "probe.py"), "journal", "--state-dir", self.state]
                 + archive)
+        eq((r.returncode, json.loads(r.stdout)["result"]), (0, "ok"),
+           "probe.py journal: " + r.stdout[:1500] + r.stderr[:1500])
         eq(r.returncode, 0, "probe.py journal: " + r.stdout[:1500])
 
     # --- operations ------------------------------------------------------------------------
