@@ -12,87 +12,89 @@ import tempfile
 import threading
 import time
 
+import gate_anchor
 from negative_journal import health_journal_red, probe_chain_red
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# (name, file, exact text, replacement, detectors that must turn red, ctest regex of the tests
-# that must catch it: the "tests" detector is red when one of them fails)
+# (name, where, exact text, replacement, detectors that must turn red, ctest regex of the tests
+# that must catch it: the "tests" detector is red when one of them fails). `where` is a part's
+# folder and the definition the defect breaks, never a file (ops/gate_anchor.py).
 GATEWAY = ("probe", "health", "tests")
 HEALTH = ("health", "tests")
 DEFECTS = [
-    ("vnodes-divided-by-shards", "ring/build.c",
+    ("vnodes-divided-by-shards", "ring:ring__shard_points",
      "size_t count = (size_t)ring->vnodes * s->weight;",
      "size_t count = (size_t)ring->vnodes * s->weight / ring->nshards;", GATEWAY,
      "^unit/test_(ring|dispatch)$|^case/valid$"),
-    ("non-online-shards-in-ring", "gateway/core/topology.c",
+    ("non-online-shards-in-ring", "gateway:gw_topology_build_from",
      "if (s->state != GW_STATE_ONLINE)", "if (s->state == GW_STATE_OFFLINE)", GATEWAY,
      "^unit/test_dispatch$|^case/valid$"),
-    ("key-hash-byte-order-swapped", "ring/hash.c",
+    ("key-hash-byte-order-swapped", "ring:ring_hash_key",
      "    return w[0]; /* the key hash */",
      "    return __builtin_bswap32(w[0]); /* the key hash */", GATEWAY,
      "^unit/test_(ring|dispatch)$|^case/valid$"),
-    ("md5-hard-coded", "ring/hash.c",
+    ("md5-hard-coded", "ring:ring__digest_words",
      "    if (digest == RING_MD5) {", "    if (1) {", GATEWAY,
      "^unit/test_(ring|memcached_oracle)$|^case/valid$"),
-    ("load-counted-per-change", "gateway/core/dispatch.c",
+    ("load-counted-per-change", "gateway:tally",
      "d->tally[m].load += b->changes[i].size;", "d->tally[m].load += 1;", GATEWAY,
      "^unit/test_dispatch$|^case/valid$"),
-    ("lookup-greater-than", "ring/lookup.c",
+    ("lookup-greater-than", "ring:bucket_at_or_after",
      "if (ring->points[mid].value < hash)", "if (ring->points[mid].value <= hash)", GATEWAY,
      "^unit/test_(ring|dispatch)$"),
-    ("wrap-to-last-point", "ring/lookup.c",
+    ("wrap-to-last-point", "ring:answer",
      "    if (out->wrapped)\n        at = 0;",
      "    if (out->wrapped)\n        at = ring->npoints - 1;", GATEWAY,
      "^unit/test_(ring|dispatch)$|^case/valid$"),
     # Issue #11: the single-key path (ring_lookup, ring_lookup_hash) counts a window of points
     # around an interpolated guess; when the answer lies before the window or past it, the
     # window must move (tests/unit/test_ring.c walks every point of a 320,000-point ring).
-    ("single-lookup-window-not-restarted", "ring/lookup.c",
+    ("single-lookup-window-not-restarted", "ring:single_at_or_after",
      "    if (below == 0 && at > lo) {", "    if (0) {", ("tests",), "^unit/test_ring$"),
-    ("single-lookup-window-not-walked-on", "ring/lookup.c",
+    ("single-lookup-window-not-walked-on", "ring:single_at_or_after",
      "    while (below == RING_WINDOW) {", "    while (0) {", ("tests",), "^unit/test_ring$"),
     # Issue #12's switch (docs/decisions.md §19): a reload builds the new ring from the previous
     # one, merging the kept points with the fresh ones; tests/unit/test_ring_from.c compares it
     # with the ring built from scratch over random membership changes.
-    ("merge-fresh-tail-dropped", "ring/build_from.c",
+    ("merge-fresh-tail-dropped", "ring:merge",
      "    while (j < r->fresh)\n        emit(&m, fresh[j++]);\n", "", ("tests",),
      "^unit/test_ring_from$"),
-    ("merge-kept-points-not-renumbered", "ring/build_from.c",
+    ("merge-kept-points-not-renumbered", "ring:merge",
      "        p.shard = r->new_rank[p.shard];\n", "", ("tests",), "^unit/test_ring_from$"),
-    ("ok-written-as-true", "gateway/core/dispatch.c",
+    ("ok-written-as-true", "gateway:tally",
      "d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;", "d->ok = 1;", GATEWAY,
      "^unit/test_dispatch$|^case/valid$"),
-    ("health-criteria-emptied", "health/main.c",
+    ("health-criteria-emptied", "health:hc_criteria_to_run",
      "    return hc_criteria_count;\n}", "    return 0;\n}", HEALTH,
      "^health_receipt$"),
-    ("health-exit-forced-0", "health/main.c",
+    ("health-exit-forced-0", "health:hc_cmd_check",
      "code = hc_report_pass(&report, &end) ? EXIT_PASS : EXIT_FAIL;", "code = EXIT_PASS;",
      HEALTH,
      "^health_receipt$"),
     # issue 10: health must judge the gateway's byte form, and serve must never move past a line
     # it did not verify (tests/health/test_rules.py, tests/health/test_serve_errors.py)
-    ("health-skips-canonical-bytes", "health/rules.c",
+    ("health-skips-canonical-bytes", "health:hc_c_record_bytes",
      "long at = hc_canon_receipt_record(run->rec, run->r);", "long at = -1;", ("tests",),
      "health_rules"),
-    ("health-advances-past-unverified-line", "health/journal.c",
+    ("health-advances-past-unverified-line", "health:hc_journal_update",
      "    int rc = hc_journal_read_new(j, err);\n    if (rc != 0)\n        j->reread = 1;",
      "    int rc = hc_journal_read_new(j, err);\n    if (rc != 0)\n        j->reread = 0;",
      ("tests",),
      "health_serve_errors"),
     # issue 12: health verifies the epoch chain; a skipped prev link must turn its tests red
     # (tests/health/test_chain.py, epoch_prev_links)
-    ("health-prev-link-skipped", "health/chain.c",
+    ("health-prev-link-skipped", "health:hc_c_epoch_prev",
      "    if (strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:",
      "    if (0 && strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:", ("tests",),
      "^health_chain_rules$"),
-    ("contract-default-vnodes", "gateway/core/contract.c",
+    ("contract-default-vnodes", "gateway:check_complete",
      "        if (!p->seen_on[k])\n",
      "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY,
      "^case/contract$"),
     # Issue #10: a complete, newline-terminated bad last line must stop the start (exit 3),
     # never be moved to .broken as if torn (tests/reliability/test_hostile_state.py).
-    ("complete-line-forgiven-as-torn", "gateway/store/journal.c",
+    ("complete-line-forgiven-as-torn", "gateway:replay_lines",
      "        if (rc != 0) {\n            char what[sizeof(err->msg)];",
      "        if (rc != 0 && repair && nl && (uint64_t)(nl - data) + 1 == size) {\n"
      "            *repair = (struct gw_journal_repair){1, lineno, pos, size - pos};\n"
@@ -100,29 +102,29 @@ DEFECTS = [
      "        }\n"
      "        if (rc != 0) {\n            char what[sizeof(err->msg)];", ("tests",),
      "reliability_hostile_state"),
-    ("capacity-sum-unchecked", "gateway/core/membership.c",
+    ("capacity-sum-unchecked", "gateway:account_shard",
      "    return check_capacity_sum(capacity, s, name, err);",
      "    return (check_capacity_sum(capacity, s, name, err), 0);", ("tests",),
      "reliability_hostile_state|^case/shards$"),
-    ("journal-symlink-followed", "gateway/store/journal.c",
+    ("journal-symlink-followed", "gateway:open_state_file",
      "flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC", "flags | O_NONBLOCK | O_CLOEXEC", ("tests",),
      "reliability_hostile_state"),
-    ("totals-wrap-at-2^64", "gateway/store/ledger.h", "    gw_u128 load;", "    uint64_t load;",
+    ("totals-wrap-at-2^64", "gateway:gw_total", "    gw_u128 load;", "    uint64_t load;",
      ("tests",),
      "unit/test_buf|reliability_hostile_state"),
     # Issue #10: stored receipts readable without the token; the batch reader unbounded.
-    ("get-batch-without-token", "gateway/http/routes.c",
+    ("get-batch-without-token", "gateway",
      '{"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL},',
      '{"GET", "/v1/batches/", 1, GW_ACCESS_OPEN, gw_handle_batch, NULL},', ("tests",),
      "reliability_hostile_http"),
-    ("reader-budgets-ignored", "gateway/core/json_read.c",
+    ("reader-budgets-ignored", "gateway:json_read",
      "    if (limits)\n        r->limits = *limits;\n", "    (void)limits;\n", ("tests",),
      "unit/test_batch_limits|reliability_hostile_http"),
     # Issue #12: each arc [previous point + 1, point] given the owners of the point after it
     # instead of the point that ends it (tests/plan/test_plan.py: the golden plan, C ==
     # probe.py plan). Shifting every arc by one value instead is nearly an equivalent mutant:
     # lengths and owners stay, only the first arc and the wrap trade one value.
-    ("plan-arc-on-wrong-side-of-point", "gateway/core/plan.c",
+    ("plan-arc-on-wrong-side-of-point", "gateway:walk_arcs",
      "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
      "        start = value + 1;\n        cursor_skip(a, value);\n        cursor_skip(b, value);\n",
      "        cursor_skip(a, value);\n        cursor_skip(b, value);\n"
@@ -131,7 +133,7 @@ DEFECTS = [
      "^plan_plan_(golden|random)$"),
     # Issue #15: the spill rule (docs/contract.md §9). The gate's spill scenario fills every shard
     # exactly with two spills, so each defect moves a placement or a load.
-    ("spill-counter-clockwise", "gateway/core/spill.c",
+    ("spill-counter-clockwise", "gateway:walk",
      "    long q = find_in(w, home + 1, w->npoints, size, h);\n"
      "    if (q < 0)\n        q = find_in(w, 0, home, size, h);\n    return q;\n",
      "    for (size_t k = 1; k < w->npoints; k++) {\n"
@@ -139,15 +141,15 @@ DEFECTS = [
      "        if (shard_at(w, j) != h && fits(w, shard_at(w, j), size))\n"
      "            return (long)j;\n    }\n    return -1;\n", GATEWAY,
      "^spill_(golden|rules)$"),
-    ("spill-fits-strictly-below-capacity", "gateway/core/spill.c",
+    ("spill-fits-strictly-below-capacity", "gateway:fits",
      "return w->load[shard] + size <= w->cap[shard];",
      "return w->load[shard] + size < w->cap[shard];", GATEWAY, "^spill_(golden|rules)$"),
     # Room never changes during one walk, so a home shard "not skipped" or a shard "retried" at a
     # later point can only show when the faulty walk takes it there (docs/decisions.md §16).
-    ("spill-home-not-skipped", "gateway/core/spill.c",
+    ("spill-home-not-skipped", "gateway:find_in",
      "            if (s != home && fits(w, s, size))",
      "            if (s == home || fits(w, s, size))", GATEWAY, "^spill_(golden|rules)$"),
-    ("spill-shard-taken-at-second-point", "gateway/core/spill.c",
+    ("spill-shard-taken-at-second-point", "gateway:find_in",
      "            if (s != home && fits(w, s, size))\n                return (long)q;\n",
      "            if (s != home && fits(w, s, size)) {\n"
      "                size_t r = (q + 1) % w->npoints;\n"
@@ -155,25 +157,25 @@ DEFECTS = [
      "                    r = (r + 1) % w->npoints;\n"
      "                return (long)r;\n            }\n", GATEWAY, "^spill_(golden|rules)$"),
     # The gateway's loads live in one dispatch; health's replay scratch lives across receipts.
-    ("spill-loads-carried-across-batches", "health/spill.c",
+    ("spill-loads-carried-across-batches", "health:hc_spill_start",
      "    memset(s->load, 0, m->n * sizeof *s->load); /* every load starts at 0 for each batch */\n",
      "", ("tests",), "^spill_serve$"),
-    ("spill-into-non-online-shard", "gateway/core/dispatch.c",
+    ("spill-into-non-online-shard", "gateway:place_spill",
      "            d->member[i] = t->member_of[d->placements[i].shard];\n            d->spilled++;",
      "            d->member[i] = d->placements[i].shard;\n            d->spilled++;", GATEWAY,
      "^spill_(golden|rules)$"),
     # Issue #12 (the journal scenario of ops/negative_journal.py judges these too): a batch whose
     # request started before a switch is placed on the old ring while its receipt names the new
     # epoch; the epoch id without capacities; a skipped prev link (written as null).
-    ("old-ring-new-epoch", "gateway/http/handle_post.c",
+    ("old-ring-new-epoch", "gateway:dispatch",
      "    else if (write_receipt(&r->receipt, t, b, &d) != 0)",
      "    else if (memcpy(r->view->topo.epoch, s->views.current->topo.epoch, GW_EPOCH_HEX_LEN),\n"
      "             write_receipt(&r->receipt, t, b, &d) != 0)", GATEWAY,
      "http_live_inflight"),
-    ("epoch-id-without-capacities", "gateway/core/epoch.c",
+    ("epoch-id-without-capacities", "gateway:gw_epoch_text",
      "        gw_buf_field_u64(out, \" \", s->capacity);\n", "", GATEWAY,
      "unit/test_dispatch|http_live_sighup"),
-    ("prev-link-skipped", "gateway/store/chain.c",
+    ("prev-link-skipped", "gateway:gw_chain_write_links",
      "    write_hex_or_null(out, \",\\\"prev\\\":\", e->prev);",
      "    write_hex_or_null(out, \",\\\"prev\\\":\", \"\");", GATEWAY,
      "http_live_sighup|http_live_legacy"),
@@ -181,60 +183,60 @@ DEFECTS = [
     # its last record (its position no longer checks out: never used); the fast path of a
     # restart forgets the first id after the index's durable seq; the start checks ignore the
     # prev link (a segment of another history is accepted).
-    ("seal-sha256-of-wrong-bytes", "gateway/store/journal.c",
+    ("seal-sha256-of-wrong-bytes", "gateway:gw_journal_append",
      "        EVP_DigestUpdate(j->hash, data, len);",
      "        EVP_DigestUpdate(j->hash, data, len - 1);", ("tests",), "http_segments"),
-    ("checkpoint-last-seq-one-early", "gateway/store/checkpoint.c",
+    ("checkpoint-last-seq-one-early", "gateway:gw_checkpoint_take",
      "    out->last_seq = j->last_seq;", "    out->last_seq = j->last_seq - 1;", ("tests",),
      "http_segments|http_segment_upgrade"),
-    ("restart-forgets-first-id", "gateway/store/journal_ids.c",
+    ("restart-forgets-first-id", "gateway:take_line",
      "    if (r.seq <= s->after_seq)", "    if (r.seq <= s->after_seq + 1)", ("tests",),
      "http_segments"),
-    ("prev-link-not-checked", "gateway/store/segment_scan.c",
+    ("prev-link-not-checked", "gateway:check_link",
      "    if (strcmp(s->prev, prev->sha256) != 0) {", "    if (0) {", ("tests",),
      "http_segment_faults"),
     # Issue #13: the idempotency index (docs/journal.md §9). A merge that loses the last entry
     # of each run forgets acknowledged ids; a manifest read without its checksum trusts an
     # edited durable_seq; an id exactly the window old must still replay.
-    ("idem-merge-drops-last-entry", "gateway/store/idem_merge.c",
+    ("idem-merge-drops-last-entry", "gateway:merge_into",
      "            if (pos[i] < in[i]->count &&", "            if (pos[i] + 1 < in[i]->count &&",
      ("tests",), "^unit/test_idem"),
-    ("idem-manifest-checksum-unchecked", "gateway/store/idem_manifest.c",
+    ("idem-manifest-checksum-unchecked", "gateway:gw_idem_manifest_read",
      "    *why = check_sum(text, len);", "    *why = (check_sum(text, len), NULL);", ("tests",),
      "^unit/test_idempotency$"),
-    ("idem-window-boundary", "gateway/store/idempotency.c",
+    ("idem-window-boundary", "gateway:verdict_of",
      "now - r->ack_ms > s->window_ms", "now - r->ack_ms >= s->window_ms", ("tests",),
      "^unit/test_idempotency$"),
     # issue 13: health verifies seals, probe.py the checkpoint sums, health every epoch's totals
     # (tests/health/test_segments.py, tests/client/test_probe_journal.py)
-    ("health-ignores-seal-sha256", "health/segment.c",
+    ("health-ignores-seal-sha256", "health:hc_seg_seal",
      "        if (strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(",
      "        if (0 && strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(", ("tests",),
      "^health_segments_segments$"),
-    ("probe-adds-received-to-load", "client/probe.py",
+    ("probe-adds-received-to-load", "client:receipt",
      "                box[0] += sh[\"load\"]\n",
      "                box[0] += sh[\"load\"] + sh[\"received\"]\n", ("tests",),
      "^client_probe_journal$"),
-    ("health-skips-first-epoch-totals", "health/totals.c",
+    ("health-skips-first-epoch-totals", "health:hc_totals_add",
      "    if (received == 0)\n        return 0;",
      "    if (received == 0 || epoch_seq == 1)\n        return 0;", ("tests",),
      "^health_segments_(segments|checkpoints)$"),
     # Issue #14, the assignment feed: an empty page that does not move the cursor over receipts
     # without a match (no bookmark), and a cursor that serves its own receipt again.
-    ("feed-bookmark-not-advanced", "gateway/http/handle_feed.c",
+    ("feed-bookmark-not-advanced", "gateway:serve_page",
      "        fr->q.after = last; /* a bookmark: receipts without a match are passed over */",
      "        last = fr->q.after;", ("tests",), "^http_feed$"),
-    ("feed-after-off-by-one", "gateway/store/feed.c",
+    ("feed-after-off-by-one", "gateway:on_receipt",
      "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
      "^unit/test_feed$|^http_feed$"),
     # issue 13 §D: the archive moves only what the newest valid checkpoint (and its index) covers
-    ("archive-beyond-checkpoint", "gateway/store/archive.c",
+    ("archive-beyond-checkpoint", "gateway:gw_journal_archive",
      "if (seg->last_seq > out->through_seq || out->through_seq == 0)",
      "if (out->through_seq == 0)", ("tests",),
      "^http_segment_archive$"),
     # A run's Bloom filter built from the wrong key half: lookups then test other blocks and
     # lose present ids (a false negative forgets an acknowledged batch).
-    ("idem-bloom-wrong-key-half", "gateway/store/idem_bloom.c",
+    ("idem-bloom-wrong-key-half", "gateway:gw_idem_bloom_add",
      "    uint64_t *block = words + gw_idem_bloom_block_of(key, nblocks)",
      "    uint64_t *block = words + gw_idem_bloom_block_of((struct gw_idem_key){key.lo, key.hi}, "
      "nblocks)",
@@ -242,41 +244,41 @@ DEFECTS = [
     # The feed's watchers (docs/api.md §18): a shard's watcher woken by every group re-reads what
     # does not concern it (the idle-watcher cost); a receipt announced with no shard bits never
     # wakes its shard's watchers before their deadline.
-    ("feed-watch-ignores-shard-bit", "gateway/store/feed_watch.c",
+    ("feed-watch-ignores-shard-bit", "gateway:latest_for",
      "    if (!x->shard_bit)\n        return w->durable;", "    return w->durable;", ("tests",),
      "^unit/test_feed_watch$"),
-    ("feed-receipt-without-shard-bits", "gateway/http/handle_post.c",
+    ("feed-receipt-without-shard-bits", "gateway:submit",
      "        .shard_bits = shard_bits(r),\n",
      "        .shard_bits = 0 & shard_bits(r),\n", ("tests",),
      "^http_feed_wait$"),
     # A feed request that never gives its --max-watchers place back: after that many requests
     # every consumer meets 503 for good (docs/api.md §17).
-    ("feed-watcher-place-never-returned", "gateway/http/handle_feed.c",
+    ("feed-watcher-place-never-returned", "gateway:gw_feed_req_free",
      "    gw_feed_watch_leave(&r->srv->watch);\n    free(r->feed);",
      "    free(r->feed);", ("tests",), "^http_feed_wait$"),
     # A run's blocks taken as good without comparing their digests (a changed record then answers
     # wrongly, e.g. forgets an acknowledged id); a merge that does not check its inputs gives a
     # bad block a fresh checksum in the merged run.
-    ("idem-block-digest-unchecked", "gateway/store/idem_run_read.c",
+    ("idem-block-digest-unchecked", "gateway:block_ok",
      "    int good = memcmp(md, r->digests + b * SHA256_DIGEST_LENGTH, sizeof(md)) == 0;",
      "    int good = (memcmp(md, r->digests + b * SHA256_DIGEST_LENGTH, sizeof(md)), 1);",
      ("tests",), "^unit/test_idem"),
-    ("idem-merge-inputs-unchecked", "gateway/store/idem_merge.c",
+    ("idem-merge-inputs-unchecked", "gateway:write_merged",
      "        if (gw_idem_run_check_all(in[i]) != 0)",
      "        if (0 && gw_idem_run_check_all(in[i]) != 0)", ("tests",), "^unit/test_idempotency$"),
     # Issue #14's shared pages (docs/decisions.md §23): a page answered to a question with
     # another cursor would hand a consumer assignments it did not ask for, or skip some.
-    ("feed-shared-page-ignores-cursor", "gateway/http/feed_cache.c",
+    ("feed-shared-page-ignores-cursor", "gateway:same_question",
      "    return a->after == b->after && a->limit == b->limit",
      "    return a->limit == b->limit", ("tests",), "^unit/test_feed_cache$|^http_feed$"),
     # The kept listing of the state dir used after the writer rotated: a read from an old
     # cursor skips the segments made since (http_feed reads 60 receipts across rotations).
-    ("feed-listing-kept-across-rotation", "gateway/store/feed.c",
+    ("feed-listing-kept-across-rotation", "gateway:list_segments",
      "    int kept = active && f->listed.count && f->listed.list[f->listed.count - 1].active &&\n"
      "               f->listed.list[f->listed.count - 1].first_seq == active;",
      "    int kept = active && f->listed.count;", ("tests",), "^http_feed$"),
     # A read between the writer's rename of journal.jsonl and its new one: 500, not a short page.
-    ("feed-rotation-window-fails-reads", "gateway/store/feed.c",
+    ("feed-rotation-window-fails-reads", "gateway:scan_segment",
      "    if (fd < 0 && errno == ENOENT && seg->active) {", "    if (0) {", ("tests",),
      "^unit/test_feed$"),
     # Issue #17, --store postgres (docs/journal.md §10): commits that do not lock the sequencer
@@ -284,23 +286,23 @@ DEFECTS = [
     # group committed without its totals; other replicas' feed watchers never told of a commit;
     # a replica that does not LISTEN for epochs keeps serving the old membership; health that
     # does not look for seq gaps.
-    ("pg-sequencer-not-locked", "gateway/store/pg_commit.c",
+    ("pg-sequencer-not-locked", "gateway:lock_and_find",
      '{"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, &g->locked},',
      '{"SELECT last_seq FROM shardgate_sequencer", 0, NULL, &g->locked},', ("tests",),
      "^pg_store_replicas$"),
-    ("pg-replay-ignores-fingerprint", "gateway/store/pg_commit.c",
+    ("pg-replay-ignores-fingerprint", "gateway:decide",
      "} else if (strcmp(s->fingerprint, g->hex[i]) == 0) {", "} else if (1) {", ("tests",),
      "^pg_store_replicas$"),
-    ("pg-totals-not-added", "gateway/store/pg_commit.c",
+    ("pg-totals-not-added", "gateway:write_and_commit",
      "(rc = add_totals(g)) == 0)", "(rc = 0 && add_totals(g)) == 0)",
      ("tests",), "^pg_store_replicas$"),
-    ("pg-receipts-not-announced", "gateway/store/pg_commit.c",
+    ("pg-receipts-not-announced", "gateway:advance_sequencer",
      "SELECT pg_notify('shardgate_receipts', $1)", "SELECT $1::text", ("tests",),
      "^pg_store_feed$"),
-    ("pg-epochs-not-listened", "gateway/store/pg_listen.c",
+    ("pg-epochs-not-listened", "gateway:connect_and_listen",
      '"LISTEN shardgate_epochs; LISTEN shardgate_receipts"', '"LISTEN shardgate_receipts"',
      ("tests",), "^pg_store_membership$"),
-    ("health-store-seq-gaps-unchecked", "health/store_facts.c",
+    ("health-store-seq-gaps-unchecked", "health:hc_store_seqs",
      "    for (int row = 0; row < PQntuples(res); row++) {\n        int64_t seq = hc_store_int(",
      "    for (int row = 0; row < 0 * PQntuples(res); row++) {\n        int64_t seq = hc_store_int(",
      ("tests",), "^health_store_check$"),
@@ -308,156 +310,156 @@ DEFECTS = [
     # batch dispatched on the first A lands after the second A's record: the latest record
     # before it with that id (docs/decisions.md §25), in each of the three; and a legacy epoch
     # record's epoch_seq (its position) in a checkpoint; and journal verify's resume check.
-    ("totals-under-dispatching-view", "gateway/http/handle_post.c",
+    ("totals-under-dispatching-view", "gateway:committed",
      "item->epoch_seq ? item->epoch_seq : r->view->epoch_seq", "r->view->epoch_seq",
      ("tests",), "^health_agree_recurring$"),
-    ("health-totals-first-record-of-epoch", "health/journal.c",
+    ("health-totals-first-record-of-epoch", "health:hc_receipt_epoch",
      "    for (size_t i = j->n_epochs; i-- > 0;) {",
      "    for (size_t i = 0; i < j->n_epochs; i++) {", ("tests",), "^health_agree_recurring$"),
-    ("probe-totals-first-record-of-epoch", "client/probe.py",
+    ("probe-totals-first-record-of-epoch", "client:epoch",
      "        self.by_name[epoch] = self.by_name[rec[\"ring_id\"]] = seq\n",
      "        self.by_name.setdefault(epoch, seq)\n"
      "        self.by_name.setdefault(rec[\"ring_id\"], seq)\n", ("tests",),
      "^health_agree_recurring$"),
-    ("health-legacy-epoch-seq-unset", "health/totals.c",
+    ("health-legacy-epoch-seq-unset", "health:hc_render_epoch",
      "int64_t seq = c->legacy ? c->position : c->epoch_seq;", "int64_t seq = c->epoch_seq;",
      ("tests",), "^health_agree_legacy$"),
-    ("verify-resume-sums-unchecked", "gateway/cli/journal_cmd.c",
+    ("verify-resume-sums-unchecked", "gateway:verify_resume",
      "if (rc == 0 && (at < got.len || at < full->len)) {", "if (0 && at < got.len) {",
      ("tests",), "^health_agree_(recurring|legacy)$"),
     # The state dir survives what operators mix (docs/journal.md §6-§8): a rotation repeats the
     # epoch record in force, not the start's.
-    ("rotation-repeats-stale-epoch", "gateway/store/commit.c",
+    ("rotation-repeats-stale-epoch", "gateway:chain_epochs",
      "    if (c->epoch_len) /* the epoch record in force", "    if (0) /* the epoch record in force",
      ("tests",), "^http_state_mix$"),
-    ("checkpoint-refused-after-epoch-record", "gateway/store/checkpoint_load.c",
+    ("checkpoint-refused-after-epoch-record", "gateway:find_resume",
      "        c->resume_epochs++;\n        after = end;",
      "        return \"no receipt record before its offset\";", ("tests",), "^http_state_mix$"),
-    ("verify-replays-what-was-archived", "gateway/cli/journal_cmd.c",
+    ("verify-replays-what-was-archived", "gateway:replay_from_base",
      "long n = j->segs.narchived ? gw_checkpoint_list(j->dir, &seqs) : 0;", "long n = 0;",
      ("tests",), "^http_state_mix$"),
-    ("put-built-on-the-request-view", "gateway/http/handle_admin.c",
+    ("put-built-on-the-request-view", "gateway:finish_body",
      "rc = gw_reload_apply(r->srv, NULL, &m, &rl, &err);",
      "rc = gw_reload_apply(r->srv, &r->view->topo.contract, &m, &rl, &err);", ("tests",),
      "^http_state_mix$"),
     # index/ is derived: the archived ids come back from their ids files, which archive writes
-    ("archived-ids-files-not-read", "gateway/store/journal_ids.c",
+    ("archived-ids-files-not-read", "gateway:gw_journal_scan_ids",
      "        if (j->segs.archived[i].last_seq > after_seq)\n",
      "        if (0)\n", ("tests",), "^http_state_mix$"),
     # Every option is honoured: --timeout, not the default 30 s.
-    ("serve-timeout-ignored", "gateway/http/server.c",
+    ("serve-timeout-ignored", "gateway:start_daemon",
      "s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT",
      "30u, MHD_OPTION_CONNECTION_MEMORY_LIMIT",
      ("tests",), "^reliability_slow_clients$"),
-    ("health-reverify-interval-ignored", "health/serve.c",
+    ("health-reverify-interval-ignored", "health:hc_reverify_loop",
      "        until.tv_sec += (time_t)s->reverify_s;", "        until.tv_sec += 60;", ("tests",),
      "^health_serve_errors$"),
     # Strict at the edges: a feed cursor past the head is refused, never a skipping bookmark.
-    ("feed-cursor-past-head-accepted", "gateway/http/handle_feed.c",
+    ("feed-cursor-past-head-accepted", "gateway:begin",
      "    if (fr->q.after > head) {", "    if (0 && fr->q.after > head) {", ("tests",),
      "^http_feed$"),
     # No damaged byte served (docs/journal.md §2.1): each read path checks the line's crc32.
-    ("get-serves-an-unchecked-receipt", "gateway/store/journal.c",
+    ("get-serves-an-unchecked-receipt", "gateway:check_receipt_line",
      "    return gw_record_check(line, len - 1, &body);", "    return (void)body, 0;",
      ("tests",), "^http_record_checksum$"),
-    ("feed-serves-an-unchecked-line", "gateway/store/feed.c",
+    ("feed-serves-an-unchecked-line", "gateway:line_record",
      "    int rc = s->checked ? gw_record_check(line, *len, &body) : 0;",
      "    int rc = s->checked ? (gw_record_check(line, *len, &body), 0) : 0;", ("tests",),
      "^http_record_checksum$"),
-    ("scrub-checks-no-line", "gateway/store/scrub.c",
+    ("scrub-checks-no-line", "gateway:check_lines",
      "        int rc = f->checked ? gw_record_check(buf + at, n, &body) : 0;",
      "        int rc = f->checked ? (gw_record_check(buf + at, n, &body), 0) : 0;", ("tests",),
      "^http_record_checksum$"),
-    ("scrub-checks-no-seal", "gateway/store/scrub.c",
+    ("scrub-checks-no-seal", "gateway:scrub_segment",
      "        if (strcmp(got, sha) != 0)", "        if (0 && strcmp(got, sha) != 0)", ("tests",),
      "^http_record_checksum$"),
-    ("ids-scan-passes-a-damaged-prefix", "gateway/store/journal_ids.c",
+    ("ids-scan-passes-a-damaged-prefix", "gateway:scan_bytes",
      "        else if (nl && s->checked) /* not a receipt, as its checksum confirms */",
      "        else if (0 && nl && s->checked)", ("tests",), "^http_record_checksum$"),
-    ("archived-checkpoint-short-of-its-seal", "gateway/store/checkpoint_load.c",
+    ("archived-checkpoint-short-of-its-seal", "gateway:check_position",
      "        if (archived->last_seq == c->last_seq && at_seal(archived, c->offset))",
      "        if (archived->last_seq == c->last_seq && (at_seal(archived, c->offset), 1))",
      ("tests",), "^http_state_mix$"),
-    ("pg-read-fails-once-after-a-restart", "gateway/store/pg_store.c",
+    ("pg-read-fails-once-after-a-restart", "gateway:read_query",
      "        if (!res && !(was_open && s->reader.conn == NULL))", "        if (!res)",
      ("tests",), "^pg_faults_store_read$"),
-    ("legacy-repeat-not-adopted-after-an-archive", "gateway/store/journal.c",
+    ("legacy-repeat-not-adopted-after-an-archive", "gateway:adopt_repeat",
      "    if (k + wl > n && !(n > ll && memcmp(data + at, legacy, ll) == 0))",
      "    if (k + wl > n)", ("tests",), "^http_state_mix$"),
-    ("parameter-read-to-its-nul", "gateway/http/params.c",
+    ("parameter-read-to-its-nul", "gateway:gw_param_value",
      "    return !*value || strlen(*value) == len ? 0 : -EINVAL;", "    return 0;",
      ("tests",), "^http_feed$"),
-    ("fraction-read-by-strtod-alone", "gateway/core/number.c",
+    ("fraction-read-by-strtod-alone", "gateway:gw_parse_fraction",
      "    if ((text[0] != '0' && text[0] != '1') || (text[1] != '\\0' && text[1] != '.'))",
      "    if (0)", ("tests",), "^http_live_plan$"),
-    ("drain-keeps-listening", "gateway/http/server.c",
+    ("drain-keeps-listening", "gateway:drain",
      "    gw_listener_close(&s->listener); /* new connections are refused from here */",
      "", ("tests",), "^http_drain$"),
-    ("echo-writes-bytes-that-are-not-utf8", "gateway/core/buf.c",
+    ("echo-writes-bytes-that-are-not-utf8", "gateway:gw_buf_json_string",
      '            gw_buf_puts(b, "\\\\ufffd");', "            gw_buf_append(b, s + i, 1);",
      ("tests",), "^property/echo$"),
-    ("feed-cache-keeps-every-page", "gateway/http/feed_cache.c",
+    ("feed-cache-keeps-every-page", "gateway:keep_page",
      "    if (p->body)\n        drop(p);\n    *p = (struct gw_feed_page)",
      "    *p = (struct gw_feed_page)",
      ("tests",), "^reliability_flat_memory$"),
     # Every option is honoured (docs/tools.md §11): each defect serves the option's default.
-    ("listen-ignored", "gateway/http/server.c", "gw_http_parse_listen(s->opt.listen, &addr",
+    ("listen-ignored", "gateway:start_daemon", "gw_http_parse_listen(s->opt.listen, &addr",
      "gw_http_parse_listen(\"127.0.0.1:8080\", &addr", ("tests",), "^http_ipv6$"),
-    ("token-file-ignored", "gateway/http/server.c", "    if (s->opt.token_file && (rc",
+    ("token-file-ignored", "gateway:load_tokens", "    if (s->opt.token_file && (rc",
      "    if (0 && (rc", ("tests",), "^http_auth$"),
-    ("admin-token-file-ignored", "gateway/http/server.c",
+    ("admin-token-file-ignored", "gateway:load_tokens",
      "    if (rc == GW_EXIT_OK && s->opt.admin_token_file &&", "    if (rc == GW_EXIT_OK && 0 &&",
      ("tests",), "^http_live_admin$"),
-    ("max-body-ignored", "gateway/http/body.c", "if (r->body.len + size > r->srv->opt.max_body)",
+    ("max-body-ignored", "gateway:keep", "if (r->body.len + size > r->srv->opt.max_body)",
      "if (r->body.len + size > 16777216u)", ("tests",), "^http_limits$"),
-    ("max-changes-ignored", "gateway/http/handle_post.c", "r->srv->opt.max_changes,", "100000u,",
+    ("max-changes-ignored", "gateway:finish_body", "r->srv->opt.max_changes,", "100000u,",
      ("tests",), "^unit/test_int_options$"),
-    ("threads-ignored", "gateway/http/server.c", "MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads,",
+    ("threads-ignored", "gateway:start_daemon", "MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads,",
      "MHD_OPTION_THREAD_POOL_SIZE, 2u,", ("tests",), "^http_concurrency$"),
-    ("max-connections-ignored", "gateway/http/server.c", "s->daemon, s->opt.max_connections)", "s->daemon, 1024u)",
+    ("max-connections-ignored", "gateway:start_daemon", "s->daemon, s->opt.max_connections)", "s->daemon, 1024u)",
      ("tests",), "^reliability_slow_clients$"),
-    ("max-connections-per-ip-ignored", "gateway/http/server.c", "s->opt.max_per_ip,", "256u,",
+    ("max-connections-per-ip-ignored", "gateway:start_daemon", "s->opt.max_per_ip,", "256u,",
      ("tests",), "^reliability_slow_clients$"),
-    ("max-body-inflight-ignored", "gateway/http/body.c", "if (total > s->opt.max_body_inflight)",
+    ("max-body-inflight-ignored", "gateway:charge", "if (total > s->opt.max_body_inflight)",
      "if (total > 268435456u)", ("tests",), "^reliability_hostile_http$"),
-    ("body-timeout-ignored", "gateway/http/body.c",
+    ("body-timeout-ignored", "gateway:gw_body_begin",
      "\n    r->deadline_ns = now + (uint64_t)r->srv->opt.body_timeout_s * 1000000000ULL;",
      "\n    r->deadline_ns = now + 60ULL * 1000000000ULL;", ("tests",),
      "^reliability_hostile_http$"),
-    ("metrics-open-ignored", "gateway/http/auth.c", "GW_ACCESS_METRICS_OPEN && s->opt.metrics_open;",
+    ("metrics-open-ignored", "gateway:open_route", "GW_ACCESS_METRICS_OPEN && s->opt.metrics_open;",
      "GW_ACCESS_METRICS_OPEN && 0;", ("tests",), "^reliability_hostile_http$"),
-    ("segment-bytes-ignored", "gateway/http/replay.c", "s->opt.segment_bytes, 0, &err)",
+    ("segment-bytes-ignored", "gateway:gw_server_open_journal", "s->opt.segment_bytes, 0, &err)",
      "67108864u, 0, &err)", ("tests",), "^http_segments$"),
-    ("checkpoint-interval-ignored", "gateway/http/server.c",
+    ("checkpoint-interval-ignored", "gateway:setup",
      "s->opt.checkpoint_interval_ms, s->checkpoint_seq", "10000u, s->checkpoint_seq", ("tests",),
      "^http_segment_options$"),
-    ("idempotency-window-ignored", "gateway/http/replay.c",
+    ("idempotency-window-ignored", "gateway:open_index",
      ".window_ms = s->opt.idempotency_window_ms}", ".window_ms = 0}", ("tests",),
      "^http_segment_options$"),
-    ("max-watchers-ignored", "gateway/http/server.c", "s->journal.last_seq, s->opt.max_watchers);",
+    ("max-watchers-ignored", "gateway:start_feed", "s->journal.last_seq, s->opt.max_watchers);",
      "s->journal.last_seq, 256u);", ("tests",), "^http_feed_wait$"),
-    ("scrub-rate-ignored", "gateway/http/server.c", "s->opt.state_dir, s->opt.scrub_rate,",
+    ("scrub-rate-ignored", "gateway:setup", "s->opt.state_dir, s->opt.scrub_rate,",
      "s->opt.state_dir, 8388608u,", ("tests",), "^http_record_checksum$"),
-    ("health-max-changes-ignored", "health/main.c", "    v.max_changes = a->max_changes_n;",
+    ("health-max-changes-ignored", "health:hc_cmd_check", "    v.max_changes = a->max_changes_n;",
      "    v.max_changes = 100000;", ("tests",), "^health_rules$"),
-    ("health-archive-dir-ignored", "health/main.c",
+    ("health-archive-dir-ignored", "health:hc_cmd_check",
      "(struct hc_seg_options){a->archive_dir, a->accept_archived};",
      "(struct hc_seg_options){NULL, a->accept_archived};", ("tests",),
      "^health_segments_archive$"),
-    ("health-accept-archived-ignored", "health/main.c",
+    ("health-accept-archived-ignored", "health:hc_cmd_check",
      "(struct hc_seg_options){a->archive_dir, a->accept_archived};",
      "(struct hc_seg_options){a->archive_dir, 0};", ("tests",), "^health_segments_archive$"),
-    ("health-listen-ignored", "health/main.c", "        a->listen,        a->journal,",
+    ("health-listen-ignored", "health:hc_cmd_serve", "        a->listen,        a->journal,",
      "        \"127.0.0.1:8081\", a->journal,", ("tests",), "^health_listen$"),
-    ("feed-memory-ignored", "gateway/http/server.c",
+    ("feed-memory-ignored", "gateway:gw_server_run",
      "gw_feed_cache_init(&s->feed_cache, s->opt.feed_memory);",
      "gw_feed_cache_init(&s->feed_cache, 67108864u);", ("tests",), "^http_feed_memory$"),
     # If-Match as RFC 9110 reads it (docs/api.md §15): strong comparison; ETag on GET /v1/ring.
-    ("if-match-weak-tag-matches", "gateway/http/if_match.c", "found |= epoch && !weak &&",
+    ("if-match-weak-tag-matches", "gateway:walk", "found |= epoch && !weak &&",
      "found |= epoch &&", ("tests",), "^unit/test_if_match$"),
-    ("ring-answer-without-etag", "gateway/http/handle_read.c", "MHD_HTTP_HEADER_ETAG, etag);",
+    ("ring-answer-without-etag", "gateway:gw_handle_ring", "MHD_HTTP_HEADER_ETAG, etag);",
      "NULL, NULL);", ("tests",), "^http_live_admin$"),
-    ("archive-writes-no-ids-file", "gateway/store/archive.c",
+    ("archive-writes-no-ids-file", "gateway:archive_one",
      "    int rc = write_ids(dir, path, data, (size_t)seg->bytes, seg->first_seq, seg->last_seq, err);",
      "    int rc = 0;", ("tests",), "^http_state_mix$"),
 ]
@@ -657,14 +659,13 @@ def defect_targets(binaries, catchers):
 
 
 def run_defect(index, defect, src, build, work, binaries):
-    name, rel, old, new, detectors, catchers = defect
-    path = os.path.join(src, rel)
-    original = open(path).read()
+    name, where, old, new, detectors, catchers = defect
     label = "N%02d %s" % (index, name)
-    if original.count(old) != 1:
-        print("%s: FAIL patch matched %d times (must be exactly 1)" % (label, original.count(old)))
+    try:
+        path, original = gate_anchor.apply(src, where, old, new)
+    except LookupError as e:
+        print("%s: FAIL the patch does not apply: %s" % (label, e))
         return False
-    open(path, "w").write(original.replace(old, new))
     started = time.monotonic()
     try:
         if not build_tree(build, defect_targets(binaries, catchers)):
@@ -674,7 +675,7 @@ def run_defect(index, defect, src, build, work, binaries):
                "tests": lambda: tests_red(build, catchers)}
         verdicts = {d: red[d]() for d in detectors}
     finally:
-        open(path, "w").write(original)
+        gate_anchor.restore(path, original)
     ok = all(verdicts.values())
     print("%s: %s applied; %s (%.0f s)" % (label, "PASS" if ok else "FAIL", " ".join(
         "%s=%s" % (d, "red" if v else "GREEN") for d, v in verdicts.items()),
