@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every defect of the mutation gate (ops/negative.py) still applies: its patch text occurs
-exactly once where it names (a definition, or a folder: ops/gate_anchor.py). The gate itself runs only in the full tier and would report such a
-defect as a FAIL after half an hour; this check says it in a second, in the quick tier, naming
-the defect and the count. usage: check_gate_patches.py SOURCE_DIR"""
+exactly once where it names (a definition, or a folder: ops/gate_anchor.py). The gate itself
+runs only in the full tier and would report such a defect as a FAIL after half an hour; this
+check says it in a second, in the quick tier, naming the defect and why.
+usage: check_gate_patches.py SOURCE_DIR"""
 import os
 import sys
 
