@@ -2,7 +2,9 @@
 # The gateway's layering holds (README.md, Layout; docs/decisions.md §12):
 #   core < store < http < cli, and a file includes headers of its own layer or of lower ones;
 #   core/ includes neither <microhttpd.h> nor <pthread.h>; store/ does not include <microhttpd.h>;
-#   no "../" includes (they would step around the layers); every source file lives in a layer.
+#   no "../" includes (they would step around the layers); every source file lives in a layer;
+#   a layer's sub-folders are its parts (store/index/, store/pg/), which never include each
+#   other's headers.
 # usage: check_layers.sh ROOT     prints every violation, then RESULT: OK or RESULT: BAD
 #        check_layers.sh --self-test   proves each rule catches a planted violation
 set -u
@@ -13,9 +15,15 @@ rank_of() { # layer name -> its rank, or nothing
     for i in "${!LAYERS[@]}"; do [ "${LAYERS[$i]}" = "$1" ] && echo "$i"; done
 }
 
+# part_of LAYER_DIR FILE -> the sub-folder of the layer holding FILE, or nothing at its top
+part_of() {
+    local rel="${2#$1/}"
+    [[ "$rel" == */* ]] && echo "${rel%%/*}"
+}
+
 # check ROOT: prints one line per violation; returns the number found (capped at 255).
 check() {
-    local gw="$1/gateway" bad=0 f layer rank inc owner orank
+    local gw="$1/gateway" bad=0 f layer rank inc owner orank found part opart
     for f in "$gw"/*.[ch]; do
         [ -e "$f" ] || continue
         echo "${f#$1/}: outside every layer (core/, store/, http/, cli/)"
@@ -23,8 +31,8 @@ check() {
     done
     for layer in "${LAYERS[@]}"; do
         rank=$(rank_of "$layer")
-        for f in "$gw/$layer"/*.[ch]; do
-            [ -e "$f" ] || continue
+        while IFS= read -r f; do
+            part=$(part_of "$gw/$layer" "$f")
             if [ "$rank" -eq 0 ] && grep -Eq '^#[[:space:]]*include[[:space:]]*<(microhttpd|pthread)\.h>' "$f"; then
                 echo "${f#$1/}: core/ includes microhttpd.h or pthread.h"
                 bad=$((bad + 1))
@@ -40,15 +48,22 @@ check() {
                     continue
                 fi
                 owner=""
-                for l in "${LAYERS[@]}"; do [ -e "$gw/$l/$inc" ] && owner="$l"; done
+                for l in "${LAYERS[@]}"; do
+                    found=$(find "$gw/$l" -name "$inc" -print -quit 2>/dev/null)
+                    [ -n "$found" ] && owner="$l" && opart=$(part_of "$gw/$l" "$found")
+                done
                 [ -n "$owner" ] || continue # ring.h, or a header of the same name elsewhere
                 orank=$(rank_of "$owner")
                 if [ "$orank" -gt "$rank" ]; then
                     echo "${f#$1/}: includes $owner/$inc, a layer above $layer/"
                     bad=$((bad + 1))
+                elif [ "$owner" = "$layer" ] && [ -n "$part" ] && [ -n "$opart" ] &&
+                    [ "$part" != "$opart" ]; then
+                    echo "${f#$1/}: includes $layer/$opart/$inc, another part of $layer/"
+                    bad=$((bad + 1))
                 fi
             done < <(sed -n 's/^#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
-        done
+        done < <(find "$gw/$layer" -name '*.[ch]' 2>/dev/null | sort)
     done
     return $((bad > 255 ? 255 : bad))
 }
@@ -59,7 +74,10 @@ expect_caught() {
     tmp=$(mktemp -d)
     mkdir -p "$tmp/gateway/core" "$tmp/gateway/store" "$tmp/gateway/http" "$tmp/gateway/cli"
     echo '#include "buf.h"' >"$tmp/gateway/store/journal.c"
-    touch "$tmp/gateway/core/buf.h" "$tmp/gateway/store/journal.h" "$tmp/gateway/http/request.h"
+    mkdir -p "$tmp/gateway/store/index" "$tmp/gateway/store/pg"
+    touch "$tmp/gateway/core/buf.h" "$tmp/gateway/store/journal.h" "$tmp/gateway/http/request.h" \
+        "$tmp/gateway/store/index/idempotency.h" "$tmp/gateway/store/pg/pg_store.h"
+    echo '#include "journal.h"' >"$tmp/gateway/store/pg/pg_store.c"
     mkdir -p "$(dirname "$tmp/gateway/$file")"
     echo "$line" >>"$tmp/gateway/$file"
     if check "$tmp" >/dev/null; then
@@ -86,6 +104,10 @@ self_test() {
     expect_caught "store includes an http header" store/ledger.c '#include "request.h"' || fails=1
     expect_caught "a path include" http/x.c '#include "../core/buf.h"' || fails=1
     expect_caught "a file outside the layers" serve.c '#include "buf.h"' || fails=1
+    expect_caught "a store part includes another's header" store/pg/pg_commit.c \
+        '#include "idempotency.h"' || fails=1
+    expect_caught "a store part's file includes an http header" store/index/idem_run.c \
+        '#include "request.h"' || fails=1
     [ "$fails" -eq 0 ] && echo "RESULT: OK" || echo "RESULT: BAD"
     return "$fails"
 }

@@ -2,7 +2,7 @@
 # name, text), so the binary carries the schema it needs (docs/journal.md §10).
 file(GLOB sql_files ${MIGRATIONS_DIR}/[0-9][0-9][0-9][0-9]_*.sql)
 list(SORT sql_files)
-set(body "/* Generated from db/migrations by gateway/store/pg_embed_migrations.cmake. */\n#include \"pg_migrations.h\"\n\n")
+set(body "/* Generated from db/migrations by gateway/store/pg/pg_embed_migrations.cmake. */\n#include \"pg_migrations.h\"\n\n")
 set(table "")
 set(i 0)
 foreach(f ${sql_files})
