@@ -17,7 +17,6 @@
 #include <sys/file.h>
 
 #include "fileio.h"
-#include "journal_epoch.h"
 #include "record.h"
 #include "ring.h"
 #include "timing.h"
@@ -893,15 +892,6 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
     *written = rc == 0;
     gw_buf_free(&line);
     return rc;
-}
-
-void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
-                               const unsigned char fingerprint[GW_FINGERPRINT_LEN])
-{
-    gw_buf_field_u64(out, "{\"type\":\"receipt\",\"seq\":", seq);
-    gw_buf_puts(out, ",\"fingerprint\":\"");
-    gw_buf_hex(out, fingerprint, GW_FINGERPRINT_LEN);
-    gw_buf_puts(out, "\",\"receipt\":");
 }
 
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,

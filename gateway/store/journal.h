@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "chain.h"
 #include "error.h"
+#include "records.h"
 #include "segment.h"
 #include "topology.h"
 
@@ -142,16 +143,6 @@ int gw_journal_set_epoch_line(struct gw_journal *j, const char *line, size_t len
 void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
                             enum gw_epoch_source source, uint64_t receipts_ahead,
                             struct gw_epoch_entry *out);
-
-/* Appends the epoch record line (docs/journal.md §2) of a contract, a membership and the chain
- * entry `e`, without a newline. */
-void gw_journal_epoch_line(struct gw_buf *out, const struct gw_contract *c,
-                           const struct gw_membership *m, const struct gw_epoch_entry *e);
-
-/* Appends the bytes a receipt record starts with, up to and including `"receipt":`. The record
- * is this prefix, the receipt bytes and "}\n". */
-void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
-                               const unsigned char fingerprint[GW_FINGERPRINT_LEN]);
 
 /* Writes whole lines and fdatasyncs them; *sync_ns (may be NULL) gets the fdatasync time. On
  * failure the file is truncated back to its last good length and -errno is returned with

@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
-#include "journal_epoch.h"
+#include "records.h"
 #include "ring.h"
 
 /* One epoch row through the chain rules, appended to the chain. */

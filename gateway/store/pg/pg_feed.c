@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
+#include "records.h"
 
 /* The journal's receipt record line of one row (docs/journal.md §2). */
 static int receipt_line(PGresult *res, int row, struct gw_buf *line)

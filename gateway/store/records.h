@@ -1,14 +1,28 @@
-/* Epoch records of the journal (docs/journal.md §2): written in the new form, replayed in the
- * legacy and the new form under the chain rules, and the receipt's link to its epoch. Internal to
- * store/: journal.c replays with it; the record line is public in journal.h. */
-#ifndef SHARDGATE_GW_JOURNAL_EPOCH_H
-#define SHARDGATE_GW_JOURNAL_EPOCH_H
+/* The record lines both stores write and read (docs/journal.md §2): the epoch record, written in
+ * the new form and replayed in the legacy and the new form under the chain rules; a receipt's
+ * link to its epoch; the bytes a receipt record starts with. The journal's segments and the
+ * PostgreSQL store's rows hold the same lines. */
+#ifndef SHARDGATE_GW_RECORDS_H
+#define SHARDGATE_GW_RECORDS_H
 
 #include <jansson.h>
+#include <stdint.h>
 
+#include "batch.h"
+#include "buf.h"
 #include "chain.h"
 #include "contract.h"
 #include "membership.h"
+
+/* Appends the epoch record line (docs/journal.md §2) of a contract, a membership and the chain
+ * entry `e`, without a newline. */
+void gw_journal_epoch_line(struct gw_buf *out, const struct gw_contract *c,
+                           const struct gw_membership *m, const struct gw_epoch_entry *e);
+
+/* Appends the bytes a receipt record starts with, up to and including `"receipt":`. The record
+ * is this prefix, the receipt bytes and "}\n". */
+void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
+                               const unsigned char fingerprint[GW_FINGERPRINT_LEN]);
 
 /* Checks one epoch record line (`root` its JSON) against the chain so far and the receipts
  * before it (`last_seq`): the recomputed epoch id and ring id, epoch_seq, prev, first_seq, a

@@ -1,12 +1,11 @@
-/* Epoch records (docs/journal.md §2, docs/contract.md §7): the new form's bytes, and the replay of
- * both forms: every id recomputed, every link of the chain checked. */
-#include "journal_epoch.h"
+/* The record lines of docs/journal.md §2 (docs/contract.md §7): an epoch record's new form, and
+ * the replay of both forms: every id recomputed, every link of the chain checked; a receipt
+ * record's first bytes. */
+#include "records.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "journal.h"
 
 static int bad(struct gw_error *err, const char *fmt, const char *arg)
 {
@@ -211,4 +210,13 @@ int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, uint64_
         return bad(err, "receipt record: its ring id is not that of its epoch %s", e.epoch);
     *epoch_seq = e.epoch_seq;
     return 0;
+}
+
+void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
+                               const unsigned char fingerprint[GW_FINGERPRINT_LEN])
+{
+    gw_buf_field_u64(out, "{\"type\":\"receipt\",\"seq\":", seq);
+    gw_buf_puts(out, ",\"fingerprint\":\"");
+    gw_buf_hex(out, fingerprint, GW_FINGERPRINT_LEN);
+    gw_buf_puts(out, "\",\"receipt\":");
 }
