@@ -294,11 +294,13 @@ def concurrent_clients_totals_exact():
 
 
 def refused(port):
-    """True when a connection to the port is refused (nothing listens)."""
+    """True when a connection to the port is refused (nothing listens). A connect that meets the
+    listening socket's close halfway through its handshake is reset rather than refused: nothing
+    accepted it either."""
     try:
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
         return False
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
         return True
 
 
