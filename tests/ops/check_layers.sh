@@ -3,7 +3,7 @@
 #   core < store < http < cli, and a file includes headers of its own layer or of lower ones;
 #   core/ includes neither <microhttpd.h> nor <pthread.h>; store/ does not include <microhttpd.h>;
 #   no "../" includes (they would step around the layers); every source file lives in a layer;
-#   a layer's sub-folders are its parts (store/index/, store/pg/), which never include each
+#   a layer's sub-folders are its parts (store/file/, store/pg/), which never include each
 #   other's headers.
 # usage: check_layers.sh ROOT     prints every violation, then RESULT: OK or RESULT: BAD
 #        check_layers.sh --self-test   proves each rule catches a planted violation
@@ -74,9 +74,9 @@ expect_caught() {
     tmp=$(mktemp -d)
     mkdir -p "$tmp/gateway/core" "$tmp/gateway/store" "$tmp/gateway/http" "$tmp/gateway/cli"
     echo '#include "buf.h"' >"$tmp/gateway/store/journal.c"
-    mkdir -p "$tmp/gateway/store/index" "$tmp/gateway/store/pg"
+    mkdir -p "$tmp/gateway/store/file/index" "$tmp/gateway/store/pg"
     touch "$tmp/gateway/core/buf.h" "$tmp/gateway/store/journal.h" "$tmp/gateway/http/request.h" \
-        "$tmp/gateway/store/index/idempotency.h" "$tmp/gateway/store/pg/pg_store.h"
+        "$tmp/gateway/store/file/index/idempotency.h" "$tmp/gateway/store/pg/pg_store.h"
     echo '#include "journal.h"' >"$tmp/gateway/store/pg/pg_store.c"
     mkdir -p "$(dirname "$tmp/gateway/$file")"
     echo "$line" >>"$tmp/gateway/$file"
@@ -106,7 +106,7 @@ self_test() {
     expect_caught "a file outside the layers" serve.c '#include "buf.h"' || fails=1
     expect_caught "a store part includes another's header" store/pg/pg_commit.c \
         '#include "idempotency.h"' || fails=1
-    expect_caught "a store part's file includes an http header" store/index/idem_run.c \
+    expect_caught "a store part's file includes an http header" store/file/index/idem_run.c \
         '#include "request.h"' || fails=1
     [ "$fails" -eq 0 ] && echo "RESULT: OK" || echo "RESULT: BAD"
     return "$fails"

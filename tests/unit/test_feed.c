@@ -1,4 +1,4 @@
-/* The feed reader (gateway/store/feed.c): the placements of stored receipts read without a
+/* The feed reader (gateway/store/file/feed.c): the placements of stored receipts read without a
  * JSON tree, byte for byte, and reads after a cursor over segment files — epoch records just
  * before their first receipt, a segment's repeated epoch record skipped, seeks by the sparse
  * index equal to a scan, the bound, and a cursor older than the oldest segment. */

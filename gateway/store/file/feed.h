@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "feed_record.h"
 #include "feed_segments.h"
 
 /* One index mark: the byte just after receipt `seq`'s line in segment `segment`. */
@@ -28,20 +29,6 @@ struct gw_feed {
     uint64_t checked_from;          /* segments from this first_seq on carry line checksums */
     struct gw_feed_segments listed; /* the last listing whose active segment was active_first */
 };
-
-enum gw_feed_kind { GW_FEED_RECEIPT, GW_FEED_EPOCH };
-
-/* A record met by gw_feed_read, borrowed for the visit only. `seq` is a receipt's seq, or the
- * seq of the receipt an epoch record comes just before (its first_seq). */
-struct gw_feed_record {
-    enum gw_feed_kind kind;
-    uint64_t seq;
-    const char *line; /* the record line, without its newline */
-    size_t len;
-};
-
-/* Returns 0 to go on, 1 to stop after this record (a receipt), or a negative code. */
-typedef int (*gw_feed_visit_fn)(void *ctx, const struct gw_feed_record *rec);
 
 /* The reader leaves a mark every this many receipts, or this many bytes after the last mark
  * (large receipts: 4,000 marks per GB, 96 KB), or at a segment's first receipt. */

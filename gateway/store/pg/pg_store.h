@@ -13,7 +13,7 @@
 
 #include "chain.h"
 #include "contract.h"
-#include "feed.h"
+#include "feed_record.h"
 #include "membership.h"
 #include "commit.h"
 #include "metrics.h"
