@@ -45,15 +45,6 @@ int gw_file_read(const char *path, char **out, size_t *len)
     return 0;
 }
 
-/* The directory part of `path` ("." when it has none), malloc'd. */
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return strdup(".");
-    return slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
-}
-
 int gw_file_write_all(int fd, const char *data, size_t len)
 {
     while (len > 0) {
@@ -68,36 +59,94 @@ int gw_file_write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+int gw_sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int gw_durable_open(struct gw_durable_file *f, const char *path, const char *tmp, mode_t mode)
+{
+    f->fd = -1;
+    if (snprintf(f->path, sizeof(f->path), "%s", path) >= (int)sizeof(f->path) ||
+        snprintf(f->tmp, sizeof(f->tmp), "%s", tmp) >= (int)sizeof(f->tmp)) {
+        f->tmp[0] = '\0'; /* nothing to remove */
+        return -ENAMETOOLONG;
+    }
+    f->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    return f->fd < 0 ? -errno : 0;
+}
+
+int gw_durable_sync(struct gw_durable_file *f)
+{
+    /* The file is new, so fsync costs what fdatasync would, and it covers the mode too. */
+    int rc = fsync(f->fd) == 0 ? 0 : -errno;
+    if (close(f->fd) != 0 && rc == 0)
+        rc = -errno;
+    f->fd = -1;
+    if (rc != 0)
+        unlink(f->tmp);
+    return rc;
+}
+
+int gw_durable_install(struct gw_durable_file *f)
+{
+    if (rename(f->tmp, f->path) != 0) {
+        int rc = -errno;
+        unlink(f->tmp);
+        return rc;
+    }
+    char *slash = strrchr(f->path, '/');
+    if (!slash)
+        return gw_sync_dir(".");
+    if (slash == f->path)
+        return gw_sync_dir("/");
+    *slash = '\0';
+    int rc = gw_sync_dir(f->path);
+    *slash = '/';
+    return rc;
+}
+
+int gw_durable_commit(struct gw_durable_file *f)
+{
+    int rc = gw_durable_sync(f);
+    return rc != 0 ? rc : gw_durable_install(f);
+}
+
+void gw_durable_abandon(struct gw_durable_file *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    if (f->tmp[0])
+        unlink(f->tmp);
+}
+
+int gw_durable_write(const char *path, const char *tmp, const void *data, size_t len, mode_t mode)
+{
+    struct gw_durable_file f;
+    int rc = gw_durable_open(&f, path, tmp, mode);
+    if (rc != 0)
+        return rc;
+    rc = gw_file_write_all(f.fd, data, len);
+    if (rc != 0) {
+        gw_durable_abandon(&f);
+        return rc;
+    }
+    return gw_durable_commit(&f);
+}
+
 int gw_file_replace(const char *path, const char *data, size_t len, mode_t mode)
 {
-    char *dir = dir_of(path);
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!dir || !tmp) {
-        free(dir);
-        free(tmp);
-        return -ENOMEM;
-    }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
     struct stat st;
     if (stat(path, &st) == 0)
         mode = st.st_mode & 07777; /* the file keeps its permissions */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-    int rc = fd < 0 ? -errno : gw_file_write_all(fd, data, len);
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    if (fd >= 0 && close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc != 0 && fd >= 0)
-        unlink(tmp);
-    int dfd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (rc == 0 && (dfd < 0 || fsync(dfd) != 0))
-        rc = -errno;
-    if (dfd >= 0)
-        close(dfd);
-    free(dir);
-    free(tmp);
-    return rc;
+    return gw_durable_write(path, tmp, data, len, mode);
 }

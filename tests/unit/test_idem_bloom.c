@@ -64,7 +64,7 @@ static void write_run(const char *dir, unsigned char sha[SHA256_DIGEST_LENGTH])
     CHECK_EQ_U64(gw_idem_run_begin(w, dir, 7, RUN_N), 0);
     for (uint64_t i = 0; i < RUN_N; i++)
         CHECK_EQ_U64(gw_idem_run_put(w, &recs[i]), 0);
-    CHECK_EQ_U64(gw_idem_run_finish(w, dir, sha), 0);
+    CHECK_EQ_U64(gw_idem_run_finish(w, sha), 0);
     free(w);
     free(recs);
 }

@@ -31,16 +31,7 @@ static int fail(struct gw_error *err, const char *path, const char *what, int rc
     return rc;
 }
 
-static int sync_path(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -errno;
-    if (fd >= 0)
-        close(fd);
-    return rc;
-}
-
-/* Writes the (compressed) bytes to D/<as>.tmp, fsync, rename to D/<as>, fsync D. */
+/* Puts the (compressed) bytes in place as D/<as>, written as D/<as>.tmp (gw_durable_file). */
 static int write_copy(const char *adir, const char *as, const void *data, size_t len, int plain,
                       struct gw_error *err)
 {
@@ -59,17 +50,8 @@ static int write_copy(const char *adir, const char *as, const void *data, size_t
             return fail(err, tmp, "zstd", -EIO);
         }
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-    int rc = fd < 0 ? -errno : gw_file_write_all(fd, plain ? data : z, zlen);
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    if (fd >= 0)
-        close(fd);
+    int rc = gw_durable_write(dest, tmp, plain ? data : z, zlen, 0640);
     free(z);
-    if (rc == 0 && rename(tmp, dest) != 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = sync_path(adir);
     return rc == 0 ? 0 : fail(err, dest, "cannot write the archived copy", rc);
 }
 
@@ -98,7 +80,7 @@ static int unlink_segment(const char *dir, uint64_t first, struct gw_error *err)
     char path[4096], name[GW_SEGMENT_NAME_MAX];
     gw_segment_name(name, first);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    int rc = unlink(path) == 0 ? sync_path(dir) : -errno;
+    int rc = unlink(path) == 0 ? gw_sync_dir(dir) : -errno;
     return rc == 0 ? 0 : fail(err, path, "cannot unlink", rc);
 }
 

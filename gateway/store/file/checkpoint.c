@@ -68,22 +68,19 @@ static int write_file(const char *dir, const struct gw_buf *line, uint64_t last_
     gw_checkpoint_name(name, last_seq);
     snprintf(tmp, sizeof(tmp), "%s/%s", dir, GW_CHECKPOINT_TMP);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-    if (fd < 0)
-        return -errno;
-    int rc = gw_file_write_all(fd, line->data, line->len);
-    if (rc == 0 && fdatasync(fd) != 0)
-        rc = -errno;
-    close(fd);
-    if (rc == 0)
+    struct gw_durable_file f;
+    int rc = gw_durable_open(&f, path, tmp, 0640);
+    if (rc != 0)
+        return rc;
+    if ((rc = gw_file_write_all(f.fd, line->data, line->len)) != 0) {
+        gw_durable_abandon(&f);
+        return rc;
+    }
+    rc = gw_durable_sync(&f);
+    if (rc == 0) {
         gw_crash_point("checkpoint-written");
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    int dfd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (rc == 0 && (dfd < 0 || fsync(dfd) != 0))
-        rc = -errno;
-    if (dfd >= 0)
-        close(dfd);
+        rc = gw_durable_install(&f);
+    }
     return rc;
 }
 

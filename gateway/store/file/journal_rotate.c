@@ -33,22 +33,12 @@ static int fail(struct gw_error *err, const char *path, const char *what, int rc
     return rc;
 }
 
-/* Writes journal.jsonl.new whole and durable, then renames it to journal.jsonl. */
+/* Puts the new active segment in place as journal.jsonl, written as journal.jsonl.new. */
 static int write_new_active(struct gw_journal *j, const struct gw_buf *lines, struct gw_error *err)
 {
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s/%s", j->dir, GW_JOURNAL_NEW_FILE);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
-    if (fd < 0)
-        return fail(err, tmp, "cannot create", -errno);
-    int rc = gw_file_write_all(fd, lines->data, lines->len);
-    if (rc == 0 && fdatasync(fd) != 0)
-        rc = -errno;
-    close(fd);
-    if (rc == 0 && rename(tmp, j->path) != 0)
-        rc = -errno;
-    if (rc == 0 && fsync(j->dir_fd) != 0)
-        rc = -errno;
+    int rc = gw_durable_write(j->path, tmp, lines->data, lines->len, 0640);
     return rc == 0 ? 0 : fail(err, tmp, "cannot write the next segment", rc);
 }
 

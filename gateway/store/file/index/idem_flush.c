@@ -77,8 +77,8 @@ static int write_run(struct gw_idem_state *s, const struct gw_idem_rec *recs, si
         rc = gw_idem_run_put(w, &recs[i]);
     unsigned char sha[SHA256_DIGEST_LENGTH];
     if (rc == 0)
-        rc = gw_idem_run_finish(w, s->dir, sha);
-    else if (w->fd >= 0)
+        rc = gw_idem_run_finish(w, sha);
+    else if (w->file.fd >= 0)
         gw_idem_run_abandon(w);
     free(w);
     const char *why;

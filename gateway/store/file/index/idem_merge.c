@@ -106,7 +106,7 @@ static int write_merged(struct gw_idem_state *s, struct gw_idem_run **in, size_t
         gw_idem_run_abandon(w);
     unsigned char sha[SHA256_DIGEST_LENGTH];
     if (rc == 0)
-        rc = gw_idem_run_finish(w, s->dir, sha);
+        rc = gw_idem_run_finish(w, sha);
     free(w);
     const char *why;
     if (rc == 0 && !(*out = gw_idem_run_open(s->dir, id, total, sha, 0, &why)))

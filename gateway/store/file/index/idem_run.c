@@ -25,30 +25,19 @@ void gw_idem_run_name(char *name, size_t size, uint64_t id)
     snprintf(name, size, "run-%020" PRIu64 ".idx", id);
 }
 
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) != 0 ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id, uint64_t count)
 {
-    char name[64];
+    char name[64], path[4096], tmp[4200];
     gw_idem_run_name(name, sizeof(name), id);
-    snprintf(w->path, sizeof(w->path), "%s/%s", dir, name);
-    snprintf(w->tmp, sizeof(w->tmp), "%s.tmp", w->path);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     w->bloom_blocks = gw_idem_bloom_blocks(count);
     w->blocks = gw_idem__run_blocks(gw_idem__run_payload(count));
     w->bloom = calloc(w->bloom_blocks ? w->bloom_blocks : 1, 64);
     w->digests = malloc(w->blocks ? w->blocks * SHA256_DIGEST_LENGTH : 1);
-    w->fd =
-        w->bloom && w->digests ? open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    if (w->fd < 0) {
-        int rc = w->bloom && w->digests ? -errno : -ENOMEM;
+    w->file.fd = -1;
+    int rc = w->bloom && w->digests ? gw_durable_open(&w->file, path, tmp, 0644) : -ENOMEM;
+    if (rc != 0) {
         free(w->bloom);
         free(w->digests);
         w->bloom = NULL;
@@ -89,7 +78,7 @@ static void digest(struct gw_idem_run_writer *w, const void *data, size_t n)
 
 static int flush_buf(struct gw_idem_run_writer *w)
 {
-    int rc = gw_file_write_all(w->fd, (const char *)w->buf, w->used);
+    int rc = gw_file_write_all(w->file.fd, (const char *)w->buf, w->used);
     w->used = 0;
     return rc;
 }
@@ -124,14 +113,14 @@ static int write_tail(struct gw_idem_run_writer *w)
     assert(w->block_at == w->blocks);
     int rc = flush_buf(w);
     if (rc == 0)
-        rc = gw_file_write_all(w->fd, (const char *)w->bloom, bloom_size);
+        rc = gw_file_write_all(w->file.fd, (const char *)w->bloom, bloom_size);
     if (rc == 0)
-        rc = gw_file_write_all(w->fd, (const char *)w->digests, w->blocks * SHA256_DIGEST_LENGTH);
+        rc = gw_file_write_all(w->file.fd, (const char *)w->digests,
+                               w->blocks * SHA256_DIGEST_LENGTH);
     return rc;
 }
 
-int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
-                       unsigned char sha256[SHA256_DIGEST_LENGTH])
+int gw_idem_run_finish(struct gw_idem_run_writer *w, unsigned char sha256[SHA256_DIGEST_LENGTH])
 {
     assert(w->written == w->expected);
     int rc = write_tail(w);
@@ -141,28 +130,17 @@ int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
     free(w->digests);
     w->bloom = NULL;
     w->digests = NULL;
-    if (rc == 0 && fdatasync(w->fd) != 0)
-        rc = -errno;
-    if (close(w->fd) != 0 && rc == 0)
-        rc = -errno;
-    w->fd = -1;
-    if (rc == 0 && rename(w->tmp, w->path) != 0)
-        rc = -errno;
     if (rc == 0)
-        rc = fsync_dir(dir);
-    if (rc != 0)
-        unlink(w->tmp);
+        return gw_durable_commit(&w->file);
+    gw_durable_abandon(&w->file);
     return rc;
 }
 
 void gw_idem_run_abandon(struct gw_idem_run_writer *w)
 {
-    if (w->fd >= 0)
-        close(w->fd);
-    w->fd = -1;
+    gw_durable_abandon(&w->file);
     free(w->bloom);
     free(w->digests);
     w->bloom = NULL;
     w->digests = NULL;
-    unlink(w->tmp);
 }

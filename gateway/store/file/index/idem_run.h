@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "fileio.h"
 #include "idem_rec.h"
 
 struct gw_idem_run {
@@ -31,12 +32,11 @@ struct gw_idem_run {
 
 /* A run being written, record by record in key order. */
 struct gw_idem_run_writer {
-    int fd;
-    char path[4096], tmp[4200];
-    SHA256_CTX block_sha;    /* of the block being written */
-    size_t block_fill;       /* its bytes so far */
-    unsigned char *digests;  /* one per block, filled as blocks complete */
-    size_t blocks, block_at; /* how many the run has; how many are done */
+    struct gw_durable_file file; /* run-<id>.idx, written as run-<id>.idx.tmp */
+    SHA256_CTX block_sha;        /* of the block being written */
+    size_t block_fill;           /* its bytes so far */
+    unsigned char *digests;      /* one per block, filled as blocks complete */
+    size_t blocks, block_at;     /* how many the run has; how many are done */
     uint64_t expected, written;
     struct gw_idem_key last;
     uint64_t *bloom; /* the filter, built as records are put, written by finish */
@@ -52,11 +52,10 @@ void gw_idem_run_name(char *name, size_t size, uint64_t id);
 int gw_idem_run_begin(struct gw_idem_run_writer *w, const char *dir, uint64_t id, uint64_t count);
 /* Appends a record (keys strictly increasing). Returns 0 or -errno. */
 int gw_idem_run_put(struct gw_idem_run_writer *w, const struct gw_idem_rec *rec);
-/* Writes the filter and the block digests, flushes, fdatasyncs and renames to run-<id>.idx, then
- * fsyncs `dir`; *sha256 is the SHA-256 of the digest table (which names every byte of the records
- * and the filter). Returns 0 or -errno (the temp file removed). */
-int gw_idem_run_finish(struct gw_idem_run_writer *w, const char *dir,
-                       unsigned char sha256[SHA256_DIGEST_LENGTH]);
+/* Writes the filter and the block digests, flushes, and puts the run in place as run-<id>.idx
+ * (gw_durable_commit); *sha256 is the SHA-256 of the digest table (which names every byte of the
+ * records and the filter). Returns 0 or -errno (the temp file removed). */
+int gw_idem_run_finish(struct gw_idem_run_writer *w, unsigned char sha256[SHA256_DIGEST_LENGTH]);
 /* Drops a run being written (the temp file removed). */
 void gw_idem_run_abandon(struct gw_idem_run_writer *w);
 
