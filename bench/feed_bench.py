@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The assignment feed's figures (issue #14, docs/performance.md §11).
+"""The assignment feed's figures (docs/performance.md §11).
 
 1. feed throughput to one consumer over loopback: a membership of one online shard (every
    change lands on it) and ASSIGNMENTS changes posted in batches of 1,000; then one consumer

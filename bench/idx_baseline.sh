@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/idx_bench.c built against the idempotency table of an earlier commit (default 3d07b80,
-# the last before issue #13: one chained hash map, doubled under its mutex), from `git show`,
+# the last before journal segments: one chained hash map, doubled under its mutex), from `git show`,
 # so the growth stall of the old table is measured by the same harness (docs/performance.md §10).
 # Usage: bench/idx_baseline.sh [N] [OUT_DIR]; IDX_BASELINE_REV picks another commit.
 set -eu

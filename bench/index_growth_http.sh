@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# POST latency while the idempotency index grows (issue #13, docs/performance.md §10.2): a Release
+# POST latency while the idempotency index grows (docs/performance.md §10.2): a Release
 # `shardgate serve` on 127.0.0.1 with a fresh state dir, driven by wrk (bench/http_post.lua) with
 # 1-change batches, each a new batch id, for GROWTH, then for STEADY more on the grown index; the
 # p99.9 of each phase and the ids the index holds after each.

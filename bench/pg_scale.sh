@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale-out on PostgreSQL (issue #17, docs/performance.md §13): POST throughput of
+# Scale-out on PostgreSQL (docs/performance.md §13): POST throughput of
 #   A  one gateway on the file store (--state-dir, a temp dir): the baseline
 #   B  one replica on PostgreSQL (--store postgres, direct, no HAProxy)
 #   C  two replicas on PostgreSQL behind HAProxy (ops/cluster/haproxy.cfg.in)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python reference of the gateway's in-process job, for the benchmark (issue 6, item 5).
+"""The Python reference of the gateway's in-process job, for the benchmark (item 5).
 
 The same job as gw_batch_parse + gw_dispatch_run + gw_receipt_write, in the standard library
 only (json, hashlib, bisect): strict batch validation (duplicate keys, exact fields, byte

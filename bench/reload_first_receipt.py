@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reload to first receipt on the new ring (issue #12, docs/performance.md §9): a gateway on
+"""Reload to first receipt on the new ring (docs/performance.md §9): a gateway on
 N shards x 160 vnodes (default 10,000: 1.6 M points) takes PUT /v1/admin/membership changes
 (one shard toggled online/offline each round) and, right after each 200, a one-change POST;
 the figure is the time from sending the PUT to the POST's receipt naming the new epoch. Prints

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Live membership under load (issue 12's figures, docs/performance.md §7).
+"""Live membership under load (docs/performance.md §7).
 
 1. steady: CLIENTS threads POST 100-change batches for STEADY seconds (no reload);
 2. reloads: the same load for DURATION seconds while CHANGES membership changes are applied,

@@ -15,7 +15,7 @@ def load(results, name):
 
 
 def rows(r):
-    """(item, figure, value text, target text, met) for every target of issue 6."""
+    """(item, figure, value text, target text, met) for every target of docs/performance.md."""
     ring, gw, py = r["ring"], r["gateway"], r["reference"]
     out = []
     lk = {x["shards"]: x for x in ring["lookup"]}

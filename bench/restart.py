@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Restart time and memory at a given history (issue #13, docs/performance.md §12).
+"""Restart time and memory at a given history (docs/performance.md §12).
 
 usage: bench/restart.py [--cold] BUILD_DIR N [STATE_DIR]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 6: builds with -O2, runs every item, prints the table of figures
+# The benchmark: builds with -O2, runs every item, prints the table of figures
 # against targets and writes bench/results/*.json and *.png. Fails if any placement or receipt
 # differs from its reference (a slow figure is reported, not a failure).
 # usage: bench/run.sh [--build-dir DIR] [--rounds N]

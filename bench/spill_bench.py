@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Spill benchmark (docs/performance.md §8, issue #15): wall time of `shardgate dispatch` on the
+"""Spill benchmark (docs/performance.md §8): wall time of `shardgate dispatch` on the
 spill worst cases of a 10,000-shard x 160-point ring and 100,000 changes, and the in-process cost
 per change of a batch where about 10% of the changes spill against the same batch under
 `report` (bench/spill_bench.c: both in one process, rounds interleaved, thread CPU time). Timings are printed and written as JSON, never asserted

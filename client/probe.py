@@ -941,7 +941,7 @@ class SegChain(Chain):
 
 class Sums:
     """The chain as GET /v1/epochs lists it, the ledger and the per-epoch totals (spec of
-    issue #13 §B), from the records read so far."""
+    docs/journal.md §7), from the records read so far."""
 
     def __init__(self):
         self.epochs, self.meta, self.ledger, self.totals = [], {}, {}, {}
@@ -1184,7 +1184,7 @@ class JournalRun:
                     self.out.append(("%s:2: epoch repeat" % f, "the chain's latest epoch record",
                                      line[:60].decode("utf-8", "replace")))
             elif number == len(complete) and (sealed or line.startswith(b'{"type":"seal"')):
-                # the active segment ends with its seal after a crash mid-rotation (spec §A)
+                # the active segment ends with its seal after a crash mid-rotation (docs/journal.md §6)
                 seal = seal_check(f, raw, at, line, self.chain.last_seq, self.out)
             else:
                 self.record(number, line)

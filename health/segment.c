@@ -63,7 +63,7 @@ static int hc_seg_prefix_sha(struct hc_journal *j, uint64_t n, char hex[65], str
     return 0;
 }
 
-/* The seal line: last_seq, bytes before it, their SHA-256 (spec §A). */
+/* The seal line: last_seq, bytes before it, their SHA-256 (docs/journal.md §6). */
 static int hc_seg_seal(struct hc_journal *j, const json_t *rec, uint64_t at, struct hc_err *err)
 {
     struct hc_seg *s = j->seg;

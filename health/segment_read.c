@@ -131,7 +131,7 @@ static int hc_seg_present(struct hc_journal *j, const struct hc_seg_file *f, str
     return rc;
 }
 
-/* With --accept-archived, a checkpoint must cover every archived segment (spec §D). */
+/* With --accept-archived, a checkpoint must cover every archived segment (docs/journal.md §8). */
 static void hc_seg_covered(struct hc_journal *j)
 {
     struct hc_seg *s = j->seg;

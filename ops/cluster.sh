@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A scale-out of shardgate on this machine (docs/operations.md §9, issue #17): one PostgreSQL,
+# A scale-out of shardgate on this machine (docs/operations.md §9): one PostgreSQL,
 # three gateway replicas sharing it (--store postgres), HAProxy in front of them and the health
 # service reading the same database read-only. Everything listens on 127.0.0.1.
 #

@@ -7,7 +7,7 @@ SHARDGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev
     libmemcached-dev python3 curl wrk clang libclang-rt-14-dev gnuplot-nox docker-compose
     valgrind strace)
-# shardgate-health reads zstd-compressed archived journal segments (docs/tools.md §7, issue #13);
+# shardgate-health reads zstd-compressed archived journal segments (docs/tools.md §7);
 # the zstd CLI lets the tests and probe.py write/read them.
 SHARDGATE_PACKAGES+=(libzstd-dev zstd)
 # Every journal line carries a CRC-32, zlib's (docs/decisions.md §28).
@@ -18,7 +18,7 @@ SHARDGATE_PACKAGES+=(zlib1g-dev)
 # unit verification and the OpenAPI check (python3-jsonschema, python3-yaml).
 SHARDGATE_PACKAGES+=(podman podman-compose catatonit mmdebstrap mandoc prometheus systemd dpkg-dev
     fakeroot python3-jsonschema python3-yaml)
-# Issue #17: --store postgres (PostgreSQL 15 and libpq: the store every replica shares) and the
+# --store postgres (PostgreSQL 15 and libpq: the store every replica shares) and the
 # cluster of ops/cluster.sh (HAProxy 2.6: routing in front of the replicas).
 SHARDGATE_PACKAGES+=(postgresql libpq-dev haproxy)
 # The model-based operation test's sequence generator and shrinker (docs/decisions.md §27).

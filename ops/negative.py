@@ -47,14 +47,14 @@ DEFECTS = [
      "    if (out->wrapped)\n        at = 0;",
      "    if (out->wrapped)\n        at = ring->npoints - 1;", GATEWAY,
      "^unit/test_(ring|dispatch)$|^case/valid$"),
-    # Issue #11: the single-key path (ring_lookup, ring_lookup_hash) counts a window of points
+    # The single-key path (ring_lookup, ring_lookup_hash) counts a window of points
     # around an interpolated guess; when the answer lies before the window or past it, the
     # window must move (tests/unit/test_ring.c walks every point of a 320,000-point ring).
     ("single-lookup-window-not-restarted", "ring:single_at_or_after",
      "    if (below == 0 && at > lo) {", "    if (0) {", ("tests",), "^unit/test_ring$"),
     ("single-lookup-window-not-walked-on", "ring:single_at_or_after",
      "    while (below == RING_WINDOW) {", "    while (0) {", ("tests",), "^unit/test_ring$"),
-    # Issue #12's switch (docs/decisions.md §19): a reload builds the new ring from the previous
+    # The switch at 10,000 shards (docs/decisions.md §19): a reload builds the new ring from the previous
     # one, merging the kept points with the fresh ones; tests/unit/test_ring_from.c compares it
     # with the ring built from scratch over random membership changes.
     ("merge-fresh-tail-dropped", "ring:merge",
@@ -72,7 +72,7 @@ DEFECTS = [
      "code = hc_report_pass(&report, &end) ? EXIT_PASS : EXIT_FAIL;", "code = EXIT_PASS;",
      HEALTH,
      "^health_receipt$"),
-    # issue 10: health must judge the gateway's byte form, and serve must never move past a line
+    # Health must judge the gateway's byte form, and serve must never move past a line
     # it did not verify (tests/health/test_rules.py, tests/health/test_serve_errors.py)
     ("health-skips-canonical-bytes", "health:hc_c_record_bytes",
      "long at = hc_canon_receipt_record(run->rec, run->r);", "long at = -1;", ("tests",),
@@ -82,7 +82,7 @@ DEFECTS = [
      "    int rc = hc_journal_read_new(j, err);\n    if (rc != 0)\n        j->reread = 0;",
      ("tests",),
      "health_serve_errors"),
-    # issue 12: health verifies the epoch chain; a skipped prev link must turn its tests red
+    # Health verifies the epoch chain; a skipped prev link must turn its tests red
     # (tests/health/test_chain.py, epoch_prev_links)
     ("health-prev-link-skipped", "health:hc_c_epoch_prev",
      "    if (strcmp(want, got) != 0)\n        hc_run_fail(run, \"prev:",
@@ -92,7 +92,7 @@ DEFECTS = [
      "        if (!p->seen_on[k])\n",
      "        if (!p->seen_on[k] && !(k == KEY_VNODES && (p->out->vnodes = 160)))\n", GATEWAY,
      "^case/contract$"),
-    # Issue #10: a complete, newline-terminated bad last line must stop the start (exit 3),
+    # A complete, newline-terminated bad last line must stop the start (exit 3),
     # never be moved to .broken as if torn (tests/reliability/test_hostile_state.py).
     ("complete-line-forgiven-as-torn", "gateway:replay_lines",
      "        if (rc != 0) {\n            char what[sizeof(err->msg)];",
@@ -112,7 +112,7 @@ DEFECTS = [
     ("totals-wrap-at-2^64", "gateway:gw_total", "    gw_u128 load;", "    uint64_t load;",
      ("tests",),
      "unit/test_buf|reliability_hostile_state"),
-    # Issue #10: stored receipts readable without the token; the batch reader unbounded.
+    # Stored receipts readable without the token; the batch reader unbounded.
     ("get-batch-without-token", "gateway",
      '{"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL},',
      '{"GET", "/v1/batches/", 1, GW_ACCESS_OPEN, gw_handle_batch, NULL},', ("tests",),
@@ -120,7 +120,7 @@ DEFECTS = [
     ("reader-budgets-ignored", "gateway:json_read",
      "    if (limits)\n        r->limits = *limits;\n", "    (void)limits;\n", ("tests",),
      "unit/test_batch_limits|reliability_hostile_http"),
-    # Issue #12: each arc [previous point + 1, point] given the owners of the point after it
+    # Each arc [previous point + 1, point] given the owners of the point after it
     # instead of the point that ends it (tests/plan/test_plan.py: the golden plan, C ==
     # probe.py plan). Shifting every arc by one value instead is nearly an equivalent mutant:
     # lengths and owners stay, only the first arc and the wrap trade one value.
@@ -131,7 +131,7 @@ DEFECTS = [
      "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
      "        start = value + 1;\n", ("tests",),
      "^plan_plan_(golden|random)$"),
-    # Issue #15: the spill rule (docs/contract.md §9). The gate's spill scenario fills every shard
+    # The spill rule (docs/contract.md §9). The gate's spill scenario fills every shard
     # exactly with two spills, so each defect moves a placement or a load.
     ("spill-counter-clockwise", "gateway:walk",
      "    long q = find_in(w, home + 1, w->npoints, size, h);\n"
@@ -164,7 +164,7 @@ DEFECTS = [
      "            d->member[i] = t->member_of[d->placements[i].shard];\n            d->spilled++;",
      "            d->member[i] = d->placements[i].shard;\n            d->spilled++;", GATEWAY,
      "^spill_(golden|rules)$"),
-    # Issue #12 (the journal scenario of ops/negative_journal.py judges these too): a batch whose
+    # Live membership (the journal scenario of ops/negative_journal.py judges these too): a batch whose
     # request started before a switch is placed on the old ring while its receipt names the new
     # epoch; the epoch id without capacities; a skipped prev link (written as null).
     ("old-ring-new-epoch", "gateway:dispatch",
@@ -179,7 +179,7 @@ DEFECTS = [
      "    write_hex_or_null(out, \",\\\"prev\\\":\", e->prev);",
      "    write_hex_or_null(out, \",\\\"prev\\\":\", \"\");", GATEWAY,
      "http_live_sighup|http_live_legacy"),
-    # Issue #13: the seal hashes all but each group's newline; a checkpoint names the seq before
+    # The seal hashes all but each group's newline; a checkpoint names the seq before
     # its last record (its position no longer checks out: never used); the fast path of a
     # restart forgets the first id after the index's durable seq; the start checks ignore the
     # prev link (a segment of another history is accepted).
@@ -195,7 +195,7 @@ DEFECTS = [
     ("prev-link-not-checked", "gateway:check_link",
      "    if (strcmp(s->prev, prev->sha256) != 0) {", "    if (0) {", ("tests",),
      "http_segment_faults"),
-    # Issue #13: the idempotency index (docs/journal.md §9). A merge that loses the last entry
+    # The idempotency index (docs/journal.md §9). A merge that loses the last entry
     # of each run forgets acknowledged ids; a manifest read without its checksum trusts an
     # edited durable_seq; an id exactly the window old must still replay.
     ("idem-merge-drops-last-entry", "gateway:merge_into",
@@ -207,7 +207,7 @@ DEFECTS = [
     ("idem-window-boundary", "gateway:verdict_of",
      "now - r->ack_ms > s->window_ms", "now - r->ack_ms >= s->window_ms", ("tests",),
      "^unit/test_idempotency$"),
-    # issue 13: health verifies seals, probe.py the checkpoint sums, health every epoch's totals
+    # Health verifies seals, probe.py the checkpoint sums, health every epoch's totals
     # (tests/health/test_segments.py, tests/client/test_probe_journal.py)
     ("health-ignores-seal-sha256", "health:hc_seg_seal",
      "        if (strcmp(hex, sha) != 0)\n            HC_SEG_ISSUE(",
@@ -221,7 +221,7 @@ DEFECTS = [
      "    if (received == 0)\n        return 0;",
      "    if (received == 0 || epoch_seq == 1)\n        return 0;", ("tests",),
      "^health_segments_(segments|checkpoints)$"),
-    # Issue #14, the assignment feed: an empty page that does not move the cursor over receipts
+    # The assignment feed: an empty page that does not move the cursor over receipts
     # without a match (no bookmark), and a cursor that serves its own receipt again.
     ("feed-bookmark-not-advanced", "gateway:serve_page",
      "        fr->q.after = last; /* a bookmark: receipts without a match are passed over */",
@@ -229,7 +229,7 @@ DEFECTS = [
     ("feed-after-off-by-one", "gateway:on_receipt",
      "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
      "^unit/test_feed$|^http_feed$"),
-    # issue 13 §D: the archive moves only what the newest valid checkpoint (and its index) covers
+    # The archive moves only what the newest valid checkpoint (and its index) covers
     ("archive-beyond-checkpoint", "gateway:gw_journal_archive",
      "if (seg->last_seq > out->through_seq || out->through_seq == 0)",
      "if (out->through_seq == 0)", ("tests",),
@@ -266,7 +266,7 @@ DEFECTS = [
     ("idem-merge-inputs-unchecked", "gateway:write_merged",
      "        if (gw_idem_run_check_all(in[i]) != 0)",
      "        if (0 && gw_idem_run_check_all(in[i]) != 0)", ("tests",), "^unit/test_idempotency$"),
-    # Issue #14's shared pages (docs/decisions.md §23): a page answered to a question with
+    # The feed's shared pages (docs/decisions.md §23): a page answered to a question with
     # another cursor would hand a consumer assignments it did not ask for, or skip some.
     ("feed-shared-page-ignores-cursor", "gateway:same_question",
      "    return a->after == b->after && a->limit == b->limit",
@@ -281,7 +281,7 @@ DEFECTS = [
     ("feed-rotation-window-fails-reads", "gateway:scan_segment",
      "    if (fd < 0 && errno == ENOENT && seg->active) {", "    if (0) {", ("tests",),
      "^unit/test_feed$"),
-    # Issue #17, --store postgres (docs/journal.md §10): commits that do not lock the sequencer
+    # --store postgres (docs/journal.md §10): commits that do not lock the sequencer
     # row give two replicas the same seqs; a stored batch_id replayed whatever its content; a
     # group committed without its totals; other replicas' feed watchers never told of a commit;
     # a replica that does not LISTEN for epochs keeps serving the old membership; health that

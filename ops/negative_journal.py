@@ -1,4 +1,4 @@
-"""The mutation gate's journal scenario (issue #12, docs/tools.md §5): the real `shardgate serve`
+"""The mutation gate's journal scenario (docs/tools.md §5): the real `shardgate serve`
 on 127.0.0.1:0 takes a batch, a membership change by SIGHUP (shard-d online) with a batch whose
 body spans the switch, a change by PUT /v1/admin/membership (a capacity), a batch after each,
 and stops. The probe detector then runs `client/probe.py chain --journal J`, the health detector

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One-off check for receipt version 2 (issue #12): regenerates the expected receipt bytes of
+"""One-off check for receipt version 2: regenerates the expected receipt bytes of
 the valid case folders from `shardgate dispatch` and refuses any difference from the old bytes
 other than exactly the v2 header (`"receipt_version":1` -> 2 and `"epoch":"<40 hex>"` after
 batch_id, docs/contract.md §5).

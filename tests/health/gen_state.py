@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes a state dir with sealed segments, checkpoints and an archive (issue #13,
-/work spec §A, §B, §D; docs/operations.md §1.6), the way the gateway lays them out, so that
+"""Writes a state dir with sealed segments, checkpoints and an archive
+(docs/journal.md §6, §7, §8; docs/operations.md §1.6), the way the gateway lays them out, so that
 shardgate-health and probe.py can be tested before the gateway rotates.
 
 usage: gen_state.py OUTDIR [--receipts N] [--per-segment K] [--checkpoints L,L,..]

@@ -48,7 +48,7 @@ DEFECTS = [
      "health_journal"),
     ("no re-read after truncation", "health/journal.c", "hc_journal_forget(j);\n        j->resets++;",
      "j->resets++;", "health_serve"),
-    # issue 12 (the chain cases of test_chain.py need the gateway, so they are not in this tree)
+    # the epoch chain (the cases of test_chain.py need the gateway, so they are not in this tree)
     ("epoch id without capacities", "health/epoch_id.c",
      '"%s %s %" PRId64 " %u\\n", s->id, hc_state_name(s->state),\n                       s->capacity,',
      '"%s %s %" PRId64 " %u\\n", s->id, hc_state_name(s->state),\n                       (int64_t)0,',

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""health_chain_*: the epoch chain of issue 12 (docs/contract.md §7, docs/journal.md §2,
+"""health_chain_*: the epoch chain (docs/contract.md §7, docs/journal.md §2,
 docs/operations.md §1.3.3). Receipts come from the real `shardgate dispatch` run against
 different shards files; epoch records are built here. Each chain rule broken once gives its
 exact issue; a receipt is judged against the epoch it names."""

@@ -173,7 +173,7 @@ F.check(ketama.epoch_id(ketama.contract(), __import__("sgtest").golden_shards())
 V2 = ketama.to_v2(golden(), EPOCH)
 V2_TEXT = ketama.dumps(V2) + "\n"
 GOLDEN_V2 = GOLDEN.replace(".receipt.json", ".receipt.v2.json")
-if os.path.exists(GOLDEN_V2):  # written by the gateway's side of issue 12
+if os.path.exists(GOLDEN_V2):  # written by the gateway (receipt version 2)
     with open(GOLDEN_V2, encoding="utf-8") as f:
         F.check(f.read() == V2_TEXT, "tests/golden v2 = the v1 golden with version 2 and its epoch")
 rc, out, err = check_receipt(BIN, write(os.path.join(T, "v2.json"), V2_TEXT))

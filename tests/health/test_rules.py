@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""health_rules (issue 10): every rule the gateway enforces on the journal is judged by
+"""health_rules: every rule the gateway enforces on the journal is judged by
 shardgate-health: one mutated journal per rule -> exit 2 naming the criterion. When the gateway
 binary is given, each journal is also handed to the real `shardgate serve --state-dir`: a
 journal the gateway refuses to start on (exit 3) must be one health fails (exit 2), and both

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """health_segments_*: shardgate-health on a state dir with sealed segments, checkpoints and an
-archive (issue #13; docs/operations.md §1.6). The state dirs come from
+archive (docs/operations.md §1.6). The state dirs come from
 tests/health/gen_state.py, whose bytes are checked here against hand-written golden lines."""
 import http.client
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""health_serve_errors (issue 10): serve after an internal error, and edits in place.
+"""health_serve_errors: serve after an internal error, and edits in place.
 - An out-of-memory while verifying (a real one: the process's address space is limited with
   prlimit while it runs, so building an epoch's ring of 1,000,000 points fails) keeps /healthz
   503 on every later call; no line after the error is skipped: once memory is back, the full

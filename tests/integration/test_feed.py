@@ -487,7 +487,7 @@ def a_follower_reads_across_segment_rotations():
 
 @case("feed_gone")
 def cursor_older_than_the_oldest_segment_is_410():
-    """Needs journal segments (issue #13: --segment-bytes, `shardgate journal archive`); skipped
+    """Needs journal segments (--segment-bytes, `shardgate journal archive`); skipped
     on a gateway without them. The reader's side is unit/test_feed (test_stale)."""
     d = tmpdir()
     s = Server(args=["--segment-bytes", "65536"])

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Live membership (issue #12, docs/api.md §15 and §16, docs/journal.md §2): SIGHUP and
+"""Live membership (docs/api.md §15 and §16, docs/journal.md §2): SIGHUP and
 PUT /v1/admin/membership through the one apply path, the epoch chain in the journal, batches in
 flight across a switch, crashes around the switch, a journal written before live membership,
 and memory over 1,000 reloads. The real `shardgate serve` on 127.0.0.1, real signals, kill -9.

@@ -1,4 +1,4 @@
-"""Journal segments and checkpoints (issue #13, docs/journal.md §6 and §7): rotation over real
+"""Journal segments and checkpoints (docs/journal.md §6 and §7): rotation over real
 HTTP with exact files, header and seal bytes; receipts served from sealed segments; checkpoints
 at shutdown used at restart, a corrupt one skipped, none at all (a full replay); the start
 checks (deleted, truncated, swapped, replaced segment: exit 3); the crash states of a rotation;

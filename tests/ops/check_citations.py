@@ -13,7 +13,9 @@ range after it (`§1, §2`, `§1-§5`) cites the same file. This check reads eve
 - a Markdown link to a .md file that does not exist;
 - two headings with the same number in one docs file ("numbered once");
 - any reference to the old out-of-tree design document (the word written in capitals,
-  as in the file name it had): docs/ is the spec now.
+  as in the file name it had): docs/ is the spec now;
+- an issue number ("issue 12", "Issue #13"): the tree cites the docs section that holds the
+  rule, never the request that asked for it.
 
 Usage: check_citations.py ROOT      exit 0 when clean, 1 with one line per fault
        check_citations.py --self-test  proves on a temporary tree that faults are caught
@@ -28,6 +30,7 @@ import tempfile
 SELF = "tests/ops/check_citations.py"
 # Built from two halves so that this file's own source does not hold the word it forbids.
 OUT_OF_TREE_DOC = re.compile(r"\b" + "DESI" + r"GN\b")
+ISSUE_NUMBER = re.compile(r"\b" + "iss" + r"ues?\s+#?\d+", re.I)
 SECTION = r"§(\d+(?:\.\d+)*)"
 # `docs/x.md §3`, `docs/x.md, §3`, then `, §4`, ` and §5`, `-§6`, `–§6` for the same file.
 CITATION = re.compile(r"(?<![\w/.-])(docs/)?([A-Za-z0-9_-]+)\.md\)?,?\s*" + SECTION +
@@ -118,6 +121,8 @@ def check_line(tree, rel, n, line, previous):
     own = rel[len("docs/"):-len(".md")] if rel.startswith("docs/") and rel.endswith(".md") else None
     if OUT_OF_TREE_DOC.search(line):
         tree.fault(rel, n, "refers to the old design document; cite docs/<file>.md §<n>")
+    if ISSUE_NUMBER.search(line):
+        tree.fault(rel, n, "cites an issue number; cite docs/<file>.md §<n>")
     covered = []
     wrapped, head = WRAPPED_FILE.search(previous), WRAPPED_SECTIONS.match(line)
     if wrapped and head:
@@ -164,7 +169,7 @@ SELF_TEST_FILES = {
                " * §1.2 */\n"),
     "bad.c": ("/* docs/a.md §3 */\n/* docs/nope.md §1 */\n/* see §2 */\n/* DESI" "GN.md §4 */\n"
               "/* docs/a.md §9 (fenced, not a heading) */\n/* [x](docs/missing.md) */\n"
-              "/* wrapped docs/a.md\n * §5 */\n"),
+              "/* wrapped docs/a.md\n * §5 */\n/* as Iss" "ue #12 asks */\n# iss" "ue 3: why\n"),
 }
 SELF_TEST_WANT = [
     "bad.c:1: cites docs/a.md §3, which has no such section",
@@ -175,6 +180,8 @@ SELF_TEST_WANT = [
     "bad.c:5: cites docs/a.md §9, which has no such section",
     "bad.c:6: docs/missing.md does not exist",
     "bad.c:8: cites docs/a.md §5, which has no such section",
+    "bad.c:9: cites an issue number; cite docs/<file>.md §<n>",
+    "bad.c:10: cites an issue number; cite docs/<file>.md §<n>",
     "docs/b.md:5: cites docs/b.md §7, which has no such section",
     "docs/b.md:7: section 1 is numbered twice (first on line 3)",
     "docs/b.md:8: cites docs/a.md §4, which has no such section",

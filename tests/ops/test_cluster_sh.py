@@ -1,4 +1,4 @@
-"""ops/cluster.sh for real (docs/operations.md §9, issue #17): PostgreSQL, three gateway
+"""ops/cluster.sh for real (docs/operations.md §9): PostgreSQL, three gateway
 replicas with --store postgres, HAProxy in front and the health service, all on 127.0.0.1.
 
 `up` on free ports in a temp state dir; status shows every component running; the worked

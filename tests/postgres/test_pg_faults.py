@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """pg_faults_*: `shardgate serve --store postgres://` replicas when something dies under load
-(issue #17, docs/journal.md §10, docs/operations.md §9.1): the database killed -9 and
+(docs/journal.md §10, docs/operations.md §9.1): the database killed -9 and
 restarted, and a replica killed -9 behind a real HAProxy while client/post_batch.py retries.
 Nothing acknowledged may be lost or counted twice; shardgate-health --store verifies the end
 state. The heavy scenarios, run once (in the -Werror build, not again under the sanitizers).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""pg_store_*: `shardgate serve --store postgres://` replicas on one real PostgreSQL (issue #17,
-docs/journal.md §10): the schema commands, exactly once across replicas, the sequencer's
+"""pg_store_*: `shardgate serve --store postgres://` replicas on one real PostgreSQL
+(docs/journal.md §10): the schema commands, exactly once across replicas, the sequencer's
 gap-free seqs, membership through the database, and the feed fed by other replicas' commits
 (the failures under load: test_pg_faults.py). Every group ends with `shardgate-health check
 --store` on what the replicas wrote.

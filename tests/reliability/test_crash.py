@@ -106,7 +106,7 @@ def verify(s, rng, acked, stats):
 
 
 def health_reads_segments():
-    """shardgate-health reads sealed segments once it has issue #13's options (docs/journal.md
+    """shardgate-health reads sealed segments once it has the segments' options (docs/journal.md
     §6): until that work is merged, a segmented journal is checked by verify() alone."""
     r = sgtest.run([sgtest.HEALTH, "--help"])
     return "--accept-archived" in r.stdout + r.stderr
@@ -138,7 +138,7 @@ def kill9_at_random_moments_loses_nothing():
 
 @case
 def kill9_with_rotations_and_checkpoints_loses_nothing():
-    """The same rounds with 256 KiB segments and a checkpoint every second (issue #13): every
+    """The same rounds with 256 KiB segments and a checkpoint every second: every
     round rotates (and checkpoints at each rotation), so kills land mid-rotation and
     mid-checkpoint, and every restart after the first starts from a checkpoint."""
     crash_rounds("crash_segments", ["--segment-bytes", "262144", "--checkpoint-interval", "1s"],

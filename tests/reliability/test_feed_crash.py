@@ -1,4 +1,4 @@
-"""The assignment feed under kill -9 (issue #14): client/post_batch.py posts batches while one
+"""The assignment feed under kill -9: client/post_batch.py posts batches while one
 client/consume.py per online shard applies its assignments with --exec (a shell command that
 appends "batch_id id size" to a file per shard); consumers and the gateway are killed with
 SIGKILL at random moments and restarted (the gateway on the same port and state dir). At the

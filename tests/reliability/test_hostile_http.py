@@ -1,4 +1,4 @@
-"""Hostile HTTP input against the real gateway (issue #10): every promise of docs/api.md kept
+"""Hostile HTTP input against the real gateway: every promise of docs/api.md kept
 under bodies built to cost memory, bodies held open, trickled bodies, requests without the
 token and token files an operator got slightly wrong.
 

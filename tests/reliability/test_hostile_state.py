@@ -1,4 +1,4 @@
-"""A hostile operator (issue #10): bad state dirs, huge numbers in the contract and the
+"""A hostile operator: bad state dirs, huge numbers in the contract and the
 membership, damaged journal lines, log fields that are not plain, totals past 2^64 and a POST
 racing SIGTERM. Every refusal asserts the exact exit code and the exact stderr.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The spill policy (docs/contract.md §9, issue #15): the worked example's golden receipts, the
+"""The spill policy (docs/contract.md §9): the worked example's golden receipts, the
 no-room refusal (exit 2 / 422 with the receipt), non-online shards never taking a spill, and
 loads that start at 0 for every batch (two batches through the real `shardgate serve`).
 

@@ -1,5 +1,5 @@
 /* The assignment feed's reader (docs/api.md §17, §18): the journal's records after a cursor, in
- * order, read from the segment files of the state dir (spec of journal segments, "A"), a sparse
+ * order, read from the segment files of the state dir (docs/journal.md §6), a sparse
  * seq -> (segment, offset) index so a cursor seeks without scanning from the start, and the
  * durable bound announced by the journal writer after each group. */
 #ifndef SHARDGATE_GW_FEED_H

@@ -1,4 +1,4 @@
-/* The segment files of a state dir as the feed sees them (spec of journal segments, "A"): the
+/* The segment files of a state dir as the feed sees them (docs/journal.md §6): the
  * sealed `journal-<20-digit first_seq>.jsonl` in first_seq order, then the active
  * `journal.jsonl`. */
 #ifndef SHARDGATE_GW_FEED_SEGMENTS_H
