@@ -517,7 +517,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return o->rounds >= 1 && o->rounds <= 32 && o->keys >= 1 ? 0 : -1;
 }
 
-/* Item 3b (the reload switch, docs/decisions.md §19): wall time of ring_build_from at 10,000
+/* Item 3b (the reload switch, docs/decisions.md §6): wall time of ring_build_from at 10,000
  * x 160, each round from the previous round's ring, after a change like reload_load.py's (one
  * of the first five shards offline, another at weight 2); each ring is checked equal to the
  * ring built from scratch (untimed). */

@@ -24,7 +24,7 @@ S: every assignment of receipts <= S is applied; N and done: the assignments of 
 (> S) already applied, skipped when the feed delivers N again; pending: the assignment whose
 CMD was started and not yet recorded as done. After a crash between CMD and the cursor write
 that one assignment is handed over again with SHARDGATE_REDELIVERY=1 in CMD's environment,
-so CMD can check its own effect (docs/decisions.md §21); every other one exactly once.
+so CMD can check its own effect (docs/decisions.md §22); every other one exactly once.
 
 CMD runs with `sh -c`, the assignment's JSON line on stdin and SHARDGATE_SEQ,
 SHARDGATE_BATCH_ID, SHARDGATE_CHANGE_ID, SHARDGATE_KEY, SHARDGATE_SIZE in its environment.

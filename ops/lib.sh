@@ -10,7 +10,7 @@ SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-de
 # shardgate-health reads zstd-compressed archived journal segments (docs/tools.md §7);
 # the zstd CLI lets the tests and probe.py write/read them.
 SHARDGATE_PACKAGES+=(libzstd-dev zstd)
-# Every journal line carries a CRC-32, zlib's (docs/decisions.md §28).
+# Every journal line carries a CRC-32, zlib's (docs/decisions.md §10).
 SHARDGATE_PACKAGES+=(zlib1g-dev)
 
 # The packaging checks' tools (docs/operations.md, Packaging and containers): containers
@@ -21,7 +21,7 @@ SHARDGATE_PACKAGES+=(podman podman-compose catatonit mmdebstrap mandoc prometheu
 # --store postgres (PostgreSQL 15 and libpq: the store every replica shares) and the
 # cluster of ops/cluster.sh (HAProxy 2.6: routing in front of the replicas).
 SHARDGATE_PACKAGES+=(postgresql libpq-dev haproxy)
-# The model-based operation test's sequence generator and shrinker (docs/decisions.md §27).
+# The model-based operation test's sequence generator and shrinker (docs/decisions.md §31).
 SHARDGATE_PACKAGES+=(python3-hypothesis)
 
 # Installs the packages that are missing; does nothing when all are present.

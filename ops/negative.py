@@ -54,7 +54,7 @@ DEFECTS = [
      "    if (below == 0 && at > lo) {", "    if (0) {", ("tests",), "^unit/test_ring$"),
     ("single-lookup-window-not-walked-on", "ring:single_at_or_after",
      "    while (below == RING_WINDOW) {", "    while (0) {", ("tests",), "^unit/test_ring$"),
-    # The switch at 10,000 shards (docs/decisions.md §19): a reload builds the new ring from the previous
+    # The switch at 10,000 shards (docs/decisions.md §6): a reload builds the new ring from the previous
     # one, merging the kept points with the fresh ones; tests/unit/test_ring_from.c compares it
     # with the ring built from scratch over random membership changes.
     ("merge-fresh-tail-dropped", "ring:merge",
@@ -145,7 +145,7 @@ DEFECTS = [
      "return w->load[shard] + size <= w->cap[shard];",
      "return w->load[shard] + size < w->cap[shard];", GATEWAY, "^spill_(golden|rules)$"),
     # Room never changes during one walk, so a home shard "not skipped" or a shard "retried" at a
-    # later point can only show when the faulty walk takes it there (docs/decisions.md §16).
+    # later point can only show when the faulty walk takes it there (docs/decisions.md §7).
     ("spill-home-not-skipped", "gateway:find_in",
      "            if (s != home && fits(w, s, size))",
      "            if (s == home || fits(w, s, size))", GATEWAY, "^spill_(golden|rules)$"),
@@ -308,7 +308,7 @@ DEFECTS = [
      ("tests",), "^health_store_check$"),
     # Which epoch a receipt's totals count under when its epoch id recurs (A -> B -> A) and a
     # batch dispatched on the first A lands after the second A's record: the latest record
-    # before it with that id (docs/decisions.md §25), in each of the three; and a legacy epoch
+    # before it with that id (docs/decisions.md §4), in each of the three; and a legacy epoch
     # record's epoch_seq (its position) in a checkpoint; and journal verify's resume check.
     ("totals-under-dispatching-view", "gateway:committed",
      "item->epoch_seq ? item->epoch_seq : r->view->epoch_seq", "r->view->epoch_seq",
@@ -462,7 +462,7 @@ DEFECTS = [
     ("archive-writes-no-ids-file", "gateway:archive_one",
      "    int rc = write_ids(dir, path, data, (size_t)seg->bytes, seg->first_seq, seg->last_seq, err);",
      "    int rc = 0;", ("tests",), "^http_state_mix$"),
-    # One way to put a file in place (docs/decisions.md §33): a failed rename leaves no
+    # One way to put a file in place (docs/decisions.md §14): a failed rename leaves no
     # temporary file behind.
     ("durable-temp-left-after-a-failed-rename", "gateway:gw_durable_install",
      "        unlink(f->tmp);\n        return rc;", "        return rc;", ("tests",),

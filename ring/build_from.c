@@ -1,4 +1,4 @@
-/* libring's incremental build (docs/decisions.md §19): the ring of a new membership from the
+/* libring's incremental build (docs/decisions.md §6): the ring of a new membership from the
  * previous ring. A point depends on its shard's id and its vnode alone (docs/contract.md §3), so
  * every point of a shard in both rings with a vnode below both counts is already in the previous
  * ring, in ring order; only the other points are hashed, sorted, and merged with those. */

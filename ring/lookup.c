@@ -44,7 +44,7 @@ static size_t count_below(const struct ring_point *p, uint32_t hash)
 }
 
 /* The index of the first point >= hash (npoints if none) for a single key, whose wait no other
- * key hides: one trip to memory, not two (docs/decisions.md §6, docs/performance.md §2.2).
+ * key hides: one trip to memory, not two (docs/decisions.md §5, docs/performance.md §2.2).
  * The coarse bucket table stays in cache, so its read is quick; the points are spread evenly
  * over a bucket, so the answer's place in it is guessed by interpolation, and the RING_WINDOW
  * points from RING_WINDOW / 2 before the guess (two or three cache lines, fetched together)

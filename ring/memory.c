@@ -1,5 +1,5 @@
 /* libring's big arrays: huge-page memory, and the spares a freed ring leaves for the next build
- * (docs/decisions.md §19). */
+ * (docs/decisions.md §6). */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "ring_internal.h"
 

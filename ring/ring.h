@@ -57,7 +57,7 @@ int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
 /* Builds the same ring as ring_build, byte for byte, from the previous ring `prev` (or NULL):
  * when it has the same digest and vnodes, only the points `prev` lacks are hashed (new shards,
  * the extra points of a weight increase) and merged with the ones it has, which costs one pass
- * over its points instead of hashing and sorting them all (docs/decisions.md §19). `prev` is
+ * over its points instead of hashing and sorting them all (docs/decisions.md §6). `prev` is
  * only read (it may be in use by other threads). Returns as ring_build. */
 int ring_build_from(struct ring **out, const struct ring *prev, enum ring_digest digest,
                     uint32_t vnodes, const struct ring_shard *shards, size_t n,

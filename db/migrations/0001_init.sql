@@ -31,7 +31,7 @@ CREATE TABLE shardgate_totals (
 );
 
 -- The last seq given out. Every commit locks this row first, so seqs follow commit order and
--- have no gaps (docs/decisions.md §22).
+-- have no gaps (docs/decisions.md §25).
 CREATE TABLE shardgate_sequencer (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
     last_seq bigint NOT NULL CHECK (last_seq >= 0)

@@ -151,7 +151,7 @@ static const char *count_line(struct gw_plan *p, const struct gw_topology *from,
 }
 
 /* Reads J line by line (docs/journal.md §2). An unterminated last line is an append in
- * progress and is not counted (docs/decisions.md §13). */
+ * progress and is not counted (docs/decisions.md §8). */
 static int count_journal(struct gw_plan *p, const struct gw_topology *from,
                          const struct gw_topology *to, const char *path)
 {

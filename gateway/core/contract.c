@@ -152,7 +152,7 @@ int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_
     char *copy = malloc(len + 1);
     if (!copy) {
         fail(&p, 0, "out of memory", "");
-        return -ENOMEM; /* exit 1, not 3: the file may be fine (docs/decisions.md §12) */
+        return -ENOMEM; /* exit 1, not 3: the file may be fine (docs/decisions.md §28) */
     }
     memcpy(copy, text, len);
     copy[len] = '\0';

@@ -1,4 +1,4 @@
-/* Library errors to exit codes, in one place (docs/decisions.md §12). */
+/* Library errors to exit codes, in one place (docs/decisions.md §28). */
 #include "exit.h"
 
 #include <errno.h>

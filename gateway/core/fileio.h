@@ -12,7 +12,7 @@ int gw_file_read(const char *path, char **out, size_t *len);
  * (-EIO when write returns 0). */
 int gw_file_write_all(int fd, const char *data, size_t len);
 
-/* A file put in place durably, the one way the gateway does it (docs/decisions.md §33): written
+/* A file put in place durably, the one way the gateway does it (docs/decisions.md §14): written
  * under a temporary name in its directory, fsync'd and closed, renamed over its name, the
  * directory fsync'd. A crash leaves the old file or the new one, never a torn one; a failure at
  * any step removes the temporary file. */

@@ -41,7 +41,7 @@ static int fail(struct gw_error *err, const char *name, const char *path, const 
     return -EINVAL;
 }
 
-/* Out of memory says nothing about the file: -ENOMEM, exit 1 (docs/decisions.md §12). */
+/* Out of memory says nothing about the file: -ENOMEM, exit 1 (docs/decisions.md §28). */
 static int no_memory(struct gw_error *err, const char *name)
 {
     fail(err, name, "shards", "out of memory");

@@ -40,7 +40,7 @@ int gw_membership_parse(const char *text, size_t len, const char *name, struct g
                         struct gw_error *err);
 
 /* gw_membership_parse through the jansson tree alone, never the fast path of membership_read.c
- * (docs/decisions.md §19): the strict path that gives every verdict the fast path declines, and
+ * (docs/decisions.md §6): the strict path that gives every verdict the fast path declines, and
  * what tests compare the fast path with. Returns as gw_membership_parse. */
 int gw_membership_parse_tree(const char *text, size_t len, const char *name,
                              struct gw_membership *out, struct gw_error *err);

@@ -1,5 +1,5 @@
 /* The membership's fast path: json_read's flat nodes, every field checked as the strict path
- * checks it; on any doubt it declines and the strict path decides (docs/decisions.md §19). */
+ * checks it; on any doubt it declines and the strict path decides (docs/decisions.md §6). */
 #include "membership_read.h"
 
 #include <errno.h>

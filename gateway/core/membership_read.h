@@ -1,4 +1,4 @@
-/* The membership's fast path (docs/decisions.md §19): a shards document read with json_read's
+/* The membership's fast path (docs/decisions.md §6): a shards document read with json_read's
  * flat nodes instead of a jansson tree, for documents that are valid as they stand. */
 #ifndef SHARDGATE_GW_MEMBERSHIP_READ_H
 #define SHARDGATE_GW_MEMBERSHIP_READ_H

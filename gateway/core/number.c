@@ -1,4 +1,4 @@
-/* Unsigned integer and fraction text, strictly (docs/decisions.md §12, docs/api.md §1.1). */
+/* Unsigned integer and fraction text, strictly (docs/decisions.md §28, docs/api.md §1.1). */
 #include "number.h"
 
 #include <errno.h>

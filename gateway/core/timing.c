@@ -1,4 +1,4 @@
-/* The monotonic clock and an EINTR-safe sleep (docs/decisions.md §12). */
+/* The monotonic clock and an EINTR-safe sleep (docs/decisions.md §28). */
 #include "timing.h"
 
 #include <errno.h>

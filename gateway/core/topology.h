@@ -30,7 +30,7 @@ int gw_topology_build(const struct gw_contract *contract, struct gw_membership *
                       struct gw_topology *out, struct gw_error *err);
 
 /* The same, with the ring built from `prev` (read only; NULL: from scratch), which hashes only
- * the points `prev` lacks (docs/decisions.md §19); the ring is the same either way. */
+ * the points `prev` lacks (docs/decisions.md §6); the ring is the same either way. */
 int gw_topology_build_from(const struct gw_contract *contract, struct gw_membership *members,
                            const struct ring *prev, struct gw_topology *out, struct gw_error *err);
 

@@ -1,4 +1,4 @@
-/* Feed pages in memory (docs/api.md §17, docs/decisions.md §23, §32). A rendered page is one
+/* Feed pages in memory (docs/api.md §17, docs/decisions.md §23, §24). A rendered page is one
  * body shared by every answer that sends it and by the cache of recent pages: followers of a
  * shard's tail are woken by the same commit and ask from the same cursor, so the first answer
  * is kept and the others send the same bytes, read and rendered once and held once. Every live

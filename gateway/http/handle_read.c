@@ -133,7 +133,7 @@ enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
 }
 
 /* 410: the receipt is in a segment `shardgate journal archive` moved away (docs/api.md §3,
- * docs/decisions.md §17): the id stays known, never dispatched again, its bytes not served. */
+ * docs/decisions.md §11): the id stays known, never dispatched again, its bytes not served. */
 static enum MHD_Result archived(struct gw_req *r, struct gw_idem_ref ref)
 {
     char msg[400];

@@ -64,7 +64,7 @@ static void accept_failed(int e, uint64_t *said_ns)
 
 /* libmicrohttpd splits its connection limit among its worker threads and places an added
  * connection by its descriptor before the worker has counted the ones queued to it, so its
- * limit can refuse a connection while another worker has room (docs/decisions.md §31). The
+ * limit can refuse a connection while another worker has room (docs/decisions.md §20). The
  * total is therefore counted here, and the daemon's own limit never binds. */
 static void hand_over(struct gw_listener *l, int fd, struct sockaddr_storage *peer, socklen_t len)
 {

@@ -1,7 +1,7 @@
 /* The listening socket and the thread that accepts on it (docs/api.md §13). The gateway
  * accepts connections itself and hands each to libmicrohttpd, so that a drain stops accepting
  * by closing its own socket: libmicrohttpd 0.9.75's MHD_quiesce_daemon races its epoll
- * workers for the listening socket and can abort the process (docs/decisions.md §29). */
+ * workers for the listening socket and can abort the process (docs/decisions.md §19). */
 #ifndef SHARDGATE_GW_LISTENER_H
 #define SHARDGATE_GW_LISTENER_H
 

@@ -30,7 +30,7 @@
 
 struct gw_server {
     struct gw_serve_options opt;
-    struct gw_view_slot views; /* the published view: topology, epoch_seq (docs/decisions.md §14) */
+    struct gw_view_slot views; /* the published view: topology, epoch_seq (docs/decisions.md §21) */
     pthread_mutex_t reload_lock; /* one reload at a time: SIGHUP and PUT take the same path */
     struct gw_worker reloader;   /* applies SIGHUP reloads off the signal thread */
     int reload_pending;          /* under reloader.lock */
@@ -259,7 +259,7 @@ struct gw_reload {
     struct gw_epoch_entry entry; /* the epoch in force after the call */
 };
 /* A PUT's shards file replacement (gw_file_replace) on its own thread, started while the ring
- * is built (docs/decisions.md §19). */
+ * is built (docs/decisions.md §6). */
 struct gw_shards_write {
     pthread_t thread;
     int threaded; /* 0: the write ran on the caller's thread (or was joined) */

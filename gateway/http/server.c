@@ -132,7 +132,7 @@ static int start_daemon(struct gw_server *s)
         return GW_EXIT_INTERNAL;
     }
     /* Connections come from the listener's thread (listener.h says why), which counts them
-     * against --max-connections; every worker may hold all of them (docs/decisions.md §31). */
+     * against --max-connections; every worker may hold all of them (docs/decisions.md §20). */
     unsigned daemon_limit = s->opt.max_connections * s->opt.threads;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
@@ -331,7 +331,7 @@ int gw_server_run(const struct gw_serve_options *opt)
     /* Every allocation of 1 MiB or more (a large batch's buffers, a large feed page) is a
      * mapping of its own, returned to the system when freed; glibc would otherwise raise this
      * threshold to the size of each large block freed and keep the next ones in its heap
-     * (docs/decisions.md §32). */
+     * (docs/decisions.md §24). */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
     memset(s, 0, sizeof(*s));
     s->opt = *opt;

@@ -1,6 +1,6 @@
-/* The shards file replacement of a PUT on its own thread (docs/decisions.md §19): the file's
+/* The shards file replacement of a PUT on its own thread (docs/decisions.md §6): the file's
  * fsyncs run while the new ring is built, and the reload joins it before the epoch record, so
- * the order file, record, switch (docs/decisions.md §14) is kept. */
+ * the order file, record, switch (docs/decisions.md §21) is kept. */
 #include "request.h"
 
 #include "fileio.h"

@@ -56,7 +56,7 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
 }
 
 #ifndef NDEBUG
-/* The group's seqs follow the journal's last one by exactly +1 each (docs/decisions.md §2). */
+/* The group's seqs follow the journal's last one by exactly +1 each (docs/decisions.md §9). */
 static int seqs_follow(const struct gw_commit_item *list, uint64_t last_seq)
 {
     for (const struct gw_commit_item *it = list; it; it = it->next)

@@ -1,4 +1,4 @@
-/* Line checksums (docs/journal.md §2.1): CRC-32 as zlib computes it (docs/decisions.md §28). */
+/* Line checksums (docs/journal.md §2.1): CRC-32 as zlib computes it (docs/decisions.md §10). */
 #include "record.h"
 
 #include <errno.h>

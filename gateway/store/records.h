@@ -37,7 +37,7 @@ int gw_epoch_record_replay(json_t *root, const char *line, size_t len, struct gw
 
 /* A receipt's link to the chain: a version 2 receipt names an earlier epoch and carries its
  * ring id; a version 1 receipt carries the ring id of an earlier epoch. *epoch_seq: the latest
- * chain entry it names (its totals go there, docs/decisions.md §17). Returns 0 or -EINVAL. */
+ * chain entry it names (its totals go there, docs/decisions.md §11). Returns 0 or -EINVAL. */
 int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, uint64_t *epoch_seq,
                           struct gw_error *err);
 

@@ -1,7 +1,7 @@
 /* The view: one immutable, refcounted {topology, epoch_seq, ledger slots} that requests use
  * whole. The server publishes a new one atomically at a reload; every request takes one
  * reference for its whole life (dispatch, render, commit), and the last user of an old view
- * frees it (docs/decisions.md §14). */
+ * frees it (docs/decisions.md §21). */
 #ifndef SHARDGATE_GW_VIEW_H
 #define SHARDGATE_GW_VIEW_H
 

@@ -114,7 +114,7 @@ static void check_against_jansson(const uint8_t *data, size_t size, int rc,
          * not allow: a reader stricter there is right, so such inputs are not compared. */
         if (memchr(data, '\0', size))
             said_invalid = 0;
-        /* The reader stops at 512 levels, jansson at 2048 (docs/decisions.md §5): a refusal
+        /* The reader stops at 512 levels, jansson at 2048 (docs/decisions.md §3): a refusal
          * the spec asks for, not a disagreement about what JSON is. */
         if (strstr(err->msg, ": nesting deeper than "))
             said_invalid = 0;

@@ -6,7 +6,7 @@ gateway's own files, all red on one checkpoint total made wrong (its sha256 made
 
 - an epoch id that recurs (A -> B -> A) while a request dispatched on the first A is in flight,
   so its receipt lands after the second A's record, across two checkpoints (docs/decisions.md
-  §25: its totals count under the second A);
+  §4: its totals count under the second A);
 - a one-file state dir of before segments (tests/golden/legacy-state) upgraded with small
   segments and checkpoints: its legacy epoch record has epoch_seq 1 (docs/journal.md §2).
 

@@ -343,7 +343,7 @@ def sigterm_drains_in_flight_requests():
 @case("drain")
 def the_drain_never_quiesces_the_daemon():
     """libmicrohttpd 0.9.75's MHD_quiesce_daemon races its epoll workers and can abort the
-    process at SIGTERM (docs/decisions.md §29): the gateway closes its own listening socket."""
+    process at SIGTERM (docs/decisions.md §19): the gateway closes its own listening socket."""
     r = subprocess.run(["nm", "-D", "--undefined-only", sgtest.BIN], capture_output=True,
                        text=True, check=True)
     eq([l.split()[-1] for l in r.stdout.splitlines() if "MHD_quiesce" in l], [],

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gateway's layering holds (README.md, Layout; docs/decisions.md §12):
+# The gateway's layering holds (README.md, Layout; docs/decisions.md §28):
 #   core < store < http < cli, and a file includes headers of its own layer or of lower ones;
 #   core/ includes neither <microhttpd.h> nor <pthread.h>; store/ does not include <microhttpd.h>;
 #   no "../" includes (they would step around the layers); every source file lives in a layer;

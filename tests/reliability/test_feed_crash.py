@@ -27,7 +27,7 @@ SHARDS = ("shard-a", "shard-b", "shard-c")  # the online ones of input/shards.js
 LOADERS = 3
 
 # Applies one assignment; a redelivered one (SHARDGATE_REDELIVERY=1) is checked against the
-# file first: the one assignment whose CMD may have run before a crash (docs/decisions.md §21).
+# file first: the one assignment whose CMD may have run before a crash (docs/decisions.md §22).
 APPLY = ('line="$SHARDGATE_BATCH_ID $SHARDGATE_CHANGE_ID $SHARDGATE_SIZE"; '
          'if [ -n "$SHARDGATE_REDELIVERY" ] && grep -qxF "$line" "$OUT"; then exit 0; fi; '
          'echo "$line" >> "$OUT"')

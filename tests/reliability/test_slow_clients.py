@@ -172,7 +172,7 @@ def per_ip_limit_refuses_the_excess_then_recovers():
 def connection_limit_refuses_the_excess_then_recovers():
     """--max-connections 16 is honoured over both worker threads: with 16 connections opened at
     once and held, the seventeenth is refused at the first try and none of the 16 is closed
-    (the default, 1024, would never refuse here; docs/decisions.md §31)."""
+    (the default, 1024, would never refuse here; docs/decisions.md §20)."""
     limit = 16
     with Server(args=["--max-connections", str(limit), "--timeout", "30"]) as s:
         # The kernel queues the connections in order and the accept thread takes them in that

@@ -1,4 +1,4 @@
-/* Files put in place durably (gateway/core/fileio.c, docs/decisions.md §33): the bytes land
+/* Files put in place durably (gateway/core/fileio.c, docs/decisions.md §14): the bytes land
  * under the file's name, the old file is replaced whole, a failure at any step leaves the old
  * file as it was and no temporary file behind, and a file keeps its mode when replaced. */
 #include <dirent.h>

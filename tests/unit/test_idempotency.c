@@ -1,4 +1,4 @@
-/* The idempotency index (docs/journal.md §9, docs/decisions.md §18): verdicts, replay inserts,
+/* The idempotency index (docs/journal.md §9, docs/decisions.md §15): verdicts, replay inserts,
  * persist and reopen, merges, the window, and unusable files opened empty and logged. */
 #include <errno.h>
 #include <fcntl.h>

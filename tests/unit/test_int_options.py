@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Integer options are parsed one way (docs/decisions.md §12): decimal digits only, in range.
+"""Integer options are parsed one way (docs/decisions.md §28): decimal digits only, in range.
 `dispatch --max-changes` (strtoull) took '+5' and ' 5' as 5; `serve --max-changes` refused
 them. Both refuse them now, exit 64."""
 import os

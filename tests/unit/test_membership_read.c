@@ -1,4 +1,4 @@
-/* The membership's fast path (gateway/core/membership_read.c, docs/decisions.md §19) against the
+/* The membership's fast path (gateway/core/membership_read.c, docs/decisions.md §6) against the
  * strict jansson path: for every shards document of tests/cases and input/, and for documents
  * written to sit on the edges of the two readers (escapes, number forms, duplicates, limits),
  * gw_membership_parse gives exactly what gw_membership_parse_tree gives: the code, the message,

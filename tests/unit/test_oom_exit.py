@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Out of memory is exit 1, never the exit 3 of an unusable file (docs/decisions.md §12).
+"""Out of memory is exit 1, never the exit 3 of an unusable file (docs/decisions.md §28).
 
 A 1 GiB sparse contract or shards file cannot be read under a 256 MiB address-space limit:
 the read fails with ENOMEM, which is the machine's fault, not the file's. Real processes, a

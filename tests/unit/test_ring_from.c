@@ -1,4 +1,4 @@
-/* libring's incremental build (docs/decisions.md §19): a ring built from the previous one with
+/* libring's incremental build (docs/decisions.md §6): a ring built from the previous one with
  * ring_build_from equals, byte for byte (points, buckets, coarse buckets, padding, shards, id),
  * the ring built from scratch, over hundreds of random membership changes of each kind: shards
  * added, removed, weights changed, shards leaving and rejoining the online set, and mixes. */

@@ -74,7 +74,7 @@ static int bad(struct gw_error *err, const char *what)
     return -EINVAL;
 }
 
-/* Out of memory is -ENOMEM, never a fault of the file: exit 1 (docs/decisions.md §12). */
+/* Out of memory is -ENOMEM, never a fault of the file: exit 1 (docs/decisions.md §28). */
 static int no_memory(struct gw_error *err)
 {
     gw_error_set(err, "", "journal: out of memory");
@@ -144,7 +144,7 @@ static int replay_receipt(struct replay *r, json_t *root, const char *line, size
     rc = check_receipt_bytes(r, rec, line, len, err);
     if (rc == 0)
         rc = r->visit(r->ctx, rec, err);
-    assert(rec->seq == r->j->last_seq + 1); /* seq +1 per receipt (docs/decisions.md §2) */
+    assert(rec->seq == r->j->last_seq + 1); /* seq +1 per receipt (docs/decisions.md §9) */
     if (rc == 0)
         r->j->last_seq = rec->seq;
     return rc;

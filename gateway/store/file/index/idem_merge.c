@@ -1,4 +1,4 @@
-/* Size-tiered merging of the idempotency index's runs (docs/decisions.md §18): when a tier
+/* Size-tiered merging of the idempotency index's runs (docs/decisions.md §15): when a tier
  * holds GW_IDEM_TIER_FANIN runs, they become one run of the next tier, written beside them and
  * swapped in by a new manifest; lookups then search O(log n) runs. */
 #include <errno.h>

@@ -29,7 +29,7 @@ static const char *check_header(const struct gw_idem_run *r, uint64_t count)
 }
 
 /* Reads the digest table with pread (not through the map: checking must not make the run's
- * pages resident, docs/decisions.md §18) and checks it against the manifest's `sha256`. */
+ * pages resident, docs/decisions.md §15) and checks it against the manifest's `sha256`. */
 static const char *load_digests(struct gw_idem_run *r, int fd, const unsigned char *sha256)
 {
     size_t size = r->blocks * SHA256_DIGEST_LENGTH;

@@ -14,7 +14,7 @@ int gw_idem_table_init(struct gw_idem_table *t, size_t slots)
     /* A mapping of its own: zero pages until a record lands on them (O(1) now), returned whole
      * when freed. calloc does so only for its first large block: once one is freed, glibc
      * raises its mmap threshold past the table's size, and every later table came from the heap,
-     * zeroed at once and never given back (docs/decisions.md §30). */
+     * zeroed at once and never given back (docs/decisions.md §16). */
     void *p = mmap(NULL, slots * sizeof(*t->slots), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)

@@ -1,6 +1,6 @@
 /* An open-addressing table of index records keyed by their 128-bit key (linear probing). The
  * table never rehashes by itself: the index freezes a full one and starts a fresh one
- * (docs/decisions.md §18); only the small in-flight set grows, by gw_idem_table_grow. */
+ * (docs/decisions.md §15); only the small in-flight set grows, by gw_idem_table_grow. */
 #ifndef SHARDGATE_GW_IDEM_TABLE_H
 #define SHARDGATE_GW_IDEM_TABLE_H
 

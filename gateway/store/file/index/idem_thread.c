@@ -1,5 +1,5 @@
 /* The background thread of the idempotency index: keeps a spare table ready, writes frozen
- * tables as runs and merges runs, all off the request path (docs/decisions.md §18). */
+ * tables as runs and merges runs, all off the request path (docs/decisions.md §15). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The request path of the idempotency index: claims, commits and lookups over the in-RAM tables
- * and the published runs (docs/decisions.md §18). The lock is held for RAM probes only; runs
+ * and the published runs (docs/decisions.md §15). The lock is held for RAM probes only; runs
  * are searched outside it and a change of runs meanwhile sends the lookup round again. */
 #include "idempotency.h"
 

@@ -2,7 +2,7 @@
  * its receipt lies, the batch ids still being journaled, and its own files under
  * <state-dir>/index/ so that a restart does not rebuild it from the whole journal. RAM is
  * bounded whatever the history and nothing ever rehashes the whole table (docs/decisions.md
- * §18). Thread-safe. */
+ * §15). Thread-safe. */
 #ifndef SHARDGATE_GW_IDEMPOTENCY_H
 #define SHARDGATE_GW_IDEMPOTENCY_H
 
