@@ -19,7 +19,7 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
 {
     struct gw_server *s = r->srv;
     char file[GW_SEGMENT_NAME_MAX], msg[400];
-    if (segment == atomic_load(&s->journal.segment))
+    if (segment == atomic_load(&s->store.journal.segment))
         snprintf(file, sizeof(file), "%s", GW_JOURNAL_FILE);
     else
         gw_segment_name(file, segment);

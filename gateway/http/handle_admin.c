@@ -195,7 +195,7 @@ static enum MHD_Result finish_body(struct gw_req *r)
         return stale(r, &rl, err.msg);
     if (rl.no_online)
         return fail(r, 422, "no_online_shard", err.msg, "shards");
-    if (rc != 0 && r->srv->pg && rc != -ENOMEM && rc != -EINVAL)
+    if (rc != 0 && r->srv->store.pg && rc != -ENOMEM && rc != -EINVAL)
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
                               "Retry-After", "1");
     if (rc != 0)

@@ -190,14 +190,14 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     struct gw_feed_fault fault = {0};
     gw_feed_out_begin(&c.out);
     struct gw_error err;
-    int rc = r->srv->pg
-                 ? gw_pg_feed_read(&r->srv->pg_store, fr->q.after, page_receipts(fr), visit, &c,
-                                   &last, &err)
-                 : gw_feed_read(&r->srv->feed, fr->q.after, visit, &c, &fr->pos, &last, &fault);
+    int rc = r->srv->store.pg ? gw_pg_feed_read(&r->srv->store.pg_store, fr->q.after,
+                                                page_receipts(fr), visit, &c, &last, &err)
+                              : gw_feed_read(&r->srv->store.feed, fr->q.after, visit, &c, &fr->pos,
+                                             &last, &fault);
     if (rc == 0 && c.out.items == 0) {
         fr->q.after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
-        if (gw_feed_watch_wait(&r->srv->watch, &fr->waiter, suspend, r->conn)) {
+        if (gw_feed_watch_wait(&r->srv->store.watch, &fr->waiter, suspend, r->conn)) {
             gw_buf_free(&c.out.body);
             return MHD_YES;
         }
@@ -214,7 +214,7 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
         gw_buf_free(&c.out.body);
         return gw_serve_record_damage(r, fault.segment, fault.offset, fault.seq, rc);
     }
-    if (rc == -EIO && r->srv->pg) {
+    if (rc == -EIO && r->srv->store.pg) {
         gw_buf_free(&c.out.body);
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
                               MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -282,7 +282,7 @@ static int shard_known(struct gw_server *s, const char *id, size_t len)
 {
     size_t n = 0;
     int found = 0;
-    struct gw_ledger_entry *all = gw_ledger_snapshot(&s->ledger, &n);
+    struct gw_ledger_entry *all = gw_ledger_snapshot(&s->store.ledger, &n);
     for (size_t i = 0; all && i < n && !found; i++)
         found = all[i].id_len == len && memcmp(all[i].id, id, len) == 0;
     free(all);
@@ -292,13 +292,13 @@ static int shard_known(struct gw_server *s, const char *id, size_t len)
 /* The first call: the watcher limit, then the parameters. */
 static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_len)
 {
-    if (gw_feed_watch_enter(&r->srv->watch) != 0)
+    if (gw_feed_watch_enter(&r->srv->store.watch) != 0)
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_watchers",
                               "too many feed requests at once (--max-watchers)", "",
                               MHD_HTTP_HEADER_RETRY_AFTER, "1");
     struct gw_feed_req *fr = calloc(1, sizeof(*fr));
     if (!fr) {
-        gw_feed_watch_leave(&r->srv->watch);
+        gw_feed_watch_leave(&r->srv->store.watch);
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "",
                               NULL, NULL);
     }
@@ -317,7 +317,7 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
         return ret;
     /* A cursor past the head would skip the receipts that come next (docs/api.md §17). With
      * --store postgres another replica's receipts may be announced here late: not refused. */
-    uint64_t head = r->srv->pg ? UINT64_MAX : gw_feed_watch_head(&r->srv->watch);
+    uint64_t head = r->srv->store.pg ? UINT64_MAX : gw_feed_watch_head(&r->srv->store.watch);
     if (fr->q.after > head) {
         char msg[200];
         snprintf(msg, sizeof(msg),
@@ -358,7 +358,7 @@ void gw_feed_req_free(struct gw_req *r)
 {
     if (!r->feed)
         return;
-    gw_feed_watch_leave(&r->srv->watch);
+    gw_feed_watch_leave(&r->srv->store.watch);
     free(r->feed);
     r->feed = NULL;
 }

@@ -53,20 +53,20 @@ static void committed(struct gw_commit_item *item, int rc)
     struct gw_req *r = (struct gw_req *)((char *)item - offsetof(struct gw_req, item));
     struct gw_server *s = r->srv;
     size_t len = strlen(r->batch_id);
-    if (s->pg) {
+    if (s->store.pg) {
         /* the database holds the id and the totals */
     } else if (rc == 0) {
         struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
                                   item->seq};
-        gw_idem_commit(&s->idem, r->batch_id, len, ref);
+        gw_idem_commit(&s->store.idem, r->batch_id, len, ref);
         /* Out of memory for the per-epoch totals only: this process writes no more
          * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
          * The epoch_seq is the one the writer found at the receipt's place in the journal, as a
          * replay does, not the view's (they differ when an epoch id recurs). */
-        gw_ledger_add(&s->ledger, item->epoch_seq ? item->epoch_seq : r->view->epoch_seq,
+        gw_ledger_add(&s->store.ledger, item->epoch_seq ? item->epoch_seq : r->view->epoch_seq,
                       r->view->slots, r->tally, r->view->topo.members.count);
     } else {
-        gw_idem_release(&s->idem, r->batch_id, len);
+        gw_idem_release(&s->store.idem, r->batch_id, len);
     }
     r->commit_rc = rc;
     atomic_store(&r->committed, 1);
@@ -75,7 +75,7 @@ static void committed(struct gw_commit_item *item, int rc)
 
 static enum MHD_Result journal_unavailable(struct gw_req *r)
 {
-    struct gw_committer *c = &r->srv->committer;
+    struct gw_committer *c = &r->srv->store.committer;
     const char *why = gw_committer_failed(c) ? c->error.msg : "journal: not accepting records";
     return fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "journal_unavailable", why, "");
 }
@@ -123,7 +123,7 @@ static enum MHD_Result submit(struct gw_req *r)
     r->item = (struct gw_commit_item){
         .receipt = r->receipt.data,
         .receipt_len = r->receipt.len,
-        .receipt_crc = r->srv->pg ? 0 : gw_record_crc(r->receipt.data, r->receipt.len),
+        .receipt_crc = r->srv->store.pg ? 0 : gw_record_crc(r->receipt.data, r->receipt.len),
         .fingerprint = r->fingerprint,
         .shard_bits = shard_bits(r),
         .batch_id = r->batch_id,
@@ -134,10 +134,10 @@ static enum MHD_Result submit(struct gw_req *r)
         .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
-    if (r->srv->pg)
-        gw_pg_store_submit(&r->srv->pg_store, &r->item);
+    if (r->srv->store.pg)
+        gw_pg_store_submit(&r->srv->store.pg_store, &r->item);
     else
-        gw_committer_submit(&r->srv->committer, &r->item);
+        gw_committer_submit(&r->srv->store.committer, &r->item);
     return MHD_YES;
 }
 
@@ -162,9 +162,9 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     struct gw_error err;
     enum MHD_Result ret = MHD_YES;
     int refused = 1, rc = -EIO;
-    if (s->pg && !gw_pg_store_available(&s->pg_store))
+    if (s->store.pg && !gw_pg_store_available(&s->store.pg_store))
         ret = gw_pg_unavailable(r);
-    else if (gw_committer_failed(&s->committer))
+    else if (gw_committer_failed(&s->store.committer))
         ret = journal_unavailable(r);
     else if ((rc = gw_dispatch_run(t, b, &d, &err)) == -ENOENT)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
@@ -182,8 +182,8 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     if (rc == 0)
         gw_dispatch_free(&d);
     if (refused) {
-        if (!s->pg)
-            gw_idem_release(&s->idem, b->batch_id, b->batch_id_len);
+        if (!s->store.pg)
+            gw_idem_release(&s->store.idem, b->batch_id, b->batch_id_len);
         return ret;
     }
     return submit(r);
@@ -213,12 +213,12 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
                  r->batch_id);
         return fail(r, MHD_HTTP_BAD_REQUEST, "idempotency_key_mismatch", msg, "batch_id");
     }
-    if (r->srv->pg)
+    if (r->srv->store.pg)
         return dispatch(r, b); /* the store's transaction decides (docs/journal.md §10) */
     enum gw_idem_verdict verdict;
     struct gw_idem_ref ref;
-    int rc =
-        gw_idem_claim(&r->srv->idem, b->batch_id, b->batch_id_len, b->fingerprint, &verdict, &ref);
+    int rc = gw_idem_claim(&r->srv->store.idem, b->batch_id, b->batch_id_len, b->fingerprint,
+                           &verdict, &ref);
     if (rc != 0)
         return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rc == -EIO ? "index_corrupt" : "internal",
                     rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "out of memory", "");
@@ -281,7 +281,7 @@ static enum MHD_Result answer(struct gw_req *r)
         return MHD_YES;
     }
     if (r->commit_rc != 0)
-        return r->srv->pg ? gw_pg_unavailable(r) : journal_unavailable(r);
+        return r->srv->store.pg ? gw_pg_unavailable(r) : journal_unavailable(r);
     if (r->item.verdict == GW_COMMIT_REUSED)
         return reused(r);
     int replayed = r->item.verdict == GW_COMMIT_REPLAY;

@@ -6,10 +6,10 @@
 
 int gw_serve_ready(struct gw_server *s)
 {
-    if (!atomic_load(&s->replayed) || gw_committer_failed(&s->committer) ||
+    if (!atomic_load(&s->replayed) || gw_committer_failed(&s->store.committer) ||
         atomic_load(&s->metrics.record_damage) > 0)
         return 0;
-    if (s->pg && !gw_pg_store_available(&s->pg_store))
+    if (s->store.pg && !gw_pg_store_available(&s->store.pg_store))
         return 0;
     struct gw_view *v = gw_view_acquire(&s->views);
     int ring = ring_points_total(v->topo.ring) > 0;
@@ -32,14 +32,14 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     struct gw_server *s = r->srv;
     struct gw_buf body;
     gw_buf_init(&body);
-    int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->committer);
+    int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->store.committer);
     int damaged = atomic_load(&s->metrics.record_damage) > 0;
-    if (s->pg)
-        failed = !gw_pg_store_available(&s->pg_store);
+    if (s->store.pg)
+        failed = !gw_pg_store_available(&s->store.pg_store);
     int ring = ring_points_total(r->view->topo.ring) > 0;
     int ready = replayed && !failed && !damaged && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
-    gw_buf_puts(&body, s->pg ? ",\"checks\":{\"store\":\"" : ",\"checks\":{\"journal\":\"");
+    gw_buf_puts(&body, s->store.pg ? ",\"checks\":{\"store\":\"" : ",\"checks\":{\"journal\":\"");
     gw_buf_puts(&body, !replayed ? "replaying"
                        : failed  ? "unavailable"
                        : damaged ? "damaged"
@@ -60,13 +60,13 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
     struct gw_error err;
     if (!totals) {
         body.failed = 1;
-    } else if (s->pg && gw_pg_member_totals(s, &t->members, totals, &err) != 0) {
+    } else if (s->store.pg && gw_pg_member_totals(s, &t->members, totals, &err) != 0) {
         free(totals);
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
                               "Retry-After", "1");
     } else {
-        if (!s->pg)
-            gw_ledger_totals(&s->ledger, r->view->slots, n, totals);
+        if (!s->store.pg)
+            gw_ledger_totals(&s->store.ledger, r->view->slots, n, totals);
         struct gw_feed_memory_figures feed = {atomic_load(&s->feed_cache.held), s->feed_cache.limit,
                                               atomic_load(&s->feed_cache.refused)};
         gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),

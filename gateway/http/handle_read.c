@@ -92,10 +92,10 @@ static const struct gw_shard *current_shard(const struct gw_membership *m,
 enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 {
     (void)rest;
-    if (r->srv->pg)
+    if (r->srv->store.pg)
         return gw_pg_handle_shards(r);
     size_t n = 0;
-    struct gw_ledger_entry *all = gw_ledger_snapshot(&r->srv->ledger, &n);
+    struct gw_ledger_entry *all = gw_ledger_snapshot(&r->srv->store.ledger, &n);
     struct gw_buf body;
     gw_buf_init(&body);
     body.failed = !all;
@@ -123,11 +123,11 @@ enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
 {
     (void)rest;
-    if (r->srv->pg)
+    if (r->srv->store.pg)
         return gw_pg_handle_epochs(r);
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_chain_write(&body, &r->srv->journal.chain);
+    gw_chain_write(&body, &r->srv->store.journal.chain);
     gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
@@ -156,10 +156,10 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
                                          const char *header, const char *value)
 {
     struct gw_buf body;
-    if (gw_segments_archived(&r->srv->journal.segs, ref.segment))
+    if (gw_segments_archived(&r->srv->store.journal.segs, ref.segment))
         return archived(r, ref);
     gw_buf_init(&body);
-    int rc = gw_journal_read_receipt(&r->srv->journal, ref.segment, ref.seq, ref.offset,
+    int rc = gw_journal_read_receipt(&r->srv->store.journal, ref.segment, ref.seq, ref.offset,
                                      (size_t)ref.len, &body);
     if (rc != 0)
         gw_buf_free(&body);
@@ -175,13 +175,14 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
 
 enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
 {
-    if (r->srv->pg)
+    if (r->srv->store.pg)
         return gw_pg_handle_batch(r, id);
     struct gw_idem_ref ref;
     size_t len = strlen(id);
     char msg[200];
-    int rc = gw_name_valid(id, len, GW_BATCH_ID_MAX) ? gw_idem_find(&r->srv->idem, id, len, &ref)
-                                                     : -ENOENT;
+    int rc = gw_name_valid(id, len, GW_BATCH_ID_MAX)
+                 ? gw_idem_find(&r->srv->store.idem, id, len, &ref)
+                 : -ENOENT;
     if (rc == -EIO)
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt",
                               GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);

@@ -47,7 +47,8 @@ static int publish(void *ctx, const struct gw_contract *contract, struct gw_memb
     struct gw_topology next;
     int rc = gw_topology_build_from(contract, members, cur->topo.ring, &next, err);
     gw_view_unref(cur);
-    if (rc == 0 && (rc = gw_view_new(&s->views, &next, e->epoch_seq, &s->ledger, &v, err)) == 0) {
+    if (rc == 0 &&
+        (rc = gw_view_new(&s->views, &next, e->epoch_seq, &s->store.ledger, &v, err)) == 0) {
         gw_view_publish(&s->views, v);
         atomic_store(&s->metrics.epoch_seq, e->epoch_seq);
         log_epoch("epoch_applied", e->epoch, e->epoch_seq, NULL);
@@ -61,7 +62,7 @@ static void follow(void *ctx, struct gw_pg_conn *c)
     struct gw_server *s = ctx;
     struct gw_error err;
     pthread_mutex_lock(&s->reload_lock);
-    int rc = gw_pg_epochs_catch_up(&s->pg_store, c, publish, s, &err);
+    int rc = gw_pg_epochs_catch_up(&s->store.pg_store, c, publish, s, &err);
     pthread_mutex_unlock(&s->reload_lock);
     if (rc != 0 && rc != -EIO)
         log_epoch("epoch_refused", "", 0, err.msg);
@@ -71,7 +72,7 @@ static void follow(void *ctx, struct gw_pg_conn *c)
 static void durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_server *s = ctx;
-    gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
+    gw_feed_watch_durable(&s->store.watch, last_seq, shard_bits);
 }
 
 int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms)
@@ -86,22 +87,23 @@ int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned de
                            .metrics = &s->metrics,
                            .delay_ms = delay_ms,
                            .hook = {durable, s}};
-    int rc = gw_pg_store_open(&s->pg_store, &o, &err);
+    int rc = gw_pg_store_open(&s->store.pg_store, &o, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_UNUSABLE;
     }
-    s->pg = 1;
-    gw_chain_latest(&s->pg_store.chain, &latest);
-    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->ledger, &v, &err) != 0) {
+    s->store.pg = 1;
+    gw_chain_latest(&s->store.pg_store.chain, &latest);
+    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->store.ledger, &v, &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
     gw_view_publish(&s->views, v);
     atomic_store(&s->metrics.epoch_seq, latest.epoch_seq);
     /* The watch before the listener: it announces other replicas' commits to it. */
-    if (gw_feed_watch_start(&s->watch, s->pg_store.start_seq, s->opt.max_watchers) != 0 ||
-        gw_pg_listener_start(&s->pg_store, follow, s, &err) != 0) {
+    if (gw_feed_watch_start(&s->store.watch, s->store.pg_store.start_seq, s->opt.max_watchers) !=
+            0 ||
+        gw_pg_listener_start(&s->store.pg_store, follow, s, &err) != 0) {
         fprintf(stderr, "shardgate: cannot start the feed's watch or the store's listener\n");
         return GW_EXIT_INTERNAL;
     }
@@ -112,12 +114,12 @@ int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned de
  * plan and If-Match are judged against the latest (docs/api.md §15). Under reload_lock. */
 int gw_pg_catch_up(struct gw_server *s, struct gw_error *err)
 {
-    return gw_pg_store_catch_up(&s->pg_store, publish, s, err);
+    return gw_pg_store_catch_up(&s->store.pg_store, publish, s, err);
 }
 
 enum MHD_Result gw_pg_unavailable(struct gw_req *r)
 {
-    struct gw_pg_store *p = &r->srv->pg_store;
+    struct gw_pg_store *p = &r->srv->store.pg_store;
     char msg[sizeof(p->error.msg)];
     pthread_mutex_lock(&p->worker.lock);
     snprintf(msg, sizeof(msg), "%s", p->error.msg[0] ? p->error.msg : "store: unavailable");
@@ -133,7 +135,7 @@ enum MHD_Result gw_pg_handle_batch(struct gw_req *r, const char *id)
     char msg[200];
     gw_buf_init(&body);
     int rc = gw_name_valid(id, strlen(id), GW_BATCH_ID_MAX)
-                 ? gw_pg_store_find(&r->srv->pg_store, id, &body, &err)
+                 ? gw_pg_store_find(&r->srv->store.pg_store, id, &body, &err)
                  : -ENOENT;
     if (rc == -EIO) {
         gw_buf_free(&body);
@@ -204,7 +206,7 @@ enum MHD_Result gw_pg_handle_shards(struct gw_req *r)
     struct gw_pg_total *all = NULL;
     size_t n = 0;
     struct gw_error err;
-    int rc = gw_pg_store_totals(&r->srv->pg_store, &all, &n, &err);
+    int rc = gw_pg_store_totals(&r->srv->store.pg_store, &all, &n, &err);
     if (rc == -EIO)
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
                               "Retry-After", "1");
@@ -241,7 +243,7 @@ int gw_pg_member_totals(struct gw_server *s, const struct gw_membership *m, stru
 {
     struct gw_pg_total *all = NULL;
     size_t n = 0;
-    int rc = gw_pg_store_totals(&s->pg_store, &all, &n, err);
+    int rc = gw_pg_store_totals(&s->store.pg_store, &all, &n, err);
     for (size_t i = 0; rc == 0 && i < m->count; i++) {
         const struct gw_pg_total *t = total_of(all, n, m->shards[i].id);
         out[i] = (struct gw_total){t ? decimal(t->load) : 0, t ? decimal(t->received) : 0};
@@ -256,7 +258,7 @@ enum MHD_Result gw_pg_handle_epochs(struct gw_req *r)
 {
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_chain_write(&body, &r->srv->pg_store.chain);
+    gw_chain_write(&body, &r->srv->store.pg_store.chain);
     gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }

@@ -41,7 +41,7 @@ static int journal_epoch(struct gw_server *s, const struct gw_topology *t,
     struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced}};
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
-    gw_committer_submit(&s->committer, &w.item);
+    gw_committer_submit(&s->store.committer, &w.item);
     pthread_mutex_lock(&w.lock);
     while (!w.done)
         pthread_cond_wait(&w.cond, &w.lock);
@@ -52,8 +52,8 @@ static int journal_epoch(struct gw_server *s, const struct gw_topology *t,
         w.rc = -ENOMEM;
     if (w.rc != 0)
         gw_error_set(err, "", "%s",
-                     gw_committer_failed(&s->committer)
-                         ? s->committer.error.msg
+                     gw_committer_failed(&s->store.committer)
+                         ? s->store.committer.error.msg
                          : "journal: the epoch record was not written");
     *out = w.item.entry;
     return w.rc;
@@ -127,8 +127,8 @@ static int write_and_journal(struct gw_server *s, const struct gw_topology *next
                              struct gw_error *err)
 {
     int rc = 0, file_rc = 0;
-    if (gw_committer_failed(&s->committer)) { /* no record can be written: touch no file */
-        gw_error_set(err, "", "%s", s->committer.error.msg);
+    if (gw_committer_failed(&s->store.committer)) { /* no record can be written: touch no file */
+        gw_error_set(err, "", "%s", s->store.committer.error.msg);
         rc = -EIO;
     }
     if (early)
@@ -146,9 +146,9 @@ static int write_and_journal(struct gw_server *s, const struct gw_topology *next
 static int record(struct gw_server *s, const struct gw_topology *next, const char *base,
                   struct gw_reload *rl, struct gw_shards_write *early, struct gw_error *err)
 {
-    if (!s->pg)
+    if (!s->store.pg)
         return write_and_journal(s, next, rl, early, err);
-    int rc = gw_pg_epoch_record(&s->pg_store, next, rl->source, base, &rl->entry, err);
+    int rc = gw_pg_epoch_record(&s->store.pg_store, next, rl->source, base, &rl->entry, err);
     rl->stale = rc == -ESTALE;
     return rc;
 }
@@ -166,7 +166,7 @@ static int switch_to(struct gw_server *s, struct gw_topology *next_in, const cha
     }
     crash_after_epoch();
     struct gw_view *v;
-    rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, &s->ledger, &v, err);
+    rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, &s->store.ledger, &v, err);
     if (rc == 0) {
         gw_view_publish(&s->views, v);
         atomic_store(&s->metrics.epoch_seq, rl->entry.epoch_seq);
@@ -178,7 +178,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
 {
     pthread_mutex_lock(&s->reload_lock);
-    int rc = s->pg ? gw_pg_catch_up(s, err) : 0;
+    int rc = s->store.pg ? gw_pg_catch_up(s, err) : 0;
     struct gw_view *cur = gw_view_acquire(&s->views);
     if (!contract)
         contract = &cur->topo.contract;
@@ -190,7 +190,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     /* No plan can refuse it: the PUT's file is written while the ring is built. */
     struct gw_shards_write early;
     int overlap = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
-                  rl->max_movement < 0 && !gw_committer_failed(&s->committer) && !s->pg;
+                  rl->max_movement < 0 && !gw_committer_failed(&s->store.committer) && !s->store.pg;
     if (overlap)
         gw_shards_write_start(&early, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
@@ -206,7 +206,8 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     if (rc != 0)
         rl->verdict = GW_RELOAD_REFUSED;
     if (rl->verdict != GW_RELOAD_APPLIED)
-        gw_chain_latest(s->pg ? &s->pg_store.chain : &s->journal.chain, &rl->entry);
+        gw_chain_latest(s->store.pg ? &s->store.pg_store.chain : &s->store.journal.chain,
+                        &rl->entry);
     gw_view_unref(cur);
     pthread_mutex_unlock(&s->reload_lock);
     gw_membership_free(members);
@@ -248,7 +249,7 @@ void gw_reload_from_files(struct gw_server *s)
     if (rc == 0) {
         rc = gw_reload_apply(s, &contract, &members, &rl, &err);
     } else {
-        gw_chain_latest(&s->journal.chain, &rl.entry);
+        gw_chain_latest(&s->store.journal.chain, &rl.entry);
         gw_metrics_reload(&s->metrics, GW_RELOAD_RESULT_REFUSED);
     }
     log_reload(&rl, rc, &err);

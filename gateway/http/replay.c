@@ -25,14 +25,14 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
         gw_error_set(err, "", "receipt: needs a valid batch_id and a shards object");
         return -EINVAL;
     }
-    int rc = gw_ledger_replay_record(&s->ledger, rec, err);
+    int rc = gw_ledger_replay_record(&s->store.ledger, rec, err);
     if (rc != 0 || !rec->receipt)
         return rc;
-    if (rec->seq <= s->index_durable_seq)
+    if (rec->seq <= s->store.index_durable_seq)
         return 0; /* the index files hold it already */
     struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
-    rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id), rec->fingerprint,
-                        ref);
+    rc = gw_idem_insert(&s->store.idem, json_string_value(id), json_string_length(id),
+                        rec->fingerprint, ref);
     if (rc == -EEXIST)
         gw_error_set(err, "", "receipt: batch_id \"%s\" was already journaled",
                      json_string_value(id));
@@ -47,22 +47,22 @@ static void log_replay(const struct gw_server *s, const struct gw_journal_repair
     struct gw_buf f;
     if (rep->torn) {
         gw_buf_init(&f);
-        gw_log_str(&f, "file", s->journal.path);
+        gw_log_str(&f, "file", s->store.journal.path);
         gw_log_u64(&f, "line", rep->line);
         gw_log_u64(&f, "offset", rep->offset);
         gw_log_u64(&f, "bytes", rep->bytes);
-        size_t n = strlen(s->journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
+        size_t n = strlen(s->store.journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
         char *moved_to = malloc(n);
         if (moved_to)
-            snprintf(moved_to, n, "%s%s", s->journal.path, GW_JOURNAL_BROKEN_SUFFIX);
+            snprintf(moved_to, n, "%s%s", s->store.journal.path, GW_JOURNAL_BROKEN_SUFFIX);
         gw_log_str(&f, "moved_to", moved_to ? moved_to : "?");
         free(moved_to);
         gw_log_event("journal_torn_tail_repaired", &f);
     }
     gw_buf_init(&f);
-    gw_log_str(&f, "file", s->journal.path);
-    gw_log_u64(&f, "receipts", s->journal.last_seq);
-    gw_log_u64(&f, "bytes", s->journal.size);
+    gw_log_str(&f, "file", s->store.journal.path);
+    gw_log_u64(&f, "receipts", s->store.journal.last_seq);
+    gw_log_u64(&f, "bytes", s->store.journal.size);
     gw_log_bool(&f, "epoch_written", epoch_written);
     gw_log_event("journal_replayed", &f);
 }
@@ -84,7 +84,7 @@ static void log_skipped(const struct gw_server *s, uint64_t seq, const char *rea
     char name[GW_CHECKPOINT_NAME_MAX], path[4096];
     struct gw_buf f;
     gw_checkpoint_name(name, seq);
-    snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+    snprintf(path, sizeof(path), "%s/%s", s->store.journal.dir, name);
     gw_buf_init(&f);
     gw_log_str(&f, "file", path);
     gw_log_str(&f, "reason", reason);
@@ -106,7 +106,7 @@ static void log_start(const struct gw_server *s, const struct start_log *l)
     gw_buf_init(&f);
     if (l->used.last_seq > 0) {
         gw_checkpoint_name(name, l->used.last_seq);
-        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+        snprintf(path, sizeof(path), "%s/%s", s->store.journal.dir, name);
         gw_log_str(&f, "file", path);
         gw_log_u64(&f, "last_seq", l->used.last_seq);
         gw_log_u64(&f, "segment", l->used.segment);
@@ -135,25 +135,25 @@ static int apply_checkpoint(struct gw_server *s, const struct gw_checkpoint *c,
                             struct start_log *log, struct gw_error *err)
 {
     struct gw_error why;
-    int rc = gw_checkpoint_apply(c, &s->journal, &s->ledger, &why);
+    int rc = gw_checkpoint_apply(c, &s->store.journal, &s->store.ledger, &why);
     if (rc == -EINVAL) {
         note_skipped(log, c->last_seq, why.msg);
-        gw_chain_free(&s->journal.chain);
-        gw_chain_init(&s->journal.chain);
-        gw_ledger_free(&s->ledger);
-        gw_ledger_init(&s->ledger);
-        s->journal.last_seq = 0;
+        gw_chain_free(&s->store.journal.chain);
+        gw_chain_init(&s->store.journal.chain);
+        gw_ledger_free(&s->store.ledger);
+        gw_ledger_init(&s->store.ledger);
+        s->store.journal.last_seq = 0;
         return 0;
     }
     if (rc != 0) {
         *err = why;
         return rc;
     }
-    rc = gw_journal_scan_ids(&s->journal, &s->idem, s->index_durable_seq, c->segment, c->offset,
-                             err);
+    rc = gw_journal_scan_ids(&s->store.journal, &s->store.idem, s->store.index_durable_seq,
+                             c->segment, c->offset, err);
     if (rc != 0)
         return rc;
-    s->checkpoint_seq = c->last_seq;
+    s->store.checkpoint_seq = c->last_seq;
     log->used.last_seq = c->last_seq;
     log->used.segment = c->segment;
     log->used.offset = c->offset;
@@ -164,13 +164,13 @@ static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
                           struct start_log *log, struct gw_error *err)
 {
     uint64_t *seqs = NULL;
-    long n = gw_checkpoint_list(s->journal.dir, &seqs);
+    long n = gw_checkpoint_list(s->store.journal.dir, &seqs);
     int rc = 0;
     log->listed = n;
     for (long i = 0; i < n && rc == 0; i++) {
         struct gw_checkpoint c;
         struct gw_error why;
-        if (gw_checkpoint_load(s->journal.dir, seqs[i], &s->journal, &c, &why) != 0) {
+        if (gw_checkpoint_load(s->store.journal.dir, seqs[i], &s->store.journal, &c, &why) != 0) {
             note_skipped(log, seqs[i], why.msg);
             continue;
         }
@@ -188,8 +188,8 @@ static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
 static int open_index(struct gw_server *s, struct gw_error *err)
 {
     struct gw_idem_options io = {.window_ms = s->opt.idempotency_window_ms};
-    int rc = gw_idem_open(&s->idem, s->opt.state_dir, &io, &s->index_durable_seq, err);
-    s->idem_open = rc == 0;
+    int rc = gw_idem_open(&s->store.idem, s->opt.state_dir, &io, &s->store.index_durable_seq, err);
+    s->store.idem_open = rc == 0;
     return rc;
 }
 
@@ -199,14 +199,15 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
     struct gw_journal_repair rep = {0};
     struct gw_journal_resume from;
     struct start_log log = {0};
-    int rc = gw_journal_prepare(&s->journal, s->opt.state_dir, s->opt.segment_bytes, 0, &err);
+    int rc = gw_journal_prepare(&s->store.journal, s->opt.state_dir, s->opt.segment_bytes, 0, &err);
     if (rc == 0) /* inside the state dir's lock: one server's index at a time */
         rc = open_index(s, &err);
     int resumed = rc == 0 ? use_checkpoint(s, &from, &log, &err) : 0;
     if (rc == 0)
         rc = resumed < 0 ? resumed : 0;
     if (rc == 0)
-        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, &rep, &err);
+        rc = gw_journal_replay(&s->store.journal, resumed ? &from : NULL, replay_receipt, s, &rep,
+                               &err);
     log_skips(s, &log);
     if (rc == -EINVAL) {
         fprintf(stderr, "%s\n", err.msg);
@@ -214,9 +215,9 @@ int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
     }
     int written = 0;
     if (rc == 0)
-        rc = gw_journal_seal_unchecked(&s->journal, &err);
+        rc = gw_journal_seal_unchecked(&s->store.journal, &err);
     if (rc == 0)
-        rc = gw_journal_write_epoch(&s->journal, topo, &written, &err);
+        rc = gw_journal_write_epoch(&s->store.journal, topo, &written, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;

@@ -11,19 +11,12 @@
 
 #include "batch.h"
 #include "buf.h"
-#include "commit.h"
-#include "feed.h"
 #include "feed_cache.h"
-#include "feed_watch.h"
-#include "idempotency.h"
-#include "journal.h"
-#include "ledger.h"
 #include "listener.h"
 #include "metrics.h"
 #include "notify.h"
-#include "pg_store.h"
-#include "scrub.h"
 #include "server.h"
+#include "store.h"
 #include "topology.h"
 #include "view.h"
 #include "worker.h"
@@ -34,22 +27,10 @@ struct gw_server {
     pthread_mutex_t reload_lock; /* one reload at a time: SIGHUP and PUT take the same path */
     struct gw_worker reloader;   /* applies SIGHUP reloads off the signal thread */
     int reload_pending;          /* under reloader.lock */
-    struct gw_journal journal;
-    struct gw_committer committer;
-    struct gw_checkpointer checkpointer; /* docs/journal.md §7 */
-    uint64_t checkpoint_seq;             /* last_seq of the checkpoint the start used, 0: none */
-    struct gw_idem idem;
-    int idem_open;
-    uint64_t index_durable_seq; /* the index files hold every id through this seq */
-    struct gw_ledger ledger;
+    struct gw_store store;       /* the journal and its parts, or PostgreSQL */
     struct gw_metrics metrics;
-    struct gw_feed feed;             /* the assignment feed's reader (docs/api.md §17) */
-    struct gw_scrub scrub;           /* re-reads the journal (docs/journal.md §2.1) */
-    struct gw_feed_watch watch;      /* its waiting requests, woken by the journal writer */
     struct gw_feed_cache feed_cache; /* recent pages, shared by the same questions */
-    int pg; /* 1 with --store postgres: pg_store replaces journal and index */
-    struct gw_pg_store pg_store;
-    int auth; /* 1 when POST needs the bearer token */
+    int auth;                        /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];

@@ -75,10 +75,10 @@ static int publish_first_view(struct gw_server *s, struct gw_topology *topo)
     struct gw_epoch_entry latest;
     struct gw_error err;
     struct gw_view *v;
-    int has = gw_chain_latest(&s->journal.chain, &latest);
+    int has = gw_chain_latest(&s->store.journal.chain, &latest);
     assert(has && strcmp(latest.epoch, topo->epoch) == 0); /* written at start if it differed */
     (void)has;
-    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->ledger, &v, &err) != 0) {
+    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->store.ledger, &v, &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -170,9 +170,9 @@ static int start_daemon(struct gw_server *s)
 static void drain(struct gw_server *s)
 {
     atomic_store(&s->draining, 1);
-    gw_feed_watch_stop(&s->watch);   /* waiting feed requests answer now, and no more wait */
-    gw_reloader_stop(s);             /* a reload in progress finishes first */
-    gw_listener_close(&s->listener); /* new connections are refused from here */
+    gw_feed_watch_stop(&s->store.watch); /* waiting feed requests answer now, and no more wait */
+    gw_reloader_stop(s);                 /* a reload in progress finishes first */
+    gw_listener_close(&s->listener);     /* new connections are refused from here */
     unsigned waited = 0;
     while (atomic_load(&s->active) > 0 && waited < GW_DRAIN_TIMEOUT_S * 1000) {
         gw_sleep_ms(10);
@@ -184,14 +184,14 @@ static void drain(struct gw_server *s)
     gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
     gw_log_u64(&f, "waited_ms", waited);
     gw_log_event("drained", &f);
-    gw_committer_stop(&s->committer); /* offers the last checkpoint, after the last group */
-    if (s->pg)
-        gw_pg_store_stop(&s->pg_store);     /* commits what is queued */
-    gw_checkpointer_stop(&s->checkpointer); /* writes it */
-    gw_scrub_stop(&s->scrub);
+    gw_committer_stop(&s->store.committer); /* offers the last checkpoint, after the last group */
+    if (s->store.pg)
+        gw_pg_store_stop(&s->store.pg_store);     /* commits what is queued */
+    gw_checkpointer_stop(&s->store.checkpointer); /* writes it */
+    gw_scrub_stop(&s->store.scrub);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
-    gw_committer_destroy(&s->committer);
+    gw_committer_destroy(&s->store.committer);
 }
 
 /* Waits for SIGTERM or SIGINT; a SIGHUP asks the reloader for a reload (docs/api.md §15). */
@@ -203,7 +203,7 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
             continue;
         if (sig != SIGHUP)
             return sig;
-        if (s->pg)
+        if (s->store.pg)
             gw_log_event("sighup_ignored", NULL); /* membership with --store postgres: not yet */
         else
             gw_reloader_request(s);
@@ -214,21 +214,24 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
 static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_server *s = ctx;
-    gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
-    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
-    gw_feed_durable(&s->feed, last_seq);
-    gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
+    gw_feed_active_segment(&s->store.feed, atomic_load(&s->store.journal.segment),
+                           s->store.journal.size);
+    gw_scrub_durable(&s->store.scrub, atomic_load(&s->store.journal.segment),
+                     s->store.journal.size);
+    gw_feed_durable(&s->store.feed, last_seq);
+    gw_feed_watch_durable(&s->store.watch, last_seq, shard_bits);
 }
 
 /* The feed reads the state dir's segments; what replay found is durable. */
 static int start_feed(struct gw_server *s)
 {
-    int rc = gw_feed_init(&s->feed, s->opt.state_dir);
+    int rc = gw_feed_init(&s->store.feed, s->opt.state_dir);
     if (rc == 0) {
-        gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
-        gw_feed_checked_from(&s->feed, s->journal.checked_from);
-        gw_feed_durable(&s->feed, s->journal.last_seq);
-        rc = gw_feed_watch_start(&s->watch, s->journal.last_seq, s->opt.max_watchers);
+        gw_feed_active_segment(&s->store.feed, atomic_load(&s->store.journal.segment),
+                               s->store.journal.size);
+        gw_feed_checked_from(&s->store.feed, s->store.journal.checked_from);
+        gw_feed_durable(&s->store.feed, s->store.journal.last_seq);
+        rc = gw_feed_watch_start(&s->store.watch, s->store.journal.last_seq, s->opt.max_watchers);
     }
     return rc;
 }
@@ -256,7 +259,7 @@ static int setup(struct gw_server *s)
     if (rc != GW_EXIT_OK)
         return rc;
     gw_metrics_init(&s->metrics);
-    gw_ledger_init(&s->ledger);
+    gw_ledger_init(&s->store.ledger);
     if (s->opt.store)
         return setup_pg(s, &topo);
     struct gw_error err;
@@ -267,17 +270,19 @@ static int setup(struct gw_server *s)
         gw_topology_free(&topo);
         return rc;
     }
-    if (start_feed(s) != 0 || gw_scrub_start(&s->scrub, s->opt.state_dir, s->opt.scrub_rate,
-                                             s->journal.checked_from, &s->metrics) != 0) {
+    if (start_feed(s) != 0 || gw_scrub_start(&s->store.scrub, s->opt.state_dir, s->opt.scrub_rate,
+                                             s->store.journal.checked_from, &s->metrics) != 0) {
         fprintf(stderr, "shardgate: cannot start the feed or the scrub\n");
         return GW_EXIT_INTERNAL;
     }
-    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
+    gw_scrub_durable(&s->store.scrub, atomic_load(&s->store.journal.segment),
+                     s->store.journal.size);
     struct gw_commit_hook hook = {announce_durable, s};
-    if (gw_checkpointer_start(&s->checkpointer, &s->journal, &s->ledger, &s->idem,
-                              s->opt.checkpoint_interval_ms, s->checkpoint_seq, &err) != 0 ||
-        gw_committer_start(&s->committer, &s->journal, &s->metrics, &s->checkpointer,
-                           commit_delay_ms(), &hook, &err)) {
+    if (gw_checkpointer_start(&s->store.checkpointer, &s->store.journal, &s->store.ledger,
+                              &s->store.idem, s->opt.checkpoint_interval_ms,
+                              s->store.checkpoint_seq, &err) != 0 ||
+        gw_committer_start(&s->store.committer, &s->store.journal, &s->metrics,
+                           &s->store.checkpointer, commit_delay_ms(), &hook, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -292,24 +297,24 @@ static int setup(struct gw_server *s)
 static void teardown(struct gw_server *s)
 {
     gw_reloader_stop(s);
-    gw_committer_stop(&s->committer);
-    gw_checkpointer_stop(&s->checkpointer);
+    gw_committer_stop(&s->store.committer);
+    gw_checkpointer_stop(&s->store.checkpointer);
     gw_listener_close(&s->listener);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
-    gw_committer_destroy(&s->committer);
-    gw_feed_watch_destroy(&s->watch);
+    gw_committer_destroy(&s->store.committer);
+    gw_feed_watch_destroy(&s->store.watch);
     gw_feed_cache_free(&s->feed_cache);
-    gw_scrub_stop(&s->scrub);
-    gw_feed_free(&s->feed);
-    if (s->journal.path)
-        gw_journal_close(&s->journal);
-    if (s->idem_open)
-        gw_idem_close(&s->idem);
-    if (s->pg)
-        gw_pg_store_close(&s->pg_store);
+    gw_scrub_stop(&s->store.scrub);
+    gw_feed_free(&s->store.feed);
+    if (s->store.journal.path)
+        gw_journal_close(&s->store.journal);
+    if (s->store.idem_open)
+        gw_idem_close(&s->store.idem);
+    if (s->store.pg)
+        gw_pg_store_close(&s->store.pg_store);
     gw_view_slot_free(&s->views);
-    gw_ledger_free(&s->ledger);
+    gw_ledger_free(&s->store.ledger);
 }
 
 /* Every thread started after this inherits the mask, so only sigwait() sees the signals. */
@@ -337,7 +342,7 @@ int gw_server_run(const struct gw_serve_options *opt)
     s->opt = *opt;
     sigset_t set;
     block_signals(&set);
-    s->journal.fd = -1;
+    s->store.journal.fd = -1;
     gw_view_slot_init(&s->views);
     gw_feed_cache_init(&s->feed_cache, s->opt.feed_memory);
     int rc = setup(s);
