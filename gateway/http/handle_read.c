@@ -134,62 +134,77 @@ enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
 
 /* 410: the receipt is in a segment `shardgate journal archive` moved away (docs/api.md §3,
  * docs/decisions.md §11): the id stays known, never dispatched again, its bytes not served. */
-static enum MHD_Result archived(struct gw_req *r, struct gw_idem_ref ref)
+static enum MHD_Result archived(struct gw_req *r, uint64_t seq)
 {
     char msg[400];
     struct gw_buf body;
     snprintf(msg, sizeof(msg),
              "the receipt of batch_id \"%s\" (seq %llu) is in an archived journal segment; it is "
              "never dispatched again",
-             r->batch_id, (unsigned long long)ref.seq);
+             r->batch_id, (unsigned long long)seq);
     gw_buf_init(&body);
     gw_http_error_body(&body, "receipt_archived", msg, "batch_id");
     if (!body.failed)
         body.len -= 2; /* reopen the object */
-    gw_buf_field_u64(&body, ",\"seq\":", ref.seq);
+    gw_buf_field_u64(&body, ",\"seq\":", seq);
     gw_buf_puts(&body, "}\n");
     return gw_serve_respond(r, 410, "application/json", &body, NULL, NULL);
 }
 
-/* The stored receipt and a newline, read from the journal (docs/api.md §3 and §4). */
+/* The answer to a read of a stored receipt (gw_store_read_receipt's outcome): the receipt and a
+ * newline (docs/api.md §3 and §4), or why there is none. */
+static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, struct gw_buf *body,
+                                   const struct gw_store_miss *miss, const char *header,
+                                   const char *value)
+{
+    char msg[200];
+    if (rc == 0) {
+        gw_buf_puts(body, "\n");
+        return gw_serve_respond(r, MHD_HTTP_OK, "application/json", body, header, value);
+    }
+    gw_buf_free(body);
+    switch (rc) {
+    case -ENOENT:
+        snprintf(msg, sizeof(msg), "no stored receipt for batch_id \"%.128s\"", id);
+        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "batch_id", NULL, NULL);
+    case -ESTALE:
+        return archived(r, miss->seq);
+    case -EBADMSG:
+    case -ENOMSG:
+    case -EILSEQ:
+        return gw_serve_record_damage(r, miss->segment, miss->line, miss->seq, rc);
+    case -EUCLEAN:
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt",
+                              GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);
+    case -EAGAIN:
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", miss->error.msg,
+                              "", "Retry-After", "1");
+    default:
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+                              "cannot read the stored receipt", "", NULL, NULL);
+    }
+}
+
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
                                          const char *header, const char *value)
 {
     struct gw_buf body;
-    if (gw_segments_archived(&r->srv->store.journal.segs, ref.segment))
-        return archived(r, ref);
+    struct gw_store_miss miss;
     gw_buf_init(&body);
-    int rc = gw_journal_read_receipt(&r->srv->store.journal, ref.segment, ref.seq, ref.offset,
-                                     (size_t)ref.len, &body);
-    if (rc != 0)
-        gw_buf_free(&body);
-    if (rc == -EBADMSG || rc == -ENOMSG || rc == -EILSEQ)
-        return gw_serve_record_damage(r, ref.segment, gw_journal_receipt_line(ref.seq, ref.offset),
-                                      ref.seq, rc);
-    if (rc != 0)
-        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-                              "cannot read the stored receipt from the journal", "", NULL, NULL);
-    gw_buf_puts(&body, "\n");
-    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, header, value);
+    int rc = gw_store_read_ref(&r->srv->store, ref, &body, &miss);
+    return answer_read(r, r->batch_id, rc, &body, &miss, header, value);
 }
 
 enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
 {
-    if (r->srv->store.pg)
-        return gw_pg_handle_batch(r, id);
-    struct gw_idem_ref ref;
     size_t len = strlen(id);
-    char msg[200];
+    struct gw_buf body;
+    struct gw_store_miss miss;
+    gw_buf_init(&body);
     int rc = gw_name_valid(id, len, GW_BATCH_ID_MAX)
-                 ? gw_idem_find(&r->srv->store.idem, id, len, &ref)
+                 ? gw_store_read_receipt(&r->srv->store, id, len, &body, &miss)
                  : -ENOENT;
-    if (rc == -EIO)
-        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt",
-                              GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);
-    if (rc != 0) {
-        snprintf(msg, sizeof(msg), "no stored receipt for batch_id \"%.128s\"", id);
-        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "batch_id", NULL, NULL);
-    }
-    snprintf(r->batch_id, sizeof(r->batch_id), "%s", id);
-    return gw_answer_stored_receipt(r, ref, NULL, NULL);
+    if (rc != -ENOENT && rc != -EUCLEAN && rc != -EAGAIN) /* a stored batch: logged by its id */
+        snprintf(r->batch_id, sizeof(r->batch_id), "%s", id);
+    return answer_read(r, id, rc, &body, &miss, NULL, NULL);
 }

@@ -128,29 +128,6 @@ enum MHD_Result gw_pg_unavailable(struct gw_req *r)
                           "Retry-After", "1");
 }
 
-enum MHD_Result gw_pg_handle_batch(struct gw_req *r, const char *id)
-{
-    struct gw_buf body;
-    struct gw_error err;
-    char msg[200];
-    gw_buf_init(&body);
-    int rc = gw_name_valid(id, strlen(id), GW_BATCH_ID_MAX)
-                 ? gw_pg_store_find(&r->srv->store.pg_store, id, &body, &err)
-                 : -ENOENT;
-    if (rc == -EIO) {
-        gw_buf_free(&body);
-        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
-                              "Retry-After", "1");
-    }
-    if (rc == -ENOENT) {
-        gw_buf_free(&body);
-        snprintf(msg, sizeof(msg), "no stored receipt for batch_id \"%.128s\"", id);
-        return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "batch_id", NULL, NULL);
-    }
-    gw_buf_puts(&body, "\n");
-    return gw_serve_json(r, MHD_HTTP_OK, &body); /* 500 internal if an append failed */
-}
-
 static const struct gw_pg_total *total_of(const struct gw_pg_total *all, size_t n, const char *id)
 {
     for (size_t lo = 0, hi = n; lo < hi;) {

@@ -5,7 +5,10 @@
 #ifndef SHARDGATE_GW_STORE_H
 #define SHARDGATE_GW_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "buf.h"
 
 #include "checkpointer.h"
 #include "commit.h"
@@ -32,5 +35,30 @@ struct gw_store {
     struct gw_feed_watch watch; /* the feed's waiting requests, woken by the journal writer */
     struct gw_pg_store pg_store;
 };
+
+/* Why a stored receipt was not read (gw_store_read_receipt). */
+struct gw_store_miss {
+    uint64_t seq;          /* archived or damaged: the receipt's seq */
+    uint64_t segment;      /* damaged: the segment holding its line (its first_seq) */
+    uint64_t line;         /* damaged: where its line starts in that segment */
+    struct gw_error error; /* unavailable: what the store said */
+};
+
+/* Appends the stored receipt of batch `id` (a valid name, `len` bytes), without a newline, to
+ * `out`; on an error `out` is left as it was. Returns 0;
+ *   -ENOENT  no receipt for that id;
+ *   -ESTALE  its receipt is in an archived segment (docs/api.md §3), miss->seq;
+ *   -EBADMSG, -ENOMSG or -EILSEQ  its journal line failed its check (docs/journal.md §2.1):
+ *            miss->segment, line and seq;
+ *   -EUCLEAN the idempotency index failed a block's checksum (docs/journal.md §9);
+ *   -EAGAIN  the store cannot be reached (--store postgres), miss->error;
+ *   -ENOMEM or another -errno: the bytes could not be read. */
+int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
+                          struct gw_store_miss *miss);
+
+/* The same for the receipt the index placed at `ref` (a replayed POST has it from its claim;
+ * the state dir's store only). */
+int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
+                      struct gw_store_miss *miss);
 
 #endif
