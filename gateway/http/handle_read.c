@@ -123,11 +123,9 @@ enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
 {
     (void)rest;
-    if (r->srv->store.pg)
-        return gw_pg_handle_epochs(r);
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_chain_write(&body, &r->srv->store.journal.chain);
+    gw_chain_write(&body, gw_store_chain(&r->srv->store));
     gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }

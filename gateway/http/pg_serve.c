@@ -230,12 +230,3 @@ int gw_pg_member_totals(struct gw_server *s, const struct gw_membership *m, stru
     free(all);
     return rc;
 }
-
-enum MHD_Result gw_pg_handle_epochs(struct gw_req *r)
-{
-    struct gw_buf body;
-    gw_buf_init(&body);
-    gw_chain_write(&body, &r->srv->store.pg_store.chain);
-    gw_buf_puts(&body, "\n");
-    return gw_serve_json(r, MHD_HTTP_OK, &body);
-}

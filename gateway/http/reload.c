@@ -206,8 +206,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     if (rc != 0)
         rl->verdict = GW_RELOAD_REFUSED;
     if (rl->verdict != GW_RELOAD_APPLIED)
-        gw_chain_latest(s->store.pg ? &s->store.pg_store.chain : &s->store.journal.chain,
-                        &rl->entry);
+        gw_chain_latest(gw_store_chain(&s->store), &rl->entry);
     gw_view_unref(cur);
     pthread_mutex_unlock(&s->reload_lock);
     gw_membership_free(members);

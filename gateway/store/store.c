@@ -5,6 +5,11 @@
 #include <errno.h>
 #include <string.h>
 
+struct gw_epoch_chain *gw_store_chain(struct gw_store *s)
+{
+    return s->pg ? &s->pg_store.chain : &s->journal.chain;
+}
+
 int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
                       struct gw_store_miss *miss)
 {

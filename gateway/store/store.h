@@ -36,6 +36,9 @@ struct gw_store {
     struct gw_pg_store pg_store;
 };
 
+/* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
+struct gw_epoch_chain *gw_store_chain(struct gw_store *s);
+
 /* Why a stored receipt was not read (gw_store_read_receipt). */
 struct gw_store_miss {
     uint64_t seq;          /* archived or damaged: the receipt's seq */

@@ -14,7 +14,9 @@ sequence, that `shardgate-health check --store` passes as the read-only role.
 import json
 import os
 import shutil
+import sys
 import tempfile
+import traceback
 
 import sgpg
 import sgtest
@@ -82,6 +84,12 @@ class StoreModel(RuleBasedStateMachine):
         self.check(self.gws[i])
 
     def teardown(self):
+        failed = sys.exc_info()[1]
+        if isinstance(failed, Exception) and not type(failed).__module__.startswith("hypothesis") \
+                and not STATS.get("failed"):
+            # the first failure, said as it happens: a rerun of its sequence may not repeat it
+            STATS["failed"] = 1
+            print("model: a step failed:\n%s" % traceback.format_exc(), flush=True)
         for gw in self.gws:
             if gw.proc is not None and gw.proc.poll() is None:
                 gw.kill()

@@ -101,6 +101,24 @@ def the_first_read_after_the_database_restarts_is_answered():
         eq(gw.get("/v1/shards").status, 200, "and the next")
 
 
+@case("store_read")
+def the_first_commit_on_a_dead_connection_is_answered():
+    """The writer's connection ended while the database stayed up (its backends terminated, as
+    a restart ends them): libpq learns it from the first statement on it. The transaction's first
+    round trip commits nothing, so it runs once more on a new connection (docs/journal.md §10),
+    and a POST right after is answered 200, not 503. The POST comes before the writer's
+    once-a-second idle check could have reopened the connection by itself."""
+    with Cluster(1) as c:
+        gw = c.gws[0]
+        eq(post(gw, batch("before")).status, 200, "POST: the writer's connection is open")
+        killed = c.sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                       "application_name = 'shardgate' AND pid <> pg_backend_pid()")
+        ok(int(killed[0][0]) >= 1, "the gateway's connections terminated (%s)" % killed)
+        r = post(gw, batch("after"))
+        eq(r.status, 200, "the first POST on the dead connection: %r" % (r.body,))
+        eq(gw.get("/v1/batches/after").body, r.body, "read back")
+
+
 # --- a replica killed under load behind HAProxy ---------------------------------------------
 
 def haproxy(c, port, log):

@@ -355,15 +355,25 @@ static int write_and_commit(struct gw_pg_conn *c, struct group *g, struct gw_err
     return gw_pg_pipeline(c, g->steps, g->nsteps, err);
 }
 
+/* BEGIN, the lock and the ids: the first round trip, which commits nothing, so it runs once
+ * more on a new connection when it finds the old one dead (gw_pg_once_more): the first commit
+ * after the database is back is not refused while /readyz says ready. */
+static int begin_group(struct gw_pg_conn *c, void *ctx, struct gw_error *err)
+{
+    struct group *g = ctx;
+    PQclear(g->locked);
+    PQclear(g->stored);
+    g->locked = g->stored = NULL;
+    return lock_and_find(c, g, err);
+}
+
 /* One transaction for the group. Returns 0 once COMMIT returned, else a negative code (rolled
  * back, or the connection lost: then the outcome is unknown to this replica, and the client's
  * retry learns it as a replay or a first commit). */
 static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err)
 {
     struct gw_pg_conn *c = &s->writer;
-    int rc = gw_pg_ensure(c, err);
-    if (rc == 0)
-        rc = lock_and_find(c, g, err);
+    int rc = gw_pg_once_more(c, begin_group, g, err);
     if (rc == 0) {
         decide(g);
         rc = write_and_commit(c, g, err);
@@ -399,14 +409,20 @@ static void commit_list(struct gw_pg_store *s, struct gw_commit_item *list)
     group_free(&g);
 }
 
+static int select_1(struct gw_pg_conn *c, void *ctx, struct gw_error *err)
+{
+    (void)ctx;
+    return gw_pg_run(c, "SELECT 1", err);
+}
+
 /* Once a second without work: is the database there (for /readyz, docs/api.md §10)? A lost
- * connection is reopened here, so readiness comes back without a request. */
+ * connection is reopened here, so readiness comes back without a request; one found dead is
+ * reopened at once (gw_pg_once_more), so the store is unavailable only while the database
+ * cannot be reached. */
 static void check_database(struct gw_pg_store *s)
 {
     struct gw_error err;
-    int rc = gw_pg_ensure(&s->writer, &err);
-    if (rc == 0)
-        rc = gw_pg_run(&s->writer, "SELECT 1", &err);
+    int rc = gw_pg_once_more(&s->writer, select_1, NULL, &err);
     atomic_store(&s->available, rc == 0);
     if (rc != 0) {
         pthread_mutex_lock(&s->worker.lock);

@@ -57,6 +57,22 @@ static PGresult *checked(struct gw_pg_conn *c, PGresult *res, struct gw_error *e
     return NULL;
 }
 
+int gw_pg_once_more(struct gw_pg_conn *c,
+                    int (*fn)(struct gw_pg_conn *c, void *ctx, struct gw_error *err), void *ctx,
+                    struct gw_error *err)
+{
+    int rc = -EIO;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int was_open = c->conn != NULL;
+        rc = gw_pg_ensure(c, err);
+        if (rc == 0)
+            rc = fn(c, ctx, err);
+        if (rc == 0 || !(was_open && c->conn == NULL))
+            break; /* done, or not a connection found dead by this attempt */
+    }
+    return rc;
+}
+
 PGresult *gw_pg_exec(struct gw_pg_conn *c, const char *sql, int nparams, const char *const *params,
                      struct gw_error *err)
 {

@@ -19,6 +19,15 @@ int gw_pg_is_url(const char *url);
  * "store: <libpq's reason>" (the connection is closed). */
 int gw_pg_ensure(struct gw_pg_conn *c, struct gw_error *err);
 
+/* Runs fn(c, ctx, err) on the connection, connected first when needed. libpq learns that a
+ * connection died (the database restarted since its last statement) only when a statement fails
+ * on it, which closes it; fn then runs once more on a new connection (docs/journal.md §10,
+ * Availability). Only for work that changes nothing before it fails. Returns fn's code, or
+ * gw_pg_ensure's. */
+int gw_pg_once_more(struct gw_pg_conn *c,
+                    int (*fn)(struct gw_pg_conn *c, void *ctx, struct gw_error *err), void *ctx,
+                    struct gw_error *err);
+
 /* Runs one statement with text parameters. Returns the result when its status is
  * PGRES_COMMAND_OK or PGRES_TUPLES_OK (the caller PQclears it), else NULL with err->msg
  * "store: <what>"; a broken connection is closed (the next gw_pg_ensure reconnects). */

@@ -59,24 +59,31 @@ int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct g
     return rc;
 }
 
-/* A reader's statement on the reader connection, reconnected when needed. libpq learns that a
- * connection died (the database restarted) only when a statement fails on it: a read, which
- * changes nothing, is then run once more on a new connection, so the first read after the
- * database is back is answered (docs/journal.md §10, Availability). */
+struct read {
+    const char *sql;
+    int n;
+    const char *const *params;
+    PGresult *res;
+};
+
+static int exec_read(struct gw_pg_conn *c, void *ctx, struct gw_error *err)
+{
+    struct read *q = ctx;
+    q->res = gw_pg_exec(c, q->sql, q->n, q->params, err);
+    return q->res ? 0 : -EIO;
+}
+
+/* A reader's statement on the reader connection, run once more on a new connection when it
+ * finds the old one dead (gw_pg_once_more): the first read after the database is back is
+ * answered (docs/journal.md §10, Availability). */
 static PGresult *read_query(struct gw_pg_store *s, const char *sql, int n,
                             const char *const *params, struct gw_error *err)
 {
+    struct read q = {sql, n, params, NULL};
     pthread_mutex_lock(&s->read_lock);
-    PGresult *res = NULL;
-    for (int attempt = 0; attempt < 2 && !res; attempt++) {
-        int was_open = s->reader.conn != NULL;
-        if (gw_pg_ensure(&s->reader, err) == 0)
-            res = gw_pg_exec(&s->reader, sql, n, params, err);
-        if (!res && !(was_open && s->reader.conn == NULL))
-            break; /* not a connection found dead by this statement */
-    }
+    gw_pg_once_more(&s->reader, exec_read, &q, err);
     pthread_mutex_unlock(&s->read_lock);
-    return res;
+    return q.res;
 }
 
 int gw_pg_store_find(struct gw_pg_store *s, const char *batch_id, struct gw_buf *out,
