@@ -80,6 +80,12 @@ static enum MHD_Result journal_unavailable(struct gw_req *r)
     return fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "journal_unavailable", why, "");
 }
 
+/* 503: the store takes no commits now (docs/api.md §2), in the words of the store in use. */
+static enum MHD_Result unavailable(struct gw_req *r)
+{
+    return r->srv->store.pg ? gw_pg_unavailable(r) : journal_unavailable(r);
+}
+
 /* 422 over_capacity. Under spill the body also carries the receipt (docs/api.md §2): which
  * changes spilled and which shard had no room, for a refusal the client cannot foresee. */
 static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_batch *b,
@@ -162,10 +168,8 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     struct gw_error err;
     enum MHD_Result ret = MHD_YES;
     int refused = 1, rc = -EIO;
-    if (s->store.pg && !gw_pg_store_available(&s->store.pg_store))
-        ret = gw_pg_unavailable(r);
-    else if (gw_committer_failed(&s->store.committer))
-        ret = journal_unavailable(r);
+    if (!gw_store_writable(&s->store))
+        ret = unavailable(r);
     else if ((rc = gw_dispatch_run(t, b, &d, &err)) == -ENOENT)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
     else if (rc != 0)
@@ -281,7 +285,7 @@ static enum MHD_Result answer(struct gw_req *r)
         return MHD_YES;
     }
     if (r->commit_rc != 0)
-        return r->srv->store.pg ? gw_pg_unavailable(r) : journal_unavailable(r);
+        return unavailable(r);
     if (r->item.verdict == GW_COMMIT_REUSED)
         return reused(r);
     int replayed = r->item.verdict == GW_COMMIT_REPLAY;

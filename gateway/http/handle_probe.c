@@ -6,10 +6,8 @@
 
 int gw_serve_ready(struct gw_server *s)
 {
-    if (!atomic_load(&s->replayed) || gw_committer_failed(&s->store.committer) ||
+    if (!atomic_load(&s->replayed) || !gw_store_writable(&s->store) ||
         atomic_load(&s->metrics.record_damage) > 0)
-        return 0;
-    if (s->store.pg && !gw_pg_store_available(&s->store.pg_store))
         return 0;
     struct gw_view *v = gw_view_acquire(&s->views);
     int ring = ring_points_total(v->topo.ring) > 0;
@@ -32,10 +30,8 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     struct gw_server *s = r->srv;
     struct gw_buf body;
     gw_buf_init(&body);
-    int replayed = atomic_load(&s->replayed), failed = gw_committer_failed(&s->store.committer);
+    int replayed = atomic_load(&s->replayed), failed = !gw_store_writable(&s->store);
     int damaged = atomic_load(&s->metrics.record_damage) > 0;
-    if (s->store.pg)
-        failed = !gw_pg_store_available(&s->store.pg_store);
     int ring = ring_points_total(r->view->topo.ring) > 0;
     int ready = replayed && !failed && !damaged && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");

@@ -5,6 +5,11 @@
 #include <errno.h>
 #include <string.h>
 
+int gw_store_writable(struct gw_store *s)
+{
+    return s->pg ? gw_pg_store_available(&s->pg_store) : !gw_committer_failed(&s->committer);
+}
+
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s)
 {
     return s->pg ? &s->pg_store.chain : &s->journal.chain;

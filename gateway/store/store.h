@@ -36,6 +36,10 @@ struct gw_store {
     struct gw_pg_store pg_store;
 };
 
+/* 1 when the store takes commits: the journal writer has not failed (docs/journal.md §4), or
+ * the database answered its last statement or check (docs/journal.md §10, Availability). */
+int gw_store_writable(struct gw_store *s);
+
 /* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s);
 
