@@ -8,6 +8,7 @@ starts, every acknowledged batch reads back byte for byte, and `journal verify`,
 usage: test_state_mix.py SHARDGATE_BINARY SHARDGATE_HEALTH SOURCE_DIR [CASE... | --group G]
 """
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -311,6 +312,35 @@ def verify_passes_by_a_checkpoint_before_an_archived_epoch_record():
     eq((r.returncode, r.stderr), (0, ""), "verify passes the checkpoint by")
     all_agree(d, path, bodies, adir)
 
+
+@case("state_mix")
+def archive_keeps_the_segment_of_a_checkpoint_short_of_its_seal():
+    """The newest checkpoint holds its segment's last receipt, but an epoch record follows it
+    before the seal (a SIGHUP, then a rotation; the checkpoints after it gone, as when the
+    server was killed before it wrote one). Archiving that segment would leave a start no
+    checkpoint to resume from (docs/journal.md §8): `journal archive` keeps it, and the state
+    dir starts and passes every verifier."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        bodies = {}
+        while os.path.getsize(os.path.join(d, "journal.jsonl")) < 40000:
+            bodies.update(fill(s, 1, "a%d-" % len(bodies)))
+        eq(s.stop(), 0, "clean stop: a checkpoint at the last receipt")
+    kept = "checkpoint-%020d.json" % len(bodies)
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        sighup_to(s, path, shards_doc(shard_d="online"))
+        bodies.update(fill(s, 1, "b", changes=250))  # it rotates
+        eq(s.stop(), 0, "clean stop")
+    ok(any(n.startswith("journal-") for n in os.listdir(d)), "a sealed segment")
+    for name in os.listdir(d):
+        if name.startswith("checkpoint-") and name != kept:
+            os.remove(os.path.join(d, name))
+    adir = archive(d)
+    listed = os.path.join(d, "archive.jsonl")
+    eq(read(listed) if os.path.exists(listed) else b"", b"",
+       "nothing archived: the segment holds the newest checkpoint short of its seal")
+    all_agree(d, path, bodies, adir)
 
 @case("state_mix")
 def verify_resumes_after_an_archive_onto_a_legacy_repeat():

@@ -187,21 +187,39 @@ static int restore_ids(const char *dir, const char *adir, const struct gw_segmen
     return rc;
 }
 
-/* The bound: the newest checkpoint that loads, min(its last_seq, its index_seq); 0: none. */
-static uint64_t covered_through(struct gw_journal *j)
+/* What the newest checkpoint that loads covers: the bound min(its last_seq, its index_seq) (0:
+ * none), and where it lies (its segment and offset). */
+struct coverage {
+    uint64_t bound, segment, offset;
+};
+
+static struct coverage covered_through(struct gw_journal *j)
 {
-    uint64_t *seqs = NULL, bound = 0;
+    uint64_t *seqs = NULL;
+    struct coverage cov = {0, 0, 0};
     long n = gw_checkpoint_list(j->dir, &seqs);
-    for (long i = 0; i < n && bound == 0; i++) {
+    for (long i = 0; i < n && cov.bound == 0; i++) {
         struct gw_checkpoint c;
         struct gw_error why;
         if (gw_checkpoint_load(j->dir, seqs[i], j, &c, &why) != 0)
             continue;
-        bound = c.index_seq < c.last_seq ? c.index_seq : c.last_seq;
+        cov = (struct coverage){c.index_seq < c.last_seq ? c.index_seq : c.last_seq, c.segment,
+                                c.offset};
         gw_checkpoint_free(&c);
     }
     free(seqs);
-    return bound;
+    return cov;
+}
+
+/* A sealed segment the checkpoint covers: its receipts are within the bound, and the checkpoint
+ * does not lie inside it short of its seal. A start resumes from a checkpoint in an archived
+ * segment only when it ends at that segment's end (docs/journal.md §8): one that stops before
+ * an epoch record at the segment's tail would cover nothing once the segment is archived. */
+static int covers(const struct coverage *cov, const struct gw_segment *seg)
+{
+    if (cov->bound == 0 || seg->last_seq > cov->bound)
+        return 0;
+    return cov->segment != seg->first_seq || cov->offset == seg->bytes;
 }
 
 /* 1 when archive.jsonl already lists the segment (an earlier run stopped before the unlink). */
@@ -228,10 +246,13 @@ int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_a
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (gw_segments_archived(&j.segs, list[i].first_seq))
             rc = restore_ids(dir, adir, &list[i], as[i], err);
-    out->through_seq = rc == 0 ? covered_through(&j) : 0;
+    struct coverage cov = {0, 0, 0};
+    if (rc == 0)
+        cov = covered_through(&j);
+    out->through_seq = cov.bound;
     for (size_t i = 0; rc == 0 && i < j.segs.count; i++) {
         const struct gw_segment *seg = &j.segs.sealed[i];
-        if (seg->last_seq > out->through_seq || out->through_seq == 0)
+        if (!covers(&cov, seg))
             break;
         int again = listed(list, n, seg->first_seq);
         rc = archive_one(dir, adir, seg, plain, again, err);
