@@ -3,7 +3,6 @@
 #include "store.h"
 
 #include <errno.h>
-#include <string.h>
 
 int gw_store_writable(struct gw_store *s)
 {
@@ -18,18 +17,14 @@ struct gw_epoch_chain *gw_store_chain(struct gw_store *s)
 int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
                       struct gw_store_miss *miss)
 {
-    memset(miss, 0, sizeof(*miss));
     miss->seq = ref.seq;
-    if (gw_segments_archived(&s->journal.segs, ref.segment))
-        return -ESTALE;
-    size_t had = out->len;
-    int rc = gw_journal_read_receipt(&s->journal, ref.segment, ref.seq, ref.offset, (size_t)ref.len,
-                                     out);
-    if (rc != 0)
-        out->len = had;
     miss->segment = ref.segment;
     miss->line = gw_journal_receipt_line(ref.seq, ref.offset);
-    return rc;
+    if (gw_segments_archived(&s->journal.segs, ref.segment))
+        return -ESTALE;
+    /* appends nothing on an error */
+    return gw_journal_read_receipt(&s->journal, ref.segment, ref.seq, ref.offset, (size_t)ref.len,
+                                   out);
 }
 
 static int read_pg(struct gw_store *s, const char *id, struct gw_buf *out,
@@ -45,7 +40,6 @@ static int read_pg(struct gw_store *s, const char *id, struct gw_buf *out,
 int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
                           struct gw_store_miss *miss)
 {
-    memset(miss, 0, sizeof(*miss));
     if (s->pg)
         return read_pg(s, id, out, miss);
     struct gw_idem_ref ref;

@@ -284,12 +284,10 @@ def verify_passes_by_a_checkpoint_older_than_the_archive():
     eq((r2.returncode, r2.stdout, r2.stderr), (0, r.stdout, ""), "passed by")
     all_agree(d, path, bodies, adir)
 
-@case("state_mix")
-def verify_passes_by_a_checkpoint_before_an_archived_epoch_record():
-    """A shutdown checkpoint, then a SIGHUP's epoch record in the same segment, then a rotation
-    and an archive of that segment: the checkpoint has its segment's last_seq but not its end,
-    and the epoch record after it cannot be read any more. Neither verify nor a start may resume
-    from it (docs/journal.md §8)."""
+def epoch_record_after_a_checkpoint_then_a_rotation():
+    """A state dir whose first segment holds receipts up to a shutdown checkpoint, then a
+    SIGHUP's epoch record, then its seal (the next run's batch rotates; that run stops cleanly).
+    Returns (state dir, shards file, bodies, the checkpoint's last_seq, its bytes)."""
     d = tmpdir()
     path = shards_file(shards_doc())
     with Server(state_dir=d, shards=path, args=SMALL) as s:
@@ -298,12 +296,22 @@ def verify_passes_by_a_checkpoint_before_an_archived_epoch_record():
             bodies.update(fill(s, 1, "a%d-" % len(bodies)))
         eq(s.stop(), 0, "clean stop: a checkpoint at the last receipt")
     last = len(bodies)
-    old = "checkpoint-%020d.json" % last
-    saved = read(os.path.join(d, old))
+    saved = read(os.path.join(d, "checkpoint-%020d.json" % last))
     with Server(state_dir=d, shards=path, args=SMALL) as s:
         sighup_to(s, path, shards_doc(shard_d="online"))
         bodies.update(fill(s, 1, "b", changes=250))  # it rotates
         eq(s.stop(), 0, "clean stop")
+    return d, path, bodies, last, saved
+
+
+@case("state_mix")
+def verify_passes_by_a_checkpoint_before_an_archived_epoch_record():
+    """A shutdown checkpoint, then a SIGHUP's epoch record in the same segment, then a rotation
+    and an archive of that segment: the checkpoint has its segment's last_seq but not its end,
+    and the epoch record after it cannot be read any more. Neither verify nor a start may resume
+    from it (docs/journal.md §8)."""
+    d, path, bodies, last, saved = epoch_record_after_a_checkpoint_then_a_rotation()
+    old = "checkpoint-%020d.json" % last
     adir = archive(d)
     write(os.path.join(d, old), saved, "wb")  # kept, as by a longer retention or a backup
     first = json.loads(read(os.path.join(d, "archive.jsonl")).split(b"\n")[0])
@@ -320,18 +328,8 @@ def archive_keeps_the_segment_of_a_checkpoint_short_of_its_seal():
     server was killed before it wrote one). Archiving that segment would leave a start no
     checkpoint to resume from (docs/journal.md §8): `journal archive` keeps it, and the state
     dir starts and passes every verifier."""
-    d = tmpdir()
-    path = shards_file(shards_doc())
-    with Server(state_dir=d, shards=path, args=SMALL) as s:
-        bodies = {}
-        while os.path.getsize(os.path.join(d, "journal.jsonl")) < 40000:
-            bodies.update(fill(s, 1, "a%d-" % len(bodies)))
-        eq(s.stop(), 0, "clean stop: a checkpoint at the last receipt")
-    kept = "checkpoint-%020d.json" % len(bodies)
-    with Server(state_dir=d, shards=path, args=SMALL) as s:
-        sighup_to(s, path, shards_doc(shard_d="online"))
-        bodies.update(fill(s, 1, "b", changes=250))  # it rotates
-        eq(s.stop(), 0, "clean stop")
+    d, path, bodies, last, _ = epoch_record_after_a_checkpoint_then_a_rotation()
+    kept = "checkpoint-%020d.json" % last
     ok(any(n.startswith("journal-") for n in os.listdir(d)), "a sealed segment")
     for name in os.listdir(d):
         if name.startswith("checkpoint-") and name != kept:
