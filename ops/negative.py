@@ -311,8 +311,8 @@ DEFECTS = [
     # batch dispatched on the first A lands after the second A's record: the latest record
     # before it with that id (docs/decisions.md §4), in each of the three; and a legacy epoch
     # record's epoch_seq (its position) in a checkpoint; and journal verify's resume check.
-    ("totals-under-dispatching-view", "gateway:committed",
-     "item->epoch_seq ? item->epoch_seq : r->view->epoch_seq", "r->view->epoch_seq",
+    ("totals-under-dispatching-view", "gateway:journaled",
+     "item->epoch_seq ? item->epoch_seq : item->view_epoch_seq", "item->view_epoch_seq",
      ("tests",), "^health_agree_recurring$"),
     ("health-totals-first-record-of-epoch", "health:hc_receipt_epoch",
      "    for (size_t i = j->n_epochs; i-- > 0;) {",

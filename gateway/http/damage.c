@@ -19,10 +19,7 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
 {
     struct gw_server *s = r->srv;
     char file[GW_SEGMENT_NAME_MAX], msg[400];
-    if (segment == atomic_load(&s->store.journal.segment))
-        snprintf(file, sizeof(file), "%s", GW_JOURNAL_FILE);
-    else
-        gw_segment_name(file, segment);
+    gw_store_segment_file(&s->store, segment, file);
     atomic_fetch_add(&s->metrics.record_damage, 1);
     struct gw_buf f;
     gw_buf_init(&f);

@@ -187,13 +187,10 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
         return memory_full(r); /* nothing read: the total is already held */
     struct collect c = {.fr = fr, .out = {.form = fr->q.form}};
     uint64_t last = fr->q.after;
-    struct gw_feed_fault fault = {0};
+    struct gw_store_miss miss = {0};
     gw_feed_out_begin(&c.out);
-    struct gw_error err;
-    int rc = r->srv->store.pg ? gw_pg_feed_read(&r->srv->store.pg_store, fr->q.after,
-                                                page_receipts(fr), visit, &c, &last, &err)
-                              : gw_feed_read(&r->srv->store.feed, fr->q.after, visit, &c, &fr->pos,
-                                             &last, &fault);
+    int rc = gw_store_feed_read(&r->srv->store, fr->q.after, page_receipts(fr), visit, &c, &fr->pos,
+                                &last, &miss);
     if (rc == 0 && c.out.items == 0) {
         fr->q.after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
@@ -208,16 +205,16 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     }
     if (rc == -ESTALE) {
         gw_buf_free(&c.out.body);
-        return gone(r, fault.earliest);
+        return gone(r, miss.earliest);
     }
     if (rc == -EBADMSG || rc == -ENOMSG) { /* a damaged line: no page holds any of it */
         gw_buf_free(&c.out.body);
-        return gw_serve_record_damage(r, fault.segment, fault.offset, fault.seq, rc);
+        return gw_serve_record_damage(r, miss.segment, miss.line, miss.seq, rc);
     }
-    if (rc == -EIO && r->srv->store.pg) {
+    if (rc == -EAGAIN) {
         gw_buf_free(&c.out.body);
-        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
-                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", miss.error.msg,
+                              "", MHD_HTTP_HEADER_RETRY_AFTER, "1");
     }
     if (rc != 0) {
         gw_buf_free(&c.out.body);
@@ -315,9 +312,8 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
     enum MHD_Result ret = parse_params(r, fr, &answered);
     if (answered)
         return ret;
-    /* A cursor past the head would skip the receipts that come next (docs/api.md §17). With
-     * --store postgres another replica's receipts may be announced here late: not refused. */
-    uint64_t head = r->srv->store.pg ? UINT64_MAX : gw_feed_watch_head(&r->srv->store.watch);
+    /* A cursor past the head would skip the receipts that come next (docs/api.md §17). */
+    uint64_t head = gw_store_feed_head(&r->srv->store);
     if (fr->q.after > head) {
         char msg[200];
         snprintf(msg, sizeof(msg),

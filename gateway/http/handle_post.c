@@ -11,7 +11,6 @@
 #include "http.h"
 #include "number.h"
 #include "receipt.h"
-#include "record.h"
 
 static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code, const char *msg,
                             const char *path)
@@ -47,43 +46,22 @@ static enum MHD_Result begin(struct gw_req *r)
     return MHD_YES;
 }
 
-/* The journal writer's completion: make the outcome visible, then wake the connection. */
+/* The store's completion: make the outcome visible, then wake the connection. */
 static void committed(struct gw_commit_item *item, int rc)
 {
     struct gw_req *r = (struct gw_req *)((char *)item - offsetof(struct gw_req, item));
-    struct gw_server *s = r->srv;
-    size_t len = strlen(r->batch_id);
-    if (s->store.pg) {
-        /* the database holds the id and the totals */
-    } else if (rc == 0) {
-        struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
-                                  item->seq};
-        gw_idem_commit(&s->store.idem, r->batch_id, len, ref);
-        /* Out of memory for the per-epoch totals only: this process writes no more
-         * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
-         * The epoch_seq is the one the writer found at the receipt's place in the journal, as a
-         * replay does, not the view's (they differ when an epoch id recurs). */
-        gw_ledger_add(&s->store.ledger, item->epoch_seq ? item->epoch_seq : r->view->epoch_seq,
-                      r->view->slots, r->tally, r->view->topo.members.count);
-    } else {
-        gw_idem_release(&s->store.idem, r->batch_id, len);
-    }
     r->commit_rc = rc;
     atomic_store(&r->committed, 1);
     MHD_resume_connection(r->conn);
 }
 
-static enum MHD_Result journal_unavailable(struct gw_req *r)
-{
-    struct gw_committer *c = &r->srv->store.committer;
-    const char *why = gw_committer_failed(c) ? c->error.msg : "journal: not accepting records";
-    return fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "journal_unavailable", why, "");
-}
-
 /* 503: the store takes no commits now (docs/api.md §2), in the words of the store in use. */
 static enum MHD_Result unavailable(struct gw_req *r)
 {
-    return r->srv->store.pg ? gw_pg_unavailable(r) : journal_unavailable(r);
+    struct gw_store_refusal why;
+    gw_store_refusal(&r->srv->store, &why);
+    return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, why.code, why.error.msg, "",
+                          why.retry ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, why.retry ? "1" : NULL);
 }
 
 /* 422 over_capacity. Under spill the body also carries the receipt (docs/api.md §2): which
@@ -126,24 +104,21 @@ static uint64_t shard_bits(const struct gw_req *r)
 
 static enum MHD_Result submit(struct gw_req *r)
 {
-    r->item = (struct gw_commit_item){
-        .receipt = r->receipt.data,
-        .receipt_len = r->receipt.len,
-        .receipt_crc = r->srv->store.pg ? 0 : gw_record_crc(r->receipt.data, r->receipt.len),
-        .fingerprint = r->fingerprint,
-        .shard_bits = shard_bits(r),
-        .batch_id = r->batch_id,
-        .epoch = r->view->topo.epoch,
-        .members = &r->view->topo.members,
-        .tally = r->tally,
-        .stored = &r->receipt,
-        .done = committed};
+    r->item = (struct gw_commit_item){.receipt = r->receipt.data,
+                                      .receipt_len = r->receipt.len,
+                                      .fingerprint = r->fingerprint,
+                                      .shard_bits = shard_bits(r),
+                                      .batch_id = r->batch_id,
+                                      .epoch = r->view->topo.epoch,
+                                      .members = &r->view->topo.members,
+                                      .tally = r->tally,
+                                      .stored = &r->receipt,
+                                      .view_epoch_seq = r->view->epoch_seq,
+                                      .slots = r->view->slots,
+                                      .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
-    if (r->srv->store.pg)
-        gw_pg_store_submit(&r->srv->store.pg_store, &r->item);
-    else
-        gw_committer_submit(&r->srv->store.committer, &r->item);
+    gw_store_submit(&r->srv->store, &r->item);
     return MHD_YES;
 }
 
@@ -186,8 +161,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     if (rc == 0)
         gw_dispatch_free(&d);
     if (refused) {
-        if (!s->store.pg)
-            gw_idem_release(&s->store.idem, b->batch_id, b->batch_id_len);
+        gw_store_release(&s->store, b->batch_id, b->batch_id_len);
         return ret;
     }
     return submit(r);
@@ -217,12 +191,10 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
                  r->batch_id);
         return fail(r, MHD_HTTP_BAD_REQUEST, "idempotency_key_mismatch", msg, "batch_id");
     }
-    if (r->srv->store.pg)
-        return dispatch(r, b); /* the store's transaction decides (docs/journal.md §10) */
     enum gw_idem_verdict verdict;
     struct gw_idem_ref ref;
-    int rc = gw_idem_claim(&r->srv->store.idem, b->batch_id, b->batch_id_len, b->fingerprint,
-                           &verdict, &ref);
+    int rc = gw_store_claim(&r->srv->store, b->batch_id, b->batch_id_len, b->fingerprint, &verdict,
+                            &ref);
     if (rc != 0)
         return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rc == -EIO ? "index_corrupt" : "internal",
                     rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "out of memory", "");

@@ -117,17 +117,6 @@ int gw_pg_catch_up(struct gw_server *s, struct gw_error *err)
     return gw_pg_store_catch_up(&s->store.pg_store, publish, s, err);
 }
 
-enum MHD_Result gw_pg_unavailable(struct gw_req *r)
-{
-    struct gw_pg_store *p = &r->srv->store.pg_store;
-    char msg[sizeof(p->error.msg)];
-    pthread_mutex_lock(&p->worker.lock);
-    snprintf(msg, sizeof(msg), "%s", p->error.msg[0] ? p->error.msg : "store: unavailable");
-    pthread_mutex_unlock(&p->worker.lock);
-    return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", msg, "",
-                          "Retry-After", "1");
-}
-
 static const struct gw_pg_total *total_of(const struct gw_pg_total *all, size_t n, const char *id)
 {
     for (size_t lo = 0, hi = n; lo < hi;) {

@@ -198,8 +198,6 @@ int gw_pg_member_totals(struct gw_server *s, const struct gw_membership *m, stru
                         struct gw_error *err);
 /* Publishes every epoch the database has after ours (under reload_lock). 0 or -errno. */
 int gw_pg_catch_up(struct gw_server *s, struct gw_error *err);
-/* 503 store_unavailable with Retry-After: 1 and the store's last error. */
-enum MHD_Result gw_pg_unavailable(struct gw_req *r);
 
 /* A journal line read for an answer failed its check (damage.c, docs/journal.md §2.1): counts
  * it (/readyz unready from then on), logs `record_checksum_failed` and answers 500

@@ -52,8 +52,13 @@ struct gw_commit_item {
     const struct gw_tally *tally;
     enum gw_commit_verdict verdict; /* set before `done` with rc 0 */
     struct gw_buf *stored;          /* GW_COMMIT_REPLAY: receives the stored receipt */
+    /* the state dir's store: the view's epoch_seq and ledger slots, for the totals it adds */
+    uint64_t view_epoch_seq;
+    const size_t *slots;
     gw_commit_done_fn done;
-    uint64_t seq; /* set before `done`, when durable */
+    gw_commit_done_fn submitter_done; /* gw_store_submit: the submitter's `done`, run after */
+    void *store;                      /* gw_store_submit: the store it was submitted to */
+    uint64_t seq;                     /* set before `done`, when durable */
     /* receipts, set before `done`: the epoch_seq its totals count under, that of the latest
      * chain entry with its `epoch` at its place in the journal (docs/journal.md §7); 0 when
      * the chain has none (an epoch record that could not join it) */

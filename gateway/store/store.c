@@ -1,12 +1,86 @@
-/* The store's face for reads (docs/architecture.md §1): a stored receipt from either store,
- * with the reason when there is none. */
+/* The store's face (docs/architecture.md §1): commits, a stored receipt or a feed page from
+ * either store, with the reason when there is none. */
 #include "store.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "record.h"
 
 int gw_store_writable(struct gw_store *s)
 {
     return s->pg ? gw_pg_store_available(&s->pg_store) : !gw_committer_failed(&s->committer);
+}
+
+void gw_store_refusal(struct gw_store *s, struct gw_store_refusal *out)
+{
+    if (s->pg) {
+        struct gw_pg_store *p = &s->pg_store;
+        out->code = "store_unavailable";
+        out->retry = 1;
+        pthread_mutex_lock(&p->worker.lock);
+        gw_error_set(&out->error, "", "%s", p->error.msg[0] ? p->error.msg : "store: unavailable");
+        pthread_mutex_unlock(&p->worker.lock);
+        return;
+    }
+    struct gw_committer *c = &s->committer;
+    out->code = "journal_unavailable";
+    out->retry = 0;
+    gw_error_set(&out->error, "", "%s",
+                 gw_committer_failed(c) ? c->error.msg : "journal: not accepting records");
+}
+
+int gw_store_claim(struct gw_store *s, const char *id, size_t len, const unsigned char *fingerprint,
+                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref)
+{
+    if (s->pg) {
+        *verdict = GW_IDEM_NEW; /* the store's transaction decides (docs/journal.md §10) */
+        return 0;
+    }
+    return gw_idem_claim(&s->idem, id, len, fingerprint, verdict, ref);
+}
+
+void gw_store_release(struct gw_store *s, const char *id, size_t len)
+{
+    if (!s->pg)
+        gw_idem_release(&s->idem, id, len);
+}
+
+/* The journal writer's completion of a receipt: the index and the totals learn it before the
+ * submitter does. */
+static void journaled(struct gw_commit_item *item, int rc)
+{
+    struct gw_store *s = item->store;
+    size_t len = strlen(item->batch_id);
+    if (rc == 0) {
+        struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
+                                  item->seq};
+        gw_idem_commit(&s->idem, item->batch_id, len, ref);
+        /* Out of memory for the per-epoch totals only: this process writes no more
+         * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
+         * The epoch_seq is the one the writer found at the receipt's place in the journal, as a
+         * replay does, not the view's (they differ when an epoch id recurs). */
+        gw_ledger_add(&s->ledger, item->epoch_seq ? item->epoch_seq : item->view_epoch_seq,
+                      item->slots, item->tally, item->members->count);
+    } else {
+        gw_idem_release(&s->idem, item->batch_id, len);
+    }
+    item->submitter_done(item, rc);
+}
+
+void gw_store_submit(struct gw_store *s, struct gw_commit_item *item)
+{
+    if (s->pg) { /* the database holds the id and the totals */
+        gw_pg_store_submit(&s->pg_store, item);
+        return;
+    }
+    item->receipt_crc = gw_record_crc(item->receipt, item->receipt_len);
+    item->store = s;
+    item->submitter_done = item->done;
+    item->done = journaled;
+    gw_committer_submit(&s->committer, item);
 }
 
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s)
@@ -47,4 +121,34 @@ int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct
     if (rc == -EIO)
         return -EUCLEAN;
     return rc != 0 ? -ENOENT : gw_store_read_ref(s, ref, out, miss);
+}
+
+int gw_store_feed_read(struct gw_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,
+                       void *ctx, struct gw_feed_mark *pos, uint64_t *last,
+                       struct gw_store_miss *miss)
+{
+    if (s->pg) {
+        int rc = gw_pg_feed_read(&s->pg_store, after, max, visit, ctx, last, &miss->error);
+        return rc == -EIO ? -EAGAIN : rc;
+    }
+    struct gw_feed_fault fault = {0};
+    int rc = gw_feed_read(&s->feed, after, visit, ctx, pos, last, &fault);
+    miss->earliest = fault.earliest;
+    miss->segment = fault.segment;
+    miss->line = fault.offset;
+    miss->seq = fault.seq;
+    return rc;
+}
+
+uint64_t gw_store_feed_head(struct gw_store *s)
+{
+    return s->pg ? UINT64_MAX : gw_feed_watch_head(&s->watch);
+}
+
+void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
+{
+    if (segment == atomic_load(&s->journal.segment))
+        snprintf(file, GW_SEGMENT_NAME_MAX, "%s", GW_JOURNAL_FILE);
+    else
+        gw_segment_name(file, segment);
 }

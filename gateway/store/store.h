@@ -40,12 +40,36 @@ struct gw_store {
  * the database answered its last statement or check (docs/journal.md §10, Availability). */
 int gw_store_writable(struct gw_store *s);
 
+/* Why the store takes no commits now (gw_store_writable is 0), for a 503 (docs/api.md §2). */
+struct gw_store_refusal {
+    const char *code; /* "journal_unavailable" or "store_unavailable" */
+    int retry;        /* 1: the database may answer again soon (Retry-After) */
+    struct gw_error error;
+};
+void gw_store_refusal(struct gw_store *s, struct gw_store_refusal *out);
+
+/* Claims batch_id `id` (`len` bytes) with this fingerprint for a commit, as gw_idem_claim does
+ * (idempotency.h): *verdict says whether it is new, and *ref where a replayed receipt is. With
+ * --store postgres the commit's transaction decides: always GW_IDEM_NEW. Returns 0, -EIO (the
+ * index failed a block's checksum) or -ENOMEM. */
+int gw_store_claim(struct gw_store *s, const char *id, size_t len, const unsigned char *fingerprint,
+                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref);
+
+/* Gives up a claim that will not be committed (a refused batch leaves no record). */
+void gw_store_release(struct gw_store *s, const char *id, size_t len);
+
+/* Commits a claimed receipt: once durable, the index has its id and the totals its tally; on a
+ * failure the claim is released. item->done then runs on the writer thread with rc 0 or a
+ * negative code (commit.h). */
+void gw_store_submit(struct gw_store *s, struct gw_commit_item *item);
+
 /* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s);
 
 /* Why a stored receipt was not read (gw_store_read_receipt). */
 struct gw_store_miss {
     uint64_t seq;          /* archived or damaged: the receipt's seq */
+    uint64_t earliest;     /* a feed read past the archive: the oldest seq still present */
     uint64_t segment;      /* damaged: the segment holding its line (its first_seq) */
     uint64_t line;         /* damaged: where its line starts in that segment */
     struct gw_error error; /* unavailable: what the store said */
@@ -67,5 +91,26 @@ int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct
  * the state dir's store only). */
 int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
                       struct gw_store_miss *miss);
+
+/* The feed (docs/api.md §17): visits the durable records after cursor `after` in journal order,
+ * as gw_feed_read does (feed.h); `max` bounds the receipts one read of the database fetches (the
+ * state dir's store reads until the visitor stops it); `pos` is the caller's place in the state
+ * dir's journal. *last: the seq of the last receipt visited (`after` when none). Returns 0 or the
+ * visitor's code;
+ *   -ESTALE  `after` lies in an archived segment: miss->earliest;
+ *   -EBADMSG or -ENOMSG  a journal line failed its check: miss->segment, line and seq;
+ *   -EAGAIN  the store cannot be reached (--store postgres), miss->error;
+ *   -ENOMEM or another -errno: the records could not be read. */
+int gw_store_feed_read(struct gw_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,
+                       void *ctx, struct gw_feed_mark *pos, uint64_t *last,
+                       struct gw_store_miss *miss);
+
+/* The highest cursor the feed accepts: the last durable receipt's seq; with --store postgres
+ * UINT64_MAX, as another replica's receipts may be announced here late. */
+uint64_t gw_store_feed_head(struct gw_store *s);
+
+/* The file name of journal segment `segment` (its first_seq) in `file` (GW_SEGMENT_NAME_MAX):
+ * the open segment's is the journal's own. */
+void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file);
 
 #endif
