@@ -285,8 +285,9 @@ DEFECTS = [
     # --store postgres (docs/journal.md §10): commits that do not lock the sequencer
     # row give two replicas the same seqs; a stored batch_id replayed whatever its content; a
     # group committed without its totals; other replicas' feed watchers never told of a commit;
-    # a replica that does not LISTEN for epochs keeps serving the old membership; health that
-    # does not look for seq gaps.
+    # a replica that does not LISTEN for epochs keeps serving the old membership; /v1/shards
+    # that lists the members before the shards that left; health that does not look for seq
+    # gaps.
     ("pg-sequencer-not-locked", "gateway:lock_and_find",
      '{"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, &g->locked},',
      '{"SELECT last_seq FROM shardgate_sequencer", 0, NULL, &g->locked},', ("tests",),
@@ -302,6 +303,10 @@ DEFECTS = [
      "^pg_store_feed$"),
     ("pg-epochs-not-listened", "gateway:connect_and_listen",
      '"LISTEN shardgate_epochs; LISTEN shardgate_receipts"', '"LISTEN shardgate_receipts"',
+     ("tests",), "^pg_store_membership$"),
+    ("pg-shards-members-first", "gateway:pg_shard_totals",
+     "int c = i == n ? 1 : !sh ? -1 : id_cmp(all[i].id, all[i].id_len, sh->id, sh->id_len);",
+     "int c = sh ? 1 : -1;",
      ("tests",), "^pg_store_membership$"),
     ("health-store-seq-gaps-unchecked", "health:hc_store_seqs",
      "    for (int row = 0; row < PQntuples(res); row++) {\n        int64_t seq = hc_store_int(",

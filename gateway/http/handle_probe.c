@@ -2,6 +2,7 @@
  * (docs/api.md §8 to §10). */
 #include "request.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 int gw_serve_ready(struct gw_server *s)
@@ -35,7 +36,9 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     int ring = ring_points_total(r->view->topo.ring) > 0;
     int ready = replayed && !failed && !damaged && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
-    gw_buf_puts(&body, s->store.pg ? ",\"checks\":{\"store\":\"" : ",\"checks\":{\"journal\":\"");
+    gw_buf_puts(&body, ",\"checks\":{\"");
+    gw_buf_puts(&body, gw_store_check_name(&s->store));
+    gw_buf_puts(&body, "\":\"");
     gw_buf_puts(&body, !replayed ? "replaying"
                        : failed  ? "unavailable"
                        : damaged ? "damaged"
@@ -54,15 +57,17 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
     struct gw_buf body;
     gw_buf_init(&body);
     struct gw_error err;
+    int rc = 0;
     if (!totals) {
         body.failed = 1;
-    } else if (s->store.pg && gw_pg_member_totals(s, &t->members, totals, &err) != 0) {
+    } else if ((rc = gw_store_member_totals(&s->store, &t->members, r->view->slots, totals,
+                                            &err)) == -EAGAIN) {
         free(totals);
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
-                              "Retry-After", "1");
+                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    } else if (rc != 0) {
+        body.failed = 1;
     } else {
-        if (!s->store.pg)
-            gw_ledger_totals(&s->store.ledger, r->view->slots, n, totals);
         struct gw_feed_memory_figures feed = {atomic_load(&s->feed_cache.held), s->feed_cache.limit,
                                               atomic_load(&s->feed_cache.refused)};
         gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),

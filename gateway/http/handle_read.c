@@ -92,13 +92,16 @@ static const struct gw_shard *current_shard(const struct gw_membership *m,
 enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
 {
     (void)rest;
-    if (r->srv->store.pg)
-        return gw_pg_handle_shards(r);
     size_t n = 0;
-    struct gw_ledger_entry *all = gw_ledger_snapshot(&r->srv->store.ledger, &n);
+    struct gw_ledger_entry *all = NULL;
+    struct gw_error err;
+    int rc = gw_store_shard_totals(&r->srv->store, &r->view->topo.members, &all, &n, &err);
+    if (rc == -EAGAIN)
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
+                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
     struct gw_buf body;
     gw_buf_init(&body);
-    body.failed = !all;
+    body.failed = rc != 0;
     gw_buf_puts(&body, "{\"shards\":[");
     for (size_t i = 0; all && i < n; i++) {
         const struct gw_ledger_entry *e = &all[i];

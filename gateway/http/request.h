@@ -191,11 +191,6 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
  * published and the feed's watch started (returns an exit code); the read endpoints that differ
  * from the file store's. */
 int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms);
-enum MHD_Result gw_pg_handle_shards(struct gw_req *r);
-/* The database's totals of each member of `m` into out[i] (docs/api.md §8's metrics). 0 or -EIO
- * / -ENOMEM with err set. */
-int gw_pg_member_totals(struct gw_server *s, const struct gw_membership *m, struct gw_total *out,
-                        struct gw_error *err);
 /* Publishes every epoch the database has after ours (under reload_lock). 0 or -errno. */
 int gw_pg_catch_up(struct gw_server *s, struct gw_error *err);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "record.h"
@@ -12,6 +13,11 @@
 int gw_store_writable(struct gw_store *s)
 {
     return s->pg ? gw_pg_store_available(&s->pg_store) : !gw_committer_failed(&s->committer);
+}
+
+const char *gw_store_check_name(const struct gw_store *s)
+{
+    return s->pg ? "store" : "journal";
 }
 
 void gw_store_refusal(struct gw_store *s, struct gw_store_refusal *out)
@@ -81,6 +87,88 @@ void gw_store_submit(struct gw_store *s, struct gw_commit_item *item)
     item->submitter_done = item->done;
     item->done = journaled;
     gw_committer_submit(&s->committer, item);
+}
+
+/* Bytewise id order (docs/contract.md §2), as the database's COLLATE "C". */
+static int id_cmp(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+    int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return c ? c : (a_len > b_len) - (a_len < b_len);
+}
+
+/* A member of `m` as an entry with no total yet. */
+static struct gw_ledger_entry member_entry(const struct gw_shard *sh)
+{
+    struct gw_ledger_entry e = {
+        .id_len = sh->id_len, .weight = sh->weight, .capacity = sh->capacity};
+    memcpy(e.id, sh->id, sh->id_len);
+    return e;
+}
+
+/* The database's totals merged with the members that have none, both in id order. */
+static int pg_shard_totals(struct gw_store *s, const struct gw_membership *m,
+                           struct gw_ledger_entry **out, size_t *count, struct gw_error *err)
+{
+    struct gw_ledger_entry *all = NULL;
+    size_t n = 0;
+    int rc = gw_pg_store_totals(&s->pg_store, &all, &n, err);
+    if (rc != 0)
+        return rc == -EIO ? -EAGAIN : rc;
+    struct gw_ledger_entry *merged = calloc(n + m->count + 1, sizeof(*merged));
+    size_t i = 0, j = 0, k = 0;
+    while (merged && (i < n || j < m->count)) {
+        const struct gw_shard *sh = j < m->count ? &m->shards[j] : NULL;
+        int c = i == n ? 1 : !sh ? -1 : id_cmp(all[i].id, all[i].id_len, sh->id, sh->id_len);
+        j += c >= 0;
+        merged[k++] = c <= 0 ? all[i++] : member_entry(sh);
+    }
+    free(all);
+    *out = merged;
+    *count = k;
+    return merged ? 0 : -ENOMEM;
+}
+
+int gw_store_shard_totals(struct gw_store *s, const struct gw_membership *m,
+                          struct gw_ledger_entry **out, size_t *count, struct gw_error *err)
+{
+    if (s->pg)
+        return pg_shard_totals(s, m, out, count, err);
+    *out = gw_ledger_snapshot(&s->ledger, count);
+    return *out ? 0 : -ENOMEM;
+}
+
+static const struct gw_ledger_entry *entry_of(const struct gw_ledger_entry *all, size_t n,
+                                              const struct gw_shard *sh)
+{
+    for (size_t lo = 0, hi = n; lo < hi;) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = id_cmp(all[mid].id, all[mid].id_len, sh->id, sh->id_len);
+        if (c == 0)
+            return &all[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+int gw_store_member_totals(struct gw_store *s, const struct gw_membership *m, const size_t *slots,
+                           struct gw_total *out, struct gw_error *err)
+{
+    if (!s->pg) {
+        gw_ledger_totals(&s->ledger, slots, m->count, out);
+        return 0;
+    }
+    struct gw_ledger_entry *all = NULL;
+    size_t n = 0;
+    int rc = gw_pg_store_totals(&s->pg_store, &all, &n, err);
+    for (size_t i = 0; rc == 0 && i < m->count; i++) {
+        const struct gw_ledger_entry *e = entry_of(all, n, &m->shards[i]);
+        out[i] = e ? e->total : (struct gw_total){0, 0};
+    }
+    free(all);
+    return rc == -EIO ? -EAGAIN : rc;
 }
 
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s)

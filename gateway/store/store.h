@@ -40,6 +40,10 @@ struct gw_store {
  * the database answered its last statement or check (docs/journal.md §10, Availability). */
 int gw_store_writable(struct gw_store *s);
 
+/* The name /readyz gives the store's check (docs/api.md §9): "journal", or "store" with
+ * --store postgres. */
+const char *gw_store_check_name(const struct gw_store *s);
+
 /* Why the store takes no commits now (gw_store_writable is 0), for a 503 (docs/api.md §2). */
 struct gw_store_refusal {
     const char *code; /* "journal_unavailable" or "store_unavailable" */
@@ -62,6 +66,18 @@ void gw_store_release(struct gw_store *s, const char *id, size_t len);
  * failure the claim is released. item->done then runs on the writer thread with rc 0 or a
  * negative code (commit.h). */
 void gw_store_submit(struct gw_store *s, struct gw_commit_item *item);
+
+/* Every shard of every epoch with its totals (docs/api.md §7), bytewise id order: the ledger's
+ * entries, or with --store postgres the database's totals over every replica's receipts, each
+ * member of `m` with none yet at 0. *out (the caller frees it) and *count. Returns 0, -ENOMEM,
+ * or -EAGAIN (the store cannot be reached, err set). */
+int gw_store_shard_totals(struct gw_store *s, const struct gw_membership *m,
+                          struct gw_ledger_entry **out, size_t *count, struct gw_error *err);
+
+/* The totals of the members of `m` into `out` (m->count entries, membership order); `slots` are
+ * their ledger slots (the view's). Returns 0, -ENOMEM, or -EAGAIN (err set). */
+int gw_store_member_totals(struct gw_store *s, const struct gw_membership *m, const size_t *slots,
+                           struct gw_total *out, struct gw_error *err);
 
 /* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s);

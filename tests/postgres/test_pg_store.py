@@ -178,6 +178,28 @@ def a_change_through_one_replica_is_applied_by_all_within_a_second():
                               json.dumps({"shards": SHARDS_D_ONLINE})))
 
 
+@case("membership")
+def shards_that_left_are_listed_in_id_order_with_their_totals():
+    """GET /v1/shards lists every shard of every epoch in id order (docs/api.md §7): a member
+    with no total yet at 0, a shard that left with its totals and last weight and capacity."""
+    with Cluster(1) as c:
+        gw = c.gws[0]
+        for i in range(6):
+            eq(post(gw, batch("left-%d" % i, n=4, seed=i)).status, 200, "POST %d" % i)
+        receipts, _ = c.receipts()
+        want = sums(receipts)
+        ok("shard-b" in want, "shard-b has a total: %r" % want)
+        put_membership(gw, [s for s in SHARDS if s["id"] != "shard-b"], c.token)
+        got = gw.get("/v1/shards").json()["shards"]
+        eq([(s["id"], s["state"]) for s in got],
+           [("shard-a", "online"), ("shard-b", "removed"), ("shard-c", "online"),
+            ("shard-d", "offline"), ("shard-e", "draining")], "id order, shard-b removed")
+        eq({s["id"]: [s["load_total"], s["received_total"]] for s in got},
+           {k: want.get(k, [0, 0]) for k in ("shard-a", "shard-b", "shard-c", "shard-d",
+                                                "shard-e")}, "totals")
+        eq((got[1]["weight"], got[1]["capacity"]), (1, 20), "shard-b's last weight and capacity")
+
+
 # --- the feed, fed by other replicas ----------------------------------------------------------
 
 @case("feed")

@@ -108,7 +108,16 @@ static void copy_field(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src);
 }
 
-int gw_pg_store_totals(struct gw_pg_store *s, struct gw_pg_total **out, size_t *count,
+/* A sum the database printed: plain decimal digits (numeric, never negative). */
+static gw_u128 decimal(const char *digits)
+{
+    gw_u128 v = 0;
+    for (; *digits >= '0' && *digits <= '9'; digits++)
+        v = v * 10 + (gw_u128)(*digits - '0');
+    return v;
+}
+
+int gw_pg_store_totals(struct gw_pg_store *s, struct gw_ledger_entry **out, size_t *count,
                        struct gw_error *err)
 {
     PGresult *res = read_query(
@@ -125,11 +134,12 @@ int gw_pg_store_totals(struct gw_pg_store *s, struct gw_pg_total **out, size_t *
     *out = calloc(n ? n : 1, sizeof(**out));
     *count = n;
     for (size_t i = 0; *out && i < n; i++) {
-        struct gw_pg_total *t = &(*out)[i];
+        struct gw_ledger_entry *t = &(*out)[i];
         copy_field(t->id, sizeof(t->id), PQgetvalue(res, (int)i, 0));
-        copy_field(t->received, sizeof(t->received), PQgetvalue(res, (int)i, 1));
-        copy_field(t->load, sizeof(t->load), PQgetvalue(res, (int)i, 2));
-        t->weight = strtoull(PQgetvalue(res, (int)i, 3), NULL, 10);
+        t->id_len = strlen(t->id);
+        t->total.received = decimal(PQgetvalue(res, (int)i, 1));
+        t->total.load = decimal(PQgetvalue(res, (int)i, 2));
+        t->weight = (uint32_t)strtoul(PQgetvalue(res, (int)i, 3), NULL, 10);
         t->capacity = strtoull(PQgetvalue(res, (int)i, 4), NULL, 10);
     }
     PQclear(res);

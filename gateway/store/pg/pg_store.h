@@ -13,6 +13,7 @@
 
 #include "chain.h"
 #include "contract.h"
+#include "ledger.h"
 #include "feed_record.h"
 #include "membership.h"
 #include "commit.h"
@@ -110,14 +111,10 @@ int gw_pg_store_find(struct gw_pg_store *s, const char *batch_id, struct gw_buf 
                      struct gw_error *err);
 
 /* One shard's totals over every epoch, as decimal strings (exact). */
-struct gw_pg_total {
-    char id[65];
-    char received[48], load[48];
-    uint64_t weight, capacity; /* of the latest epoch that gave the shard a total */
-};
-/* Every shard with a total, in id order: *out (the caller frees it) and *count. Returns 0,
- * -ENOMEM or -EIO (err set). */
-int gw_pg_store_totals(struct gw_pg_store *s, struct gw_pg_total **out, size_t *count,
+/* Every shard with a total, in bytewise id order, as ledger entries: the totals summed over
+ * every replica's receipts, the weight and capacity of the latest epoch that gave the shard a
+ * total. *out (the caller frees it) and *count. Returns 0, -ENOMEM or -EIO (err set). */
+int gw_pg_store_totals(struct gw_pg_store *s, struct gw_ledger_entry **out, size_t *count,
                        struct gw_error *err);
 
 /* Starts the writer thread (pg_commit.c; gw_pg_store_open calls it). Returns 0 or -errno. */
