@@ -195,9 +195,9 @@ static enum MHD_Result finish_body(struct gw_req *r)
         return stale(r, &rl, err.msg);
     if (rl.no_online)
         return fail(r, 422, "no_online_shard", err.msg, "shards");
-    if (rc != 0 && r->srv->store.pg && rc != -ENOMEM && rc != -EINVAL)
+    if (rc == -EAGAIN)
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
-                              "Retry-After", "1");
+                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
     if (rc != 0)
         return fail(r,
                     rc == -ENOMEM ? MHD_HTTP_INTERNAL_SERVER_ERROR : MHD_HTTP_SERVICE_UNAVAILABLE,

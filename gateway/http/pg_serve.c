@@ -110,9 +110,7 @@ int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned de
     return GW_EXIT_OK;
 }
 
-/* PUT /v1/admin/membership with --store postgres: first every epoch the database has, so the
- * plan and If-Match are judged against the latest (docs/api.md §15). Under reload_lock. */
-int gw_pg_catch_up(struct gw_server *s, struct gw_error *err)
+int gw_serve_catch_up(struct gw_server *s, struct gw_error *err)
 {
-    return gw_pg_store_catch_up(&s->store.pg_store, publish, s, err);
+    return gw_store_catch_up(&s->store, publish, s, err);
 }

@@ -15,50 +15,6 @@
 #include "log.h"
 #include "plan.h"
 
-/* Waits for one epoch record to be durable (the writer's completion). */
-struct epoch_wait {
-    struct gw_commit_item item;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, rc;
-};
-
-static void epoch_synced(struct gw_commit_item *item, int rc)
-{
-    struct epoch_wait *w = (struct epoch_wait *)item;
-    pthread_mutex_lock(&w->lock);
-    w->rc = rc;
-    w->done = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
-/* Journals the epoch record of `t` after every receipt queued before it; returns once synced. */
-static int journal_epoch(struct gw_server *s, const struct gw_topology *t,
-                         enum gw_epoch_source source, struct gw_epoch_entry *out,
-                         struct gw_error *err)
-{
-    struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced}};
-    pthread_mutex_init(&w.lock, NULL);
-    pthread_cond_init(&w.cond, NULL);
-    gw_committer_submit(&s->store.committer, &w.item);
-    pthread_mutex_lock(&w.lock);
-    while (!w.done)
-        pthread_cond_wait(&w.cond, &w.lock);
-    pthread_mutex_unlock(&w.lock);
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.lock);
-    if (w.rc == 0 && !w.item.chained)
-        w.rc = -ENOMEM;
-    if (w.rc != 0)
-        gw_error_set(err, "", "%s",
-                     gw_committer_failed(&s->store.committer)
-                         ? s->store.committer.error.msg
-                         : "journal: the epoch record was not written");
-    *out = w.item.entry;
-    return w.rc;
-}
-
 /* Test only (docs/api.md §14): dies right after the epoch record is durable, before the switch. */
 static void crash_after_epoch(void)
 {
@@ -121,14 +77,16 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
     return rc;
 }
 
-/* The file store's record: the shards file (PUT), then the epoch record through the writer. */
-static int write_and_journal(struct gw_server *s, const struct gw_topology *next,
-                             struct gw_reload *rl, struct gw_shards_write *early,
-                             struct gw_error *err)
+/* The shards file of a PUT, when the membership lives in it (the state dir's store): written
+ * only while the store takes records; `early` (may be NULL) is its write already started. */
+static int write_shards(struct gw_server *s, struct gw_reload *rl, struct gw_shards_write *early,
+                        struct gw_error *err)
 {
     int rc = 0, file_rc = 0;
-    if (gw_committer_failed(&s->store.committer)) { /* no record can be written: touch no file */
-        gw_error_set(err, "", "%s", s->store.committer.error.msg);
+    if (!gw_store_writable(&s->store)) { /* no record can be written: touch no file */
+        struct gw_store_refusal why;
+        gw_store_refusal(&s->store, &why);
+        *err = why.error;
         rc = -EIO;
     }
     if (early)
@@ -137,18 +95,18 @@ static int write_and_journal(struct gw_server *s, const struct gw_topology *next
         file_rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640);
     if (rc == 0 && (rc = file_rc) != 0)
         gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
-    return rc == 0 ? journal_epoch(s, next, rl->source, &rl->entry, err) : rc;
+    return rc;
 }
 
-/* Records the epoch: in the journal after the shards file (PUT; or joins its write started by
- * `early`), or with --store postgres in the database, where the base epoch must still be the
- * latest (docs/journal.md §10: no file, the membership lives there). */
+/* Records the epoch: the shards file (PUT) when the membership lives there, then the epoch in
+ * the store, where with --store postgres the base epoch must still be the latest
+ * (docs/journal.md §10). */
 static int record(struct gw_server *s, const struct gw_topology *next, const char *base,
                   struct gw_reload *rl, struct gw_shards_write *early, struct gw_error *err)
 {
-    if (!s->store.pg)
-        return write_and_journal(s, next, rl, early, err);
-    int rc = gw_pg_epoch_record(&s->store.pg_store, next, rl->source, base, &rl->entry, err);
+    int rc = gw_store_holds_membership(&s->store) ? 0 : write_shards(s, rl, early, err);
+    if (rc == 0)
+        rc = gw_store_record_epoch(&s->store, next, rl->source, base, &rl->entry, err);
     rl->stale = rc == -ESTALE;
     return rc;
 }
@@ -178,7 +136,7 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
 {
     pthread_mutex_lock(&s->reload_lock);
-    int rc = s->store.pg ? gw_pg_catch_up(s, err) : 0;
+    int rc = gw_serve_catch_up(s, err);
     struct gw_view *cur = gw_view_acquire(&s->views);
     if (!contract)
         contract = &cur->topo.contract;
@@ -190,7 +148,8 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     /* No plan can refuse it: the PUT's file is written while the ring is built. */
     struct gw_shards_write early;
     int overlap = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
-                  rl->max_movement < 0 && !gw_committer_failed(&s->store.committer) && !s->store.pg;
+                  rl->max_movement < 0 && gw_store_writable(&s->store) &&
+                  !gw_store_holds_membership(&s->store);
     if (overlap)
         gw_shards_write_start(&early, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
@@ -248,7 +207,7 @@ void gw_reload_from_files(struct gw_server *s)
     if (rc == 0) {
         rc = gw_reload_apply(s, &contract, &members, &rl, &err);
     } else {
-        gw_chain_latest(&s->store.journal.chain, &rl.entry);
+        gw_chain_latest(gw_store_chain(&s->store), &rl.entry);
         gw_metrics_reload(&s->metrics, GW_RELOAD_RESULT_REFUSED);
     }
     log_reload(&rl, rc, &err);

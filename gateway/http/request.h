@@ -188,11 +188,12 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
                                          const char *header, const char *value);
 
 /* --store postgres (pg_serve.c, docs/journal.md §10): the store opened, the first view
- * published and the feed's watch started (returns an exit code); the read endpoints that differ
- * from the file store's. */
+ * published and the feed's watch started (returns an exit code). */
 int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms);
-/* Publishes every epoch the database has after ours (under reload_lock). 0 or -errno. */
-int gw_pg_catch_up(struct gw_server *s, struct gw_error *err);
+/* Publishes every epoch the store recorded after ours (--store postgres: another replica's),
+ * so a change is judged against the latest (docs/api.md §15). Under reload_lock. 0 or as
+ * gw_store_catch_up. */
+int gw_serve_catch_up(struct gw_server *s, struct gw_error *err);
 
 /* A journal line read for an answer failed its check (damage.c, docs/journal.md §2.1): counts
  * it (/readyz unready from then on), logs `record_checksum_failed` and answers 500

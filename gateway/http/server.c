@@ -184,11 +184,7 @@ static void drain(struct gw_server *s)
     gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
     gw_log_u64(&f, "waited_ms", waited);
     gw_log_event("drained", &f);
-    gw_committer_stop(&s->store.committer); /* offers the last checkpoint, after the last group */
-    if (s->store.pg)
-        gw_pg_store_stop(&s->store.pg_store);     /* commits what is queued */
-    gw_checkpointer_stop(&s->store.checkpointer); /* writes it */
-    gw_scrub_stop(&s->store.scrub);
+    gw_store_stop(&s->store);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
     gw_committer_destroy(&s->store.committer);
@@ -203,8 +199,8 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
             continue;
         if (sig != SIGHUP)
             return sig;
-        if (s->store.pg)
-            gw_log_event("sighup_ignored", NULL); /* membership with --store postgres: not yet */
+        if (gw_store_holds_membership(&s->store))
+            gw_log_event("sighup_ignored", NULL); /* no file to read it from */
         else
             gw_reloader_request(s);
     }
@@ -297,24 +293,13 @@ static int setup(struct gw_server *s)
 static void teardown(struct gw_server *s)
 {
     gw_reloader_stop(s);
-    gw_committer_stop(&s->store.committer);
-    gw_checkpointer_stop(&s->store.checkpointer);
+    gw_store_stop(&s->store);
     gw_listener_close(&s->listener);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
-    gw_committer_destroy(&s->store.committer);
-    gw_feed_watch_destroy(&s->store.watch);
     gw_feed_cache_free(&s->feed_cache);
-    gw_scrub_stop(&s->store.scrub);
-    gw_feed_free(&s->store.feed);
-    if (s->store.journal.path)
-        gw_journal_close(&s->store.journal);
-    if (s->store.idem_open)
-        gw_idem_close(&s->store.idem);
-    if (s->store.pg)
-        gw_pg_store_close(&s->store.pg_store);
+    gw_store_close(&s->store); /* its listener publishes views until then */
     gw_view_slot_free(&s->views);
-    gw_ledger_free(&s->store.ledger);
 }
 
 /* Every thread started after this inherits the mask, so only sigwait() sees the signals. */

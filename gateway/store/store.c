@@ -3,6 +3,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,98 @@ int gw_store_member_totals(struct gw_store *s, const struct gw_membership *m, co
     }
     free(all);
     return rc == -EIO ? -EAGAIN : rc;
+}
+
+int gw_store_holds_membership(const struct gw_store *s)
+{
+    return s->pg;
+}
+
+/* The database's failures other than these are its being out of reach. */
+static int pg_code(int rc)
+{
+    return rc == 0 || rc == -ESTALE || rc == -ENOMEM || rc == -EINVAL ? rc : -EAGAIN;
+}
+
+/* Waits for one epoch record to be durable (the writer's completion). */
+struct epoch_wait {
+    struct gw_commit_item item;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+};
+
+static void epoch_synced(struct gw_commit_item *item, int rc)
+{
+    struct epoch_wait *w = (struct epoch_wait *)item;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Journals the epoch record of `t` after every receipt queued before it; returns once synced. */
+static int journal_epoch(struct gw_store *s, const struct gw_topology *t,
+                         enum gw_epoch_source source, struct gw_epoch_entry *out,
+                         struct gw_error *err)
+{
+    struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced}};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    gw_committer_submit(&s->committer, &w.item);
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    if (w.rc == 0 && !w.item.chained)
+        w.rc = -ENOMEM;
+    if (w.rc != 0)
+        gw_error_set(err, "", "%s",
+                     gw_committer_failed(&s->committer)
+                         ? s->committer.error.msg
+                         : "journal: the epoch record was not written");
+    *out = w.item.entry;
+    return w.rc;
+}
+
+int gw_store_record_epoch(struct gw_store *s, const struct gw_topology *next,
+                          enum gw_epoch_source source, const char *base,
+                          struct gw_epoch_entry *entry, struct gw_error *err)
+{
+    if (s->pg)
+        return pg_code(gw_pg_epoch_record(&s->pg_store, next, source, base, entry, err));
+    return journal_epoch(s, next, source, entry, err);
+}
+
+int gw_store_catch_up(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err)
+{
+    return s->pg ? pg_code(gw_pg_store_catch_up(&s->pg_store, apply, ctx, err)) : 0;
+}
+
+void gw_store_stop(struct gw_store *s)
+{
+    gw_committer_stop(&s->committer); /* offers the last checkpoint, after the last group */
+    if (s->pg)
+        gw_pg_store_stop(&s->pg_store);     /* commits what is queued */
+    gw_checkpointer_stop(&s->checkpointer); /* writes it */
+    gw_scrub_stop(&s->scrub);
+}
+
+void gw_store_close(struct gw_store *s)
+{
+    gw_committer_destroy(&s->committer);
+    gw_feed_watch_destroy(&s->watch);
+    gw_feed_free(&s->feed);
+    if (s->journal.path)
+        gw_journal_close(&s->journal);
+    if (s->idem_open)
+        gw_idem_close(&s->idem);
+    if (s->pg)
+        gw_pg_store_close(&s->pg_store);
+    gw_ledger_free(&s->ledger);
 }
 
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s)

@@ -79,6 +79,33 @@ int gw_store_shard_totals(struct gw_store *s, const struct gw_membership *m,
 int gw_store_member_totals(struct gw_store *s, const struct gw_membership *m, const size_t *slots,
                            struct gw_total *out, struct gw_error *err);
 
+/* 1 when the store holds the membership (--store postgres, docs/journal.md §10): no shards
+ * file is written, a SIGHUP changes nothing, and the epochs other replicas recorded are caught up
+ * before a change is judged. 0 for the state dir's store, whose membership is the shards file. */
+int gw_store_holds_membership(const struct gw_store *s);
+
+/* Records the epoch of `next` from `source` after every receipt submitted before it, durable
+ * when this returns: the journal's epoch record, or the database's row, where `base` must still
+ * be the latest epoch. *entry: its chain entry. Returns 0, or with err set:
+ *   -ESTALE  another replica recorded an epoch after `base` first;
+ *   -EAGAIN  the database cannot be reached;
+ *   -ENOMEM, -EINVAL, or -EIO (the journal writer has failed). */
+int gw_store_record_epoch(struct gw_store *s, const struct gw_topology *next,
+                          enum gw_epoch_source source, const char *base,
+                          struct gw_epoch_entry *entry, struct gw_error *err);
+
+/* Hands every epoch the database recorded after the chain's latest to `apply`, the newest
+ * last (gw_pg_store_catch_up); the state dir's store has none to catch up. The caller
+ * serializes calls. Returns 0, or as gw_store_record_epoch (-EAGAIN, -ENOMEM, -EINVAL). */
+int gw_store_catch_up(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err);
+
+/* At shutdown, once no request is in flight: writes or commits what is queued, the last
+ * checkpoint, and stops the store's threads. The HTTP daemon stops after, then gw_store_close. */
+void gw_store_stop(struct gw_store *s);
+
+/* Stops what gw_store_stop did not, and frees everything the store holds. */
+void gw_store_close(struct gw_store *s);
+
 /* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s);
 
