@@ -209,9 +209,6 @@ int gw_serve_ready(struct gw_server *s);
 /* Request lifetime (request.c). */
 struct gw_req *gw_req_new(struct gw_server *s, struct MHD_Connection *conn, const char *url,
                           const char *method);
-/* Journal replay into the idempotency table, the totals and the chain, then the start epoch of
- * `topo` when it differs from the journal's latest (replay.c). Returns an exit code. */
-int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo);
 
 /* The apply path of both reloads (reload.c, docs/api.md §15). */
 enum gw_reload_verdict { GW_RELOAD_APPLIED, GW_RELOAD_UNCHANGED, GW_RELOAD_REFUSED };

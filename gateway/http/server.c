@@ -75,7 +75,7 @@ static int publish_first_view(struct gw_server *s, struct gw_topology *topo)
     struct gw_epoch_entry latest;
     struct gw_error err;
     struct gw_view *v;
-    int has = gw_chain_latest(&s->store.journal.chain, &latest);
+    int has = gw_chain_latest(gw_store_chain(&s->store), &latest);
     assert(has && strcmp(latest.epoch, topo->epoch) == 0); /* written at start if it differed */
     (void)has;
     if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->store.ledger, &v, &err) != 0) {
@@ -187,7 +187,6 @@ static void drain(struct gw_server *s)
     gw_store_stop(&s->store);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
-    gw_committer_destroy(&s->store.committer);
 }
 
 /* Waits for SIGTERM or SIGINT; a SIGHUP asks the reloader for a reload (docs/api.md §15). */
@@ -206,30 +205,15 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
     }
 }
 
-/* The journal writer's hook: the feed's bound first, then the watchers it wakes. */
-static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
+/* The state dir's store opened, its replay done, the epoch journaled. Returns an exit code. */
+static int open_journal(struct gw_server *s, const struct gw_store_options *o,
+                        const struct gw_topology *topo)
 {
-    struct gw_server *s = ctx;
-    gw_feed_active_segment(&s->store.feed, atomic_load(&s->store.journal.segment),
-                           s->store.journal.size);
-    gw_scrub_durable(&s->store.scrub, atomic_load(&s->store.journal.segment),
-                     s->store.journal.size);
-    gw_feed_durable(&s->store.feed, last_seq);
-    gw_feed_watch_durable(&s->store.watch, last_seq, shard_bits);
-}
-
-/* The feed reads the state dir's segments; what replay found is durable. */
-static int start_feed(struct gw_server *s)
-{
-    int rc = gw_feed_init(&s->store.feed, s->opt.state_dir);
-    if (rc == 0) {
-        gw_feed_active_segment(&s->store.feed, atomic_load(&s->store.journal.segment),
-                               s->store.journal.size);
-        gw_feed_checked_from(&s->store.feed, s->store.journal.checked_from);
-        gw_feed_durable(&s->store.feed, s->store.journal.last_seq);
-        rc = gw_feed_watch_start(&s->store.watch, s->store.journal.last_seq, s->opt.max_watchers);
-    }
-    return rc;
+    struct gw_error err;
+    int rc = gw_store_open_journal(&s->store, o, topo, &err);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", err.msg);
+    return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
 }
 
 /* --store postgres: no journal, index, checkpoints or feed here; the database has them. */
@@ -255,30 +239,24 @@ static int setup(struct gw_server *s)
     if (rc != GW_EXIT_OK)
         return rc;
     gw_metrics_init(&s->metrics);
-    gw_ledger_init(&s->store.ledger);
     if (s->opt.store)
         return setup_pg(s, &topo);
     struct gw_error err;
-    rc = gw_server_open_journal(s, &topo);
+    struct gw_store_options o = {.state_dir = s->opt.state_dir,
+                                 .segment_bytes = s->opt.segment_bytes,
+                                 .checkpoint_interval_ms = s->opt.checkpoint_interval_ms,
+                                 .idempotency_window_ms = s->opt.idempotency_window_ms,
+                                 .scrub_rate = s->opt.scrub_rate,
+                                 .max_watchers = s->opt.max_watchers,
+                                 .commit_delay_ms = commit_delay_ms()};
+    rc = open_journal(s, &o, &topo);
     if (rc == GW_EXIT_OK)
         rc = publish_first_view(s, &topo); /* takes topo */
     if (rc != GW_EXIT_OK) {
         gw_topology_free(&topo);
         return rc;
     }
-    if (start_feed(s) != 0 || gw_scrub_start(&s->store.scrub, s->opt.state_dir, s->opt.scrub_rate,
-                                             s->store.journal.checked_from, &s->metrics) != 0) {
-        fprintf(stderr, "shardgate: cannot start the feed or the scrub\n");
-        return GW_EXIT_INTERNAL;
-    }
-    gw_scrub_durable(&s->store.scrub, atomic_load(&s->store.journal.segment),
-                     s->store.journal.size);
-    struct gw_commit_hook hook = {announce_durable, s};
-    if (gw_checkpointer_start(&s->store.checkpointer, &s->store.journal, &s->store.ledger,
-                              &s->store.idem, s->opt.checkpoint_interval_ms,
-                              s->store.checkpoint_seq, &err) != 0 ||
-        gw_committer_start(&s->store.committer, &s->store.journal, &s->metrics,
-                           &s->store.checkpointer, commit_delay_ms(), &hook, &err)) {
+    if (gw_store_start_journal(&s->store, &o, &s->metrics, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -327,7 +305,10 @@ int gw_server_run(const struct gw_serve_options *opt)
     s->opt = *opt;
     sigset_t set;
     block_signals(&set);
-    s->store.journal.fd = -1;
+    if (gw_store_init(&s->store) != 0) {
+        fprintf(stderr, "shardgate: out of memory\n");
+        return GW_EXIT_INTERNAL;
+    }
     gw_view_slot_init(&s->views);
     gw_feed_cache_init(&s->feed_cache, s->opt.feed_memory);
     int rc = setup(s);

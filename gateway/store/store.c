@@ -11,6 +11,12 @@
 
 #include "record.h"
 
+int gw_store_init(struct gw_store *s)
+{
+    s->journal.fd = -1;
+    return gw_ledger_init(&s->ledger);
+}
+
 int gw_store_writable(struct gw_store *s)
 {
     return s->pg ? gw_pg_store_available(&s->pg_store) : !gw_committer_failed(&s->committer);

@@ -36,6 +36,33 @@ struct gw_store {
     struct gw_pg_store pg_store;
 };
 
+/* Before either store is opened (the struct zeroed). Returns 0 or -ENOMEM. */
+int gw_store_init(struct gw_store *s);
+
+/* What the state dir's store is opened with (`shardgate serve`'s options). */
+struct gw_store_options {
+    const char *state_dir;
+    uint64_t segment_bytes;          /* rotate the journal at this size (docs/journal.md §6) */
+    uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
+    uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */
+    uint64_t scrub_rate;             /* journal bytes the scrub reads a second, 0: none */
+    unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
+    unsigned commit_delay_ms;        /* test only: the writer sleeps before each group */
+};
+
+/* open_journal.c: opens the state dir's store (docs/operations.md §3): the journal prepared
+ * under its lock, the index opened, the totals and chain from the newest checkpoint that checks
+ * out, the receipts after it replayed, the torn tail repaired, the epoch of `topo` journaled when
+ * it changed. Returns 0, -EINVAL (the state dir cannot be used as it
+ * is), or another negative code, with err set. */
+int gw_store_open_journal(struct gw_store *s, const struct gw_store_options *o,
+                          const struct gw_topology *topo, struct gw_error *err);
+
+/* Then starts its threads: the feed's reader and watch, the scrub, the checkpointer and the
+ * journal writer. Returns 0 or a negative code with err set. */
+int gw_store_start_journal(struct gw_store *s, const struct gw_store_options *o,
+                           struct gw_metrics *metrics, struct gw_error *err);
+
 /* 1 when the store takes commits: the journal writer has not failed (docs/journal.md §4), or
  * the database answered its last statement or check (docs/journal.md §10, Availability). */
 int gw_store_writable(struct gw_store *s);

@@ -1,6 +1,8 @@
-/* Startup replay of `shardgate serve`: every journaled receipt back into the idempotency table
- * and the totals, the torn tail logged, then the epoch (docs/operations.md §3). */
-#include "request.h"
+/* The state dir's store at start (docs/operations.md §3): every journaled receipt back into the
+ * idempotency table and the totals, from the newest checkpoint that checks out, the torn tail
+ * logged, the epoch journaled; then its threads started: the feed, the scrub, the checkpointer
+ * and the journal writer. */
+#include "store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +10,6 @@
 #include <string.h>
 
 #include "checkpoint.h"
-#include "exit.h"
 #include "journal_ids.h"
 #include "ledger_replay.h"
 #include "log.h"
@@ -17,7 +18,7 @@
 /* Journal replay: each receipt record feeds the idempotency table and the totals. */
 static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct gw_error *err)
 {
-    struct gw_server *s = ctx;
+    struct gw_store *s = ctx;
     json_t *id = rec->receipt ? json_object_get(rec->receipt, "batch_id") : NULL;
     if (rec->receipt &&
         (!json_is_string(id) ||
@@ -25,14 +26,14 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
         gw_error_set(err, "", "receipt: needs a valid batch_id and a shards object");
         return -EINVAL;
     }
-    int rc = gw_ledger_replay_record(&s->store.ledger, rec, err);
+    int rc = gw_ledger_replay_record(&s->ledger, rec, err);
     if (rc != 0 || !rec->receipt)
         return rc;
-    if (rec->seq <= s->store.index_durable_seq)
+    if (rec->seq <= s->index_durable_seq)
         return 0; /* the index files hold it already */
     struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
-    rc = gw_idem_insert(&s->store.idem, json_string_value(id), json_string_length(id),
-                        rec->fingerprint, ref);
+    rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id), rec->fingerprint,
+                        ref);
     if (rc == -EEXIST)
         gw_error_set(err, "", "receipt: batch_id \"%s\" was already journaled",
                      json_string_value(id));
@@ -41,28 +42,28 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
     return rc == -EEXIST ? -EINVAL : rc;
 }
 
-static void log_replay(const struct gw_server *s, const struct gw_journal_repair *rep,
+static void log_replay(const struct gw_store *s, const struct gw_journal_repair *rep,
                        int epoch_written)
 {
     struct gw_buf f;
     if (rep->torn) {
         gw_buf_init(&f);
-        gw_log_str(&f, "file", s->store.journal.path);
+        gw_log_str(&f, "file", s->journal.path);
         gw_log_u64(&f, "line", rep->line);
         gw_log_u64(&f, "offset", rep->offset);
         gw_log_u64(&f, "bytes", rep->bytes);
-        size_t n = strlen(s->store.journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
+        size_t n = strlen(s->journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
         char *moved_to = malloc(n);
         if (moved_to)
-            snprintf(moved_to, n, "%s%s", s->store.journal.path, GW_JOURNAL_BROKEN_SUFFIX);
+            snprintf(moved_to, n, "%s%s", s->journal.path, GW_JOURNAL_BROKEN_SUFFIX);
         gw_log_str(&f, "moved_to", moved_to ? moved_to : "?");
         free(moved_to);
         gw_log_event("journal_torn_tail_repaired", &f);
     }
     gw_buf_init(&f);
-    gw_log_str(&f, "file", s->store.journal.path);
-    gw_log_u64(&f, "receipts", s->store.journal.last_seq);
-    gw_log_u64(&f, "bytes", s->store.journal.size);
+    gw_log_str(&f, "file", s->journal.path);
+    gw_log_u64(&f, "receipts", s->journal.last_seq);
+    gw_log_u64(&f, "bytes", s->journal.size);
     gw_log_bool(&f, "epoch_written", epoch_written);
     gw_log_event("journal_replayed", &f);
 }
@@ -79,12 +80,12 @@ struct start_log {
     struct gw_checkpoint used; /* last_seq 0: none */
 };
 
-static void log_skipped(const struct gw_server *s, uint64_t seq, const char *reason)
+static void log_skipped(const struct gw_store *s, uint64_t seq, const char *reason)
 {
     char name[GW_CHECKPOINT_NAME_MAX], path[4096];
     struct gw_buf f;
     gw_checkpoint_name(name, seq);
-    snprintf(path, sizeof(path), "%s/%s", s->store.journal.dir, name);
+    snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
     gw_buf_init(&f);
     gw_log_str(&f, "file", path);
     gw_log_str(&f, "reason", reason);
@@ -93,20 +94,20 @@ static void log_skipped(const struct gw_server *s, uint64_t seq, const char *rea
 
 /* Why each checkpoint was passed over: logged before a refused start too, whose cause it may be
  * (docs/journal.md §7). */
-static void log_skips(const struct gw_server *s, const struct start_log *l)
+static void log_skips(const struct gw_store *s, const struct start_log *l)
 {
     for (size_t i = 0; i < l->nskipped; i++)
         log_skipped(s, l->skipped[i], l->reason[i]);
 }
 
-static void log_start(const struct gw_server *s, const struct start_log *l)
+static void log_start(const struct gw_store *s, const struct start_log *l)
 {
     char name[GW_CHECKPOINT_NAME_MAX], path[4096];
     struct gw_buf f;
     gw_buf_init(&f);
     if (l->used.last_seq > 0) {
         gw_checkpoint_name(name, l->used.last_seq);
-        snprintf(path, sizeof(path), "%s/%s", s->store.journal.dir, name);
+        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
         gw_log_str(&f, "file", path);
         gw_log_u64(&f, "last_seq", l->used.last_seq);
         gw_log_u64(&f, "segment", l->used.segment);
@@ -131,46 +132,46 @@ static void note_skipped(struct start_log *log, uint64_t seq, const char *reason
 
 /* Puts one loaded checkpoint in place. Returns 1, 0 when its values do not apply (the chain and
  * ledger emptied again: the next older one is tried), or a negative code. */
-static int apply_checkpoint(struct gw_server *s, const struct gw_checkpoint *c,
+static int apply_checkpoint(struct gw_store *s, const struct gw_checkpoint *c,
                             struct start_log *log, struct gw_error *err)
 {
     struct gw_error why;
-    int rc = gw_checkpoint_apply(c, &s->store.journal, &s->store.ledger, &why);
+    int rc = gw_checkpoint_apply(c, &s->journal, &s->ledger, &why);
     if (rc == -EINVAL) {
         note_skipped(log, c->last_seq, why.msg);
-        gw_chain_free(&s->store.journal.chain);
-        gw_chain_init(&s->store.journal.chain);
-        gw_ledger_free(&s->store.ledger);
-        gw_ledger_init(&s->store.ledger);
-        s->store.journal.last_seq = 0;
+        gw_chain_free(&s->journal.chain);
+        gw_chain_init(&s->journal.chain);
+        gw_ledger_free(&s->ledger);
+        gw_ledger_init(&s->ledger);
+        s->journal.last_seq = 0;
         return 0;
     }
     if (rc != 0) {
         *err = why;
         return rc;
     }
-    rc = gw_journal_scan_ids(&s->store.journal, &s->store.idem, s->store.index_durable_seq,
-                             c->segment, c->offset, err);
+    rc = gw_journal_scan_ids(&s->journal, &s->idem, s->index_durable_seq, c->segment, c->offset,
+                             err);
     if (rc != 0)
         return rc;
-    s->store.checkpoint_seq = c->last_seq;
+    s->checkpoint_seq = c->last_seq;
     log->used.last_seq = c->last_seq;
     log->used.segment = c->segment;
     log->used.offset = c->offset;
     return 1;
 }
 
-static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
-                          struct start_log *log, struct gw_error *err)
+static int use_checkpoint(struct gw_store *s, struct gw_journal_resume *from, struct start_log *log,
+                          struct gw_error *err)
 {
     uint64_t *seqs = NULL;
-    long n = gw_checkpoint_list(s->store.journal.dir, &seqs);
+    long n = gw_checkpoint_list(s->journal.dir, &seqs);
     int rc = 0;
     log->listed = n;
     for (long i = 0; i < n && rc == 0; i++) {
         struct gw_checkpoint c;
         struct gw_error why;
-        if (gw_checkpoint_load(s->store.journal.dir, seqs[i], &s->store.journal, &c, &why) != 0) {
+        if (gw_checkpoint_load(s->journal.dir, seqs[i], &s->journal, &c, &why) != 0) {
             note_skipped(log, seqs[i], why.msg);
             continue;
         }
@@ -183,46 +184,81 @@ static int use_checkpoint(struct gw_server *s, struct gw_journal_resume *from,
     return rc;
 }
 
-/* Opens, replays and repairs the journal, then writes the epoch if it changed. */
 /* Opens the idempotency index of the state dir with the --idempotency-window. */
-static int open_index(struct gw_server *s, struct gw_error *err)
+static int open_index(struct gw_store *s, const struct gw_store_options *o, struct gw_error *err)
 {
-    struct gw_idem_options io = {.window_ms = s->opt.idempotency_window_ms};
-    int rc = gw_idem_open(&s->store.idem, s->opt.state_dir, &io, &s->store.index_durable_seq, err);
-    s->store.idem_open = rc == 0;
+    struct gw_idem_options io = {.window_ms = o->idempotency_window_ms};
+    int rc = gw_idem_open(&s->idem, o->state_dir, &io, &s->index_durable_seq, err);
+    s->idem_open = rc == 0;
     return rc;
 }
 
-int gw_server_open_journal(struct gw_server *s, const struct gw_topology *topo)
+int gw_store_open_journal(struct gw_store *s, const struct gw_store_options *o,
+                          const struct gw_topology *topo, struct gw_error *err)
 {
-    struct gw_error err;
     struct gw_journal_repair rep = {0};
     struct gw_journal_resume from;
     struct start_log log = {0};
-    int rc = gw_journal_prepare(&s->store.journal, s->opt.state_dir, s->opt.segment_bytes, 0, &err);
+    int rc = gw_journal_prepare(&s->journal, o->state_dir, o->segment_bytes, 0, err);
     if (rc == 0) /* inside the state dir's lock: one server's index at a time */
-        rc = open_index(s, &err);
-    int resumed = rc == 0 ? use_checkpoint(s, &from, &log, &err) : 0;
+        rc = open_index(s, o, err);
+    int resumed = rc == 0 ? use_checkpoint(s, &from, &log, err) : 0;
     if (rc == 0)
         rc = resumed < 0 ? resumed : 0;
     if (rc == 0)
-        rc = gw_journal_replay(&s->store.journal, resumed ? &from : NULL, replay_receipt, s, &rep,
-                               &err);
+        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, &rep, err);
     log_skips(s, &log);
-    if (rc == -EINVAL) {
-        fprintf(stderr, "%s\n", err.msg);
-        return GW_EXIT_UNUSABLE;
-    }
+    if (rc == -EINVAL)
+        return rc;
     int written = 0;
     if (rc == 0)
-        rc = gw_journal_seal_unchecked(&s->store.journal, &err);
+        rc = gw_journal_seal_unchecked(&s->journal, err);
     if (rc == 0)
-        rc = gw_journal_write_epoch(&s->store.journal, topo, &written, &err);
-    if (rc != 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        return GW_EXIT_INTERNAL;
-    }
+        rc = gw_journal_write_epoch(&s->journal, topo, &written, err);
+    if (rc != 0)
+        return rc == -EINVAL ? -EIO : rc;
     log_start(s, &log);
     log_replay(s, &rep, written);
-    return GW_EXIT_OK;
+    return 0;
+}
+
+/* The journal writer's hook: the feed's bound first, then the watchers it wakes. */
+static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
+{
+    struct gw_store *s = ctx;
+    gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
+    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
+    gw_feed_durable(&s->feed, last_seq);
+    gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
+}
+
+/* The feed reads the state dir's segments; what replay found is durable. */
+static int start_feed(struct gw_store *s, const struct gw_store_options *o)
+{
+    int rc = gw_feed_init(&s->feed, o->state_dir);
+    if (rc == 0) {
+        gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
+        gw_feed_checked_from(&s->feed, s->journal.checked_from);
+        gw_feed_durable(&s->feed, s->journal.last_seq);
+        rc = gw_feed_watch_start(&s->watch, s->journal.last_seq, o->max_watchers);
+    }
+    return rc;
+}
+
+int gw_store_start_journal(struct gw_store *s, const struct gw_store_options *o,
+                           struct gw_metrics *metrics, struct gw_error *err)
+{
+    if (start_feed(s, o) != 0 || gw_scrub_start(&s->scrub, o->state_dir, o->scrub_rate,
+                                                s->journal.checked_from, metrics) != 0) {
+        gw_error_set(err, "", "shardgate: cannot start the feed or the scrub");
+        return -ENOMEM;
+    }
+    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
+    struct gw_commit_hook hook = {announce_durable, s};
+    int rc = gw_checkpointer_start(&s->checkpointer, &s->journal, &s->ledger, &s->idem,
+                                   o->checkpoint_interval_ms, s->checkpoint_seq, err);
+    if (rc == 0)
+        rc = gw_committer_start(&s->committer, &s->journal, metrics, &s->checkpointer,
+                                o->commit_delay_ms, &hook, err);
+    return rc;
 }
