@@ -1,5 +1,5 @@
-/* `shardgate serve --store postgres://` (docs/journal.md §10): the start, and the read
- * endpoints answered from the database every replica shares. */
+/* The epochs of `shardgate serve --store postgres://` (docs/journal.md §10): the database's
+ * latest adopted at start, other replicas' published while serving. */
 #include "request.h"
 
 #include <errno.h>
@@ -56,58 +56,13 @@ static int publish(void *ctx, const struct gw_contract *contract, struct gw_memb
     return rc;
 }
 
-/* The listener's news: every epoch after ours, the newest published. */
-static void follow(void *ctx, struct gw_pg_conn *c)
+void gw_serve_epoch_hooks(struct gw_server *s, struct gw_store_options *o, struct gw_topology *topo)
 {
-    struct gw_server *s = ctx;
-    struct gw_error err;
-    pthread_mutex_lock(&s->reload_lock);
-    int rc = gw_pg_epochs_catch_up(&s->store.pg_store, c, publish, s, &err);
-    pthread_mutex_unlock(&s->reload_lock);
-    if (rc != 0 && rc != -EIO)
-        log_epoch("epoch_refused", "", 0, err.msg);
-}
-
-/* Every commit, this replica's or (by NOTIFY) another's: the feed's watchers learn of it. */
-static void durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
-{
-    struct gw_server *s = ctx;
-    gw_feed_watch_durable(&s->store.watch, last_seq, shard_bits);
-}
-
-int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms)
-{
-    struct gw_error err;
-    struct gw_view *v;
-    struct gw_epoch_entry latest;
-    struct gw_pg_open o = {.url = s->opt.store,
-                           .topo = topo,
-                           .adopt = adopt,
-                           .adopt_ctx = topo,
-                           .metrics = &s->metrics,
-                           .delay_ms = delay_ms,
-                           .hook = {durable, s}};
-    int rc = gw_pg_store_open(&s->store.pg_store, &o, &err);
-    if (rc != 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        return rc == -ENOMEM ? GW_EXIT_INTERNAL : GW_EXIT_UNUSABLE;
-    }
-    s->store.pg = 1;
-    gw_chain_latest(&s->store.pg_store.chain, &latest);
-    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->store.ledger, &v, &err) != 0) {
-        fprintf(stderr, "shardgate: %s\n", err.msg);
-        return GW_EXIT_INTERNAL;
-    }
-    gw_view_publish(&s->views, v);
-    atomic_store(&s->metrics.epoch_seq, latest.epoch_seq);
-    /* The watch before the listener: it announces other replicas' commits to it. */
-    if (gw_feed_watch_start(&s->store.watch, s->store.pg_store.start_seq, s->opt.max_watchers) !=
-            0 ||
-        gw_pg_listener_start(&s->store.pg_store, follow, s, &err) != 0) {
-        fprintf(stderr, "shardgate: cannot start the feed's watch or the store's listener\n");
-        return GW_EXIT_INTERNAL;
-    }
-    return GW_EXIT_OK;
+    o->adopt = adopt;
+    o->adopt_ctx = topo;
+    o->publish = publish;
+    o->publish_ctx = s;
+    o->publish_lock = &s->reload_lock;
 }
 
 int gw_serve_catch_up(struct gw_server *s, struct gw_error *err)

@@ -187,9 +187,10 @@ void gw_feed_req_free(struct gw_req *r);
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
                                          const char *header, const char *value);
 
-/* --store postgres (pg_serve.c, docs/journal.md §10): the store opened, the first view
- * published and the feed's watch started (returns an exit code). */
-int gw_server_open_pg(struct gw_server *s, struct gw_topology *topo, unsigned delay_ms);
+/* --store postgres (pg_serve.c, docs/journal.md §10): `o`'s adopt (the database's latest epoch
+ * replaces `topo` at start) and publish (another replica's epochs, under reload_lock). */
+void gw_serve_epoch_hooks(struct gw_server *s, struct gw_store_options *o,
+                          struct gw_topology *topo);
 /* Publishes every epoch the store recorded after ours (--store postgres: another replica's),
  * so a change is judged against the latest (docs/api.md §15). Under reload_lock. 0 or as
  * gw_store_catch_up. */

@@ -205,27 +205,16 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
     }
 }
 
-/* The state dir's store opened, its replay done, the epoch journaled. Returns an exit code. */
-static int open_journal(struct gw_server *s, const struct gw_store_options *o,
-                        const struct gw_topology *topo)
+/* The store opened: the state dir's replayed and the epoch journaled, or the database's
+ * epoch adopted. Returns an exit code. */
+static int open_store(struct gw_server *s, const struct gw_store_options *o,
+                      struct gw_topology *topo)
 {
     struct gw_error err;
-    int rc = gw_store_open_journal(&s->store, o, topo, &err);
+    int rc = gw_store_open(&s->store, o, topo, &s->metrics, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
     return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
-}
-
-/* --store postgres: no journal, index, checkpoints or feed here; the database has them. */
-static int setup_pg(struct gw_server *s, struct gw_topology *topo)
-{
-    int rc = gw_server_open_pg(s, topo, commit_delay_ms()); /* takes topo when it succeeds */
-    if (rc != GW_EXIT_OK) {
-        gw_topology_free(topo);
-        return rc;
-    }
-    atomic_store(&s->replayed, 1);
-    return start_daemon(s);
 }
 
 /* Sets everything up in order; returns GW_EXIT_OK to serve, else the exit code. */
@@ -239,28 +228,28 @@ static int setup(struct gw_server *s)
     if (rc != GW_EXIT_OK)
         return rc;
     gw_metrics_init(&s->metrics);
-    if (s->opt.store)
-        return setup_pg(s, &topo);
     struct gw_error err;
-    struct gw_store_options o = {.state_dir = s->opt.state_dir,
+    struct gw_store_options o = {.url = s->opt.store,
+                                 .state_dir = s->opt.state_dir,
                                  .segment_bytes = s->opt.segment_bytes,
                                  .checkpoint_interval_ms = s->opt.checkpoint_interval_ms,
                                  .idempotency_window_ms = s->opt.idempotency_window_ms,
                                  .scrub_rate = s->opt.scrub_rate,
                                  .max_watchers = s->opt.max_watchers,
                                  .commit_delay_ms = commit_delay_ms()};
-    rc = open_journal(s, &o, &topo);
+    gw_serve_epoch_hooks(s, &o, &topo);
+    rc = open_store(s, &o, &topo);
     if (rc == GW_EXIT_OK)
         rc = publish_first_view(s, &topo); /* takes topo */
     if (rc != GW_EXIT_OK) {
         gw_topology_free(&topo);
         return rc;
     }
-    if (gw_store_start_journal(&s->store, &o, &s->metrics, &err) != 0) {
+    if (gw_store_start(&s->store, &o, &s->metrics, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
-    if (gw_reloader_start(s, &err) != 0) {
+    if (!gw_store_holds_membership(&s->store) && gw_reloader_start(s, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }

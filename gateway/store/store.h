@@ -5,6 +5,7 @@
 #ifndef SHARDGATE_GW_STORE_H
 #define SHARDGATE_GW_STORE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,13 +35,17 @@ struct gw_store {
     struct gw_scrub scrub;      /* re-reads the journal (docs/journal.md §2.1) */
     struct gw_feed_watch watch; /* the feed's waiting requests, woken by the journal writer */
     struct gw_pg_store pg_store;
+    gw_pg_epoch_fn publish; /* gw_store_options' */
+    void *publish_ctx;
+    pthread_mutex_t *publish_lock;
 };
 
 /* Before either store is opened (the struct zeroed). Returns 0 or -ENOMEM. */
 int gw_store_init(struct gw_store *s);
 
-/* What the state dir's store is opened with (`shardgate serve`'s options). */
+/* What the store is opened with (`shardgate serve`'s options). */
 struct gw_store_options {
+    const char *url; /* NULL: the state dir's store; else the postgres:// URL of the database's */
     const char *state_dir;
     uint64_t segment_bytes;          /* rotate the journal at this size (docs/journal.md §6) */
     uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
@@ -48,20 +53,31 @@ struct gw_store_options {
     uint64_t scrub_rate;             /* journal bytes the scrub reads a second, 0: none */
     unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
     unsigned commit_delay_ms;        /* test only: the writer sleeps before each group */
+    /* --store postgres (docs/journal.md §10): at open, the database's latest epoch is handed to
+     * `adopt` (it replaces the files' topology); while serving, the epochs another replica
+     * recorded are handed to `publish`, the newest last, under `publish_lock`. */
+    gw_pg_epoch_fn adopt;
+    void *adopt_ctx;
+    gw_pg_epoch_fn publish;
+    void *publish_ctx;
+    pthread_mutex_t *publish_lock;
 };
 
-/* open_journal.c: opens the state dir's store (docs/operations.md §3): the journal prepared
+/* store_open.c: opens the store (docs/operations.md §3). The state dir's: the journal prepared
  * under its lock, the index opened, the totals and chain from the newest checkpoint that checks
- * out, the receipts after it replayed, the torn tail repaired, the epoch of `topo` journaled when
- * it changed. Returns 0, -EINVAL (the state dir cannot be used as it
- * is), or another negative code, with err set. */
-int gw_store_open_journal(struct gw_store *s, const struct gw_store_options *o,
-                          const struct gw_topology *topo, struct gw_error *err);
+ * out, the receipts after it replayed, the torn tail repaired, the epoch of `topo` journaled
+ * when it changed. The database's: connected, its schema checked, its epochs read (`adopt`
+ * replaces `topo` with the latest), its writer started. The chain's latest epoch is then that of
+ * `topo`. Returns 0, -EINVAL (the state dir or the database cannot be used as it is), or another
+ * negative code, with err set. */
+int gw_store_open(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,
+                  struct gw_metrics *metrics, struct gw_error *err);
 
-/* Then starts its threads: the feed's reader and watch, the scrub, the checkpointer and the
- * journal writer. Returns 0 or a negative code with err set. */
-int gw_store_start_journal(struct gw_store *s, const struct gw_store_options *o,
-                           struct gw_metrics *metrics, struct gw_error *err);
+/* Then, once the first view is published, starts the store's threads: the feed's watch, and
+ * the feed's reader, the scrub, the checkpointer and the journal writer, or the database's
+ * listener. Returns 0 or a negative code with err set. */
+int gw_store_start(struct gw_store *s, const struct gw_store_options *o, struct gw_metrics *metrics,
+                   struct gw_error *err);
 
 /* 1 when the store takes commits: the journal writer has not failed (docs/journal.md §4), or
  * the database answered its last statement or check (docs/journal.md §10, Availability). */
