@@ -10,30 +10,6 @@
 #include "fileio.h"
 #include "membership_read.h"
 
-static const char *const state_names[] = {
-    [GW_STATE_ONLINE] = "online",
-    [GW_STATE_DRAINING] = "draining",
-    [GW_STATE_OFFLINE] = "offline",
-};
-
-const char *gw_state_name(enum gw_shard_state state)
-{
-    return state_names[state];
-}
-
-int gw_name_valid(const char *s, size_t len, size_t max)
-{
-    if (len < 1 || len > max)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 static int fail(struct gw_error *err, const char *name, const char *path, const char *what)
 {
     snprintf(err->path, sizeof(err->path), "%s", path);
@@ -50,14 +26,7 @@ static int no_memory(struct gw_error *err, const char *name)
 
 static int parse_state(json_t *v, enum gw_shard_state *out)
 {
-    const char *s = json_string_value(v);
-    for (size_t i = 0; s && i < sizeof(state_names) / sizeof(state_names[0]); i++) {
-        if (strcmp(s, state_names[i]) == 0 && strlen(s) == json_string_length(v)) {
-            *out = (enum gw_shard_state)i;
-            return 0;
-        }
-    }
-    return -1;
+    return gw_state_parse(json_string_value(v), json_string_length(v), out);
 }
 
 static int parse_uint(json_t *v, uint64_t lo, uint64_t hi, uint64_t *out)

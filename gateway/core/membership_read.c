@@ -17,16 +17,7 @@ static int key_is(const struct jnode *n, const char *name)
 
 static int read_state(const struct jnode *v, enum gw_shard_state *out)
 {
-    static const enum gw_shard_state states[] = {GW_STATE_ONLINE, GW_STATE_DRAINING,
-                                                 GW_STATE_OFFLINE};
-    for (size_t i = 0; v->type == J_STRING && i < sizeof(states) / sizeof(states[0]); i++) {
-        const char *name = gw_state_name(states[i]);
-        if (v->len == strlen(name) && memcmp(v->str, name, v->len) == 0) {
-            *out = states[i];
-            return 0;
-        }
-    }
-    return DECLINED;
+    return v->type == J_STRING && gw_state_parse(v->str, v->len, out) == 0 ? 0 : DECLINED;
 }
 
 static int read_uint(const struct jnode *v, uint64_t lo, uint64_t hi, uint64_t *out)

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "membership.h"
+#include "shard.h"
 
 /* Reads `text` as {"shards": [...]} where every shard object is valid by itself (docs/contract.md
  * §2: id, state, capacity, optional weight, nothing else). Fills *shards (malloc'd, file order,

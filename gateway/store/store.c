@@ -332,6 +332,12 @@ uint64_t gw_store_feed_head(struct gw_store *s)
     return s->pg ? UINT64_MAX : gw_feed_watch_head(&s->watch);
 }
 
+const char *gw_store_damage_what(int rc)
+{
+    return rc == -EILSEQ ? "the line at the index's position is not that record's"
+                         : gw_record_fault(rc);
+}
+
 void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
 {
     if (segment == atomic_load(&s->journal.segment))

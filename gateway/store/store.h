@@ -195,6 +195,9 @@ int gw_store_feed_read(struct gw_store *s, uint64_t after, size_t max, gw_feed_v
  * UINT64_MAX, as another replica's receipts may be announced here late. */
 uint64_t gw_store_feed_head(struct gw_store *s);
 
+/* What is wrong with a journal line, from a read's -EBADMSG, -ENOMSG or -EILSEQ. */
+const char *gw_store_damage_what(int rc);
+
 /* The file name of journal segment `segment` (its first_seq) in `file` (GW_SEGMENT_NAME_MAX):
  * the open segment's is the journal's own. */
 void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file);

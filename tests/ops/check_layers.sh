@@ -4,7 +4,9 @@
 #   core/ includes neither <microhttpd.h> nor <pthread.h>; store/ does not include <microhttpd.h>;
 #   no "../" includes (they would step around the layers); every source file lives in a layer;
 #   a layer's sub-folders are its parts (store/file/, store/pg/), which never include each
-#   other's headers.
+#   other's headers; every part may include shared/ (what the parts have in common), which
+#   includes no other part and nothing at the top of its layer; http/ includes no header of
+#   store/file/ or store/pg/ (it reaches either store through store.h).
 # usage: check_layers.sh ROOT     prints every violation, then RESULT: OK or RESULT: BAD
 #        check_layers.sh --self-test   proves each rule catches a planted violation
 set -u
@@ -58,8 +60,15 @@ check() {
                     echo "${f#$1/}: includes $owner/$inc, a layer above $layer/"
                     bad=$((bad + 1))
                 elif [ "$owner" = "$layer" ] && [ -n "$part" ] && [ -n "$opart" ] &&
-                    [ "$part" != "$opart" ]; then
+                    [ "$part" != "$opart" ] && [ "$opart" != "shared" ]; then
                     echo "${f#$1/}: includes $layer/$opart/$inc, another part of $layer/"
+                    bad=$((bad + 1))
+                elif [ "$layer" = "http" ] && [ "$owner" = "store" ] &&
+                    { [ "$opart" = "file" ] || [ "$opart" = "pg" ]; }; then
+                    echo "${f#$1/}: includes store/$opart/$inc: http/ reaches a store through store.h"
+                    bad=$((bad + 1))
+                elif [ "$owner" = "$layer" ] && [ "$part" = "shared" ] && [ -z "$opart" ]; then
+                    echo "${f#$1/}: includes $layer/$inc: shared/ stands below the top of $layer/"
                     bad=$((bad + 1))
                 fi
             done < <(sed -n 's/^#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
@@ -92,9 +101,10 @@ expect_caught() {
 self_test() {
     local tmp fails=0
     tmp=$(mktemp -d)
-    mkdir -p "$tmp/gateway/core" "$tmp/gateway/store"
+    mkdir -p "$tmp/gateway/core" "$tmp/gateway/store/shared" "$tmp/gateway/store/pg"
     echo '#include "buf.h"' >"$tmp/gateway/store/journal.c"
-    touch "$tmp/gateway/core/buf.h"
+    touch "$tmp/gateway/core/buf.h" "$tmp/gateway/store/shared/chain.h"
+    echo '#include "chain.h"' >"$tmp/gateway/store/pg/pg_epochs.c"
     check "$tmp" || { echo "self-test: a clean tree fails"; fails=1; }
     rm -rf "$tmp"
     expect_caught "core includes pthread.h" core/buf.c '#include <pthread.h>' || fails=1
@@ -108,6 +118,12 @@ self_test() {
         '#include "idempotency.h"' || fails=1
     expect_caught "a store part's file includes an http header" store/file/index/idem_run.c \
         '#include "request.h"' || fails=1
+    expect_caught "shared/ includes a part's header" store/shared/chain.c \
+        '#include "pg_store.h"' || fails=1
+    expect_caught "shared/ includes the top of its layer" store/shared/chain.c \
+        '#include "journal.h"' || fails=1
+    expect_caught "http includes a store part's header" http/handle_feed.c \
+        '#include "idempotency.h"' || fails=1
     [ "$fails" -eq 0 ] && echo "RESULT: OK" || echo "RESULT: BAD"
     return "$fails"
 }

@@ -16,7 +16,7 @@
 #include "ledger.h"
 #include "feed_record.h"
 #include "membership.h"
-#include "commit.h"
+#include "commit_item.h"
 #include "metrics.h"
 #include "pg_conn.h"
 #include "topology.h"

@@ -9,16 +9,6 @@
 #include "record.h"
 #include "timing.h"
 
-void gw_commit_finish(struct gw_commit_item *list, int rc)
-{
-    while (list) {
-        struct gw_commit_item *next = list->next;
-        list->next = NULL;
-        list->done(list, rc);
-        list = next;
-    }
-}
-
 /* An epoch record in the group: it follows the group's receipts so far. */
 static void add_epoch(struct gw_committer *c, struct gw_commit_item *it, uint64_t receipts)
 {
@@ -218,27 +208,6 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
     gw_buf_init(&c->group);
     return gw_worker_start(&c->worker, writer_main, c, "journal: cannot start the writer thread",
                            err);
-}
-
-void gw_commit_enqueue(struct gw_worker *w, struct gw_commit_item **head,
-                       struct gw_commit_item **tail, struct gw_commit_item *item)
-{
-    assert(item->done != NULL);
-    item->next = NULL;
-    pthread_mutex_lock(&w->lock);
-    int refuse = !w->started || w->stopping;
-    if (!refuse) {
-        assert(item != *tail && (!*tail) == (!*head)); /* queued once, list well formed */
-        if (*tail)
-            (*tail)->next = item;
-        else
-            *head = item;
-        *tail = item;
-        pthread_cond_signal(&w->wake);
-    }
-    pthread_mutex_unlock(&w->lock);
-    if (refuse)
-        item->done(item, -EIO);
 }
 
 void gw_committer_submit(struct gw_committer *c, struct gw_commit_item *item)
