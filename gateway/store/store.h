@@ -1,7 +1,8 @@
 /* The store of `shardgate serve` (docs/architecture.md §1): the state dir's journal, index,
  * checkpoints, scrub and feed reader, or with --store postgres the PostgreSQL store; the totals
- * and the feed's waiting requests either way. One struct for both, chosen at start by `pg`.
- * Its calls are the face the HTTP layer reads through (gw_store_*). */
+ * and the feed's waiting requests either way. One struct for both; its calls (gw_store_*) are
+ * the one face the HTTP layer uses, each answered by the operations of the store gw_store_open
+ * chose (store_ops.h). */
 #ifndef SHARDGATE_GW_STORE_H
 #define SHARDGATE_GW_STORE_H
 
@@ -21,8 +22,10 @@
 #include "pg_store.h"
 #include "scrub.h"
 
+struct gw_store_ops;
+
 struct gw_store {
-    int pg; /* 1 with --store postgres: pg_store replaces journal and index */
+    const struct gw_store_ops *ops; /* the store gw_store_open chose; NULL before */
     struct gw_journal journal;
     struct gw_committer committer;
     struct gw_checkpointer checkpointer; /* docs/journal.md §7 */
@@ -63,7 +66,7 @@ struct gw_store_options {
     pthread_mutex_t *publish_lock;
 };
 
-/* store_open.c: opens the store (docs/operations.md §3). The state dir's: the journal prepared
+/* Opens the store (docs/operations.md §3). The state dir's: the journal prepared
  * under its lock, the index opened, the totals and chain from the newest checkpoint that checks
  * out, the receipts after it replayed, the torn tail repaired, the epoch of `topo` journaled
  * when it changed. The database's: connected, its schema checked, its epochs read (`adopt`

@@ -1,8 +1,8 @@
-/* Either store at start (docs/operations.md §3). The state dir's: every journaled receipt back
- * into the idempotency table and the totals, from the newest checkpoint that checks out, the
- * torn tail logged, the epoch journaled; then its threads: the feed, the scrub, the checkpointer
- * and the journal writer. The database's: opened, then its listener. */
-#include "store.h"
+/* The state dir's store at start (docs/operations.md §3): every journaled receipt back into the
+ * idempotency table and the totals, from the newest checkpoint that checks out, the torn tail
+ * logged, the epoch journaled; then its threads: the feed, the scrub, the checkpointer and the
+ * journal writer. */
+#include "store_ops.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -193,8 +193,8 @@ static int open_index(struct gw_store *s, const struct gw_store_options *o, stru
     return rc;
 }
 
-static int open_journal(struct gw_store *s, const struct gw_store_options *o,
-                        const struct gw_topology *topo, struct gw_error *err)
+int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
+                       const struct gw_topology *topo, struct gw_error *err)
 {
     struct gw_journal_repair rep = {0};
     struct gw_journal_resume from;
@@ -245,8 +245,8 @@ static int start_feed(struct gw_store *s, const struct gw_store_options *o)
     return rc;
 }
 
-static int start_journal(struct gw_store *s, const struct gw_store_options *o,
-                         struct gw_metrics *metrics, struct gw_error *err)
+int gw_store_start_file(struct gw_store *s, const struct gw_store_options *o,
+                        struct gw_metrics *metrics, struct gw_error *err)
 {
     if (start_feed(s, o) != 0 || gw_scrub_start(&s->scrub, o->state_dir, o->scrub_rate,
                                                 s->journal.checked_from, metrics) != 0) {
@@ -261,68 +261,4 @@ static int start_journal(struct gw_store *s, const struct gw_store_options *o,
         rc = gw_committer_start(&s->committer, &s->journal, metrics, &s->checkpointer,
                                 o->commit_delay_ms, &hook, err);
     return rc;
-}
-
-/* Every commit, this replica's or (by NOTIFY) another's: the feed's watchers learn of it. */
-static void announce_commit(void *ctx, uint64_t last_seq, uint64_t shard_bits)
-{
-    struct gw_store *s = ctx;
-    gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
-}
-
-/* The listener's news: every epoch after ours, the newest published. */
-static void follow(void *ctx, struct gw_pg_conn *c)
-{
-    struct gw_store *s = ctx;
-    struct gw_error err;
-    pthread_mutex_lock(s->publish_lock);
-    int rc = gw_pg_epochs_catch_up(&s->pg_store, c, s->publish, s->publish_ctx, &err);
-    pthread_mutex_unlock(s->publish_lock);
-    if (rc != 0 && rc != -EIO) {
-        struct gw_buf f;
-        gw_buf_init(&f);
-        gw_log_str(&f, "epoch", "");
-        gw_log_u64(&f, "epoch_seq", 0);
-        gw_log_str(&f, "message", err.msg);
-        gw_log_event("epoch_refused", &f);
-    }
-}
-
-static int open_pg(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,
-                   struct gw_metrics *metrics, struct gw_error *err)
-{
-    struct gw_pg_open po = {.url = o->url,
-                            .topo = topo,
-                            .adopt = o->adopt,
-                            .adopt_ctx = o->adopt_ctx,
-                            .metrics = metrics,
-                            .delay_ms = o->commit_delay_ms,
-                            .hook = {announce_commit, s}};
-    int rc = gw_pg_store_open(&s->pg_store, &po, err);
-    if (rc == 0) {
-        s->pg = 1;
-        s->publish = o->publish;
-        s->publish_ctx = o->publish_ctx;
-        s->publish_lock = o->publish_lock;
-    }
-    return rc == 0 || rc == -ENOMEM ? rc : -EINVAL;
-}
-
-int gw_store_open(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,
-                  struct gw_metrics *metrics, struct gw_error *err)
-{
-    return o->url ? open_pg(s, o, topo, metrics, err) : open_journal(s, o, topo, err);
-}
-
-int gw_store_start(struct gw_store *s, const struct gw_store_options *o, struct gw_metrics *metrics,
-                   struct gw_error *err)
-{
-    if (!s->pg)
-        return start_journal(s, o, metrics, err);
-    /* The watch before the listener: it announces other replicas' commits to it. */
-    if (gw_feed_watch_start(&s->watch, s->pg_store.start_seq, o->max_watchers) != 0) {
-        gw_error_set(err, "", "shardgate: cannot start the feed's watch");
-        return -ENOMEM;
-    }
-    return gw_pg_listener_start(&s->pg_store, follow, s, err);
 }

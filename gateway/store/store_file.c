@@ -1,0 +1,241 @@
+/* The face of the state dir's store (docs/journal.md): every call of store.h on the journal,
+ * the idempotency index, the ledger and the feed's reader. */
+#include "store_ops.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "record.h"
+
+static void stop_file(struct gw_store *s)
+{
+    gw_committer_stop(&s->committer);       /* offers the last checkpoint, after the last group */
+    gw_checkpointer_stop(&s->checkpointer); /* writes it */
+    gw_scrub_stop(&s->scrub);
+}
+
+static void close_file(struct gw_store *s)
+{
+    gw_committer_destroy(&s->committer);
+    gw_feed_free(&s->feed);
+    if (s->journal.path)
+        gw_journal_close(&s->journal);
+    if (s->idem_open)
+        gw_idem_close(&s->idem);
+}
+
+static int writable_file(struct gw_store *s)
+{
+    return !gw_committer_failed(&s->committer);
+}
+
+static void refusal_file(struct gw_store *s, struct gw_store_refusal *out)
+{
+    struct gw_committer *c = &s->committer;
+    out->code = "journal_unavailable";
+    out->retry = 0;
+    gw_error_set(&out->error, "", "%s",
+                 gw_committer_failed(c) ? c->error.msg : "journal: not accepting records");
+}
+
+static int claim_file(struct gw_store *s, const char *id, size_t len,
+                      const unsigned char *fingerprint, enum gw_idem_verdict *verdict,
+                      struct gw_idem_ref *ref)
+{
+    return gw_idem_claim(&s->idem, id, len, fingerprint, verdict, ref);
+}
+
+static void release_file(struct gw_store *s, const char *id, size_t len)
+{
+    gw_idem_release(&s->idem, id, len);
+}
+
+/* The journal writer's completion of a receipt: the index and the totals learn it before the
+ * submitter does. */
+static void journaled(struct gw_commit_item *item, int rc)
+{
+    struct gw_store *s = item->store;
+    size_t len = strlen(item->batch_id);
+    if (rc == 0) {
+        struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
+                                  item->seq};
+        gw_idem_commit(&s->idem, item->batch_id, len, ref);
+        /* Out of memory for the per-epoch totals only: this process writes no more
+         * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
+         * The epoch_seq is the one the writer found at the receipt's place in the journal, as a
+         * replay does, not the view's (they differ when an epoch id recurs). */
+        gw_ledger_add(&s->ledger, item->epoch_seq ? item->epoch_seq : item->view_epoch_seq,
+                      item->slots, item->tally, item->members->count);
+    } else {
+        gw_idem_release(&s->idem, item->batch_id, len);
+    }
+    item->submitter_done(item, rc);
+}
+
+static void submit_file(struct gw_store *s, struct gw_commit_item *item)
+{
+    item->receipt_crc = gw_record_crc(item->receipt, item->receipt_len);
+    item->store = s;
+    item->submitter_done = item->done;
+    item->done = journaled;
+    gw_committer_submit(&s->committer, item);
+}
+
+int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
+                      struct gw_store_miss *miss)
+{
+    miss->seq = ref.seq;
+    miss->segment = ref.segment;
+    miss->line = gw_journal_receipt_line(ref.seq, ref.offset);
+    if (gw_segments_archived(&s->journal.segs, ref.segment))
+        return -ESTALE;
+    /* appends nothing on an error */
+    return gw_journal_read_receipt(&s->journal, ref.segment, ref.seq, ref.offset, (size_t)ref.len,
+                                   out);
+}
+
+static int read_receipt_file(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
+                             struct gw_store_miss *miss)
+{
+    struct gw_idem_ref ref;
+    int rc = gw_idem_find(&s->idem, id, len, &ref);
+    if (rc == -EIO)
+        return -EUCLEAN;
+    return rc != 0 ? -ENOENT : gw_store_read_ref(s, ref, out, miss);
+}
+
+static int feed_read_file(struct gw_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,
+                          void *ctx, struct gw_feed_mark *pos, uint64_t *last,
+                          struct gw_store_miss *miss)
+{
+    (void)max; /* read until the visitor stops */
+    struct gw_feed_fault fault = {0};
+    int rc = gw_feed_read(&s->feed, after, visit, ctx, pos, last, &fault);
+    miss->earliest = fault.earliest;
+    miss->segment = fault.segment;
+    miss->line = fault.offset;
+    miss->seq = fault.seq;
+    return rc;
+}
+
+static uint64_t feed_head_file(struct gw_store *s)
+{
+    return gw_feed_watch_head(&s->watch);
+}
+
+static int shard_totals_file(struct gw_store *s, const struct gw_membership *m,
+                             struct gw_ledger_entry **out, size_t *count, struct gw_error *err)
+{
+    (void)m, (void)err; /* every shard of every epoch is registered in the ledger */
+    *out = gw_ledger_snapshot(&s->ledger, count);
+    return *out ? 0 : -ENOMEM;
+}
+
+static int member_totals_file(struct gw_store *s, const struct gw_membership *m,
+                              const size_t *slots, struct gw_total *out, struct gw_error *err)
+{
+    (void)err;
+    gw_ledger_totals(&s->ledger, slots, m->count, out);
+    return 0;
+}
+
+/* Waits for one epoch record to be durable (the writer's completion). */
+struct epoch_wait {
+    struct gw_commit_item item;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+};
+
+static void epoch_synced(struct gw_commit_item *item, int rc)
+{
+    struct epoch_wait *w = (struct epoch_wait *)item;
+    pthread_mutex_lock(&w->lock);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Journals the epoch record of `t` after every receipt queued before it; returns once synced. */
+static int journal_epoch(struct gw_store *s, const struct gw_topology *t,
+                         enum gw_epoch_source source, struct gw_epoch_entry *out,
+                         struct gw_error *err)
+{
+    struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced}};
+    pthread_mutex_init(&w.lock, NULL);
+    pthread_cond_init(&w.cond, NULL);
+    gw_committer_submit(&s->committer, &w.item);
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+        pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    if (w.rc == 0 && !w.item.chained)
+        w.rc = -ENOMEM;
+    if (w.rc != 0)
+        gw_error_set(err, "", "%s",
+                     gw_committer_failed(&s->committer)
+                         ? s->committer.error.msg
+                         : "journal: the epoch record was not written");
+    *out = w.item.entry;
+    return w.rc;
+}
+
+static int record_epoch_file(struct gw_store *s, const struct gw_topology *next,
+                             enum gw_epoch_source source, const char *base,
+                             struct gw_epoch_entry *entry, struct gw_error *err)
+{
+    (void)base; /* one writer: no other can have recorded an epoch after it */
+    return journal_epoch(s, next, source, entry, err);
+}
+
+static int catch_up_file(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err)
+{
+    (void)s, (void)apply, (void)ctx, (void)err; /* no other writer records epochs */
+    return 0;
+}
+
+static struct gw_epoch_chain *chain_file(struct gw_store *s)
+{
+    return &s->journal.chain;
+}
+
+const char *gw_store_damage_what(int rc)
+{
+    return rc == -EILSEQ ? "the line at the index's position is not that record's"
+                         : gw_record_fault(rc);
+}
+
+void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
+{
+    if (segment == atomic_load(&s->journal.segment))
+        snprintf(file, GW_SEGMENT_NAME_MAX, "%s", GW_JOURNAL_FILE);
+    else
+        gw_segment_name(file, segment);
+}
+
+const struct gw_store_ops gw_store_file_ops = {
+    .check_name = "journal",
+    .holds_membership = 0,
+    .start = gw_store_start_file,
+    .stop = stop_file,
+    .close = close_file,
+    .writable = writable_file,
+    .refusal = refusal_file,
+    .claim = claim_file,
+    .release = release_file,
+    .submit = submit_file,
+    .read_receipt = read_receipt_file,
+    .feed_read = feed_read_file,
+    .feed_head = feed_head_file,
+    .shard_totals = shard_totals_file,
+    .member_totals = member_totals_file,
+    .record_epoch = record_epoch_file,
+    .catch_up = catch_up_file,
+    .chain = chain_file,
+};
