@@ -168,9 +168,9 @@ DEFECTS = [
     # request started before a switch is placed on the old ring while its receipt names the new
     # epoch; the epoch id without capacities; a skipped prev link (written as null).
     ("old-ring-new-epoch", "gateway:dispatch",
-     "    else if (write_receipt(&r->receipt, t, b, &d) != 0)",
+     "    else if (write_receipt(&r->post->receipt, t, b, &d) != 0)",
      "    else if (memcpy(r->view->topo.epoch, s->views.current->topo.epoch, GW_EPOCH_HEX_LEN),\n"
-     "             write_receipt(&r->receipt, t, b, &d) != 0)", GATEWAY,
+     "             write_receipt(&r->post->receipt, t, b, &d) != 0)", GATEWAY,
      "http_live_inflight"),
     ("epoch-id-without-capacities", "gateway:gw_epoch_text",
      "        gw_buf_field_u64(out, \" \", s->capacity);\n", "", GATEWAY,

@@ -46,13 +46,34 @@ static enum MHD_Result begin(struct gw_req *r)
     return MHD_YES;
 }
 
+/* A POST /v1/batches from the batch's parse to its answer. */
+struct gw_post {
+    struct gw_req *r;
+    unsigned char fingerprint[GW_FINGERPRINT_LEN];
+    struct gw_buf receipt;  /* the receipt bytes, then "\n" once durable */
+    struct gw_tally *tally; /* this batch's per-shard tallies, added when durable */
+    struct gw_commit_item item;
+    atomic_int committed; /* set by the store's writer before it resumes the connection */
+    int commit_rc;
+};
+
+void gw_post_free(struct gw_req *r)
+{
+    if (!r->post)
+        return;
+    gw_buf_free(&r->post->receipt);
+    free(r->post->tally);
+    free(r->post);
+    r->post = NULL;
+}
+
 /* The store's completion: make the outcome visible, then wake the connection. */
 static void committed(struct gw_commit_item *item, int rc)
 {
-    struct gw_req *r = (struct gw_req *)((char *)item - offsetof(struct gw_req, item));
-    r->commit_rc = rc;
-    atomic_store(&r->committed, 1);
-    MHD_resume_connection(r->conn);
+    struct gw_post *p = (struct gw_post *)((char *)item - offsetof(struct gw_post, item));
+    p->commit_rc = rc;
+    atomic_store(&p->committed, 1);
+    MHD_resume_connection(p->r->conn);
 }
 
 /* 503: the store takes no commits now (docs/api.md §2), in the words of the store in use. */
@@ -97,28 +118,28 @@ static uint64_t shard_bits(const struct gw_req *r)
     const struct gw_membership *m = &r->view->topo.members;
     uint64_t bits = 0;
     for (size_t i = 0; i < m->count; i++)
-        if (r->tally[i].received > 0)
+        if (r->post->tally[i].received > 0)
             bits |= gw_feed_shard_bit(m->shards[i].id, strlen(m->shards[i].id));
     return bits;
 }
 
 static enum MHD_Result submit(struct gw_req *r)
 {
-    r->item = (struct gw_commit_item){.receipt = r->receipt.data,
-                                      .receipt_len = r->receipt.len,
-                                      .fingerprint = r->fingerprint,
-                                      .shard_bits = shard_bits(r),
-                                      .batch_id = r->batch_id,
-                                      .epoch = r->view->topo.epoch,
-                                      .members = &r->view->topo.members,
-                                      .tally = r->tally,
-                                      .stored = &r->receipt,
-                                      .view_epoch_seq = r->view->epoch_seq,
-                                      .slots = r->view->slots,
-                                      .done = committed};
+    r->post->item = (struct gw_commit_item){.receipt = r->post->receipt.data,
+                                            .receipt_len = r->post->receipt.len,
+                                            .fingerprint = r->post->fingerprint,
+                                            .shard_bits = shard_bits(r),
+                                            .batch_id = r->batch_id,
+                                            .epoch = r->view->topo.epoch,
+                                            .members = &r->view->topo.members,
+                                            .tally = r->post->tally,
+                                            .stored = &r->post->receipt,
+                                            .view_epoch_seq = r->view->epoch_seq,
+                                            .slots = r->view->slots,
+                                            .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
-    gw_store_submit(&r->srv->store, &r->item);
+    gw_store_submit(&r->srv->store, &r->post->item);
     return MHD_YES;
 }
 
@@ -151,10 +172,10 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", err.msg, "");
     else if (!d.ok && d.over_capacity_shards && gw_policy_refuses_over_capacity(t->contract.policy))
         ret = over_capacity(r, b, &d);
-    else if (write_receipt(&r->receipt, t, b, &d) != 0)
+    else if (write_receipt(&r->post->receipt, t, b, &d) != 0)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     else {
-        r->tally = d.tally; /* kept until the receipt is durable */
+        r->post->tally = d.tally; /* kept until the receipt is durable */
         d.tally = NULL;
         refused = 0;
     }
@@ -240,10 +261,18 @@ static enum MHD_Result finish_body(struct gw_req *r)
     if (rc != 0)
         return fail(r, MHD_HTTP_BAD_REQUEST,
                     is_syntax_error(&err) ? "invalid_json" : "invalid_batch", err.msg, err.path);
+    r->post = calloc(1, sizeof(*r->post));
+    if (!r->post) {
+        gw_batch_free(&b);
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    }
+    r->post->r = r;
+    gw_buf_init(&r->post->receipt);
+    atomic_init(&r->post->committed, 0);
     memcpy(r->batch_id, b.batch_id, b.batch_id_len);
     r->batch_id[b.batch_id_len] = '\0';
     r->changes = b.count;
-    memcpy(r->fingerprint, b.fingerprint, sizeof(r->fingerprint));
+    memcpy(r->post->fingerprint, b.fingerprint, sizeof(r->post->fingerprint));
     enum MHD_Result ret = decide(r, &b);
     gw_batch_free(&b);
     return ret;
@@ -252,22 +281,22 @@ static enum MHD_Result finish_body(struct gw_req *r)
 /* Called again after the journal writer resumed the connection. */
 static enum MHD_Result answer(struct gw_req *r)
 {
-    if (!atomic_load(&r->committed)) {
+    if (!atomic_load(&r->post->committed)) {
         MHD_suspend_connection(r->conn);
         return MHD_YES;
     }
-    if (r->commit_rc != 0)
+    if (r->post->commit_rc != 0)
         return unavailable(r);
-    if (r->item.verdict == GW_COMMIT_REUSED)
+    if (r->post->item.verdict == GW_COMMIT_REUSED)
         return reused(r);
-    int replayed = r->item.verdict == GW_COMMIT_REPLAY;
+    int replayed = r->post->item.verdict == GW_COMMIT_REPLAY;
     if (replayed)
         r->result = GW_RESULT_REPLAYED;
-    gw_buf_puts(&r->receipt, "\n");
+    gw_buf_puts(&r->post->receipt, "\n");
     if (replayed)
-        return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->receipt,
+        return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt,
                                 "Idempotent-Replayed", "true");
-    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->receipt, NULL, NULL);
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt, NULL, NULL);
 }
 
 enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size)

@@ -23,8 +23,6 @@ struct gw_req *gw_req_new(struct gw_server *s, struct MHD_Connection *conn, cons
     snprintf(r->method, sizeof(r->method), "%s", method);
     snprintf(r->path, sizeof(r->path), "%s", url);
     gw_buf_init(&r->body);
-    gw_buf_init(&r->receipt);
-    atomic_init(&r->committed, 0);
     atomic_fetch_add(&s->active, 1);
     return r;
 }
@@ -82,8 +80,7 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     log_request(r, now - r->start_ns);
     gw_body_release(r);
     gw_feed_req_free(r);
-    gw_buf_free(&r->receipt);
-    free(r->tally);
+    gw_post_free(r);
     gw_view_unref(r->view); /* an old view is freed by its last request */
     free(r);
     *con_cls = NULL;

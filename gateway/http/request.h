@@ -59,22 +59,17 @@ struct gw_req {
     const struct gw_route *route; /* NULL until routed (a stream route at the first call) */
     enum gw_phase phase;
     unsigned status;
-    /* POST /v1/batches */
+    /* a request body (POST /v1/batches, PUT /v1/admin/membership: body.c) */
     struct gw_buf body;
     enum gw_body_drop drop;
     uint64_t dropped;     /* body bytes read and dropped (see drop) */
     uint64_t charged;     /* bytes of --max-body-inflight this request holds */
     uint64_t deadline_ns; /* the body must be complete by then (--body-timeout) */
+    /* the access log and the batch metrics (a POST's, or a stored receipt's read) */
     char batch_id[GW_BATCH_ID_MAX + 1];
     size_t changes;
-    int counted;
     enum gw_batch_result result;
-    unsigned char fingerprint[GW_FINGERPRINT_LEN];
-    struct gw_buf receipt;  /* the receipt bytes, then "\n" once durable */
-    struct gw_tally *tally; /* this batch's per-shard tallies, added when durable */
-    struct gw_commit_item item;
-    atomic_int committed; /* set by the journal writer before it resumes the connection */
-    int commit_rc;
+    struct gw_post *post;     /* a POST's batch once parsed (handle_post.c), NULL otherwise */
     struct gw_feed_req *feed; /* a feed request's state (handle_feed.c), NULL otherwise */
 };
 
@@ -181,6 +176,8 @@ enum MHD_Result gw_handle_admin_membership(struct gw_req *r, const char *data, s
 enum MHD_Result gw_handle_receipts(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest);
 void gw_feed_req_free(struct gw_req *r);
+/* Frees a POST's batch state (handle_post.c); safe at any completion. */
+void gw_post_free(struct gw_req *r);
 
 /* Queues a stored receipt (read from the journal) and a newline with status 200 and one
  * optional header, or the 500 that says it cannot be read (handle_read.c). */
