@@ -467,11 +467,17 @@ DEFECTS = [
     ("archive-writes-no-ids-file", "gateway:archive_one",
      "    int rc = write_ids(dir, path, data, (size_t)seg->bytes, seg->first_seq, seg->last_seq, err);",
      "    int rc = 0;", ("tests",), "^http_state_mix$"),
-    # One way to put a file in place (docs/decisions.md §14): a failed rename leaves no
-    # temporary file behind.
+    # One way to put a file in place (docs/decisions.md §14): a failed rename or sync leaves no
+    # temporary file behind; a short write is finished, not taken for the whole.
     ("durable-temp-left-after-a-failed-rename", "gateway:gw_durable_install",
-     "        unlink(f->tmp);\n        return rc;", "        return rc;", ("tests",),
-     "^unit/test_fileio$"),
+     "        gw_io.unlink(f->tmp);\n        return rc;", "        return rc;", ("tests",),
+     "^unit/test_(fileio|io_faults)$"),
+    ("durable-temp-left-after-a-failed-sync", "gateway:gw_durable_sync",
+     "    if (rc != 0)\n        gw_io.unlink(f->tmp);", "    if (rc != 0)\n        (void)0;",
+     ("tests",), "^unit/test_io_faults$"),
+    ("short-write-taken-for-whole", "gateway:gw_file_write_all",
+     "        data += n;\n        len -= (size_t)n;", "        data += len;\n        len = 0;",
+     ("tests",), "^unit/test_io_faults$"),
 ]
 CONTRACT = ("DISPATCH_HASH_RING=ketama\n{vnodes}DISPATCH_RING_HASH=sha1\n"
             "DISPATCH_CAPACITY_POLICY=report\n")

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
+
 int gw_file_read(const char *path, char **out, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -48,7 +50,7 @@ int gw_file_read(const char *path, char **out, size_t *len)
 int gw_file_write_all(int fd, const char *data, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(fd, data, len);
+        ssize_t n = gw_io.write(fd, data, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -61,10 +63,10 @@ int gw_file_write_all(int fd, const char *data, size_t len)
 
 int gw_sync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = gw_io.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
+    int rc = gw_io.fsync(fd) == 0 ? 0 : -errno;
     close(fd);
     return rc;
 }
@@ -77,27 +79,27 @@ int gw_durable_open(struct gw_durable_file *f, const char *path, const char *tmp
         f->tmp[0] = '\0'; /* nothing to remove */
         return -ENAMETOOLONG;
     }
-    f->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    f->fd = gw_io.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
     return f->fd < 0 ? -errno : 0;
 }
 
 int gw_durable_sync(struct gw_durable_file *f)
 {
     /* The file is new, so fsync costs what fdatasync would, and it covers the mode too. */
-    int rc = fsync(f->fd) == 0 ? 0 : -errno;
+    int rc = gw_io.fsync(f->fd) == 0 ? 0 : -errno;
     if (close(f->fd) != 0 && rc == 0)
         rc = -errno;
     f->fd = -1;
     if (rc != 0)
-        unlink(f->tmp);
+        gw_io.unlink(f->tmp);
     return rc;
 }
 
 int gw_durable_install(struct gw_durable_file *f)
 {
-    if (rename(f->tmp, f->path) != 0) {
+    if (gw_io.rename(f->tmp, f->path) != 0) {
         int rc = -errno;
-        unlink(f->tmp);
+        gw_io.unlink(f->tmp);
         return rc;
     }
     char *slash = strrchr(f->path, '/');
@@ -123,7 +125,7 @@ void gw_durable_abandon(struct gw_durable_file *f)
         close(f->fd);
     f->fd = -1;
     if (f->tmp[0])
-        unlink(f->tmp);
+        gw_io.unlink(f->tmp);
 }
 
 int gw_durable_write(const char *path, const char *tmp, const void *data, size_t len, mode_t mode)

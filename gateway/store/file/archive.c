@@ -22,6 +22,7 @@
 #include "journal.h"
 #include "journal_ids.h"
 #include "segment.h"
+#include "io.h"
 
 #define ARCHIVE_ZSTD_LEVEL 3
 
@@ -66,9 +67,9 @@ static int append_entry(const char *dir, uint64_t first, uint64_t last, size_t s
                      "{\"name\":\"%s\",\"first_seq\":%llu,\"last_seq\":%llu,\"bytes\":%zu,"
                      "\"sha256\":\"%s\",\"archived_as\":\"%s\"}\n",
                      name, (unsigned long long)first, (unsigned long long)last, size, sha, as);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+    int fd = gw_io.open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
     int rc = fd < 0 ? -errno : gw_file_write_all(fd, line, (size_t)n);
-    if (rc == 0 && fdatasync(fd) != 0)
+    if (rc == 0 && gw_io.fdatasync(fd) != 0)
         rc = -errno;
     if (fd >= 0)
         close(fd);
@@ -80,7 +81,7 @@ static int unlink_segment(const char *dir, uint64_t first, struct gw_error *err)
     char path[4096], name[GW_SEGMENT_NAME_MAX];
     gw_segment_name(name, first);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    int rc = unlink(path) == 0 ? gw_sync_dir(dir) : -errno;
+    int rc = gw_io.unlink(path) == 0 ? gw_sync_dir(dir) : -errno;
     return rc == 0 ? 0 : fail(err, path, "cannot unlink", rc);
 }
 
@@ -108,7 +109,7 @@ static int archive_one(const char *dir, const char *adir, const struct gw_segmen
     gw_segment_name(name, seg->first_seq);
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     snprintf(as, sizeof(as), "%s%s", name, plain ? "" : ".zst");
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return fail(err, path, "cannot open", -errno);
     void *data = mmap(NULL, (size_t)seg->size, PROT_READ, MAP_PRIVATE, fd, 0);

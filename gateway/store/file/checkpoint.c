@@ -14,6 +14,7 @@
 
 #include "crashpoint.h"
 #include "fileio.h"
+#include "io.h"
 
 void gw_checkpoint_name(char out[GW_CHECKPOINT_NAME_MAX], uint64_t last_seq)
 {
@@ -93,7 +94,7 @@ static void prune(const char *dir)
         char path[4096], name[GW_CHECKPOINT_NAME_MAX];
         gw_checkpoint_name(name, seqs[i]);
         snprintf(path, sizeof(path), "%s/%s", dir, name);
-        unlink(path);
+        gw_io.unlink(path);
     }
     free(seqs);
 }

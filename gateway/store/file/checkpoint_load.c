@@ -3,6 +3,7 @@
  * the journal's chain and the ledger. */
 #include "checkpoint.h"
 #include "record.h"
+#include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,7 @@ static int why(struct gw_error *err, const char *what)
 /* Reads the whole file; checks that it is one line ending with the sha256 of what precedes. */
 static int read_checked(const char *path, char **data, size_t *len, struct gw_error *err)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         if (fd >= 0)
@@ -199,7 +200,7 @@ static int check_position(struct gw_journal *j, struct gw_checkpoint *c, struct 
     if (!gw_journal_has_segment(j, c->segment))
         return why(err, "its segment is not in the state dir");
     char *path = gw_journal_segment_path(j, c->segment);
-    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = path ? gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
     free(path);
     struct stat st;
     void *map = MAP_FAILED;

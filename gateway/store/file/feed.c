@@ -11,6 +11,7 @@
 
 #include "feed_segments.h"
 #include "record.h"
+#include "io.h"
 
 #define RECEIPT_PREFIX "{\"type\":\"receipt\",\"seq\":"
 #define EPOCH_PREFIX "{\"type\":\"epoch\""
@@ -303,7 +304,7 @@ static int scan_segment(struct scan *s, const struct gw_feed_segment *seg, uint6
     char name[64], path[4200];
     gw_feed_segment_name(seg, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", s->f->dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0 && errno == ENOENT && seg->active) {
         s->done = 1; /* the writer is rotating: the active segment is being sealed under its
                         new name, which a later read lists (nothing past here is delivered) */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io.h"
+
 #define SEALED_PREFIX "journal-"
 #define SEALED_SUFFIX ".jsonl"
 #define HEADER_PREFIX "{\"type\":\"segment\",\"first_seq\":"
@@ -45,7 +47,7 @@ static uint64_t active_first_seq(const char *dir)
 {
     char path[4096], head[96];
     snprintf(path, sizeof(path), "%s/journal.jsonl", dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return 1;
     ssize_t n = pread(fd, head, sizeof(head), 0);

@@ -20,6 +20,7 @@
 #include "record.h"
 #include "ring.h"
 #include "timing.h"
+#include "io.h"
 
 /* Replay state: what the lines so far established. */
 struct replay {
@@ -43,10 +44,10 @@ static char *join_path(const char *dir, const char *name)
 
 static int sync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    int fd = gw_io.open(dir, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
+    int rc = gw_io.fsync(fd) == 0 ? 0 : -errno;
     close(fd);
     return rc;
 }
@@ -215,7 +216,7 @@ static int open_state_file(const char *path, int flags, struct gw_error *err)
 {
     /* O_NONBLOCK: a FIFO in the journal's place must not block the open; regular files
      * ignore it. */
-    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+    int fd = gw_io.open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
     if (fd < 0) {
         int e = errno;
         /* EISDIR: a directory; ENXIO: a FIFO without a reader opened for writing. */
@@ -255,9 +256,9 @@ static int cut_tail(struct gw_journal *j, const char *data, uint64_t at, uint64_
         rc = fd;
     if (rc == 0)
         rc = gw_file_write_all(fd, data + at, (size_t)(end - at));
-    if (rc == 0 && fsync(fd) != 0)
+    if (rc == 0 && gw_io.fsync(fd) != 0)
         rc = -errno;
-    if (rc == 0 && (ftruncate(j->fd, (off_t)at) != 0 || fsync(j->fd) != 0))
+    if (rc == 0 && (gw_io.ftruncate(j->fd, (off_t)at) != 0 || gw_io.fsync(j->fd) != 0))
         rc = -errno;
     if (rc == -EINVAL) { /* err names the unusable .broken file */
         char why[sizeof(err->msg)];
@@ -489,7 +490,7 @@ static int replay_sealed(struct replay *r, const struct gw_segment *seg, uint64_
                          struct gw_error *err)
 {
     char *path = gw_journal_segment_path(r->j, seg->first_seq);
-    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = path ? gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
     int rc = !path ? no_memory(err) : fd < 0 ? -errno : 0;
     if (path && fd < 0)
         gw_error_set(err, "", "journal: %s: %s", path, strerror(-rc));
@@ -652,7 +653,7 @@ static int check_state_dir(const char *dir, struct gw_error *err)
  * dir). Returns 0; -EINVAL (refused, err filled); -errno. */
 static int make_state_dir(const char *dir, struct gw_error *err)
 {
-    int created = mkdir(dir, 0750) == 0;
+    int created = gw_io.mkdir(dir, 0750) == 0;
     if (!created && errno != EEXIST) {
         gw_error_set(err, "", "journal: cannot create state dir %s: %s", dir, strerror(errno));
         return -errno;
@@ -673,7 +674,7 @@ static int lock_dir(struct gw_journal *j, const char *dir, struct gw_error *err)
     j->path = join_path(dir, GW_JOURNAL_FILE);
     if (!j->dir || !j->path)
         return no_memory(err);
-    j->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    j->dir_fd = gw_io.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (j->dir_fd < 0) {
         gw_error_set(err, "", "journal: state dir %s: %s", dir, strerror(errno));
         return -errno;
@@ -710,10 +711,10 @@ static int finish_rotation(struct gw_journal *j, struct gw_error *err)
     char *tmp = join_path(j->dir, GW_JOURNAL_NEW_FILE);
     if (!tmp)
         return no_memory(err);
-    int rc = unlink(tmp) == 0 || errno == ENOENT ? 0 : -errno;
+    int rc = gw_io.unlink(tmp) == 0 || errno == ENOENT ? 0 : -errno;
     free(tmp);
     /* O_NONBLOCK: a FIFO in the journal's place must not block (it is refused later). */
-    int fd = rc == 0 ? open(j->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+    int fd = rc == 0 ? gw_io.open(j->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0) : -1;
     if (fd >= 0 && ends_sealed(fd)) {
         struct gw_segments segs;
         rc = gw_segments_scan(j->dir, &segs, err);
@@ -721,7 +722,7 @@ static int finish_rotation(struct gw_journal *j, struct gw_error *err)
         char name[GW_SEGMENT_NAME_MAX];
         gw_segment_name(name, first);
         char *to = rc == 0 ? join_path(j->dir, name) : NULL;
-        if (rc == 0 && (!to || rename(j->path, to) != 0 || fsync(j->dir_fd) != 0))
+        if (rc == 0 && (!to || gw_io.rename(j->path, to) != 0 || gw_io.fsync(j->dir_fd) != 0))
             rc = to ? -errno : -ENOMEM;
         free(to);
         gw_segments_free(&segs);
@@ -753,7 +754,7 @@ static int open_active(struct gw_journal *j, struct gw_error *err)
         return rc;
     }
     if (!exists)
-        fsync(j->dir_fd);
+        gw_io.fsync(j->dir_fd);
     struct stat st;
     j->active_checked =
         fstat(j->fd, &st) != 0 || gw_segment_file_checked(j->fd, j->segment, (uint64_t)st.st_size);
@@ -902,7 +903,7 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
     if (rc == 0) {
         uint64_t t0 = gw_now_ns();
         what = "fdatasync";
-        rc = fdatasync(j->fd) == 0 ? 0 : -errno;
+        rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;
         if (sync_ns)
             *sync_ns = gw_now_ns() - t0;
     }
@@ -912,7 +913,7 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
         return 0;
     }
     /* No partial line may stay behind: cut back to the last whole, durable line. */
-    int cut = ftruncate(j->fd, (off_t)j->size) == 0 && fdatasync(j->fd) == 0;
+    int cut = gw_io.ftruncate(j->fd, (off_t)j->size) == 0 && gw_io.fdatasync(j->fd) == 0;
     gw_error_set(err, "", "journal: %s: %s failed: %s%s", j->path, what, strerror(-rc),
                  cut ? "" : " (and truncating back failed)");
     return rc;
@@ -939,7 +940,7 @@ static int read_sealed(struct gw_journal *j, uint64_t segment, uint64_t offset, 
 {
     char name[GW_SEGMENT_NAME_MAX];
     gw_segment_name(name, segment);
-    int fd = openat(j->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = gw_io.openat(j->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int rc = read_fd(fd, offset, len, out);

@@ -16,6 +16,7 @@
 
 #include "fileio.h"
 #include "record.h"
+#include "io.h"
 
 #define PREFIX "{\"type\":\"receipt\",\"seq\":"
 #define FP_KEY ",\"fingerprint\":\""
@@ -145,7 +146,7 @@ static int scan_segment(struct scan *s, struct gw_journal *j, uint64_t first_seq
                         struct gw_error *err)
 {
     char *path = gw_journal_segment_path(j, first_seq);
-    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = path ? gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
     int rc = !path ? -ENOMEM : fd < 0 ? -errno : 0;
     s->segment = first_seq;
     s->next_seq = first_seq;
@@ -246,7 +247,7 @@ static const char *map_ids(const char *dir, const struct gw_segment *a, char *pa
     char name[GW_ARCHIVED_IDS_NAME_MAX];
     gw_archived_ids_name(name, a->first_seq);
     snprintf(path, n, "%s/%s", dir, name);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
     struct stat st;
     const char *what = fd < 0 ? "missing" : NULL;
     *data = MAP_FAILED;

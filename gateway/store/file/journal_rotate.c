@@ -13,6 +13,7 @@
 #include "crashpoint.h"
 #include "fileio.h"
 #include "record.h"
+#include "io.h"
 
 /* SHA-256 of the active segment's bytes so far, without ending the running hash. */
 static int active_sha256(struct gw_journal *j, char out[GW_SHA256_HEX + 1])
@@ -56,7 +57,7 @@ int gw_journal_create_active(struct gw_journal *j, struct gw_error *err)
     gw_buf_append(&lines, j->epoch_line.data, j->epoch_line.len ? j->epoch_line.len - 1 : 0);
     gw_record_end(&lines, repeat);
     int rc = lines.failed || j->epoch_line.failed ? -ENOMEM : write_new_active(j, &lines, err);
-    int fd = rc == 0 ? open(j->path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = rc == 0 ? gw_io.open(j->path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0) : -1;
     if (rc == 0 && fd < 0)
         rc = fail(err, j->path, "cannot open", -errno);
     if (rc == 0) {
@@ -112,7 +113,7 @@ int gw_journal_rotate(struct gw_journal *j, struct gw_error *err)
     char to[4096], name[GW_SEGMENT_NAME_MAX];
     gw_segment_name(name, s.first_seq);
     snprintf(to, sizeof(to), "%s/%s", j->dir, name);
-    if (rc == 0 && (rename(j->path, to) != 0 || fsync(j->dir_fd) != 0))
+    if (rc == 0 && (gw_io.rename(j->path, to) != 0 || gw_io.fsync(j->dir_fd) != 0))
         rc = fail(err, j->path, "cannot rename the sealed segment", -errno);
     if (rc == 0)
         gw_crash_point("rotation-renamed");

@@ -17,6 +17,7 @@
 #include "record.h"
 #include "segment.h"
 #include "timing.h"
+#include "io.h"
 
 #define CHUNK (1u << 20)
 
@@ -146,7 +147,7 @@ static int scrub_segment(struct gw_scrub *sc, const struct gw_feed_segment *seg,
     pthread_mutex_unlock(&sc->lock);
     if (seg->active && !durable)
         return 0; /* rotating: the next pass reads it under its sealed name */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return 0; /* archived or renamed since the listing */
     int rc = 0;

@@ -3,6 +3,7 @@
 #include "segment.h"
 
 #include "record.h"
+#include "io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -207,7 +208,7 @@ int gw_segments_scan(const char *dir, struct gw_segments *out, struct gw_error *
         char path[4096], name[GW_SEGMENT_NAME_MAX];
         gw_segment_name(name, out->sealed[i].first_seq);
         snprintf(path, sizeof(path), "%s/%s", dir, name);
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        int fd = gw_io.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
         if (fd < 0)
             rc = fault(err, dir, out->sealed[i].first_seq, strerror(errno));
         else

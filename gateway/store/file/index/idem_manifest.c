@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "fileio.h"
 #include "idem_run.h"
+#include "io.h"
 
 #define SHA_KEY ",\"sha256\":\""
 
@@ -173,7 +174,7 @@ void gw_idem_manifest_sweep(const char *dir, const struct gw_idem_manifest *m)
         if (e->d_name[0] == '.' || listed(e->d_name, m))
             continue;
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        unlink(path);
+        gw_io.unlink(path);
     }
     closedir(d);
 }

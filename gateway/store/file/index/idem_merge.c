@@ -9,6 +9,7 @@
 
 #include "crashpoint.h"
 #include "idem_state.h"
+#include "io.h"
 
 #define GW_IDEM_TIER_FANIN 4
 
@@ -153,7 +154,7 @@ int gw_idem__merge_once(struct gw_idem_state *s, struct gw_error *err)
         if (rc == 0) { /* no longer listed: mapped readers keep their pages after the unlink */
             gw_idem_run_name(name, sizeof(name), in[i]->id);
             snprintf(path, sizeof(path), "%s/%s", s->dir, name);
-            unlink(path);
+            gw_io.unlink(path);
         }
         gw_idem_run_unref(in[i]);
     }

@@ -13,6 +13,7 @@
 #include "idem_manifest.h"
 #include "idem_state.h"
 #include "log.h"
+#include "io.h"
 
 #define DEFAULT_TABLE_SLOTS (1u << 18)
 #define INFLIGHT_SLOTS 1024u
@@ -135,9 +136,9 @@ static void sync_parent(const char *path)
         *slash = '\0';
     else
         snprintf(parent, sizeof(parent), ".");
-    int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = gw_io.open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd >= 0) {
-        fsync(fd);
+        gw_io.fsync(fd);
         close(fd);
     }
 }
@@ -146,7 +147,7 @@ static void sync_parent(const char *path)
  * loss cannot drop it with what it holds. Returns 0 or -errno with err filled. */
 static int make_dir(const char *path, mode_t mode, struct gw_error *err)
 {
-    if (mkdir(path, mode) == 0) {
+    if (gw_io.mkdir(path, mode) == 0) {
         sync_parent(path);
         return 0;
     }
@@ -163,7 +164,7 @@ static int take_lock(struct gw_idem_state *s, struct gw_error *err)
 {
     char path[4100];
     snprintf(path, sizeof(path), "%s/%s", s->dir, GW_IDEM_LOCK);
-    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    s->lock_fd = gw_io.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         gw_error_set(err, "", "index: %s: %s", s->dir,

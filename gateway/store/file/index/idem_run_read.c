@@ -11,6 +11,7 @@
 
 #include "idem_run_file.h"
 #include "log.h"
+#include "io.h"
 
 enum { BLOCK_UNCHECKED, BLOCK_GOOD, BLOCK_BAD };
 
@@ -63,7 +64,7 @@ static void run_free(struct gw_idem_run *r)
 static const char *map_run(struct gw_idem_run *r, const char *path, uint64_t count,
                            const unsigned char *sha256)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = gw_io.open(path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         if (fd >= 0)

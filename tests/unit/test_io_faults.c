@@ -1,0 +1,191 @@
+/* Faults injected in-process under the file store's system calls (gateway/core/io.h): EIO and
+ * ENOSPC at each call, short writes, and a "crash" after the Nth call, after which no call does
+ * anything. Files put in place durably (gw_durable_write, docs/decisions.md §14): a failure at
+ * any step answers the error and leaves the old file whole and no temporary file; a crash at any
+ * step leaves the old file or the new one whole under the name, never a part of either. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fileio.h"
+#include "io.h"
+
+enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_SHORT, FAULT_CRASH };
+
+static struct {
+    enum fault fault;
+    int at;    /* the call that fails (1 = the first) */
+    int calls; /* calls made so far */
+    int hit;   /* 1 once the fault was injected */
+} inj;
+
+/* 1 when this call is to fail: the Nth, or with a crash every one from the Nth on. */
+static int fails(void)
+{
+    inj.calls++;
+    if (inj.fault == FAULT_SHORT)
+        return 0;
+    int now = inj.calls == inj.at || (inj.fault == FAULT_CRASH && inj.calls > inj.at);
+    inj.hit |= now;
+    if (now)
+        errno = inj.fault == FAULT_ENOSPC ? ENOSPC : EIO;
+    return now;
+}
+
+static int f_open(const char *path, int flags, mode_t mode)
+{
+    return fails() ? -1 : gw_io_libc.open(path, flags, mode);
+}
+
+static int f_openat(int dir_fd, const char *path, int flags, mode_t mode)
+{
+    return fails() ? -1 : gw_io_libc.openat(dir_fd, path, flags, mode);
+}
+
+/* A short write writes one byte at the Nth call; the caller must write the rest. */
+static ssize_t f_write(int fd, const void *data, size_t len)
+{
+    if (inj.fault == FAULT_SHORT && ++inj.calls == inj.at && len > 1) {
+        inj.hit = 1;
+        return gw_io_libc.write(fd, data, 1);
+    }
+    return inj.fault != FAULT_SHORT && fails() ? -1 : gw_io_libc.write(fd, data, len);
+}
+
+static int f_fsync(int fd)
+{
+    return fails() ? -1 : gw_io_libc.fsync(fd);
+}
+
+static int f_fdatasync(int fd)
+{
+    return fails() ? -1 : gw_io_libc.fdatasync(fd);
+}
+
+static int f_ftruncate(int fd, off_t len)
+{
+    return fails() ? -1 : gw_io_libc.ftruncate(fd, len);
+}
+
+static int f_rename(const char *from, const char *to)
+{
+    return fails() ? -1 : gw_io_libc.rename(from, to);
+}
+
+static int f_unlink(const char *path)
+{
+    return fails() ? -1 : gw_io_libc.unlink(path);
+}
+
+static int f_mkdir(const char *path, mode_t mode)
+{
+    return fails() ? -1 : gw_io_libc.mkdir(path, mode);
+}
+
+static const struct gw_io faulty = {f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
+                                    f_ftruncate, f_rename, f_unlink, f_mkdir};
+
+static void inject(enum fault fault, int at)
+{
+    inj.fault = fault;
+    inj.at = at;
+    inj.calls = 0;
+    inj.hit = 0;
+    gw_io = faulty;
+}
+
+static char dir[] = "/tmp/shardgate-io-faults-XXXXXX";
+
+/* The names in the directory, sorted, joined by spaces. */
+static const char *listing(void)
+{
+    static char out[1024];
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.')
+            snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", out[0] ? " " : "",
+                     names[i]->d_name);
+        free(names[i]);
+    }
+    free(names);
+    return out;
+}
+
+static const char *contents(const char *path)
+{
+    static char *text;
+    size_t len;
+    free(text);
+    text = NULL;
+    return gw_file_read(path, &text, &len) == 0 ? text : "(unreadable)";
+}
+
+static const char *fault_name(enum fault f)
+{
+    return f == FAULT_EIO      ? "EIO"
+           : f == FAULT_ENOSPC ? "ENOSPC"
+           : f == FAULT_SHORT  ? "short"
+                               : "crash";
+}
+
+/* One durable write with a fault at call `at`. Returns 1 when the write made that many calls
+ * (so a fault at the next one is worth trying). */
+static int durable_write_at(enum fault fault, int at)
+{
+    static const char old[] = "{\"old\":1}\n", new[] = "{\"new\":\"the whole new file\"}\n";
+    char path[4096], tmp[4096];
+    snprintf(path, sizeof(path), "%s/a.json", dir);
+    snprintf(tmp, sizeof(tmp), "%s/a.json.tmp", dir);
+    gw_io = gw_io_libc;
+    CHECK_EQ_U64(gw_durable_write(path, tmp, old, strlen(old), 0640), 0);
+    inject(fault, at);
+    int rc = gw_durable_write(path, tmp, new, strlen(new), 0640);
+    gw_io = gw_io_libc;
+    const char *now = contents(path);
+    /* The rename (call 4) is where the new file takes the name, whatever fails after it. */
+    const char *want = !inj.hit || fault == FAULT_SHORT || at >= 5 ? new : old;
+    CHECK_REPORT(strcmp(now, want) == 0, "%s at call %d: a.json holds \"%s\"", fault_name(fault),
+                 at, now);
+    if (!inj.hit || fault == FAULT_SHORT) /* a short write is finished by the next ones */
+        CHECK_EQ_U64(rc, 0);
+    else if (fault == FAULT_CRASH)
+        CHECK_REPORT(rc != 0, "crash at call %d: rc 0", at);
+    else
+        CHECK_REPORT(rc == (fault == FAULT_ENOSPC ? -ENOSPC : -EIO), "%s at call %d: rc %d",
+                     fault_name(fault), at, rc);
+    if (fault != FAULT_CRASH) /* a crash cannot clean up; the next write truncates the temp */
+        CHECK_REPORT(strcmp(listing(), "a.json") == 0, "%s at call %d: left \"%s\"",
+                     fault_name(fault), at, listing());
+    unlink(tmp);
+    return inj.calls >= at;
+}
+
+static void test_durable_write_faults(void)
+{
+    enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_SHORT, FAULT_CRASH};
+    for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
+        int at = 1;
+        while (durable_write_at(all[f], at) && at < 64)
+            at++;
+        /* open, write, fsync, rename, open and fsync the directory: six calls */
+        CHECK_REPORT(at == 7, "%s: stopped at call %d", fault_name(all[f]), at);
+    }
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        return 2;
+    test_durable_write_faults();
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/a.json", dir);
+    unlink(path);
+    rmdir(dir);
+    return CHECK_DONE();
+}
