@@ -475,6 +475,14 @@ DEFECTS = [
     ("durable-temp-left-after-a-failed-sync", "gateway:gw_durable_sync",
      "    if (rc != 0)\n        gw_io.unlink(f->tmp);", "    if (rc != 0)\n        (void)0;",
      ("tests",), "^unit/test_io_faults$"),
+    # A commit whose write or sync failed is not acknowledged and is cut back (docs/journal.md
+    # §4), faults injected in-process at each call.
+    ("journal-sync-failure-acknowledged", "gateway:gw_journal_append",
+     "rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;", "rc = (gw_io.fdatasync(j->fd), 0);",
+     ("tests",), "^unit/test_store_faults$"),
+    ("journal-failed-append-not-cut", "gateway:gw_journal_append",
+     "int cut = gw_io.ftruncate(j->fd, (off_t)j->size) == 0 && gw_io.fdatasync(j->fd) == 0;",
+     "int cut = 1;", ("tests",), "^unit/test_store_faults$"),
     ("short-write-taken-for-whole", "gateway:gw_file_write_all",
      "        data += n;\n        len -= (size_t)n;", "        data += len;\n        len = 0;",
      ("tests",), "^unit/test_io_faults$"),

@@ -1,0 +1,286 @@
+/* Faults injected in-process under the state dir's store (gateway/core/io.h): a receipt is
+ * committed through the store's face (store.h) with EIO, ENOSPC or a "crash" at each system
+ * call of its commit. Whatever the fault: every receipt acknowledged before it reads back byte
+ * for byte after a restart, the faulted one is answered as failed and cut back (a crash may leave
+ * it whole; acknowledged, it reads back too), a failed writer takes no more commits, and no read
+ * meets a damaged line (docs/journal.md §4). Runs as `test_store_faults SOURCE_DIR`. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dispatch.h"
+#include "exit.h"
+#include "io.h"
+#include "receipt.h"
+#include "store.h"
+#include "view.h"
+
+enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH };
+
+/* fault and at are set while disarmed; the store's threads read them only once armed. */
+static struct {
+    enum fault fault;
+    int at, calls, hit, armed;
+} inj;
+
+static int fails(void)
+{
+    if (!__atomic_load_n(&inj.armed, __ATOMIC_SEQ_CST))
+        return 0;
+    int n = __atomic_add_fetch(&inj.calls, 1, __ATOMIC_SEQ_CST);
+    int now = n == inj.at || (inj.fault == FAULT_CRASH && n > inj.at);
+    if (now) {
+        __atomic_store_n(&inj.hit, 1, __ATOMIC_SEQ_CST);
+        errno = inj.fault == FAULT_ENOSPC ? ENOSPC : EIO;
+    }
+    return now;
+}
+
+static int f_open(const char *p, int fl, mode_t m)
+{
+    return fails() ? -1 : gw_io_libc.open(p, fl, m);
+}
+static int f_openat(int d, const char *p, int fl, mode_t m)
+{
+    return fails() ? -1 : gw_io_libc.openat(d, p, fl, m);
+}
+static ssize_t f_write(int fd, const void *b, size_t n)
+{
+    return fails() ? -1 : gw_io_libc.write(fd, b, n);
+}
+static int f_fsync(int fd)
+{
+    return fails() ? -1 : gw_io_libc.fsync(fd);
+}
+static int f_fdatasync(int fd)
+{
+    return fails() ? -1 : gw_io_libc.fdatasync(fd);
+}
+static int f_ftruncate(int fd, off_t n)
+{
+    return fails() ? -1 : gw_io_libc.ftruncate(fd, n);
+}
+static int f_rename(const char *a, const char *b)
+{
+    return fails() ? -1 : gw_io_libc.rename(a, b);
+}
+static int f_unlink(const char *p)
+{
+    return fails() ? -1 : gw_io_libc.unlink(p);
+}
+static int f_mkdir(const char *p, mode_t m)
+{
+    return fails() ? -1 : gw_io_libc.mkdir(p, m);
+}
+
+static const char *source;
+static char conf[4096], shards[4096];
+
+/* One open store and the view its commits use. */
+struct open_store {
+    struct gw_store store;
+    struct gw_store_options o;
+    struct gw_metrics metrics;
+    struct gw_view_slot views;
+    struct gw_view *view;
+};
+
+static int open_store(struct open_store *s, const char *dir)
+{
+    struct gw_error err;
+    struct gw_topology topo;
+    memset(s, 0, sizeof(*s));
+    s->o = (struct gw_store_options){.state_dir = dir,
+                                     .segment_bytes = 64u << 20,
+                                     .checkpoint_interval_ms = 3600000,
+                                     .max_watchers = 4};
+    gw_metrics_init(&s->metrics);
+    gw_view_slot_init(&s->views);
+    if (gw_store_init(&s->store) != 0 || gw_exit_load_topology(conf, shards, &topo) != 0)
+        return -1;
+    int rc = gw_store_open(&s->store, &s->o, &topo, &s->metrics, &err);
+    struct gw_epoch_entry latest;
+    if (rc == 0 && gw_chain_latest(gw_store_chain(&s->store), &latest))
+        rc = gw_view_new(&s->views, &topo, latest.epoch_seq, &s->store.ledger, &s->view, &err);
+    if (rc == 0)
+        rc = gw_store_start(&s->store, &s->o, &s->metrics, &err);
+    if (rc != 0)
+        fprintf(stderr, "open_store: %d %s\n", rc, err.msg);
+    return rc;
+}
+
+static void close_store(struct open_store *s)
+{
+    gw_store_stop(&s->store);
+    if (s->view)
+        gw_view_unref(s->view);
+    gw_store_close(&s->store);
+    gw_view_slot_free(&s->views);
+}
+
+/* One batch's commit, waited for. */
+struct commit {
+    struct gw_commit_item item;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, rc;
+};
+
+static void committed(struct gw_commit_item *item, int rc)
+{
+    struct commit *c = (struct commit *)item;
+    pthread_mutex_lock(&c->lock);
+    c->rc = rc;
+    c->done = 1;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Commits batch `id` of one change; its receipt bytes into `receipt`. Returns the commit's rc,
+ * or -EEXIST when the claim did not say new. */
+static int commit(struct open_store *s, const char *id, struct gw_buf *receipt)
+{
+    char doc[256];
+    struct gw_batch b;
+    struct gw_dispatch d;
+    struct gw_error err;
+    enum gw_idem_verdict verdict;
+    struct gw_idem_ref ref;
+    snprintf(doc, sizeof(doc),
+             "{\"batch_id\":\"%s\",\"changes\":[{\"id\":\"c\",\"key\":\"%s\","
+             "\"size\":3}]}",
+             id, id);
+    if (gw_batch_parse(doc, strlen(doc), 10, &b, &err) != 0)
+        return -EINVAL;
+    int rc = gw_store_claim(&s->store, b.batch_id, b.batch_id_len, b.fingerprint, &verdict, &ref);
+    if (rc == 0 && verdict != GW_IDEM_NEW)
+        rc = -EEXIST;
+    if (rc == 0 && (rc = gw_dispatch_run(&s->view->topo, &b, &d, &err)) == 0) {
+        gw_receipt_write(receipt, &s->view->topo, &b, &d);
+        struct commit c = {.item = {.receipt = receipt->data,
+                                    .receipt_len = receipt->len,
+                                    .fingerprint = b.fingerprint,
+                                    .batch_id = id,
+                                    .epoch = s->view->topo.epoch,
+                                    .members = &s->view->topo.members,
+                                    .tally = d.tally,
+                                    .stored = receipt,
+                                    .view_epoch_seq = s->view->epoch_seq,
+                                    .slots = s->view->slots,
+                                    .done = committed}};
+        pthread_mutex_init(&c.lock, NULL);
+        pthread_cond_init(&c.cond, NULL);
+        gw_store_submit(&s->store, &c.item);
+        pthread_mutex_lock(&c.lock);
+        while (!c.done)
+            pthread_cond_wait(&c.cond, &c.lock);
+        pthread_mutex_unlock(&c.lock);
+        rc = c.rc;
+        pthread_cond_destroy(&c.cond);
+        pthread_mutex_destroy(&c.lock);
+        gw_dispatch_free(&d);
+    }
+    gw_batch_free(&b);
+    return rc;
+}
+
+/* What reading batch `id` back gives: 1 its exact bytes, 0 no receipt, -1 anything else. */
+static int reads_back(struct open_store *s, const char *id, const struct gw_buf *want)
+{
+    struct gw_buf got;
+    struct gw_store_miss miss;
+    gw_buf_init(&got);
+    int rc = gw_store_read_receipt(&s->store, id, strlen(id), &got, &miss);
+    int same = rc == 0 && got.len == want->len && memcmp(got.data, want->data, got.len) == 0;
+    gw_buf_free(&got);
+    return same ? 1 : rc == -ENOENT ? 0 : -1;
+}
+
+static const char *fault_name(enum fault f)
+{
+    return f == FAULT_EIO ? "EIO" : f == FAULT_ENOSPC ? "ENOSPC" : "crash";
+}
+
+/* Three receipts acknowledged, then a fourth with the fault at its commit's call `at`, then a
+ * restart. Returns 1 when the fourth commit made `at` calls or more. */
+static int commit_at(enum fault fault, int at)
+{
+    char dir[] = "/tmp/shardgate-store-faults-XXXXXX", cmd[4200];
+    struct gw_buf r[4];
+    const char *ids[4] = {"b-1", "b-2", "b-3", "b-4"};
+    struct open_store s;
+    if (!mkdtemp(dir))
+        return 0;
+    for (int i = 0; i < 4; i++)
+        gw_buf_init(&r[i]);
+    /* Set while no thread of the store runs; it passes every call through until armed. */
+    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
+                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    inj.fault = fault;
+    inj.at = at;
+    inj.calls = inj.hit = 0;
+    CHECK_EQ_U64(open_store(&s, dir), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
+    __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
+    int rc = commit(&s, ids[3], &r[3]);
+    int calls = __atomic_load_n(&inj.calls, __ATOMIC_SEQ_CST);
+    if (fault != FAULT_CRASH)
+        __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
+    int hit = __atomic_load_n(&inj.hit, __ATOMIC_SEQ_CST);
+    if (!hit)
+        CHECK_EQ_U64(rc, 0);
+    else /* the fault is at the write or the sync: nothing is acknowledged */
+        CHECK_REPORT(rc != 0, "%s at call %d: b-4 acknowledged", fault_name(fault), at);
+    if (rc != 0) { /* a failed writer takes nothing more */
+        CHECK_REPORT(!gw_store_writable(&s.store), "%s at call %d: still writable",
+                     fault_name(fault), at);
+        struct gw_buf extra;
+        gw_buf_init(&extra);
+        CHECK_REPORT(commit(&s, "b-5", &extra) != 0, "%s at call %d: b-5 committed",
+                     fault_name(fault), at);
+        gw_buf_free(&extra);
+    }
+    close_store(&s); /* under a crash every call of the shutdown fails too */
+    __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
+    gw_io = gw_io_libc;
+    CHECK_EQ_U64(open_store(&s, dir), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_REPORT(reads_back(&s, ids[i], &r[i]) == 1, "%s at call %d: %s lost",
+                     fault_name(fault), at, ids[i]);
+    int fourth = reads_back(&s, ids[3], &r[3]);
+    /* A failed append is cut back to the last durable line; a crash may leave it whole. */
+    int want_ok = rc == 0 ? fourth == 1 : fault == FAULT_CRASH ? fourth >= 0 : fourth == 0;
+    CHECK_REPORT(want_ok, "%s at call %d: b-4 rc %d, read %d", fault_name(fault), at, rc, fourth);
+    close_store(&s);
+    for (int i = 0; i < 4; i++)
+        gw_buf_free(&r[i]);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    return calls >= at;
+}
+
+static void test_commit_faults(void)
+{
+    enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH};
+    for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
+        int at = 1;
+        while (commit_at(all[f], at) && at < 32)
+            at++;
+        /* a commit is one write and one fdatasync */
+        CHECK_REPORT(at == 3, "%s: stopped at call %d", fault_name(all[f]), at);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    source = argc > 1 ? argv[1] : ".";
+    snprintf(conf, sizeof(conf), "%s/conf/dispatch.env", source);
+    snprintf(shards, sizeof(shards), "%s/input/shards.json", source);
+    test_commit_faults();
+    return CHECK_DONE();
+}
