@@ -20,18 +20,24 @@
 
 enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH };
 
-/* fault and at are set while disarmed; the store's threads read them only once armed. */
+/* fault, at and writer are set while disarmed; the store's threads read them only once armed.
+ * Only the journal writer's calls are counted (the checkpointer a rotation wakes runs beside
+ * it); once a crash is reached, every thread's calls fail. */
 static struct {
     enum fault fault;
     int at, calls, hit, armed;
+    pthread_t writer;
 } inj;
 
 static int fails(void)
 {
     if (!__atomic_load_n(&inj.armed, __ATOMIC_SEQ_CST))
         return 0;
-    int n = __atomic_add_fetch(&inj.calls, 1, __ATOMIC_SEQ_CST);
-    int now = n == inj.at || (inj.fault == FAULT_CRASH && n > inj.at);
+    int crashed = inj.fault == FAULT_CRASH && __atomic_load_n(&inj.hit, __ATOMIC_SEQ_CST);
+    if (!crashed && !pthread_equal(pthread_self(), inj.writer))
+        return 0;
+    int n = crashed ? inj.at : __atomic_add_fetch(&inj.calls, 1, __ATOMIC_SEQ_CST);
+    int now = crashed || n == inj.at;
     if (now) {
         __atomic_store_n(&inj.hit, 1, __ATOMIC_SEQ_CST);
         errno = inj.fault == FAULT_ENOSPC ? ENOSPC : EIO;
@@ -88,13 +94,13 @@ struct open_store {
     struct gw_view *view;
 };
 
-static int open_store(struct open_store *s, const char *dir)
+static int open_store(struct open_store *s, const char *dir, uint64_t segment_bytes)
 {
     struct gw_error err;
     struct gw_topology topo;
     memset(s, 0, sizeof(*s));
     s->o = (struct gw_store_options){.state_dir = dir,
-                                     .segment_bytes = 64u << 20,
+                                     .segment_bytes = segment_bytes,
                                      .checkpoint_interval_ms = 3600000,
                                      .max_watchers = 4};
     gw_metrics_init(&s->metrics);
@@ -206,7 +212,7 @@ static const char *fault_name(enum fault f)
 
 /* Three receipts acknowledged, then a fourth with the fault at its commit's call `at`, then a
  * restart. Returns 1 when the fourth commit made `at` calls or more. */
-static int commit_at(enum fault fault, int at)
+static int commit_at(enum fault fault, int at, uint64_t segment_bytes)
 {
     char dir[] = "/tmp/shardgate-store-faults-XXXXXX", cmd[4200];
     struct gw_buf r[4];
@@ -222,9 +228,10 @@ static int commit_at(enum fault fault, int at)
     inj.fault = fault;
     inj.at = at;
     inj.calls = inj.hit = 0;
-    CHECK_EQ_U64(open_store(&s, dir), 0);
+    CHECK_EQ_U64(open_store(&s, dir, segment_bytes), 0);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
+    inj.writer = s.store.committer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     int rc = commit(&s, ids[3], &r[3]);
     int calls = __atomic_load_n(&inj.calls, __ATOMIC_SEQ_CST);
@@ -247,7 +254,7 @@ static int commit_at(enum fault fault, int at)
     close_store(&s); /* under a crash every call of the shutdown fails too */
     __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
     gw_io = gw_io_libc;
-    CHECK_EQ_U64(open_store(&s, dir), 0);
+    CHECK_EQ_U64(open_store(&s, dir, segment_bytes), 0);
     for (int i = 0; i < 3; i++)
         CHECK_REPORT(reads_back(&s, ids[i], &r[i]) == 1, "%s at call %d: %s lost",
                      fault_name(fault), at, ids[i]);
@@ -269,10 +276,24 @@ static void test_commit_faults(void)
     enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH};
     for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
         int at = 1;
-        while (commit_at(all[f], at) && at < 32)
+        while (commit_at(all[f], at, 64u << 20) && at < 32)
             at++;
         /* a commit is one write and one fdatasync */
         CHECK_REPORT(at == 3, "%s: stopped at call %d", fault_name(all[f]), at);
+    }
+}
+
+/* The same when the fourth commit first rotates the journal (docs/journal.md §6): three
+ * receipts and the epoch line fill a segment of 4,500 bytes. */
+static void test_rotation_faults(void)
+{
+    enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH};
+    for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
+        int at = 1;
+        while (commit_at(all[f], at, 4500) && at < 64)
+            at++;
+        CHECK_REPORT(at > 3 && at < 64, "%s: stopped at call %d", fault_name(all[f]), at);
+        printf("rotation, %s: %d calls\n", fault_name(all[f]), at - 1);
     }
 }
 
@@ -282,5 +303,6 @@ int main(int argc, char **argv)
     snprintf(conf, sizeof(conf), "%s/conf/dispatch.env", source);
     snprintf(shards, sizeof(shards), "%s/input/shards.json", source);
     test_commit_faults();
+    test_rotation_faults();
     return CHECK_DONE();
 }
