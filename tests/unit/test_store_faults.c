@@ -4,6 +4,7 @@
  * for byte after a restart, the faulted one is answered as failed and cut back (a crash may leave
  * it whole; acknowledged, it reads back too), a failed writer takes no more commits, and no read
  * meets a damaged line (docs/journal.md §4). Runs as `test_store_faults SOURCE_DIR`. */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "check.h"
 #include "dispatch.h"
 #include "exit.h"
+#include "idem_state.h"
 #include "io.h"
 #include "receipt.h"
 #include "store.h"
@@ -20,13 +22,13 @@
 
 enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH };
 
-/* fault, at and writer are set while disarmed; the store's threads read them only once armed.
- * Only the journal writer's calls are counted (the checkpointer a rotation wakes runs beside
- * it); once a crash is reached, every thread's calls fail. */
+/* fault, at, writer and index are set while disarmed; the store's threads read them only once
+ * armed. Only the calls of the threads under test are counted (the checkpointer a rotation wakes
+ * runs beside the journal writer); once a crash is reached, every thread's calls fail. */
 static struct {
     enum fault fault;
     int at, calls, hit, armed;
-    pthread_t writer;
+    pthread_t writer, index; /* the threads whose calls are counted */
 } inj;
 
 static int fails(void)
@@ -34,7 +36,8 @@ static int fails(void)
     if (!__atomic_load_n(&inj.armed, __ATOMIC_SEQ_CST))
         return 0;
     int crashed = inj.fault == FAULT_CRASH && __atomic_load_n(&inj.hit, __ATOMIC_SEQ_CST);
-    if (!crashed && !pthread_equal(pthread_self(), inj.writer))
+    pthread_t self = pthread_self();
+    if (!crashed && !pthread_equal(self, inj.writer) && !pthread_equal(self, inj.index))
         return 0;
     int n = crashed ? inj.at : __atomic_add_fetch(&inj.calls, 1, __ATOMIC_SEQ_CST);
     int now = crashed || n == inj.at;
@@ -231,7 +234,7 @@ static int commit_at(enum fault fault, int at, uint64_t segment_bytes)
     CHECK_EQ_U64(open_store(&s, dir, segment_bytes), 0);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
-    inj.writer = s.store.committer.worker.thread;
+    inj.writer = inj.index = s.store.committer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     int rc = commit(&s, ids[3], &r[3]);
     int calls = __atomic_load_n(&inj.calls, __ATOMIC_SEQ_CST);
@@ -297,6 +300,105 @@ static void test_rotation_faults(void)
     }
 }
 
+/* 1 when `dir` or its index/ holds a temporary file ("*.tmp*"). */
+static int temp_left(const char *dir)
+{
+    char sub[4200];
+    const char *dirs[2] = {dir, sub};
+    snprintf(sub, sizeof(sub), "%s/index", dir);
+    for (int k = 0; k < 2; k++) {
+        DIR *d = opendir(dirs[k]);
+        struct dirent *e;
+        int found = 0;
+        while (d && (e = readdir(d)))
+            found |= strstr(e->d_name, ".tmp") != NULL;
+        if (d)
+            closedir(d);
+        if (found)
+            return 1;
+    }
+    return 0;
+}
+
+/* The totals of every shard as "id:load:received " in id order. */
+static void totals_text(struct open_store *s, char *out, size_t n)
+{
+    struct gw_ledger_entry *all = NULL;
+    size_t count = 0;
+    struct gw_error err;
+    out[0] = '\0';
+    if (gw_store_shard_totals(&s->store, &s->view->topo.members, &all, &count, &err) != 0)
+        return;
+    for (size_t i = 0; i < count; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s:%llu:%llu ", all[i].id,
+                 (unsigned long long)all[i].total.load, (unsigned long long)all[i].total.received);
+    free(all);
+}
+
+/* Three receipts, then the shutdown's checkpoint (docs/journal.md §7) with the fault at call
+ * `at` of its thread or the index's (which of them flushes the index's table first varies, so
+ * the calls do), then a restart: it starts, every receipt reads back, the totals are the
+ * same, and a failure left no temporary file. Returns 1 when the checkpoint made `at` calls. */
+static int checkpoint_at(enum fault fault, int at)
+{
+    char dir[] = "/tmp/shardgate-store-faults-XXXXXX", cmd[4200], before[1024], after[1024];
+    struct gw_buf r[3];
+    const char *ids[3] = {"b-1", "b-2", "b-3"};
+    struct open_store s;
+    if (!mkdtemp(dir))
+        return 0;
+    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
+                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    inj.fault = fault;
+    inj.at = at;
+    inj.calls = inj.hit = 0;
+    CHECK_EQ_U64(open_store(&s, dir, 64u << 20), 0);
+    for (int i = 0; i < 3; i++) {
+        gw_buf_init(&r[i]);
+        CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
+    }
+    totals_text(&s, before, sizeof(before));
+    inj.writer = s.store.checkpointer.worker.thread;
+    inj.index = s.store.idem.s->thread; /* it may flush the frozen table first */
+    __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
+    close_store(&s);
+    __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
+    gw_io = gw_io_libc;
+    int calls = inj.calls;
+    if (fault != FAULT_CRASH)
+        CHECK_REPORT(!temp_left(dir), "%s at checkpoint call %d: a temporary file is left",
+                     fault_name(fault), at);
+    CHECK_EQ_U64(open_store(&s, dir, 64u << 20), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_REPORT(reads_back(&s, ids[i], &r[i]) == 1, "%s at checkpoint call %d: %s lost",
+                     fault_name(fault), at, ids[i]);
+    totals_text(&s, after, sizeof(after));
+    CHECK_REPORT(strcmp(before, after) == 0 && before[0],
+                 "%s at checkpoint call %d: \"%s\" != "
+                 "\"%s\"",
+                 fault_name(fault), at, after, before);
+    close_store(&s);
+    for (int i = 0; i < 3; i++)
+        gw_buf_free(&r[i]);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    return calls >= at;
+}
+
+static void test_checkpoint_faults(void)
+{
+    enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH};
+    for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
+        int at = 1;
+        while (checkpoint_at(all[f], at) && at < 128)
+            at++;
+        CHECK_REPORT(at > 6 && at < 128, "%s: stopped at checkpoint call %d", fault_name(all[f]),
+                     at);
+        printf("checkpoint, %s: %d calls\n", fault_name(all[f]), at - 1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     source = argc > 1 ? argv[1] : ".";
@@ -304,5 +406,6 @@ int main(int argc, char **argv)
     snprintf(shards, sizeof(shards), "%s/input/shards.json", source);
     test_commit_faults();
     test_rotation_faults();
+    test_checkpoint_faults();
     return CHECK_DONE();
 }
