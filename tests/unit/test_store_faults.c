@@ -6,11 +6,13 @@
  * meets a damaged line (docs/journal.md §4). Runs as `test_store_faults SOURCE_DIR`. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "check.h"
 #include "dispatch.h"
 #include "exit.h"
@@ -28,10 +30,12 @@ enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH };
 static struct {
     enum fault fault;
     int at, calls, hit, armed;
+    int hit_write;           /* the fault's call writes (an open that only reads is 0) */
     pthread_t writer, index; /* the threads whose calls are counted */
 } inj;
 
-static int fails(void)
+/* Whether this call fails; `writes` 0 for an open that only reads. */
+static int fails_call(int writes)
 {
     if (!__atomic_load_n(&inj.armed, __ATOMIC_SEQ_CST))
         return 0;
@@ -41,6 +45,8 @@ static int fails(void)
         return 0;
     int n = crashed ? inj.at : __atomic_add_fetch(&inj.calls, 1, __ATOMIC_SEQ_CST);
     int now = crashed || n == inj.at;
+    if (now && !crashed)
+        __atomic_store_n(&inj.hit_write, writes, __ATOMIC_SEQ_CST);
     if (now) {
         __atomic_store_n(&inj.hit, 1, __ATOMIC_SEQ_CST);
         errno = inj.fault == FAULT_ENOSPC ? ENOSPC : EIO;
@@ -48,13 +54,23 @@ static int fails(void)
     return now;
 }
 
+static int fails(void)
+{
+    return fails_call(1);
+}
+
+static int writes(int flags)
+{
+    return (flags & (O_WRONLY | O_RDWR | O_CREAT)) != 0;
+}
+
 static int f_open(const char *p, int fl, mode_t m)
 {
-    return fails() ? -1 : gw_io_libc.open(p, fl, m);
+    return fails_call(writes(fl)) ? -1 : gw_io_libc.open(p, fl, m);
 }
 static int f_openat(int d, const char *p, int fl, mode_t m)
 {
-    return fails() ? -1 : gw_io_libc.openat(d, p, fl, m);
+    return fails_call(writes(fl)) ? -1 : gw_io_libc.openat(d, p, fl, m);
 }
 static ssize_t f_write(int fd, const void *b, size_t n)
 {
@@ -196,7 +212,8 @@ static int commit(struct open_store *s, const char *id, struct gw_buf *receipt)
     return rc;
 }
 
-/* What reading batch `id` back gives: 1 its exact bytes, 0 no receipt, -1 anything else. */
+/* What reading batch `id` back gives: 1 its exact bytes, 2 archived, 0 no receipt, -1 anything
+ * else (a damaged line, another error). */
 static int reads_back(struct open_store *s, const char *id, const struct gw_buf *want)
 {
     struct gw_buf got;
@@ -205,7 +222,7 @@ static int reads_back(struct open_store *s, const char *id, const struct gw_buf 
     int rc = gw_store_read_receipt(&s->store, id, strlen(id), &got, &miss);
     int same = rc == 0 && got.len == want->len && memcmp(got.data, want->data, got.len) == 0;
     gw_buf_free(&got);
-    return same ? 1 : rc == -ENOENT ? 0 : -1;
+    return same ? 1 : rc == -ESTALE ? 2 : rc == -ENOENT ? 0 : -1;
 }
 
 static const char *fault_name(enum fault f)
@@ -399,6 +416,94 @@ static void test_checkpoint_faults(void)
     }
 }
 
+#define ARCHIVED_BATCHES 9
+
+/* Every batch reads back whole or is archived; returns how many are archived, -1 if not. */
+static int all_there(const char *dir, struct gw_buf *r, const char *what, enum fault fault, int at)
+{
+    struct open_store s;
+    char id[16];
+    int archived = 0, ok = 1;
+    CHECK_EQ_U64(open_store(&s, dir, 4500), 0);
+    for (int i = 0; i < ARCHIVED_BATCHES; i++) {
+        snprintf(id, sizeof(id), "b-%d", i + 1);
+        int got = reads_back(&s, id, &r[i]);
+        ok &= got == 1 || got == 2;
+        archived += got == 2;
+        CHECK_REPORT(got == 1 || got == 2, "%s, %s at call %d: %s reads %d", what,
+                     fault_name(fault), at, id, got);
+    }
+    close_store(&s);
+    return ok ? archived : -1;
+}
+
+/* Nine receipts over four segments and the shutdown's checkpoint, then `shardgate journal
+ * archive` (docs/journal.md §8) with the fault at its call `at`, then a start, then the archive
+ * run again without a fault: each start succeeds and every receipt reads back whole or answers
+ * archived, a failed run leaves no temporary file, and the second run finishes the first.
+ * Returns 1 when the archive made `at` calls. */
+static int archive_at(enum fault fault, int at)
+{
+    char dir[] = "/tmp/shardgate-store-faults-XXXXXX", away[256], cmd[600], id[16];
+    struct gw_buf r[ARCHIVED_BATCHES];
+    struct open_store s;
+    struct gw_archive_result res;
+    struct gw_error err;
+    if (!mkdtemp(dir))
+        return 0;
+    snprintf(away, sizeof(away), "%s.archive", dir);
+    if (mkdir(away, 0750) != 0)
+        return 0;
+    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
+                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    inj.fault = fault;
+    inj.at = at;
+    inj.calls = inj.hit = inj.hit_write = 0;
+    inj.writer = inj.index = pthread_self();
+    CHECK_EQ_U64(open_store(&s, dir, 4500), 0);
+    for (int i = 0; i < ARCHIVED_BATCHES; i++) {
+        gw_buf_init(&r[i]);
+        snprintf(id, sizeof(id), "b-%d", i + 1);
+        CHECK_EQ_U64(commit(&s, id, &r[i]), 0);
+    }
+    close_store(&s);
+    __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
+    int rc = gw_journal_archive(dir, away, 1, &res, &err);
+    __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
+    int calls = inj.calls;
+    /* A checkpoint it cannot read is passed over, as a start does (docs/journal.md §7): the
+     * run may then archive less. A failed write or sync is an error. */
+    CHECK_REPORT(inj.hit ? rc != 0 || !inj.hit_write : rc == 0 && res.archived > 0,
+                 "%s at archive call %d: rc %d, %zu archived", fault_name(fault), at, rc,
+                 res.archived);
+    if (fault != FAULT_CRASH)
+        CHECK_REPORT(!temp_left(dir), "%s at archive call %d: a temporary file is left",
+                     fault_name(fault), at);
+    gw_io = gw_io_libc;
+    all_there(dir, r, "after the faulted run", fault, at);
+    CHECK_EQ_U64(gw_journal_archive(dir, away, 1, &res, &err), 0);
+    CHECK_REPORT(all_there(dir, r, "after the second run", fault, at) > 0,
+                 "%s at archive call %d: nothing archived", fault_name(fault), at);
+    for (int i = 0; i < ARCHIVED_BATCHES; i++)
+        gw_buf_free(&r[i]);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, away);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    return calls >= at;
+}
+
+static void test_archive_faults(void)
+{
+    enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH};
+    for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
+        int at = 1;
+        while (archive_at(all[f], at) && at < 256)
+            at++;
+        CHECK_REPORT(at > 6 && at < 256, "%s: stopped at archive call %d", fault_name(all[f]), at);
+        printf("archive, %s: %d calls\n", fault_name(all[f]), at - 1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     source = argc > 1 ? argv[1] : ".";
@@ -407,5 +512,6 @@ int main(int argc, char **argv)
     test_commit_faults();
     test_rotation_faults();
     test_checkpoint_faults();
+    test_archive_faults();
     return CHECK_DONE();
 }
