@@ -16,6 +16,7 @@
 #include "check.h"
 #include "dispatch.h"
 #include "exit.h"
+#include "fileio.h"
 #include "idem_state.h"
 #include "io.h"
 #include "receipt.h"
@@ -504,6 +505,84 @@ static void test_archive_faults(void)
     }
 }
 
+/* Three receipts, then an epoch record (a membership change, docs/journal.md §2) with the fault
+ * at its call `at`, then a restart: the change is in the chain exactly when it was answered
+ * recorded (a crash may leave it whole), the receipts read back, and the journal takes the
+ * next commit. Returns 1 when the record made `at` calls. */
+static int epoch_at(enum fault fault, int at)
+{
+    char dir[] = "/tmp/shardgate-store-faults-XXXXXX", moved[256], cmd[600];
+    static const char d_online[] =
+        "{\"shards\":[{\"id\":\"shard-a\",\"state\":\"online\",\"capacity\":20},"
+        "{\"id\":\"shard-b\",\"state\":\"online\",\"capacity\":20,\"weight\":1},"
+        "{\"id\":\"shard-c\",\"state\":\"online\",\"capacity\":20},"
+        "{\"id\":\"shard-d\",\"state\":\"online\",\"capacity\":20},"
+        "{\"id\":\"shard-e\",\"state\":\"draining\",\"capacity\":20}]}\n";
+    struct gw_buf r[4];
+    const char *ids[3] = {"b-1", "b-2", "b-3"};
+    struct open_store s;
+    struct gw_topology next;
+    struct gw_epoch_entry entry, found;
+    struct gw_error err;
+    if (!mkdtemp(dir))
+        return 0;
+    snprintf(moved, sizeof(moved), "%s.shards.json", dir);
+    CHECK_EQ_U64(gw_durable_write(moved, moved, d_online, strlen(d_online), 0640), 0);
+    CHECK_EQ_U64(gw_exit_load_topology(conf, moved, &next), 0);
+    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
+                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    inj.fault = fault;
+    inj.at = at;
+    inj.calls = inj.hit = inj.hit_write = 0;
+    CHECK_EQ_U64(open_store(&s, dir, 64u << 20), 0);
+    for (int i = 0; i < 4; i++)
+        gw_buf_init(&r[i]);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
+    inj.writer = inj.index = s.store.committer.worker.thread;
+    __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
+    int rc = gw_store_record_epoch(&s.store, &next, GW_SOURCE_ADMIN, NULL, &entry, &err);
+    int calls = inj.calls, hit = inj.hit;
+    if (fault != FAULT_CRASH)
+        __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
+    CHECK_REPORT(hit ? rc != 0 : rc == 0, "%s at epoch call %d: rc %d", fault_name(fault), at, rc);
+    if (rc != 0)
+        CHECK_REPORT(!gw_store_writable(&s.store), "%s at epoch call %d: still writable",
+                     fault_name(fault), at);
+    close_store(&s);
+    __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
+    gw_io = gw_io_libc;
+    CHECK_EQ_U64(open_store(&s, dir, 64u << 20), 0);
+    int in_chain = gw_chain_find(gw_store_chain(&s.store), next.epoch, 0, &found);
+    CHECK_REPORT(rc == 0 ? in_chain : fault == FAULT_CRASH || !in_chain,
+                 "%s at epoch call %d: rc %d, in the chain %d", fault_name(fault), at, rc,
+                 in_chain);
+    for (int i = 0; i < 3; i++)
+        CHECK_REPORT(reads_back(&s, ids[i], &r[i]) == 1, "%s at epoch call %d: %s lost",
+                     fault_name(fault), at, ids[i]);
+    CHECK_EQ_U64(commit(&s, "b-4", &r[3]), 0);
+    close_store(&s);
+    gw_topology_free(&next);
+    for (int i = 0; i < 4; i++)
+        gw_buf_free(&r[i]);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s %s", dir, moved);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", dir);
+    return calls >= at;
+}
+
+static void test_epoch_faults(void)
+{
+    enum fault all[] = {FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH};
+    for (size_t f = 0; f < sizeof(all) / sizeof(all[0]); f++) {
+        int at = 1;
+        while (epoch_at(all[f], at) && at < 32)
+            at++;
+        /* an epoch record is one write and one fdatasync, as a receipt */
+        CHECK_REPORT(at == 3, "%s: stopped at epoch call %d", fault_name(all[f]), at);
+    }
+}
+
 int main(int argc, char **argv)
 {
     source = argc > 1 ? argv[1] : ".";
@@ -513,5 +592,6 @@ int main(int argc, char **argv)
     test_rotation_faults();
     test_checkpoint_faults();
     test_archive_faults();
+    test_epoch_faults();
     return CHECK_DONE();
 }
