@@ -63,7 +63,7 @@ static int add_batch(struct gen *g, uint64_t i, uint64_t seq, struct gw_error *e
     if (rc == 0) {
         gw_buf_reset(&g->receipt);
         gw_receipt_write(&g->receipt, t, &b, &d);
-        gw_journal_receipt_prefix(&g->group, seq, b.fingerprint);
+        gw_records_receipt_prefix(&g->group, seq, b.fingerprint);
         struct gw_idem_ref ref = {g->j.segment, g->j.size + g->group.len, g->receipt.len, seq};
         gw_buf_append(&g->group, g->receipt.data, g->receipt.len);
         gw_buf_puts(&g->group, "}\n");

@@ -79,9 +79,9 @@ static void check_journal_round_trip(const struct gw_topology *t, const struct g
     struct gw_epoch_entry e = {.epoch_seq = 1, .first_seq = 1, .time = "2026-12-01T00:00:00.000Z"};
     memcpy(e.epoch, t->epoch, sizeof(e.epoch));
     memcpy(e.ring_id, ring_id(t->ring), sizeof(e.ring_id));
-    gw_journal_epoch_line(&jl, &t->contract, &t->members, &e);
+    gw_records_epoch_line(&jl, &t->contract, &t->members, &e);
     gw_buf_puts(&jl, "\n");
-    gw_journal_receipt_prefix(&jl, 1, b->fingerprint);
+    gw_records_receipt_prefix(&jl, 1, b->fingerprint);
     size_t at = jl.len;
     gw_buf_append(&jl, receipt->data, receipt->len);
     gw_buf_puts(&jl, "}\n");

@@ -15,7 +15,7 @@ static void add_epoch(struct gw_committer *c, struct gw_commit_item *it, uint64_
     const struct gw_topology *t = it->epoch_of;
     c->epoch_at = c->group.len;
     gw_journal_epoch_entry(c->journal, t, it->source, receipts, &it->entry);
-    gw_journal_epoch_line(&c->group, &t->contract, &t->members, &it->entry);
+    gw_records_epoch_line(&c->group, &t->contract, &t->members, &it->entry);
     gw_record_end(&c->group, c->epoch_at);
     c->epoch_len = c->group.len - c->epoch_at;
 }
@@ -35,7 +35,7 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
         it->seq = ++seq;
         it->segment = c->journal->segment;
         size_t line = c->group.len;
-        gw_journal_receipt_prefix(&c->group, it->seq, it->fingerprint);
+        gw_records_receipt_prefix(&c->group, it->seq, it->fingerprint);
         it->receipt_offset = c->journal->size + c->group.len;
         gw_buf_append(&c->group, it->receipt, it->receipt_len);
         gw_buf_puts(&c->group, "}");

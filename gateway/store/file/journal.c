@@ -104,7 +104,7 @@ static int check_receipt_bytes(struct replay *r, struct gw_journal_record *rec, 
                                size_t len, struct gw_error *err)
 {
     gw_buf_reset(&r->prefix);
-    gw_journal_receipt_prefix(&r->prefix, rec->seq, rec->fingerprint);
+    gw_records_receipt_prefix(&r->prefix, rec->seq, rec->fingerprint);
     if (r->prefix.failed)
         return no_memory(err);
     size_t n = r->prefix.len;
@@ -881,7 +881,7 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
     gw_journal_epoch_entry(j, t, GW_SOURCE_START, 0, &e);
     struct gw_buf line;
     gw_buf_init(&line);
-    gw_journal_epoch_line(&line, &t->contract, &t->members, &e);
+    gw_records_epoch_line(&line, &t->contract, &t->members, &e);
     gw_record_end(&line, 0);
     int rc = line.failed ? -ENOMEM : gw_journal_append(j, line.data, line.len, NULL, err);
     if (rc == 0)
@@ -948,7 +948,7 @@ static int read_sealed(struct gw_journal *j, uint64_t segment, uint64_t offset, 
     return rc;
 }
 
-/* The length of a receipt record's bytes before its receipt (gw_journal_receipt_prefix). */
+/* The length of a receipt record's bytes before its receipt (gw_records_receipt_prefix). */
 static size_t receipt_prefix_len(uint64_t seq)
 {
     char digits[24];

@@ -113,7 +113,7 @@ static int insert_epoch(struct gw_pg_conn *c, const struct gw_topology *t,
 {
     struct gw_buf line;
     gw_buf_init(&line);
-    gw_journal_epoch_line(&line, &t->contract, &t->members, e);
+    gw_records_epoch_line(&line, &t->contract, &t->members, e);
     gw_buf_append(&line, "", 1); /* a C string for libpq */
     char epoch_seq[24], first_seq[24];
     snprintf(epoch_seq, sizeof(epoch_seq), "%" PRIu64, e->epoch_seq);

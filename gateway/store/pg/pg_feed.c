@@ -20,7 +20,7 @@ static int receipt_line(PGresult *res, int row, struct gw_buf *line)
     if (strlen(hex) != 2 * GW_FINGERPRINT_LEN || gw_hex_decode(hex, fp, GW_FINGERPRINT_LEN) != 0)
         return -EINVAL;
     gw_buf_reset(line);
-    gw_journal_receipt_prefix(line, strtoull(PQgetvalue(res, row, 0), NULL, 10), fp);
+    gw_records_receipt_prefix(line, strtoull(PQgetvalue(res, row, 0), NULL, 10), fp);
     gw_buf_append(line, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2));
     gw_buf_puts(line, "}");
     return line->failed ? -ENOMEM : 0;

@@ -13,7 +13,7 @@ static int bad(struct gw_error *err, const char *fmt, const char *arg)
     return -EINVAL;
 }
 
-void gw_journal_epoch_line(struct gw_buf *out, const struct gw_contract *c,
+void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
                            const struct gw_membership *m, const struct gw_epoch_entry *e)
 {
     gw_buf_puts(out, "{\"type\":\"epoch\",\"epoch\":\"");
@@ -145,7 +145,7 @@ static int check_new_form(json_t *root, const char *line, size_t len, const stru
         return rc;
     struct gw_buf again;
     gw_buf_init(&again);
-    gw_journal_epoch_line(&again, c, m, e);
+    gw_records_epoch_line(&again, c, m, e);
     rc = again.failed ? -ENOMEM : 0;
     if (rc == 0 && (again.len != len || memcmp(again.data, line, len) != 0))
         rc = bad(err, "epoch record: not in the canonical form of %s", "docs/journal.md §2");
@@ -212,7 +212,7 @@ int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, uint64_
     return 0;
 }
 
-void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
+void gw_records_receipt_prefix(struct gw_buf *out, uint64_t seq,
                                const unsigned char fingerprint[GW_FINGERPRINT_LEN])
 {
     gw_buf_field_u64(out, "{\"type\":\"receipt\",\"seq\":", seq);

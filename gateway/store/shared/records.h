@@ -16,12 +16,12 @@
 
 /* Appends the epoch record line (docs/journal.md §2) of a contract, a membership and the chain
  * entry `e`, without a newline. */
-void gw_journal_epoch_line(struct gw_buf *out, const struct gw_contract *c,
+void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
                            const struct gw_membership *m, const struct gw_epoch_entry *e);
 
 /* Appends the bytes a receipt record starts with, up to and including `"receipt":`. The record
  * is this prefix, the receipt bytes and "}\n". */
-void gw_journal_receipt_prefix(struct gw_buf *out, uint64_t seq,
+void gw_records_receipt_prefix(struct gw_buf *out, uint64_t seq,
                                const unsigned char fingerprint[GW_FINGERPRINT_LEN]);
 
 /* Checks one epoch record line (`root` its JSON) against the chain so far and the receipts
