@@ -233,7 +233,8 @@ DEFECTS = [
     # ends at that segment's seal (an epoch record after its last receipt): the start could
     # then resume from nothing. This check stops the walk before the receipt bound matters.
     ("archive-past-a-checkpoint-short-of-its-seal", "gateway:covers",
-     "return cov->segment != seg->first_seq || cov->offset == seg->bytes;", "return 1;",
+     "return cov->segment != seg->first_seq || gw_segment_seal_at(seg, cov->offset);",
+     "return 1;",
      ("tests",), "^http_state_mix$"),
     # A run's Bloom filter built from the wrong key half: lookups then test other blocks and
     # lose present ids (a false negative forgets an acknowledged batch).
@@ -383,9 +384,11 @@ DEFECTS = [
      "        else if (nl && s->checked) /* not a receipt, as its checksum confirms */",
      "        else if (0 && nl && s->checked)", ("tests",), "^http_record_checksum$"),
     ("archived-checkpoint-short-of-its-seal", "gateway:check_position",
-     "        if (archived->last_seq == c->last_seq && at_seal(archived, c->offset))",
-     "        if (archived->last_seq == c->last_seq && (at_seal(archived, c->offset), 1))",
+     "        if (archived->last_seq == c->last_seq && gw_segment_seal_at(archived, c->offset))",
+     "        if (archived->last_seq == c->last_seq && (gw_segment_seal_at(archived, c->offset), 1))",
      ("tests",), "^http_state_mix$"),
+    ("segment-seal-at-any-offset", "gateway:gw_segment_seal_at",
+     "        return offset == s->bytes;", "        return 1;", ("tests",), "^http_state_mix$"),
     ("pg-dead-connection-not-retried", "gateway:gw_pg_once_more",
      "        if (rc == 0 || !(was_open && c->conn == NULL))", "        if (1)", ("tests",),
      "^pg_faults_store_read$"),

@@ -220,7 +220,7 @@ static int covers(const struct coverage *cov, const struct gw_segment *seg)
 {
     if (cov->bound == 0 || seg->last_seq > cov->bound)
         return 0;
-    return cov->segment != seg->first_seq || cov->offset == seg->bytes;
+    return cov->segment != seg->first_seq || gw_segment_seal_at(seg, cov->offset);
 }
 
 /* 1 when archive.jsonl already lists the segment (an earlier run stopped before the unlink). */

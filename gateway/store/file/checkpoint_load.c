@@ -165,25 +165,6 @@ static const char *find_resume(const char *data, struct gw_checkpoint *c, int ch
     }
 }
 
-/* Whether `offset` is where archived segment a's seal starts: a seal line for those bytes, with
- * or without its checksum (its sha256 is of a fixed length), ends the file exactly. Short of
- * that, epoch records follow the offset in a segment that cannot be read. */
-static int at_seal(const struct gw_segment *a, uint64_t offset)
-{
-    char sha[GW_SHA256_HEX + 1];
-    memset(sha, '0', GW_SHA256_HEX);
-    sha[GW_SHA256_HEX] = '\0';
-    int hit = 0;
-    for (int checked = 0; checked < 2 && !hit; checked++) {
-        struct gw_buf seal;
-        gw_buf_init(&seal);
-        gw_segment_seal_line(&seal, a->last_seq, offset, sha, checked);
-        hit = !seal.failed && offset + seal.len == a->size;
-        gw_buf_free(&seal);
-    }
-    return hit;
-}
-
 /* The position lands at a line start, just after the record with seq last_seq and the epoch
  * records after it (or after the header, repeat and epoch records when the group had no
  * receipt). */
@@ -192,7 +173,7 @@ static int check_position(struct gw_journal *j, struct gw_checkpoint *c, struct 
     const struct gw_segment *archived = gw_segments_archived(&j->segs, c->segment);
     if (archived) { /* docs/journal.md §8: usable only when it ends exactly at that segment's end */
         c->resume_offset = c->offset;
-        if (archived->last_seq == c->last_seq && at_seal(archived, c->offset))
+        if (archived->last_seq == c->last_seq && gw_segment_seal_at(archived, c->offset))
             return 0;
         why(err, "its segment is archived and it does not end at that segment's end");
         return -ESTALE;

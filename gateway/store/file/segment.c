@@ -149,3 +149,24 @@ int gw_segment_parse_seal(const char *line, size_t len, uint64_t *last_seq, uint
         return -EINVAL;
     return take_hex_end(p, end, ",\"sha256\":\"", sha256);
 }
+
+int gw_segment_seal_at(const struct gw_segment *s, uint64_t offset)
+{
+    if (s->bytes) /* a sealed segment in the state dir: its seal says where it starts */
+        return offset == s->bytes;
+    /* an archived one (archive.jsonl gives its size only): a seal line for the bytes before
+     * `offset`, with or without its checksum (its sha256 is of a fixed length), ends the file
+     * exactly */
+    char sha[GW_SHA256_HEX + 1];
+    memset(sha, '0', GW_SHA256_HEX);
+    sha[GW_SHA256_HEX] = '\0';
+    int hit = 0;
+    for (int checked = 0; checked < 2 && !hit; checked++) {
+        struct gw_buf seal;
+        gw_buf_init(&seal);
+        gw_segment_seal_line(&seal, s->last_seq, offset, sha, checked);
+        hit = !seal.failed && offset + seal.len == s->size;
+        gw_buf_free(&seal);
+    }
+    return hit;
+}

@@ -48,6 +48,11 @@ void gw_sha256_hex(const void *data, size_t len, char out[GW_SHA256_HEX + 1]);
 void gw_segment_header_line(struct gw_buf *out, uint64_t first_seq, const char *prev);
 /* The seal line `{"type":"seal","last_seq":L,"bytes":B,"sha256":"<hex>"}`, its crc32 member
  * when the segment's lines carry one (`checked`), and a newline. */
+/* 1 when `offset` is where the seal of sealed segment `s` starts: a checkpoint there ends at
+ * the segment's end, with no epoch record after it (docs/journal.md §8). Known from the seal of
+ * a segment in the state dir, rebuilt from the file size of an archived one. */
+int gw_segment_seal_at(const struct gw_segment *s, uint64_t offset);
+
 void gw_segment_seal_line(struct gw_buf *out, uint64_t last_seq, uint64_t bytes, const char *sha256,
                           int checked);
 /* Parses a header line (without its newline), byte-exact, with a crc32 member that matches or
