@@ -15,7 +15,7 @@
 #include "listener.h"
 #include "metrics.h"
 #include "notify.h"
-#include "server.h"
+#include "serve_options.h"
 #include "store.h"
 #include "topology.h"
 #include "view.h"

@@ -1,7 +1,7 @@
 /* `shardgate serve` from start to stop: token, topology, journal replay, the MHD daemon, and a
  * drain on SIGTERM/SIGINT (docs/api.md §13). With the commands, the only place of the service
  * that picks exit codes. */
-#include "request.h"
+#include "server.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include "log.h"
 #include "notify.h"
 #include "number.h"
+#include "request.h"
 #include "timing.h"
 #include "token.h"
 
