@@ -16,26 +16,12 @@ static int libc_openat(int dir_fd, const char *path, int flags, mode_t mode)
     return openat(dir_fd, path, flags, mode);
 }
 
-const struct gw_io gw_io_libc = {
-    .open = libc_open,
-    .openat = libc_openat,
-    .write = write,
-    .fsync = fsync,
-    .fdatasync = fdatasync,
-    .ftruncate = ftruncate,
-    .rename = rename,
-    .unlink = unlink,
-    .mkdir = mkdir,
-};
+#define LIBC_CALLS                                                                                 \
+    {                                                                                              \
+        .open = libc_open, .openat = libc_openat, .write = write, .fsync = fsync,                  \
+        .fdatasync = fdatasync, .ftruncate = ftruncate, .rename = rename, .unlink = unlink,        \
+        .mkdir = mkdir                                                                             \
+    }
 
-struct gw_io gw_io = {
-    .open = libc_open,
-    .openat = libc_openat,
-    .write = write,
-    .fsync = fsync,
-    .fdatasync = fdatasync,
-    .ftruncate = ftruncate,
-    .rename = rename,
-    .unlink = unlink,
-    .mkdir = mkdir,
-};
+const struct gw_io gw_io_libc = LIBC_CALLS;
+struct gw_io gw_io = LIBC_CALLS;

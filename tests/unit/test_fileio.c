@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "dir_listing.h"
 #include "fileio.h"
 
 static char dir[] = "/tmp/shardgate-fileio-XXXXXX";
@@ -17,21 +18,9 @@ static void at(char *out, const char *name)
     snprintf(out, 4096, "%s/%s", dir, name);
 }
 
-/* The names in the directory, sorted, joined by spaces. */
 static const char *listing(void)
 {
-    static char out[1024];
-    struct dirent **names;
-    int n = scandir(dir, &names, NULL, alphasort);
-    out[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        if (names[i]->d_name[0] != '.')
-            snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", out[0] ? " " : "",
-                     names[i]->d_name);
-        free(names[i]);
-    }
-    free(names);
-    return out;
+    return dir_listing(dir);
 }
 
 static const char *contents(const char *name)
