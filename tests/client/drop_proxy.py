@@ -7,11 +7,14 @@ work), and then closes the client connection without relaying a byte of it: the 
 sees "connection dropped before the response" for a request that did succeed. Later
 connections are relayed both ways unchanged.
 
-Prints the port it listens on as the first line of stdout, then serves until killed.
+Prints the port it listens on as the first line of stdout, then serves until SIGTERM or
+SIGINT, and then finishes the connections in flight, each logging its line, before it exits
+(a test reads that log once it has stopped the proxy).
 Usage: drop_proxy.py --upstream 127.0.0.1:8080 [--listen-port 0] [--drop 1]
 """
 
 import argparse
+import signal
 import socket
 import sys
 import threading
@@ -111,15 +114,25 @@ def main(argv=None):
     listener.listen(16)
     print(listener.getsockname()[1], flush=True)
     number = 0
-    while True:
-        client, _ = listener.accept()
-        number += 1
-        threading.Thread(target=serve_connection, daemon=True,
-                         args=(client, upstream_addr, number, args.drop)).start()
+    threads = []
+    try:
+        while True:
+            client, _ = listener.accept()
+            number += 1
+            t = threading.Thread(target=serve_connection, daemon=True,
+                                 args=(client, upstream_addr, number, args.drop))
+            t.start()
+            threads.append(t)
+    except KeyboardInterrupt:
+        listener.close()
+        for t in threads:
+            t.join(TIMEOUT)
+
+
+def on_signal(signum, frame):
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:
-        pass
+    signal.signal(signal.SIGTERM, on_signal)
+    main()
