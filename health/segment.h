@@ -15,8 +15,6 @@
 #include "state_dir.h"
 #include "totals.h"
 
-struct hc_journal;
-struct hc_epoch;
 
 struct hc_seg {
     struct hc_state_dir sd;
@@ -45,26 +43,5 @@ struct hc_seg_options {
     const char *archive_dir; /* NULL: archived segments are not read */
     int accept_archived;
 };
-
-/* Lists the state dir, loads the checkpoints and reads every sealed (and archived) segment
- * through the reader, then prepares for the active journal.jsonl. Returns 0 or a negative code
- * with err filled (-ENOMEM, -EIO). */
-int hc_seg_open(struct hc_journal *j, struct hc_err *err);
-void hc_seg_free(struct hc_journal *j);
-
-/* A line of the current file (starting at file offset at): returns 1 when it was a header,
- * repeat or seal line (judged here), 0 when it is a record for the reader, or a negative code
- * with err filled. */
-int hc_seg_line(struct hc_journal *j, const json_t *rec, const char *raw, size_t n, uint64_t at,
-                struct hc_err *err);
-/* The reader is at file offset end after a line: checkpoints positioned there are compared. */
-int hc_seg_line_end(struct hc_journal *j, uint64_t end, struct hc_err *err);
-/* An epoch record (raw bytes) entered the chain / a receipt was read. 0 or -ENOMEM. */
-int hc_seg_epoch(struct hc_journal *j, const struct hc_epoch *ep, const char *raw, size_t n);
-int hc_seg_receipt(struct hc_journal *j, const json_t *receipt, int64_t epoch_seq);
-/* The journal was read to its end (check): a checkpoint never reached is an issue. */
-void hc_seg_finish(struct hc_journal *j);
-/* "line N", or "<file>:N" when the journal has more than one segment. */
-void hc_seg_where(const struct hc_journal *j, char *out, size_t cap);
 
 #endif

@@ -1,5 +1,6 @@
 /* The face of the state dir's store (docs/journal.md): every call of store.h on the journal,
  * the idempotency index, the ledger and the feed's reader. */
+#include "store.h"
 #include "store_ops.h"
 
 #include <errno.h>

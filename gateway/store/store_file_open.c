@@ -2,6 +2,7 @@
  * idempotency table and the totals, from the newest checkpoint that checks out, the torn tail
  * logged, the epoch journaled; then its threads: the feed, the scrub, the checkpointer and the
  * journal writer. */
+#include "store.h"
 #include "store_ops.h"
 
 #include <errno.h>

@@ -3,7 +3,26 @@
 #ifndef SHARDGATE_GW_STORE_OPS_H
 #define SHARDGATE_GW_STORE_OPS_H
 
-#include "store.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "chain.h"
+#include "feed_record.h"
+#include "idempotency.h"
+#include "membership.h"
+#include "pg_store.h"
+#include "topology.h"
+
+struct gw_store;
+struct gw_store_options;
+struct gw_store_refusal;
+struct gw_store_miss;
+struct gw_metrics;
+struct gw_feed_mark;
+struct gw_ledger_entry;
+struct gw_total;
+struct gw_commit_item;
 
 struct gw_store_ops {
     const char *check_name; /* gw_store_check_name */

@@ -1,5 +1,6 @@
 /* The face of the PostgreSQL store (docs/journal.md §10): every call of store.h on the database
  * every replica shares, its failures to reach it answered as -EAGAIN. */
+#include "store.h"
 #include "store_ops.h"
 
 #include <errno.h>

@@ -6,6 +6,7 @@
 
 #include "idem_manifest.h"
 #include "idem_state.h"
+#include "idempotency.h"
 
 int gw_idem__freeze_locked(struct gw_idem_state *s)
 {

@@ -12,8 +12,9 @@
 
 #include "idem_manifest.h"
 #include "idem_state.h"
-#include "log.h"
+#include "idempotency.h"
 #include "io.h"
+#include "log.h"
 
 #define DEFAULT_TABLE_SLOTS (1u << 18)
 #define INFLIGHT_SLOTS 1024u

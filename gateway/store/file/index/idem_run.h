@@ -20,15 +20,13 @@ struct gw_idem_run {
     size_t bloom_blocks;
     void *map;
     size_t size;
-    size_t payload;         /* bytes of records and filter, after the header */
-    size_t blocks;          /* GW_IDEM_RUN_BLOCK bytes of the payload each (last short) */
+    size_t payload; /* bytes of records and filter, after the header */
+    size_t blocks;  /* GW_IDEM_RUN_BLOCK (idem_run_file.h) bytes of the payload each (last short) */
     unsigned char *digests; /* SHA-256 of each block, read and checked at open */
     atomic_uchar *checked;  /* per block: unchecked, good or bad (idem_run_read.c) */
     unsigned char sha256[SHA256_DIGEST_LENGTH]; /* of the digest table */
     atomic_uint refs;
 };
-
-#define GW_IDEM_RUN_BLOCK 16384u /* a multiple of 64: no record or filter block straddles two */
 
 /* A run being written, record by record in key order. */
 struct gw_idem_run_writer {

@@ -9,8 +9,8 @@
 
 #include "idem_bloom.h"
 #include "idem_rec.h"
-#include "idem_run.h"
 
+#define GW_IDEM_RUN_BLOCK 16384u /* a multiple of 64: no record or filter block straddles two */
 #define RUN_MAGIC "SGIDXRUN"
 #define RUN_VERSION 3u /* 2: the Bloom filter after the records; 3: the block digests last */
 

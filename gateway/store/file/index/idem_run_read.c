@@ -9,9 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "idem_run.h"
 #include "idem_run_file.h"
-#include "log.h"
 #include "io.h"
+#include "log.h"
 
 enum { BLOCK_UNCHECKED, BLOCK_GOOD, BLOCK_BAD };
 

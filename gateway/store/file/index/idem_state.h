@@ -6,10 +6,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "error.h"
 #include "idem_rec.h"
 #include "idem_run.h"
 #include "idem_table.h"
-#include "idempotency.h"
+#include "idem_tuning.h"
 
 /* An immutable list of runs, published whole; readers hold a reference while they search. */
 struct gw_idem_runset {

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "idem_state.h"
+#include "idempotency.h"
 #include "log.h"
 
 static void log_failure(const struct gw_error *err)

@@ -11,6 +11,7 @@
 
 #include "batch.h"
 #include "error.h"
+#include "idem_tuning.h"
 
 struct gw_idem_ref {  /* where a durable receipt's bytes are */
     uint64_t segment; /* first_seq of the segment holding it */
@@ -81,15 +82,6 @@ size_t gw_idem_durable(struct gw_idem *t);
  * through_seq before. Called from the checkpoint thread, never a request thread; holds the
  * lock a claim takes only to swap the in-RAM table. Returns 0 or -errno with err filled. */
 int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
-
-/* For tests and benchmarks: sizes, the clock, and background work on demand. */
-struct gw_idem_tuning {
-    size_t table_slots;              /* slots of each in-RAM table, a power of two; 0: 2^18 */
-    uint64_t merge_base;             /* runs below 4x this are the smallest tier; 0: 65536 */
-    uint64_t (*now_ms)(void *clock); /* NULL: the wall clock (CLOCK_REALTIME) */
-    void *clock;
-    int no_thread; /* 1: no background thread; gw_idem_maintain does its work */
-};
 
 /* gw_idem_open with `tune` (NULL: the defaults). */
 int gw_idem_open_tuned(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,

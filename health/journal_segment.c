@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "journal.h"
-#include "segment.h"
 
 #define HC_SEG_ISSUE(j, sub, ...)                                                                  \
     hc_report_issue((j)->v->report, HC_SLOT_SEGMENT, "journal_segment", sub, __VA_ARGS__)
