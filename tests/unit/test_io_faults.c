@@ -12,8 +12,8 @@
 
 #include "check.h"
 #include "dir_listing.h"
+#include "faulty_io.h"
 #include "fileio.h"
-#include "io.h"
 
 enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_SHORT, FAULT_CRASH };
 
@@ -24,9 +24,11 @@ static struct {
     int hit;   /* 1 once the fault was injected */
 } inj;
 
-/* 1 when this call is to fail: the Nth, or with a crash every one from the Nth on. */
-static int fails(void)
+/* 1 when this call is to fail: the Nth, or with a crash every one from the Nth on. A short
+ * write fails nothing: the Nth call, a write, writes one byte (fault_write_len). */
+static int fault_here(int writes)
 {
+    (void)writes;
     inj.calls++;
     if (inj.fault == FAULT_SHORT)
         return 0;
@@ -37,58 +39,14 @@ static int fails(void)
     return now;
 }
 
-static int f_open(const char *path, int flags, mode_t mode)
+/* The caller must write the rest. */
+static size_t fault_write_len(size_t len)
 {
-    return fails() ? -1 : gw_io_libc.open(path, flags, mode);
+    if (inj.fault != FAULT_SHORT || inj.calls != inj.at || len < 2)
+        return len;
+    inj.hit = 1;
+    return 1;
 }
-
-static int f_openat(int dir_fd, const char *path, int flags, mode_t mode)
-{
-    return fails() ? -1 : gw_io_libc.openat(dir_fd, path, flags, mode);
-}
-
-/* A short write writes one byte at the Nth call; the caller must write the rest. */
-static ssize_t f_write(int fd, const void *data, size_t len)
-{
-    if (inj.fault == FAULT_SHORT && ++inj.calls == inj.at && len > 1) {
-        inj.hit = 1;
-        return gw_io_libc.write(fd, data, 1);
-    }
-    return inj.fault != FAULT_SHORT && fails() ? -1 : gw_io_libc.write(fd, data, len);
-}
-
-static int f_fsync(int fd)
-{
-    return fails() ? -1 : gw_io_libc.fsync(fd);
-}
-
-static int f_fdatasync(int fd)
-{
-    return fails() ? -1 : gw_io_libc.fdatasync(fd);
-}
-
-static int f_ftruncate(int fd, off_t len)
-{
-    return fails() ? -1 : gw_io_libc.ftruncate(fd, len);
-}
-
-static int f_rename(const char *from, const char *to)
-{
-    return fails() ? -1 : gw_io_libc.rename(from, to);
-}
-
-static int f_unlink(const char *path)
-{
-    return fails() ? -1 : gw_io_libc.unlink(path);
-}
-
-static int f_mkdir(const char *path, mode_t mode)
-{
-    return fails() ? -1 : gw_io_libc.mkdir(path, mode);
-}
-
-static const struct gw_io faulty = {f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
-                                    f_ftruncate, f_rename, f_unlink, f_mkdir};
 
 static void inject(enum fault fault, int at)
 {
@@ -96,7 +54,7 @@ static void inject(enum fault fault, int at)
     inj.at = at;
     inj.calls = 0;
     inj.hit = 0;
-    gw_io = faulty;
+    gw_io = faulty_io;
 }
 
 static char dir[] = "/tmp/shardgate-io-faults-XXXXXX";

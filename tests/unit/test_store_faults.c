@@ -18,6 +18,7 @@
 #include "exit.h"
 #include "fileio.h"
 #include "idem_state.h"
+#include "faulty_io.h"
 #include "io.h"
 #include "receipt.h"
 #include "store.h"
@@ -35,8 +36,8 @@ static struct {
     pthread_t writer, index; /* the threads whose calls are counted */
 } inj;
 
-/* Whether this call fails; `writes` 0 for an open that only reads. */
-static int fails_call(int writes)
+/* Whether this call fails (faulty_io.h). */
+static int fault_here(int writes)
 {
     if (!__atomic_load_n(&inj.armed, __ATOMIC_SEQ_CST))
         return 0;
@@ -55,51 +56,9 @@ static int fails_call(int writes)
     return now;
 }
 
-static int fails(void)
+static size_t fault_write_len(size_t len)
 {
-    return fails_call(1);
-}
-
-static int writes(int flags)
-{
-    return (flags & (O_WRONLY | O_RDWR | O_CREAT)) != 0;
-}
-
-static int f_open(const char *p, int fl, mode_t m)
-{
-    return fails_call(writes(fl)) ? -1 : gw_io_libc.open(p, fl, m);
-}
-static int f_openat(int d, const char *p, int fl, mode_t m)
-{
-    return fails_call(writes(fl)) ? -1 : gw_io_libc.openat(d, p, fl, m);
-}
-static ssize_t f_write(int fd, const void *b, size_t n)
-{
-    return fails() ? -1 : gw_io_libc.write(fd, b, n);
-}
-static int f_fsync(int fd)
-{
-    return fails() ? -1 : gw_io_libc.fsync(fd);
-}
-static int f_fdatasync(int fd)
-{
-    return fails() ? -1 : gw_io_libc.fdatasync(fd);
-}
-static int f_ftruncate(int fd, off_t n)
-{
-    return fails() ? -1 : gw_io_libc.ftruncate(fd, n);
-}
-static int f_rename(const char *a, const char *b)
-{
-    return fails() ? -1 : gw_io_libc.rename(a, b);
-}
-static int f_unlink(const char *p)
-{
-    return fails() ? -1 : gw_io_libc.unlink(p);
-}
-static int f_mkdir(const char *p, mode_t m)
-{
-    return fails() ? -1 : gw_io_libc.mkdir(p, m);
+    return len;
 }
 
 static const char *source;
@@ -244,8 +203,7 @@ static int commit_at(enum fault fault, int at, uint64_t segment_bytes)
     for (int i = 0; i < 4; i++)
         gw_buf_init(&r[i]);
     /* Set while no thread of the store runs; it passes every call through until armed. */
-    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
-                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    gw_io = faulty_io;
     inj.fault = fault;
     inj.at = at;
     inj.calls = inj.hit = 0;
@@ -340,8 +298,7 @@ static int checkpoint_at(enum fault fault, int at, uint64_t unused)
     struct open_store s;
     if (!mkdtemp(dir))
         return 0;
-    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
-                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    gw_io = faulty_io;
     inj.fault = fault;
     inj.at = at;
     inj.calls = inj.hit = 0;
@@ -418,8 +375,7 @@ static int archive_at(enum fault fault, int at, uint64_t unused)
     snprintf(away, sizeof(away), "%s.archive", dir);
     if (mkdir(away, 0750) != 0)
         return 0;
-    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
-                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    gw_io = faulty_io;
     inj.fault = fault;
     inj.at = at;
     inj.calls = inj.hit = inj.hit_write = 0;
@@ -481,8 +437,7 @@ static int epoch_at(enum fault fault, int at, uint64_t unused)
     snprintf(moved, sizeof(moved), "%s.shards.json", dir);
     CHECK_EQ_U64(gw_durable_write(moved, moved, d_online, strlen(d_online), 0640), 0);
     CHECK_EQ_U64(gw_exit_load_topology(conf, moved, &next), 0);
-    gw_io = (struct gw_io){f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
-                           f_ftruncate, f_rename, f_unlink, f_mkdir};
+    gw_io = faulty_io;
     inj.fault = fault;
     inj.at = at;
     inj.calls = inj.hit = inj.hit_write = 0;
