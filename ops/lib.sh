@@ -23,6 +23,9 @@ SHARDGATE_PACKAGES+=(podman podman-compose catatonit mmdebstrap mandoc prometheu
 SHARDGATE_PACKAGES+=(postgresql libpq-dev haproxy)
 # The model-based operation test's sequence generator and shrinker (docs/decisions.md §31).
 SHARDGATE_PACKAGES+=(python3-hypothesis)
+# The idempotency index's engine, RocksDB, and the two it was measured against in the
+# bake-off, LMDB and SQLite (docs/decisions.md §34).
+SHARDGATE_PACKAGES+=(librocksdb-dev liblmdb-dev libsqlite3-dev)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {
