@@ -1,8 +1,9 @@
 /* The idempotency index bake-off (docs/performance.md §17): the same workload against the
- * index of gateway/store/file/index ("runs"), LMDB, SQLite (WAL) and RocksDB. Every engine maps
- * the 16-byte key of a batch id (gw_idem_key_of) to a 48-byte value (fingerprint prefix, where
- * the receipt lies, its seq, when acknowledged) and keeps the seq it is durable through in the
- * same transaction, as the gateway needs (docs/decisions.md §15).
+ * gateway's index ("index": gateway/store/file/index, its own runs until RocksDB replaced them),
+ * LMDB, SQLite (WAL) and RocksDB. Every engine maps the 16-byte key of a batch id
+ * (gw_idem_key_of) to a 48-byte value (fingerprint prefix, where the receipt lies, its seq, when
+ * acknowledged) and keeps the seq it is durable through in the same transaction, as the gateway
+ * needs (docs/decisions.md §15).
  * Usage:
  *   index_bakeoff ENGINE insert DIR N TXN   N ids in transactions of TXN ids, each durable;
  *                                           then lookups of stored and of absent ids
@@ -73,20 +74,20 @@ static void val_of(uint64_t i, unsigned char val[VAL_LEN])
     memcpy(val, words, VAL_LEN);
 }
 
-/* ---- the index of gateway/store/file/index ---- */
-struct db_runs {
+/* ---- the gateway's index (gateway/store/file/index): RocksDB, no log, a flush per persist ---- */
+struct db_index {
     struct gw_idem t;
     uint64_t durable; /* as gw_idem_open said, then as persisted */
 };
 
-static int runs_open(struct db **d, const char *dir)
+static int index_open(struct db **d, const char *dir)
 {
-    struct db_runs *r = calloc(1, sizeof *r);
+    struct db_index *r = calloc(1, sizeof *r);
     struct gw_idem_options o = {0};
     struct gw_error err = {0};
     mkdir(dir, 0750);
     if (!r || gw_idem_open(&r->t, dir, &o, &r->durable, &err) != 0) {
-        fprintf(stderr, "runs: open: %s\n", err.msg);
+        fprintf(stderr, "index: open: %s\n", err.msg);
         free(r);
         return -1;
     }
@@ -94,9 +95,9 @@ static int runs_open(struct db **d, const char *dir)
     return 0;
 }
 
-static int runs_put(struct db *d, uint64_t first, size_t n)
+static int index_put(struct db *d, uint64_t first, size_t n)
 {
-    struct db_runs *r = (struct db_runs *)d;
+    struct db_index *r = (struct db_index *)d;
     unsigned char fp[GW_FINGERPRINT_LEN] = {0};
     for (uint64_t i = first; i < first + n; i++) {
         unsigned char v[VAL_LEN];
@@ -116,9 +117,9 @@ static int runs_put(struct db *d, uint64_t first, size_t n)
     return 0;
 }
 
-static int runs_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN])
+static int index_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN])
 {
-    struct db_runs *r = (struct db_runs *)d;
+    struct db_index *r = (struct db_index *)d;
     char id[64];
     struct gw_idem_ref ref;
     int rc = gw_idem_find(&r->t, id, id_of(i, absent, id, sizeof id), &ref);
@@ -126,7 +127,7 @@ static int runs_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_
         return 0;
     if (rc != 0)
         return rc;
-    val_of(ref.seq, val); /* the runs keep the fields; compare the ones it returns */
+    val_of(ref.seq, val); /* the index keeps these fields: compare them */
     uint64_t w[6];
     memcpy(w, val, sizeof w);
     if (w[1] != ref.segment || w[2] != ref.offset || w[5] != ref.len || ref.seq != i)
@@ -134,14 +135,14 @@ static int runs_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_
     return 1;
 }
 
-static uint64_t runs_durable(struct db *d)
+static uint64_t index_durable(struct db *d)
 {
-    return ((struct db_runs *)d)->durable;
+    return ((struct db_index *)d)->durable;
 }
 
-static void runs_close(struct db *d)
+static void index_close(struct db *d)
 {
-    gw_idem_close(&((struct db_runs *)d)->t);
+    gw_idem_close(&((struct db_index *)d)->t);
     free(d);
 }
 
@@ -415,7 +416,7 @@ static void rocks_close(struct db *d)
 }
 
 static const struct engine engines[] = {
-    {"runs", runs_open, runs_put, runs_get, runs_durable, runs_close},
+    {"index", index_open, index_put, index_get, index_durable, index_close},
     {"lmdb", lmdb_open, lmdb_put, lmdb_get, lmdb_durable, lmdb_close},
     {"sqlite", sqlite_open, sqlite_put, sqlite_get, sqlite_durable, sqlite_close},
     {"rocksdb", rocks_open, rocks_put, rocks_get, rocks_durable, rocks_close},
@@ -585,7 +586,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], engines[i].name) == 0)
             e = &engines[i];
     if (!e) {
-        fprintf(stderr, "usage: index_bakeoff runs|lmdb|sqlite|rocksdb insert|reopen|crash|check"
+        fprintf(stderr, "usage: index_bakeoff index|lmdb|sqlite|rocksdb insert|reopen|crash|check"
                         " DIR ...\n");
         return 2;
     }

@@ -7,7 +7,7 @@
 set -eu
 bin=$1 work=$2 n=$3 txn=$4
 shift 4
-engines=${*:-runs lmdb sqlite rocksdb}
+engines=${*:-index lmdb sqlite rocksdb}
 
 # The engine's file written last (the one a power loss leaves short) or its largest, not locks
 # or logs.

@@ -423,16 +423,17 @@ def index_deleted_after_an_archive_is_rebuilt():
 
 
 @case("state_mix")
-def manifest_byte_flipped_after_an_archive():
-    """One flipped byte of index/manifest.json: the index is unusable, rebuilt, nothing lost."""
+def index_byte_flipped_after_an_archive():
+    """One flipped byte of index/CURRENT (which names the database's manifest): the index is
+    unusable, removed and rebuilt from the segments and the archived ids files, nothing lost."""
     d, path, bodies, adir = archived_and_stopped()
-    m = os.path.join(d, "index", "manifest.json")
+    m = os.path.join(d, "index", "CURRENT")
     data = bytearray(read(m))
-    data[len(data) // 2] ^= 0x01
+    data[0] ^= 0x01
     write(m, bytes(data), "wb")
     with Server(state_dir=d, shards=path, args=SMALL) as s:
-        eq([e["reason"] for e in s.events("index_unusable")], ["manifest checksum mismatch"],
-           "logged")
+        eq([e["reason"] for e in s.events("index_unusable")],
+           ["Corruption: CURRENT file corrupted"], "logged")
         eq(s.stop(), 0, "clean stop")
     all_agree(d, path, bodies, adir)
 

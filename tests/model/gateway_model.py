@@ -7,7 +7,7 @@ to a short sequence, printed with the seed that replays it.
 Operations: POST bursts (fresh, replayed, reused ids with other content, invalid bodies); PUT
 of the membership (applied, stale If-Match, invalid); SIGHUP with an edited membership or
 capacity policy; a PUT begun before a SIGHUP and finished after it; kill -9, at random and at the named points of a rotation, a checkpoint, an
-index merge and `journal archive` (SHARDGATE_TEST_CRASH_AT); SIGTERM; `journal archive`;
+index flush and `journal archive` (SHARDGATE_TEST_CRASH_AT); SIGTERM; `journal archive`;
 deleting index/; a flipped byte in a file under index/; a changed byte in a journal line. The
 server runs with 64 KiB segments and 100 ms checkpoints, so sequences rotate and checkpoint.
 
@@ -48,8 +48,7 @@ STATES = ["online", "draining", "offline"]
 STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
          "damaged": 0, "points": 0, "failed": 0}
 # Named kill -9 points of the server's multi-step writes (gateway/core/crashpoint.h).
-SERVER_POINTS = ["rotation-sealed", "rotation-renamed", "checkpoint-written", "merge-written",
-                 "merge-installed"]
+SERVER_POINTS = ["rotation-sealed", "rotation-renamed", "checkpoint-written", "index-flushed"]
 MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
 UNCOVERED = ": archived (archive.jsonl) and no usable checkpoint covers it"
 
@@ -541,7 +540,7 @@ class GatewayModel(RuleBasedStateMachine):
     @precondition(lambda self: not self.flipped)
     @rule(point=st.sampled_from(SERVER_POINTS))
     def kill_at_point(self, point):
-        """kill -9 at a named point of a rotation, a checkpoint or an index merge
+        """kill -9 at a named point of a rotation, a checkpoint or an index flush
         (SHARDGATE_TEST_CRASH_AT, docs/api.md §14): a server with the hook posts batches (a
         checkpoint every 100 ms, a flush of the index with each) until it dies there; the
         POST it dies under is in doubt, settled by its retry after the start."""

@@ -116,7 +116,7 @@ self_test() {
     expect_caught "a file outside the layers" serve.c '#include "buf.h"' || fails=1
     expect_caught "a store part includes another's header" store/pg/pg_commit.c \
         '#include "idempotency.h"' || fails=1
-    expect_caught "a store part's file includes an http header" store/file/index/idem_run.c \
+    expect_caught "a store part's file includes an http header" store/file/index/idem_db.c \
         '#include "request.h"' || fails=1
     expect_caught "shared/ includes a part's header" store/shared/chain.c \
         '#include "pg_store.h"' || fails=1

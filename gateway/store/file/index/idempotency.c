@@ -1,6 +1,6 @@
-/* The request path of the idempotency index: claims, commits and lookups over the in-RAM tables
- * and the published runs (docs/decisions.md §15). The lock is held for RAM probes only; runs
- * are searched outside it and a change of runs meanwhile sends the lookup round again. */
+/* The request path of the idempotency index: claims in RAM, durable entries in the database
+ * (docs/decisions.md §15). The lock is held for the claims only; the database is read outside
+ * it and a commit meanwhile sends the lookup round again. */
 #include "idempotency.h"
 
 #include <assert.h>
@@ -9,56 +9,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crashpoint.h"
 #include "idem_state.h"
 
 enum found { FOUND_NONE, FOUND_IN_FLIGHT, FOUND_DURABLE, FOUND_BAD_BLOCK };
 
-/* The lock held: `key` among claims and the tables not yet written as a run. */
-static enum found find_in_ram(struct gw_idem_state *s, struct gw_idem_key key,
-                              struct gw_idem_rec *out)
-{
-    if (gw_idem_table_find(&s->inflight, key))
-        return FOUND_IN_FLIGHT;
-    const struct gw_idem_rec *r = gw_idem_table_find(&s->active, key);
-    for (size_t i = s->nfrozen; !r && i > 0; i--)
-        r = gw_idem_table_find(&s->frozen[i - 1], key);
-    if (!r)
-        return FOUND_NONE;
-    *out = *r;
-    return FOUND_DURABLE;
-}
-
-/* Looks `key` up everywhere. Returns FOUND_NONE with the lock HELD (so that the caller adds the
- * key before anyone else can), else unlocked; FOUND_BAD_BLOCK when a run's block it had to read
- * failed its checksum (whether the id is known cannot be said). */
+/* Looks `key` up among the claims, then in the database. Returns FOUND_NONE with the lock HELD
+ * (so that the caller adds the key before anyone else can), else unlocked; FOUND_BAD_BLOCK when
+ * the database failed, now or at an earlier commit (whether the id is known cannot be said). A
+ * claim that became durable between the database read and the lock sends the lookup round
+ * again. */
 static enum found lookup_keep_lock_if_none(struct gw_idem_state *s, struct gw_idem_key key,
                                            struct gw_idem_rec *out)
 {
     for (;;) {
         pthread_mutex_lock(&s->lock);
-        enum found f = find_in_ram(s, key, out);
-        if (f != FOUND_NONE) {
+        if (s->broken) {
             pthread_mutex_unlock(&s->lock);
-            return f;
+            return FOUND_BAD_BLOCK;
         }
-        struct gw_idem_runset *set = gw_idem__runset_get(s);
-        uint64_t version = s->version;
+        if (gw_idem_table_find(&s->inflight, key)) {
+            pthread_mutex_unlock(&s->lock);
+            return FOUND_IN_FLIGHT;
+        }
+        uint64_t commits = s->commits;
         pthread_mutex_unlock(&s->lock);
-        const struct gw_idem_rec *hit = NULL;
-        int rc = gw_idem__runset_find(set, key, &hit);
-        if (rc > 0)
-            *out = *hit;
-        gw_idem__runset_put(set);
+        int rc = gw_idem_db_get(s->db, key, out);
         if (rc != 0)
-            return rc > 0 ? FOUND_DURABLE : FOUND_BAD_BLOCK; /* runs only ever gain entries */
+            return rc > 0 ? FOUND_DURABLE : FOUND_BAD_BLOCK; /* durable entries stay */
         pthread_mutex_lock(&s->lock);
-        if (s->version == version) { /* no entry left RAM for a run we did not search */
-            f = find_in_ram(s, key, out);
-            if (f == FOUND_NONE)
-                return FOUND_NONE;
+        if (gw_idem_table_find(&s->inflight, key)) {
             pthread_mutex_unlock(&s->lock);
-            return f;
+            return FOUND_IN_FLIGHT;
         }
+        if (s->commits == commits)
+            return FOUND_NONE;
         pthread_mutex_unlock(&s->lock);
     }
 }
@@ -108,19 +93,6 @@ int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
     return 0;
 }
 
-/* The lock held: adds a durable record to the active table, freezing a full one first. */
-static int add_durable_locked(struct gw_idem_state *s, const struct gw_idem_rec *r)
-{
-    if (gw_idem_table_full(&s->active)) {
-        int rc = gw_idem__freeze_locked(s);
-        if (rc != 0 && s->active.count + 1 >= s->active.mask)
-            return rc; /* no fresh table and the full one has no slot left */
-    }
-    gw_idem_table_add(&s->active, r);
-    s->durable++;
-    return 0;
-}
-
 static void fill_ref(struct gw_idem_rec *r, struct gw_idem_ref ref)
 {
     assert(ref.len <= UINT32_MAX);
@@ -134,20 +106,24 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
 {
     struct gw_idem_state *s = t->s;
     struct gw_idem_key key = gw_idem_key_of(id, len);
-    uint64_t now = gw_idem__now(s);
     pthread_mutex_lock(&s->lock);
     struct gw_idem_rec *claim = gw_idem_table_find(&s->inflight, key);
     assert(claim); /* only a claim becomes durable */
-    if (claim) {
-        struct gw_idem_rec r = *claim;
+    struct gw_idem_rec r = claim ? *claim : (struct gw_idem_rec){.key = key};
+    pthread_mutex_unlock(&s->lock); /* the claim stays until the database holds the entry */
+    fill_ref(&r, ref);
+    r.ack_ms = gw_idem__now(s);
+    r.flags = GW_IDEM_REC_USED;
+    int stored = gw_idem_db_put(s->db, &r) == 0; /* a failure is logged as index_corrupt */
+    pthread_mutex_lock(&s->lock);
+    if (!stored) {
+        /* The id is in the journal but not in the index: it stays claimed, every other lookup
+         * fails (500 index_corrupt) and no persist passes its seq, so the start after the
+         * repair re-inserts it (docs/journal.md §9). */
+        s->broken = 1;
+    } else if ((claim = gw_idem_table_find(&s->inflight, key)) != NULL) {
         gw_idem_table_remove(&s->inflight, claim);
-        fill_ref(&r, ref);
-        r.ack_ms = now;
-        if (add_durable_locked(s, &r) != 0) {
-            /* An acknowledged id must never be forgotten: out of memory ends the process. */
-            fprintf(stderr, "shardgate: out of memory\n");
-            exit(1);
-        }
+        s->commits++;
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -169,7 +145,6 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
 {
     struct gw_idem_state *s = t->s;
     struct gw_idem_rec r = {.key = gw_idem_key_of(id, len)};
-    uint64_t now = gw_idem__now(s);
     enum found f = lookup_keep_lock_if_none(s, r.key, &r);
     if (f == FOUND_BAD_BLOCK)
         return -EIO;
@@ -179,8 +154,11 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
         return -EEXIST;
     r.fp_prefix = gw_idem_fp_prefix(fingerprint);
     fill_ref(&r, ref);
-    r.ack_ms = now; /* replay does not know when it was acknowledged: the window starts now */
-    int rc = add_durable_locked(s, &r);
+    r.ack_ms = gw_idem__now(s); /* replay does not know when it was acknowledged: the window
+                                   starts now */
+    r.flags = GW_IDEM_REC_USED;
+    int rc = gw_idem_db_put(s->db, &r); /* under the lock: no claim of this id meanwhile */
+    s->commits += rc == 0;
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -198,18 +176,26 @@ int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_r
     return 0;
 }
 
-size_t gw_idem_durable(struct gw_idem *t)
+int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err)
 {
-    pthread_mutex_lock(&t->s->lock);
-    size_t n = t->s->durable;
-    pthread_mutex_unlock(&t->s->lock);
-    return n;
-}
-
-size_t gw_idem_runs(struct gw_idem *t)
-{
-    pthread_mutex_lock(&t->s->lock);
-    size_t n = t->s->runs->n;
-    pthread_mutex_unlock(&t->s->lock);
-    return n;
+    struct gw_idem_state *s = t->s;
+    char msg[sizeof(s->dir) + 128];
+    pthread_mutex_lock(&s->persist_lock);
+    uint64_t seq = through_seq > s->durable_seq ? through_seq : s->durable_seq;
+    pthread_mutex_lock(&s->lock);
+    int broken = s->broken;
+    pthread_mutex_unlock(&s->lock);
+    int rc = -EIO;
+    if (broken)
+        snprintf(msg, sizeof(msg), "%s: an acknowledged id could not be stored", s->dir);
+    else
+        rc = gw_idem_db_persist(s->db, seq, msg, sizeof(msg));
+    if (rc == 0)
+        gw_crash_point("index-flushed");
+    if (rc == 0)
+        s->durable_seq = seq;
+    else
+        gw_error_set(err, "", "%s", msg);
+    pthread_mutex_unlock(&s->persist_lock);
+    return rc;
 }

@@ -1,8 +1,7 @@
 /* The idempotency index (docs/api.md §3, docs/journal.md §9): batch_id -> fingerprint and where
- * its receipt lies, the batch ids still being journaled, and its own files under
+ * its receipt lies, the batch ids still being journaled, and its database under
  * <state-dir>/index/ so that a restart does not rebuild it from the whole journal. RAM is
- * bounded whatever the history and nothing ever rehashes the whole table (docs/decisions.md
- * §15). Thread-safe. */
+ * bounded whatever the history (docs/decisions.md §15). Thread-safe. */
 #ifndef SHARDGATE_GW_IDEMPOTENCY_H
 #define SHARDGATE_GW_IDEMPOTENCY_H
 
@@ -38,7 +37,7 @@ struct gw_idem {
 };
 
 /* Opens (creating) <state_dir>/index/. *durable_seq: every acknowledged id with seq <= it is in
- * the index files (0 when empty, or when the files were unusable: then logged as
+ * the index's files (0 when empty, or when the files were unusable: then logged as
  * index_unusable and started empty, and the caller must re-insert from every segment).
  * Returns 0, -ENOMEM, or -errno with err filled (the directory cannot be made or read). */
 int gw_idem_open(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
@@ -48,12 +47,12 @@ void gw_idem_close(struct gw_idem *t);
 /* What a caller says when a lookup returned -EIO (docs/journal.md §9). */
 #define GW_IDEM_BAD_BLOCK_MSG                                                                      \
     "idempotency index: a block of its files failed its checksum (logged as "                      \
-    "index_block_corrupt); stop the server and remove the state dir's index/ directory: the "      \
+    "index_corrupt); stop the server and remove the state dir's index/ directory: the "            \
     "next start rebuilds it from the journal and the archived ids files"
 
 /* Looks `id` up; an unknown id is claimed as in flight (verdict NEW). For REPLAY, *ref says where
- * the receipt is. Returns 0, -ENOMEM (nothing claimed) or -EIO (a block of an index run failed
- * its checksum, logged as index_block_corrupt: whether the id is known cannot be said, so
+ * the receipt is. Returns 0, -ENOMEM (nothing claimed) or -EIO (the database failed, a block
+ * failing its checksum, logged as index_corrupt: whether the id is known cannot be said, so
  * nothing is claimed). */
 int gw_idem_claim(struct gw_idem *t, const char *id, size_t len,
                   const unsigned char fingerprint[GW_FINGERPRINT_LEN],
@@ -74,25 +73,15 @@ int gw_idem_insert(struct gw_idem *t, const char *id, size_t len,
  * for a claim. */
 int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_ref *ref);
 
-/* Number of durable entries. */
-size_t gw_idem_durable(struct gw_idem *t);
-
-/* Makes every committed entry with seq <= through_seq durable in the index files (fsync'd,
- * manifest replaced atomically). The caller has committed or inserted every id with seq <=
- * through_seq before. Called from the checkpoint thread, never a request thread; holds the
- * lock a claim takes only to swap the in-RAM table. Returns 0 or -errno with err filled. */
+/* Makes every committed entry with seq <= through_seq durable in the index's files (a flush of
+ * the database, synced). The caller has committed or inserted every id with seq <= through_seq
+ * before. Called from the checkpoint thread, never a request thread. Returns 0 or -errno with
+ * err filled. */
 int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
 
 /* gw_idem_open with `tune` (NULL: the defaults). */
 int gw_idem_open_tuned(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
                        const struct gw_idem_tuning *tune, uint64_t *durable_seq,
                        struct gw_error *err);
-
-/* One round of the background work now: write frozen tables as a run, then merge runs while a
- * tier is full. Returns 0 or -errno with err filled. */
-int gw_idem_maintain(struct gw_idem *t, struct gw_error *err);
-
-/* Number of run files the index consists of now. */
-size_t gw_idem_runs(struct gw_idem *t);
 
 #endif

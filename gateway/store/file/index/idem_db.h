@@ -1,0 +1,32 @@
+/* The idempotency index's engine (docs/journal.md §9, docs/decisions.md §15): a RocksDB
+ * database in <state-dir>/index/ mapping the key of a batch id to its record, and the seq the
+ * database is durable through. Nothing else in the gateway touches RocksDB. Thread-safe. */
+#ifndef SHARDGATE_GW_IDEM_DB_H
+#define SHARDGATE_GW_IDEM_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idem_rec.h"
+
+struct gw_idem_db;
+
+/* Opens (creating) the database in `dir`. Files it cannot use (damaged, another format, the
+ * runs of an earlier version) are logged as index_unusable, removed, and the database starts
+ * empty with *durable_seq 0. Returns the database, or NULL with `msg` filled. */
+struct gw_idem_db *gw_idem_db_open(const char *dir, uint64_t *durable_seq, char *msg, size_t n);
+void gw_idem_db_close(struct gw_idem_db *db);
+
+/* 1 with *rec when `key` is stored, 0 when not, -EIO when the database failed (a block failed
+ * its checksum: logged once as index_corrupt). */
+int gw_idem_db_get(struct gw_idem_db *db, struct gw_idem_key key, struct gw_idem_rec *rec);
+
+/* Stores `rec` in RAM (the memtable; no log of its own: the journal is the truth). Returns 0 or
+ * -EIO. */
+int gw_idem_db_put(struct gw_idem_db *db, const struct gw_idem_rec *rec);
+
+/* Records `durable_seq` and writes everything stored before it to disk (a flush: synced table
+ * files and manifest). Returns 0, or -EIO with `msg` filled. */
+int gw_idem_db_persist(struct gw_idem_db *db, uint64_t durable_seq, char *msg, size_t n);
+
+#endif
