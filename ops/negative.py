@@ -207,9 +207,9 @@ DEFECTS = [
     ("idem-persist-moves-backwards", "gateway:gw_idem_persist",
      "    uint64_t seq = through_seq > s->durable_seq ? through_seq : s->durable_seq;",
      "    uint64_t seq = through_seq;", ("tests",), "^unit/test_idempotency$"),
-    ("idem-earlier-format-kept", "gateway:gw_idem_db_open",
-     "    if (earlier_format(dir))", "    if (0 && earlier_format(dir))", ("tests",),
-     "^unit/test_idempotency$"),
+    ("idem-earlier-format-kept", "gateway:upgrade",
+     "    if (!gw_idem_convert_present(s->dir))", "    if (1)", ("tests",),
+     "^unit/test_idempotency$|^http_state_mix$"),
     ("idem-unusable-not-removed", "gateway:gw_idem_db_open",
      "        sweep(dir);\n", "", ("tests",), "^unit/test_idempotency$"),
     ("idem-error-read-as-absent", "gateway:gw_idem_db_get",
@@ -218,6 +218,15 @@ DEFECTS = [
     ("idem-value-field-misread", "gateway:decode",
      "    r->segment = get_le(v + 8, 8);", "    r->segment = get_le(v + 16, 8);", ("tests",),
      "^unit/test_idempotency$"),
+    # The upgrade of an index of the earlier version (docs/journal.md §9.1): a run converted
+    # without checking its blocks stores what a damaged byte says; a conversion whose
+    # durable_seq is dropped makes the start look for archived ids files that version never wrote.
+    ("idem-convert-blocks-unchecked", "gateway:check_run",
+     "        if (memcmp(md, digests + i * SHA256_DIGEST_LENGTH, sizeof(md)) != 0)",
+     "        if (0 && memcmp(md, digests + i * SHA256_DIGEST_LENGTH, sizeof(md)) != 0)",
+     ("tests",), "^http_state_mix$"),
+    ("idem-convert-durable-seq-dropped", "gateway:upgrade",
+     "        s->durable_seq = seq;\n", "", ("tests",), "^http_state_mix$"),
     ("idem-window-boundary", "gateway:verdict_of",
      "now - r->ack_ms > s->window_ms", "now - r->ack_ms >= s->window_ms", ("tests",),
      "^unit/test_idempotency$"),

@@ -480,6 +480,76 @@ def archived_ids_file_missing_or_damaged_is_repaired_by_archive():
 
 
 
+def earlier_version_state():
+    """tests/golden/index-v1-state copied: (d, shards file, bodies, archive dir)."""
+    root = os.path.join(tmpdir(), "v1")
+    shutil.copytree(src("tests", "golden", "index-v1-state"), root)
+    with open(os.path.join(root, "bodies.json"), encoding="utf-8") as f:
+        bodies = {k: v.encode() for k, v in json.load(f).items()}
+    return os.path.join(root, "state"), src("input", "shards.json"), bodies, \
+        os.path.join(root, "archive")
+
+
+def earlier_files(d):
+    return sorted(f for f in os.listdir(os.path.join(d, "index"))
+                  if f == "manifest.json" or f.startswith("run-"))
+
+
+@case("state_mix")
+def index_of_the_earlier_version_is_converted():
+    """An index written by 8e3573f (its runs, docs/journal.md §9.1) is converted at the first
+    start: every id it held, the archived ones included (that version kept no ids files), is
+    known at once; its files are removed; every batch answers as before. `journal verify` (which
+    builds an index of its own) wants the ids files until `journal archive` writes them."""
+    d, path, bodies, adir = earlier_version_state()
+    eq(earlier_files(d), ["manifest.json", "run-00000000000000000005.idx"], "the golden index")
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        eq(s.events("index_converted"), [{"event": "index_converted", "dir": d + "/index",
+                                          "ids": 44, "durable_seq": 44}], "converted")
+        eq(s.events("index_unusable"), [], "nothing unusable")
+        r = s.post(batch("up-a7", n=20))  # its retry: known, archived, never dispatched again
+        eq((r.status, r.json()["error"]["code"], r.json()["seq"]), (410, "receipt_archived", 8),
+           "retry of an archived id")
+        r = s.post(batch("up-a7", n=2))
+        eq((r.status, r.json()["error"]["code"]), (422, "batch_id_reused"), "other content")
+        eq(s.stop(), 0, "clean stop")
+    eq(earlier_files(d), [], "the earlier files removed")
+    first = sorted(os.listdir(adir))[0]
+    eq(journal_verify(d).stderr.split(": ")[:2],
+       ["journal", "%s/archived-%s.ids" % (d, first[8:28])], "verify names the ids file")
+    r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+    eq(r.returncode, 0, "archive again: " + r.stderr)
+    gone = all_agree(d, path, bodies, adir)
+    eq(len(gone), 44, "44 archived batches (the run also moved the segment sealed since)")
+
+
+@case("state_mix")
+def index_of_the_earlier_version_damaged_names_the_repair():
+    """A run of the earlier index that fails its checksum is not converted (logged unusable);
+    the archived ids are then in no file of the state dir, so the start refuses and names the
+    repair, `journal archive`, which writes the ids files from the archive; then all agree."""
+    d, path, bodies, adir = earlier_version_state()
+    run_file = os.path.join(d, "index", "run-00000000000000000005.idx")
+    data = bytearray(read(run_file))
+    data[64 + 100] ^= 0x01  # a record byte: its block's digest no longer matches
+    write(run_file, bytes(data), "wb")
+    first = sorted(os.listdir(adir))[0]
+    r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", path,
+                    "--state-dir", d, "--listen", "127.0.0.1:0"] + SMALL)
+    unusable = [json.loads(l) for l in r.stdout.splitlines() + r.stderr.splitlines()
+                if '"index_unusable"' in l]
+    eq([e["reason"] for e in unusable],
+       ["written by an earlier version: run block checksum mismatch"], "logged")
+    ids = "archived-%s.ids" % first[8:28]
+    eq((r.returncode, r.stderr.splitlines()[-1]),
+       (3, "journal: %s/%s: missing: the ids of the archived %s are in neither it nor the "
+        "idempotency index (docs/operations.md §5.2: `shardgate journal archive --state-dir %s "
+        "--dir <the archive dir>` writes it again)" % (d, ids, first, d)), "refused")
+    r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+    eq(r.returncode, 0, "archive again: " + r.stderr)
+    all_agree(d, path, bodies, adir)
+
+
 def start_refused(d, path, message):
     r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards", path,
                     "--state-dir", d, "--listen", "127.0.0.1:0"] + SMALL)

@@ -314,8 +314,9 @@ static void test_unusable_file(const char *suffix, int truncate_it, const char *
     fixture_rmtree(dir);
 }
 
-/* The files of the earlier, hand-written index (a manifest and runs): removed at open, the
- * index empty and rebuilt by the caller; the lock file stays. */
+/* Files of the earlier, hand-written index that do not check out (an empty manifest): not
+ * converted, logged, removed; the index empty and rebuilt by the caller; the lock file stays.
+ * (A good one is converted: tests/integration/test_state_mix.py, on tests/golden/.) */
 static void test_earlier_format(void)
 {
     char dir[64], log[4096], path[256], want[256];
@@ -333,7 +334,7 @@ static void test_earlier_format(void)
     CHECK_EQ_U64(d, 0);
     snprintf(want, sizeof(want),
              "{\"event\":\"index_unusable\",\"dir\":\"%s/index\",\"reason\":\"written by an "
-             "earlier version (manifest.json and runs)\"}\n",
+             "earlier version: manifest has no sha256\"}\n",
              dir);
     CHECK_EQ_STR(log, want);
     for (int i = 0; i < 3; i++) {

@@ -81,7 +81,7 @@ static void decode(const unsigned char v[VAL_LEN], struct gw_idem_rec *r)
     r->flags = (uint32_t)get_le(v + 44, 4);
 }
 
-static void log_unusable(const char *dir, const char *why)
+void gw_idem_log_unusable(const char *dir, const char *why)
 {
     struct gw_buf f;
     gw_buf_init(&f);
@@ -136,19 +136,6 @@ static void sweep(const char *dir)
     }
     if (dh)
         closedir(dh);
-}
-
-/* 1 when `dir` holds the manifest or the runs of the earlier, hand-written index. */
-static int earlier_format(const char *dir)
-{
-    DIR *dh = opendir(dir);
-    struct dirent *e;
-    int found = 0;
-    while (dh && !found && (e = readdir(dh)) != NULL)
-        found = strcmp(e->d_name, "manifest.json") == 0 || strncmp(e->d_name, "run-", 4) == 0;
-    if (dh)
-        closedir(dh);
-    return found;
 }
 
 /* 1 with the value's bytes in `out` (exactly `len` of them), 0 absent, -1 with *err. */
@@ -219,13 +206,9 @@ struct gw_idem_db *gw_idem_db_open(const char *dir, uint64_t *durable_seq, char 
     snprintf(d->dir, sizeof(d->dir), "%s", dir);
     set_options(d);
     char why[512];
-    const char *unusable = NULL;
-    if (earlier_format(dir))
-        unusable = "written by an earlier version (manifest.json and runs)";
-    else
-        unusable = try_open(d, durable_seq, why, sizeof(why));
+    const char *unusable = try_open(d, durable_seq, why, sizeof(why));
     if (unusable) { /* derived files: start empty, the caller re-inserts from the journal */
-        log_unusable(dir, unusable);
+        gw_idem_log_unusable(dir, unusable);
         sweep(dir);
         if (try_open(d, durable_seq, why, sizeof(why))) {
             snprintf(msg, n, "index: %s: %s", dir, why);

@@ -11,9 +11,9 @@
 
 struct gw_idem_db;
 
-/* Opens (creating) the database in `dir`. Files it cannot use (damaged, another format, the
- * runs of an earlier version) are logged as index_unusable, removed, and the database starts
- * empty with *durable_seq 0. Returns the database, or NULL with `msg` filled. */
+/* Opens (creating) the database in `dir`. Files it cannot use (damaged, another format) are
+ * logged as index_unusable, every file but the lock is removed, and the database starts empty
+ * with *durable_seq 0. Returns the database, or NULL with `msg` filled. */
 struct gw_idem_db *gw_idem_db_open(const char *dir, uint64_t *durable_seq, char *msg, size_t n);
 void gw_idem_db_close(struct gw_idem_db *db);
 
@@ -28,5 +28,8 @@ int gw_idem_db_put(struct gw_idem_db *db, const struct gw_idem_rec *rec);
 /* Records `durable_seq` and writes everything stored before it to disk (a flush: synced table
  * files and manifest). Returns 0, or -EIO with `msg` filled. */
 int gw_idem_db_persist(struct gw_idem_db *db, uint64_t durable_seq, char *msg, size_t n);
+
+/* Logs {"event":"index_unusable","dir":...,"reason":...}. */
+void gw_idem_log_unusable(const char *dir, const char *why);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "idem_convert.h"
 #include "idem_state.h"
 #include "idempotency.h"
 #include "io.h"
@@ -91,6 +92,35 @@ static int take_lock(struct gw_idem_state *s, struct gw_error *err)
     return 0;
 }
 
+/* An index of the earlier version in the directory: its entries converted into the database, or
+ * (damaged) logged as unusable, so that the caller re-inserts everything; its files removed. */
+static int upgrade(struct gw_idem_state *s, struct gw_error *err)
+{
+    if (!gw_idem_convert_present(s->dir))
+        return 0;
+    uint64_t seq = 0, ids = 0;
+    char msg[sizeof(s->dir) + 128];
+    const char *why = gw_idem_convert(s->dir, s->db, &seq, &ids);
+    if (!why && gw_idem_db_persist(s->db, seq, msg, sizeof(msg)) != 0) {
+        gw_error_set(err, "", "%s", msg);
+        return -EIO;
+    }
+    if (why) {
+        snprintf(msg, sizeof(msg), "written by an earlier version: %s", why);
+        gw_idem_log_unusable(s->dir, msg);
+    } else {
+        s->durable_seq = seq;
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_str(&f, "dir", s->dir);
+        gw_log_u64(&f, "ids", ids);
+        gw_log_u64(&f, "durable_seq", seq);
+        gw_log_event("index_converted", &f);
+    }
+    gw_idem_convert_remove(s->dir);
+    return 0;
+}
+
 int gw_idem_open_tuned(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
                        const struct gw_idem_tuning *tune, uint64_t *durable_seq,
                        struct gw_error *err)
@@ -112,6 +142,8 @@ int gw_idem_open_tuned(struct gw_idem *t, const char *state_dir, const struct gw
             rc = -EIO;
         }
     }
+    if (rc == 0)
+        rc = upgrade(s, err);
     if (rc == -ENOMEM)
         gw_error_set(err, "", "out of memory");
     if (rc != 0) {
