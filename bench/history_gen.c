@@ -12,6 +12,7 @@
 #include "dispatch.h"
 #include "exit.h"
 #include "idempotency.h"
+#include "record.h"
 #include "journal.h"
 #include "receipt.h"
 #include "view.h"
@@ -63,10 +64,12 @@ static int add_batch(struct gen *g, uint64_t i, uint64_t seq, struct gw_error *e
     if (rc == 0) {
         gw_buf_reset(&g->receipt);
         gw_receipt_write(&g->receipt, t, &b, &d);
+        size_t line = g->group.len;
         gw_records_receipt_prefix(&g->group, seq, b.fingerprint);
         struct gw_idem_ref ref = {g->j.segment, g->j.size + g->group.len, g->receipt.len, seq};
         gw_buf_append(&g->group, g->receipt.data, g->receipt.len);
-        gw_buf_puts(&g->group, "}\n");
+        gw_buf_puts(&g->group, "}");
+        gw_record_end(&g->group, line); /* the line's crc32 (docs/journal.md §2.1) */
         rc = gw_idem_insert(&g->idem, b.batch_id, b.batch_id_len, b.fingerprint, ref);
         if (rc == 0)
             rc = gw_ledger_add(&g->ledger, g->view->epoch_seq, g->view->slots, d.tally,

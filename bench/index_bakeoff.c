@@ -37,9 +37,11 @@ struct engine {
     int (*open)(struct db **d, const char *dir);
     /* One durable transaction of ids first..first+n-1, durable through first+n-1. */
     int (*put)(struct db *d, uint64_t first, size_t n);
-    /* 1 found (val filled), 0 absent, <0 an error. */
-    int (*get)(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN]);
-    uint64_t (*durable_seq)(struct db *d);
+    /* A key's value, exactly `outlen` bytes of it: 1 found, 0 absent, <0 an error. */
+    int (*lookup)(struct db *d, const void *k, size_t klen, void *out, size_t outlen);
+    /* The gateway's index looks ids up by themselves, not by key bytes: these instead. */
+    int (*get_id)(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN]);
+    uint64_t (*durable_id)(struct db *d);
     void (*close)(struct db *d);
 };
 
@@ -210,8 +212,9 @@ static int lmdb_put(struct db *d, uint64_t first, size_t n)
     return 0;
 }
 
-static int lmdb_lookup(struct db_lmdb *l, const void *k, size_t klen, void *out, size_t outlen)
+static int lmdb_lookup(struct db *d, const void *k, size_t klen, void *out, size_t outlen)
 {
+    struct db_lmdb *l = (struct db_lmdb *)d;
     MDB_txn *txn;
     MDB_val key = {klen, (void *)k}, val;
     if (mdb_txn_begin(l->env, NULL, MDB_RDONLY, &txn))
@@ -221,20 +224,6 @@ static int lmdb_lookup(struct db_lmdb *l, const void *k, size_t klen, void *out,
         memcpy(out, val.mv_data, outlen);
     mdb_txn_abort(txn);
     return rc == 0 ? 1 : rc == MDB_NOTFOUND ? 0 : -1;
-}
-
-static int lmdb_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN])
-{
-    unsigned char k[16];
-    key_of(i, absent, k);
-    return lmdb_lookup((struct db_lmdb *)d, k, 16, val, VAL_LEN);
-}
-
-static uint64_t lmdb_durable(struct db *d)
-{
-    uint64_t seq = 0;
-    lmdb_lookup((struct db_lmdb *)d, META_KEY, sizeof META_KEY - 1, &seq, 8);
-    return seq;
 }
 
 static void lmdb_close(struct db *d)
@@ -297,30 +286,17 @@ static int sqlite_put(struct db *d, uint64_t first, size_t n)
     return sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) ? -1 : 0;
 }
 
-static int sqlite_lookup(struct db_sqlite *s, const void *k, int klen, void *out, int outlen)
+static int sqlite_lookup(struct db *d, const void *k, size_t klen, void *out, size_t outlen)
 {
-    sqlite3_bind_blob(s->get, 1, k, klen, SQLITE_STATIC);
+    struct db_sqlite *s = (struct db_sqlite *)d;
+    sqlite3_bind_blob(s->get, 1, k, (int)klen, SQLITE_STATIC);
     int rc = sqlite3_step(s->get), found = 0;
-    if (rc == SQLITE_ROW && sqlite3_column_bytes(s->get, 0) == outlen) {
-        memcpy(out, sqlite3_column_blob(s->get, 0), (size_t)outlen);
+    if (rc == SQLITE_ROW && (size_t)sqlite3_column_bytes(s->get, 0) == outlen) {
+        memcpy(out, sqlite3_column_blob(s->get, 0), outlen);
         found = 1;
     }
     sqlite3_reset(s->get);
     return rc == SQLITE_ROW ? found : rc == SQLITE_DONE ? 0 : -1;
-}
-
-static int sqlite_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN])
-{
-    unsigned char k[16];
-    key_of(i, absent, k);
-    return sqlite_lookup((struct db_sqlite *)d, k, 16, val, VAL_LEN);
-}
-
-static uint64_t sqlite_durable(struct db *d)
-{
-    uint64_t seq = 0;
-    sqlite_lookup((struct db_sqlite *)d, META_KEY, sizeof META_KEY - 1, &seq, 8);
-    return seq;
 }
 
 static void sqlite_close(struct db *d)
@@ -380,8 +356,9 @@ static int rocks_put(struct db *d, uint64_t first, size_t n)
     return err ? -1 : 0;
 }
 
-static int rocks_lookup(struct db_rocks *r, const void *k, size_t klen, void *out, size_t outlen)
+static int rocks_lookup(struct db *d, const void *k, size_t klen, void *out, size_t outlen)
 {
+    struct db_rocks *r = (struct db_rocks *)d;
     char *err = NULL;
     size_t len = 0;
     char *v = rocksdb_get(r->db, r->ro, k, klen, &len, &err);
@@ -394,20 +371,6 @@ static int rocks_lookup(struct db_rocks *r, const void *k, size_t klen, void *ou
     return found;
 }
 
-static int rocks_get(struct db *d, uint64_t i, int absent, unsigned char val[VAL_LEN])
-{
-    unsigned char k[16];
-    key_of(i, absent, k);
-    return rocks_lookup((struct db_rocks *)d, k, 16, val, VAL_LEN);
-}
-
-static uint64_t rocks_durable(struct db *d)
-{
-    uint64_t seq = 0;
-    rocks_lookup((struct db_rocks *)d, META_KEY, sizeof META_KEY - 1, &seq, 8);
-    return seq;
-}
-
 static void rocks_close(struct db *d)
 {
     struct db_rocks *r = (struct db_rocks *)d;
@@ -416,11 +379,31 @@ static void rocks_close(struct db *d)
 }
 
 static const struct engine engines[] = {
-    {"index", index_open, index_put, index_get, index_durable, index_close},
-    {"lmdb", lmdb_open, lmdb_put, lmdb_get, lmdb_durable, lmdb_close},
-    {"sqlite", sqlite_open, sqlite_put, sqlite_get, sqlite_durable, sqlite_close},
-    {"rocksdb", rocks_open, rocks_put, rocks_get, rocks_durable, rocks_close},
+    {"index", index_open, index_put, NULL, index_get, index_durable, index_close},
+    {"lmdb", lmdb_open, lmdb_put, lmdb_lookup, NULL, NULL, lmdb_close},
+    {"sqlite", sqlite_open, sqlite_put, sqlite_lookup, NULL, NULL, sqlite_close},
+    {"rocksdb", rocks_open, rocks_put, rocks_lookup, NULL, NULL, rocks_close},
 };
+
+/* Id i (or an absent one): 1 found (val filled), 0 absent, <0 an error. */
+static int get(const struct engine *e, struct db *d, uint64_t i, int absent,
+               unsigned char val[VAL_LEN])
+{
+    if (e->get_id)
+        return e->get_id(d, i, absent, val);
+    unsigned char k[16];
+    key_of(i, absent, k);
+    return e->lookup(d, k, 16, val, VAL_LEN);
+}
+
+static uint64_t durable_seq(const struct engine *e, struct db *d)
+{
+    uint64_t seq = 0;
+    if (e->durable_id)
+        return e->durable_id(d);
+    e->lookup(d, META_KEY, sizeof META_KEY - 1, &seq, 8);
+    return seq;
+}
 
 static long rss_kb(void)
 {
@@ -453,7 +436,7 @@ static size_t lookups(const struct engine *e, struct db *d, uint64_t n, int abse
         uint64_t i = 1 + x % n;
         unsigned char v[VAL_LEN], want[VAL_LEN];
         uint64_t t0 = now_ns();
-        int rc = e->get(d, i, absent, v);
+        int rc = get(e, d, i, absent, v);
         ns[j] = now_ns() - t0;
         total += ns[j];
         val_of(i, want);
@@ -500,11 +483,11 @@ static int do_reopen(const struct engine *e, const char *dir, uint64_t n)
     uint64_t t0 = now_ns();
     if (e->open(&d, dir) != 0)
         return 1;
-    uint64_t t1 = now_ns(), durable = e->durable_seq(d);
+    uint64_t t1 = now_ns(), durable = durable_seq(e, d);
     size_t found = 0;
     for (uint64_t j = 0; j < 1000; j++) {
         unsigned char v[VAL_LEN];
-        found += e->get(d, 1 + (j * 7919) % n, 0, v) == 1;
+        found += get(e, d, 1 + (j * 7919) % n, 0, v) == 1;
     }
     printf("%s reopen: open %.3f s, open + 1,000 lookups %.3f s, durable through %" PRIu64
            ", found %zu of 1000, VmRSS %ld kB\n",
@@ -527,7 +510,7 @@ static int do_check(const struct engine *e, const char *dir, uint64_t n)
     size_t ok = 0, absent = 0, wrong = 0, errors = 0;
     for (uint64_t i = 1; i <= n; i++) {
         unsigned char v[VAL_LEN], want[VAL_LEN];
-        int rc = e->get(d, i, 0, v);
+        int rc = get(e, d, i, 0, v);
         val_of(i, want);
         if (rc < 0)
             errors++;
@@ -540,7 +523,7 @@ static int do_check(const struct engine *e, const char *dir, uint64_t n)
     }
     printf("%s check: durable through %" PRIu64 "; of %" PRIu64
            " ids: %zu found, %zu absent, %zu wrong, %zu errors\n",
-           e->name, e->durable_seq(d), n, ok, absent, wrong, errors);
+           e->name, durable_seq(e, d), n, ok, absent, wrong, errors);
     e->close(d);
     return ok != n;
 }

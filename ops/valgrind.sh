@@ -99,8 +99,12 @@ wait "$SERVER_PID" || rc=$?
 SERVER_PID=
 expected="200 200 200 422 400 200 200 200 200 200 200 404"
 echo "answers: $codes (server exit $rc)"
-if [ "$rc" -ne 0 ] || [ "$codes" != "$expected" ] || [ -s "$TMP/serve.vg" ]; then
-    cat "$TMP/serve.vg"
+# Not a report: valgrind 3.19 does not know F_SET_RW_HINT (1036), the write-lifetime hint
+# RocksDB gives its files (the idempotency index, docs/decisions.md §34).
+grep -v '^==[0-9]*== Warning: unimplemented fcntl command: 1036$' "$TMP/serve.vg" \
+    >"$TMP/serve.report" || true
+if [ "$rc" -ne 0 ] || [ "$codes" != "$expected" ] || [ -s "$TMP/serve.report" ]; then
+    cat "$TMP/serve.report"
     echo "FAIL valgrind shardgate serve (expected answers $expected, exit 0, no report)" >&2
     failed=1
 fi

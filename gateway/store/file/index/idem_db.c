@@ -107,6 +107,9 @@ static void set_options(struct gw_idem_db *d)
     rocksdb_options_set_create_if_missing(d->options, 1);
     rocksdb_options_set_compression(d->options, rocksdb_no_compression); /* SHA-256 keys */
     rocksdb_options_set_write_buffer_size(d->options, (size_t)32 << 20);
+    /* a Bloom filter over each memtable's keys: a new batch id (most lookups) skips its search */
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(d->options, 0.1);
+    rocksdb_options_set_memtable_whole_key_filtering(d->options, 1);
     rocksdb_options_set_info_log_level(d->options, 3); /* errors only, in index/LOG */
     rocksdb_options_set_keep_log_file_num(d->options, 2);
     d->table = rocksdb_block_based_options_create();
