@@ -27,7 +27,6 @@ struct gw_idem_db {
     rocksdb_options_t *options;
     rocksdb_block_based_table_options_t *table;
     rocksdb_cache_t *cache;
-    rocksdb_filterpolicy_t *filter; /* owned by `table` once set */
     rocksdb_readoptions_t *read;
     rocksdb_writeoptions_t *write;
     rocksdb_flushoptions_t *flush;
@@ -113,8 +112,7 @@ static void set_options(struct gw_idem_db *d)
     rocksdb_options_set_info_log_level(d->options, 3); /* errors only, in index/LOG */
     rocksdb_options_set_keep_log_file_num(d->options, 2);
     d->table = rocksdb_block_based_options_create();
-    d->filter = rocksdb_filterpolicy_create_bloom(10);
-    rocksdb_block_based_options_set_filter_policy(d->table, d->filter);
+    rocksdb_block_based_options_set_filter_policy(d->table, rocksdb_filterpolicy_create_bloom(10));
     d->cache = rocksdb_cache_create_lru((size_t)32 << 20);
     rocksdb_block_based_options_set_block_cache(d->table, d->cache);
     rocksdb_options_set_block_based_table_factory(d->options, d->table);

@@ -4,7 +4,6 @@
 #include "idem_rec.h"
 
 #include <openssl/sha.h>
-#include <stdlib.h>
 
 static uint64_t be64(const unsigned char *p)
 {
@@ -28,15 +27,4 @@ struct gw_idem_key gw_idem_key_of(const char *id, size_t len)
 uint64_t gw_idem_fp_prefix(const unsigned char *fingerprint)
 {
     return be64(fingerprint);
-}
-
-static int rec_cmp(const void *a, const void *b)
-{
-    return gw_idem_key_cmp(((const struct gw_idem_rec *)a)->key,
-                           ((const struct gw_idem_rec *)b)->key);
-}
-
-void gw_idem_rec_sort(struct gw_idem_rec *recs, size_t n)
-{
-    qsort(recs, n, sizeof(*recs), rec_cmp);
 }

@@ -1,5 +1,6 @@
 /* One entry of the idempotency index (docs/journal.md §9): the 128-bit key of a batch id, a
- * fingerprint prefix and where the receipt lies. The same 64 bytes in RAM and in run files. */
+ * fingerprint prefix and where the receipt lies. 64 bytes: a claim in RAM, and a record of the
+ * earlier version's runs (idem_convert.c). */
 #ifndef SHARDGATE_GW_IDEM_REC_H
 #define SHARDGATE_GW_IDEM_REC_H
 
@@ -7,7 +8,6 @@
 #include <stdint.h>
 
 #define GW_IDEM_REC_USED 1u
-#define GW_IDEM_FP_PREFIX_LEN 8
 
 struct gw_idem_key {
     uint64_t hi, lo; /* the first 16 bytes of SHA-256(id), each half big-endian */
@@ -32,20 +32,9 @@ struct gw_idem_key gw_idem_key_of(const char *id, size_t len);
 /* The first GW_IDEM_FP_PREFIX_LEN bytes of a fingerprint as a number. */
 uint64_t gw_idem_fp_prefix(const unsigned char *fingerprint);
 
-/* <0, 0, >0 as a sorts before, equal to, after b (the byte order of the SHA-256 prefix). */
-static inline int gw_idem_key_cmp(struct gw_idem_key a, struct gw_idem_key b)
-{
-    if (a.hi != b.hi)
-        return a.hi < b.hi ? -1 : 1;
-    return a.lo < b.lo ? -1 : a.lo > b.lo;
-}
-
 static inline int gw_idem_key_eq(struct gw_idem_key a, struct gw_idem_key b)
 {
     return a.hi == b.hi && a.lo == b.lo;
 }
-
-/* Sorts `n` records by key (qsort). */
-void gw_idem_rec_sort(struct gw_idem_rec *recs, size_t n);
 
 #endif
