@@ -7,7 +7,7 @@ receipt) and never read (4 KiB receive buffers). The server's VmRSS is sampled e
 while they stall, and after they are closed. Figures: the idle VmRSS, the peak during the
 stall (the largest sample and VmHWM, reset before each round through /proc/PID/clear_refs),
 the VmRSS once every reader has gone, the feed metrics, and two bounds: the peak above idle
-below the documented total (docs/api.md §17: --feed-memory, 256 KiB per connection, and per
+below the documented total (docs/api.md §17: --feed-memory, 64 KiB per connection, and per
 worker thread the read buffer of one receipt line, a power of two) plus 64 MB, and the figure
 after within 64 MB of idle.
 
@@ -26,7 +26,7 @@ from sgtest import Server, proc_status_kib  # noqa: E402
 
 MB = 1000 * 1000
 FEED_MEMORY = 64 << 20
-CONNECTION_MEMORY = 256 << 10  # MHD_OPTION_CONNECTION_MEMORY_LIMIT (docs/limits.md)
+CONNECTION_MEMORY = 64 << 10  # MHD_OPTION_CONNECTION_MEMORY_LIMIT (docs/limits.md)
 THREADS = 2  # --threads' default
 
 

@@ -407,6 +407,8 @@ DEFECTS = [
     ("fraction-read-by-strtod-alone", "gateway:gw_parse_fraction",
      "    if ((text[0] != '0' && text[0] != '1') || (text[1] != '\\0' && text[1] != '.'))",
      "    if (0)", ("tests",), "^http_live_plan$"),
+    ("connection-pool-of-256-kib", "gateway:start_daemon", "(size_t)GW_CONNECTION_MEMORY,",
+     "(size_t)(256 * 1024),", ("tests",), "^http_limits$"),
     ("drain-keeps-listening", "gateway:drain",
      "gw_listener_close(&s->listener);", "", ("tests",), "^http_drain$"),
     ("echo-writes-bytes-that-are-not-utf8", "gateway:gw_buf_json_string",

@@ -25,6 +25,11 @@
 #include "timing.h"
 #include "token.h"
 
+/* Each connection's libmicrohttpd pool: the request's headers and the library's buffers. The
+ * library clears the whole pool after every request of a kept-alive connection, so its size is
+ * paid per request (docs/decisions.md §17); a request whose headers pass it is 431. */
+#define GW_CONNECTION_MEMORY (64 * 1024)
+
 /* A token file others may read is a secret others may know: said once, at start. */
 static void warn_token_readable(const char *path, mode_t mode)
 {
@@ -141,7 +146,7 @@ static int start_daemon(struct gw_server *s)
         flags, 0, NULL, NULL, gw_serve_access, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
         MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads, MHD_OPTION_CONNECTION_LIMIT, daemon_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->opt.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
-        s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
         connection_closed, s, MHD_OPTION_END);
     if (!s->daemon || gw_listener_start(&s->listener, s->daemon, s->opt.max_connections) != 0) {

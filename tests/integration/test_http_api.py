@@ -108,6 +108,18 @@ def body_over_max_body_is_413():
 
 
 @case("limits")
+def headers_past_the_connection_memory_are_431():
+    """A connection's pool is 64 KiB (docs/limits.md): 60,000 bytes of headers are read, 70,000
+    are libmicrohttpd's 431 and the connection closed; the server goes on."""
+    with Server() as s:
+        def head(n):
+            return b"GET /livez HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * n + b"\r\n\r\n"
+        eq(raw_exchange(s.port, head(60_000))[0], 200, "60,000 bytes of headers")
+        eq(raw_exchange(s.port, head(70_000))[0], 431, "70,000 bytes of headers")
+        eq(s.get("/livez").status, 200, "still serving")
+
+
+@case("limits")
 def endless_chunked_body_is_cut_off():
     """Past twice the cap the server stops reading and closes: it never buffers the body."""
     with Server(args=["--max-body", "1000"]) as s:
