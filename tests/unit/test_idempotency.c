@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "check.h"
@@ -386,6 +388,107 @@ static void test_bad_block(void)
     fixture_rmtree(dir);
 }
 
+/* A lookup that read the database before another request's claim of the same id became
+ * durable looks again: it answers what that request left (docs/decisions.md §15). The tuning's
+ * `after_read` runs the other request at exactly that moment. */
+struct meanwhile {
+    struct gw_idem *t;
+    int commit; /* the other request is acknowledged (1) or still in flight (0) */
+    int calls;
+    enum gw_idem_verdict other;
+};
+
+static void other_request(void *arg)
+{
+    struct meanwhile *m = arg;
+    if (m->calls++) /* the other request's own lookup, or a look again */
+        return;
+    char id[32];
+    unsigned char fp[GW_FINGERPRINT_LEN];
+    struct gw_idem_ref ref;
+    fixture_id(id, sizeof(id), 42);
+    fixture_fp(fp, 42, 0);
+    CHECK_EQ_U64(gw_idem_claim(m->t, id, strlen(id), fp, &m->other, &ref), 0);
+    if (m->commit && m->other == GW_IDEM_NEW)
+        gw_idem_commit(m->t, id, strlen(id), fixture_ref(42));
+}
+
+static void test_claim_between_read_and_second_look(int commit, enum gw_idem_verdict want)
+{
+    char dir[64], id[32];
+    fixture_mkdtemp(dir);
+    struct gw_idem t;
+    uint64_t d;
+    struct meanwhile m = {&t, commit, 0, (enum gw_idem_verdict) - 1};
+    struct gw_idem_tuning tune = {0};
+    tune.after_read = other_request;
+    tune.after_read_arg = &m;
+    CHECK_EQ_U64(open_dir(&t, dir, &tune, 0, &d), 0);
+    m.calls = 0; /* the open's own reads, if any */
+    CHECK_EQ_U64(fixture_ack(&t, 42), want);
+    CHECK_EQ_U64(m.other, GW_IDEM_NEW);
+    CHECK_EQ_U64(m.calls, commit ? 3 : 2); /* each read of a lookup; a retry reads once more */
+    if (!commit) {
+        fixture_id(id, sizeof(id), 42);
+        gw_idem_release(&t, id, strlen(id));
+    }
+    m.calls = 1;
+    CHECK_EQ_U64(fixture_found(&t, 42), commit);
+    gw_idem_close(&t);
+    fixture_rmtree(dir);
+}
+
+/* The database refuses an acknowledged id (here: its flush cannot write past a file size limit,
+ * so RocksDB stops taking writes): the id keeps its claim, every lookup and persist fails from
+ * then on, and the reopen reports the last good persist's seq, so that the start re-inserts the
+ * rest from the journal (docs/journal.md §9). */
+static void test_refused_entry_breaks_the_index(void)
+{
+    char dir[64], log[4096], prefix[256], want[256];
+    fixture_mkdtemp(dir);
+    struct gw_idem t;
+    uint64_t d;
+    struct gw_error err;
+    CHECK_EQ_U64(open_dir(&t, dir, NULL, 0, &d), 0);
+    for (uint64_t n = 1; n <= 300; n++) {
+        CHECK_EQ_U64(fixture_ack(&t, n), GW_IDEM_NEW);
+        if (n == 100)
+            CHECK_EQ_U64(gw_idem_persist(&t, 100, &err), 0);
+    }
+    int fd, saved = stderr_to_file(dir, &fd);
+    struct rlimit was, low;
+    CHECK_EQ_U64(getrlimit(RLIMIT_FSIZE, &was), 0);
+    low = was;
+    low.rlim_cur = 1024;
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK_EQ_U64(setrlimit(RLIMIT_FSIZE, &low), 0);
+    CHECK_EQ_U64(gw_idem_persist(&t, 300, &err), -EIO);
+    CHECK_EQ_U64(setrlimit(RLIMIT_FSIZE, &was), 0);
+    snprintf(prefix, sizeof(prefix), "%s/index: IO error: While appending to file: ", dir);
+    CHECK_REPORT(strncmp(err.msg, prefix, strlen(prefix)) == 0 && strstr(err.msg, "File too large"),
+                 "persist: %s", err.msg);
+    CHECK_EQ_U64(fixture_ack(&t, 301), GW_IDEM_NEW); /* claimed; its commit is refused */
+    CHECK_EQ_U64(fixture_ack(&t, 301), (enum gw_idem_verdict) - 1);
+    CHECK_EQ_U64(fixture_ack(&t, 7), (enum gw_idem_verdict) - 1); /* even one stored before */
+    struct gw_idem_ref ref;
+    char id[32];
+    fixture_id(id, sizeof(id), 7);
+    CHECK_EQ_U64(gw_idem_find(&t, id, strlen(id), &ref), -EIO);
+    CHECK_EQ_U64(gw_idem_persist(&t, 301, &err), -EIO);
+    snprintf(want, sizeof(want), "%s/index: an acknowledged id could not be stored", dir);
+    CHECK_EQ_STR(err.msg, want);
+    stderr_back(saved, fd, log, sizeof(log));
+    snprintf(prefix, sizeof(prefix),
+             "{\"event\":\"index_corrupt\",\"dir\":\"%s/index\",\"error\":\"IO error: ", dir);
+    CHECK_REPORT(one_line_like(log, prefix, "File too large"), "logged %s", log);
+    gw_idem_close(&t);
+    CHECK_EQ_U64(open_dir(&t, dir, NULL, 0, &d), 0);
+    CHECK_EQ_U64(d, 100);
+    CHECK_EQ_U64(fixture_found(&t, 100) + fixture_found(&t, 101) + fixture_found(&t, 301), 1);
+    gw_idem_close(&t);
+    fixture_rmtree(dir);
+}
+
 /* A second opener (another process's server) is refused while the first holds the index. */
 static void test_locked(void)
 {
@@ -417,5 +520,8 @@ int main(void)
     test_unusable_file(".sst", 1, "Corruption");
     test_earlier_format();
     test_bad_block();
+    test_claim_between_read_and_second_look(1, GW_IDEM_REPLAY);
+    test_claim_between_read_and_second_look(0, GW_IDEM_IN_FLIGHT);
+    test_refused_entry_breaks_the_index();
     return CHECK_DONE();
 }

@@ -35,6 +35,8 @@ static enum found lookup_keep_lock_if_none(struct gw_idem_state *s, struct gw_id
         uint64_t commits = s->commits;
         pthread_mutex_unlock(&s->lock);
         int rc = gw_idem_db_get(s->db, key, out);
+        if (s->tune.after_read)
+            s->tune.after_read(s->tune.after_read_arg);
         if (rc != 0)
             return rc > 0 ? FOUND_DURABLE : FOUND_BAD_BLOCK; /* durable entries stay */
         pthread_mutex_lock(&s->lock);
