@@ -172,6 +172,7 @@ static enum MHD_Result finish_body(struct gw_req *r)
     }
     if (rc != 0) {
         gw_body_done(r);
+        gw_reload_refused(r->srv, GW_SOURCE_ADMIN, &err);
         return fail(r, 422, "invalid_membership", err.msg, err.path);
     }
     struct gw_buf plan;

@@ -132,6 +132,34 @@ static int switch_to(struct gw_server *s, struct gw_topology *next_in, const cha
     return rc;
 }
 
+/* A reload's outcome, SIGHUP's or a PUT's: counted in shardgate_reloads_total and logged as one
+ * event (docs/api.md §15). */
+static void reload_outcome(struct gw_server *s, const struct gw_reload *rl, int rc,
+                           const struct gw_error *err)
+{
+    gw_metrics_reload(&s->metrics, rc != 0                              ? GW_RELOAD_RESULT_REFUSED
+                                   : rl->verdict == GW_RELOAD_UNCHANGED ? GW_RELOAD_RESULT_UNCHANGED
+                                                                        : GW_RELOAD_RESULT_APPLIED);
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "source", gw_source_name(rl->source));
+    gw_log_str(&f, "epoch", rl->entry.epoch);
+    gw_log_u64(&f, "epoch_seq", rl->entry.epoch_seq);
+    if (rc != 0)
+        gw_log_str(&f, "message", err->msg);
+    gw_log_event(rc != 0                              ? "reload_refused"
+                 : rl->verdict == GW_RELOAD_UNCHANGED ? "reload_unchanged"
+                                                      : "reload_applied",
+                 &f);
+}
+
+void gw_reload_refused(struct gw_server *s, enum gw_epoch_source source, const struct gw_error *err)
+{
+    struct gw_reload rl = {.source = source, .verdict = GW_RELOAD_REFUSED};
+    gw_chain_latest(gw_store_chain(&s->store), &rl.entry);
+    reload_outcome(s, &rl, -EINVAL, err);
+}
+
 int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
 {
@@ -169,27 +197,9 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     gw_view_unref(cur);
     pthread_mutex_unlock(&s->reload_lock);
     gw_membership_free(members);
-    if (!rl->dry_run)
-        gw_metrics_reload(&s->metrics, rl->verdict == GW_RELOAD_APPLIED ? GW_RELOAD_RESULT_APPLIED
-                                       : rl->verdict == GW_RELOAD_UNCHANGED
-                                           ? GW_RELOAD_RESULT_UNCHANGED
-                                           : GW_RELOAD_RESULT_REFUSED);
+    if (!rl->dry_run && !rl->stale) /* a stale If-Match is the client's, not a reload */
+        reload_outcome(s, rl, rc, err);
     return rc;
-}
-
-static void log_reload(const struct gw_reload *rl, int rc, const struct gw_error *err)
-{
-    struct gw_buf f;
-    gw_buf_init(&f);
-    gw_log_str(&f, "source", gw_source_name(rl->source));
-    gw_log_str(&f, "epoch", rl->entry.epoch);
-    gw_log_u64(&f, "epoch_seq", rl->entry.epoch_seq);
-    if (rc != 0)
-        gw_log_str(&f, "message", err->msg);
-    gw_log_event(rc != 0                              ? "reload_refused"
-                 : rl->verdict == GW_RELOAD_UNCHANGED ? "reload_unchanged"
-                                                      : "reload_applied",
-                 &f);
 }
 
 void gw_reload_from_files(struct gw_server *s)
@@ -204,11 +214,8 @@ void gw_reload_from_files(struct gw_server *s)
     if (rc == 0 &&
         (rc = gw_membership_check_ring(&members, contract.vnodes, s->opt.shards, &err)) != 0)
         gw_membership_free(&members);
-    if (rc == 0) {
-        rc = gw_reload_apply(s, &contract, &members, &rl, &err);
-    } else {
-        gw_chain_latest(gw_store_chain(&s->store), &rl.entry);
-        gw_metrics_reload(&s->metrics, GW_RELOAD_RESULT_REFUSED);
-    }
-    log_reload(&rl, rc, &err);
+    if (rc == 0)
+        gw_reload_apply(s, &contract, &members, &rl, &err);
+    else
+        gw_reload_refused(s, GW_SOURCE_SIGHUP, &err);
 }

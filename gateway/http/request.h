@@ -34,7 +34,8 @@ struct gw_server {
     unsigned char token_digest[32];
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];
-    struct gw_listener listener; /* accepts connections for the daemon (docs/api.md §13) */
+    struct gw_listener listener;  /* accepts connections for the daemon (docs/api.md §13) */
+    struct sockaddr_storage addr; /* where it listens, once bound */
     struct MHD_Daemon *daemon;
     struct gw_notify notify;        /* the service manager's READY/STOPPING/WATCHDOG (sd_notify) */
     atomic_int active;              /* requests between their first handler call and completion */
@@ -250,7 +251,11 @@ int gw_shards_write_wait(struct gw_shards_write *w);
  * serving), or -errno of the file or the journal. */
 int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
                     struct gw_membership *members, struct gw_reload *rl, struct gw_error *err);
-/* SIGHUP: re-reads --conf and --shards and applies them, logging the outcome. */
+/* A reload refused before gw_reload_apply (its documents do not read): counted and logged as
+ * gw_reload_apply does every outcome but a dry run's and a stale If-Match's. */
+void gw_reload_refused(struct gw_server *s, enum gw_epoch_source source,
+                       const struct gw_error *err);
+/* SIGHUP: re-reads --conf and --shards and applies them. */
 void gw_reload_from_files(struct gw_server *s);
 /* Starts and stops the thread that runs SIGHUP reloads. */
 int gw_reloader_start(struct gw_server *s, struct gw_error *err);

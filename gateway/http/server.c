@@ -125,18 +125,24 @@ static void connection_closed(void *cls, struct MHD_Connection *conn, void **soc
         gw_listener_closed(&s->listener);
 }
 
-static int start_daemon(struct gw_server *s)
+/* Binds the listening socket first of all, so that an address in use writes nothing to the
+ * state dir (docs/api.md, exit codes). Connections wait in its backlog until the daemon starts. */
+static int open_listener(struct gw_server *s)
 {
     struct gw_error err;
-    struct sockaddr_storage addr;
-    if (gw_http_parse_listen(s->opt.listen, &addr, &err) != 0) {
+    if (gw_http_parse_listen(s->opt.listen, &s->addr, &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_USAGE;
     }
-    if (gw_listener_open(&s->listener, &addr, &err) != 0) {
+    if (gw_listener_open(&s->listener, &s->addr, &err) != 0) {
         fprintf(stderr, "shardgate: cannot listen on %s: %s\n", s->opt.listen, err.msg);
         return GW_EXIT_INTERNAL;
     }
+    return GW_EXIT_OK;
+}
+
+static int start_daemon(struct gw_server *s)
+{
     /* Connections come from the listener's thread (listener.h says why), which counts them
      * against --max-connections; every worker may hold all of them (docs/decisions.md §20). */
     unsigned daemon_limit = s->opt.max_connections * s->opt.threads;
@@ -154,14 +160,14 @@ static int start_daemon(struct gw_server *s)
         return GW_EXIT_INTERNAL;
     }
     char address[GW_HTTP_ADDRESS_MAX];
-    gw_http_format_address(&addr, address);
+    gw_http_format_address(&s->addr, address);
     struct gw_buf f;
     gw_buf_init(&f);
     gw_log_str(&f, "address", address);
     gw_log_event("listening", &f);
     socklen_t len =
-        addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    if (gw_notify_ready(&s->notify, (struct sockaddr *)&addr, len) != 0) {
+        s->addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (gw_notify_ready(&s->notify, (struct sockaddr *)&s->addr, len) != 0) {
         fprintf(stderr, "shardgate: cannot start the watchdog thread\n");
         return GW_EXIT_INTERNAL;
     }
@@ -228,7 +234,9 @@ static int setup(struct gw_server *s)
 {
     struct gw_topology topo;
     memset(&topo, 0, sizeof(topo));
-    int rc = load_tokens(s);
+    int rc = open_listener(s);
+    if (rc == GW_EXIT_OK)
+        rc = load_tokens(s);
     if (rc == GW_EXIT_OK)
         rc = gw_exit_load_topology(s->opt.conf, s->opt.shards, &topo);
     if (rc != GW_EXIT_OK)

@@ -10,8 +10,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import (Server, batch, case, eq, journal_lines, main, ok, read, run_server, src,
-                    tmpdir, wait_until, write)
+from sgtest import (Server, batch, case, eq, journal_lines, main, metric_value, ok, read,
+                    run_server, src, tmpdir, wait_until, write)
 
 GOLDEN = "tests/golden/sample-0001.receipt.v2.json"
 
@@ -235,13 +235,6 @@ def ring_lookup_shards_probes():
         eq(s.request("HEAD", "/livez").status, 200, "HEAD")
 
 
-def metric(text, name):
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return line[len(name) + 1:]
-    raise AssertionError("no series %s in:\n%s" % (name, text))
-
-
 @case("ops")
 def metrics_after_known_posts():
     with Server() as s:
@@ -252,22 +245,22 @@ def metrics_after_known_posts():
         eq(r.status, 200, "GET /metrics")
         eq(r.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8", "type")
         t = r.body.decode()
-        eq(metric(t, 'shardgate_batches_total{result="accepted"}'), "1", "accepted")
-        eq(metric(t, 'shardgate_batches_total{result="replayed"}'), "1", "replayed")
-        eq(metric(t, 'shardgate_batches_total{result="rejected"}'), "1", "rejected")
-        eq(metric(t, 'shardgate_batches_total{result="in_flight"}'), "0", "in_flight")
-        eq(metric(t, "shardgate_changes_total"), "8", "changes")
+        eq(metric_value(t, 'shardgate_batches_total{result="accepted"}'), "1", "accepted")
+        eq(metric_value(t, 'shardgate_batches_total{result="replayed"}'), "1", "replayed")
+        eq(metric_value(t, 'shardgate_batches_total{result="rejected"}'), "1", "rejected")
+        eq(metric_value(t, 'shardgate_batches_total{result="in_flight"}'), "0", "in_flight")
+        eq(metric_value(t, "shardgate_changes_total"), "8", "changes")
         for sid, load, recv in [("shard-a", 8, 2), ("shard-b", 6, 2), ("shard-c", 10, 4),
                                 ("shard-d", 0, 0), ("shard-e", 0, 0)]:
-            eq(metric(t, 'shardgate_shard_load_total{shard="%s"}' % sid), str(load), sid)
-            eq(metric(t, 'shardgate_shard_received_total{shard="%s"}' % sid), str(recv), sid)
-        eq(metric(t, "shardgate_ring_points"), "480", "vnodes")
-        eq(metric(t, 'shardgate_ring_info{id="ce0ad72e7a89a4843f1199a33e0c83fcba059cfc",'
+            eq(metric_value(t, 'shardgate_shard_load_total{shard="%s"}' % sid), str(load), sid)
+            eq(metric_value(t, 'shardgate_shard_received_total{shard="%s"}' % sid), str(recv), sid)
+        eq(metric_value(t, "shardgate_ring_points"), "480", "vnodes")
+        eq(metric_value(t, 'shardgate_ring_info{id="ce0ad72e7a89a4843f1199a33e0c83fcba059cfc",'
                      'hash="sha1",vnodes="160"}'), "1", "ring info")
-        eq(metric(t, "shardgate_journal_fsync_duration_seconds_count"), "1", "one fsync")
-        ok(int(metric(t, "shardgate_http_request_duration_seconds_count")) >= 3, "requests")
-        eq(metric(t, 'shardgate_http_request_duration_seconds_bucket{le="+Inf"}'),
-           metric(t, "shardgate_http_request_duration_seconds_count"), "+Inf bucket = count")
+        eq(metric_value(t, "shardgate_journal_fsync_duration_seconds_count"), "1", "one fsync")
+        ok(int(metric_value(t, "shardgate_http_request_duration_seconds_count")) >= 3, "requests")
+        eq(metric_value(t, 'shardgate_http_request_duration_seconds_bucket{le="+Inf"}'),
+           metric_value(t, "shardgate_http_request_duration_seconds_count"), "+Inf bucket = count")
         for line in t.splitlines():
             ok(line.startswith("#") or len(line.split(" ")) == 2, "sample line: %r" % line)
 
@@ -372,6 +365,20 @@ def bad_listen_addresses_are_usage_errors():
         p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
                         src("input", "shards.json"), "--state-dir", tmpdir(), "--listen", listen])
         eq((p.returncode, p.stderr), (64, "shardgate: %s\n" % message), "--listen " + listen)
+
+
+@case("ipv6")
+def an_address_in_use_writes_nothing():
+    """The port is bound before the state dir is touched (docs/api.md, exit codes)."""
+    with Server() as s:
+        state = os.path.join(tmpdir(), "state")
+        p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir", state, "--listen",
+                        "127.0.0.1:%d" % s.port])
+        eq((p.returncode, p.stderr), (1, "shardgate: cannot listen on 127.0.0.1:%d: bind: "
+                                         "Address already in use\n" % s.port), "second server")
+        ok(not os.path.exists(state), "no state dir made")
+        eq(s.get("/livez").status, 200, "the first still serves")
 
 
 if __name__ == "__main__":

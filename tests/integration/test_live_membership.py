@@ -113,6 +113,10 @@ def metric(s, name, headers=None):
     raise Failure("no metric %s" % name)
 
 
+def reload_events(s):
+    return [json.loads(l) for l in list(s.lines) if l.startswith('{"event":"reload_')]
+
+
 def epoch_records(state_dir):
     return [json.loads(l) for l in journal_lines(state_dir) if l.startswith(b'{"type":"epoch"')]
 
@@ -213,6 +217,12 @@ def put_refusals_401_428_412():
         eq((r.status, body["error"]["code"], body["epoch"], r.headers.get("etag")),
            (412, "epoch_mismatch", EPOCH0, '"%s"' % EPOCH0), "stale If-Match")
         eq(len(epochs(s, headers={"Authorization": "Bearer " + CLIENT})), 1, "nothing applied")
+        metrics_auth = {"Authorization": "Bearer " + CLIENT}
+        eq([metric(s, 'shardgate_reloads_total{result="%s"}' % k, metrics_auth)
+            for k in ("applied", "unchanged", "refused")], ["0", "0", "0"],
+           "401, 428 and 412 are the request's, not reloads (docs/api.md §15)")
+        eq(reload_events(s), [],
+           "and log no reload event")
 
 
 @case("live_admin")
@@ -255,6 +265,14 @@ def put_refuses_invalid_and_empty_memberships_with_422():
         eq((r.status, r.error()), (422, ("no_online_shard", "shards")), "no online shard")
         eq(read(path), before, "the shards file is untouched")
         eq(s.get("/readyz").status, 200, "/readyz 200")
+        eq(metric(s, 'shardgate_reloads_total{result="refused"}'), "2", "both refusals counted")
+        wait_until(lambda: len(s.events("reload_refused")) == 2, 10, "two reload_refused events")
+        eq([(e["source"], e["epoch"], e["epoch_seq"], e["message"])
+            for e in s.events("reload_refused")],
+           [("admin", EPOCH0, 1, "shards: %s: shards[0].state: must be one of online, "
+             "draining, offline" % path),
+            ("admin", EPOCH0, 1, "no online shard: the membership would leave the ring empty")],
+           "the events")
 
 
 @case("live_admin")
@@ -278,6 +296,12 @@ def put_applies_writes_the_file_and_journals_the_epoch():
         eq((r.json()["epoch"], r.json()["shards"]["shard-a"]["capacity"]), (new, 25),
            "receipts name the new epoch and its capacities")
         eq(put(s, doc, if_match=EPOCH0).status, 412, "the old epoch is stale now")
+        eq([metric(s, 'shardgate_reloads_total{result="%s"}' % k)
+            for k in ("applied", "unchanged", "refused")], ["1", "1", "0"], "the PUTs counted")
+        wait_until(lambda: s.events("reload_applied"), 10, "the reload_applied event")
+        eq([(e["event"], e["source"], e["epoch"], e["epoch_seq"]) for e in reload_events(s)],
+           [("reload_unchanged", "admin", EPOCH0, 1), ("reload_applied", "admin", new, 2)],
+           "a PUT logs its reload as SIGHUP does")
     recs = epoch_records(s.state_dir)
     eq([(e["epoch_seq"], e["source"], e["first_seq"]) for e in recs],
        [(1, "start", 1), (2, "admin", 2)], "journal chain")

@@ -528,6 +528,14 @@ def cleanup(passed):
         print("state kept in: %s" % " ".join(TMPDIRS))
 
 
+def metric_value(text, name):
+    """The value of series `name` (with its labels) in a /metrics answer."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return line[len(name) + 1:]
+    raise Failure("no series %s in:\n%s" % (name, text))
+
+
 def epoch_of(doc, policy="report", vnodes=160, digest="sha1"):
     """The epoch id of docs/contract.md §7 for a membership document under conf/dispatch.env's
     ring (or the given one), computed here independently of the gateway."""

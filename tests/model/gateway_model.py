@@ -196,6 +196,7 @@ class GatewayModel(RuleBasedStateMachine):
         STATS["restarts"] += 1
         self.server = Server(state_dir=self.state, conf=self.conf, shards=self.shards,
                              args=self.args).start()
+        self.reloads = dict.fromkeys(("applied", "unchanged", "refused"), 0)  # since the start
         self.settle_in_doubt()
         self.check_reads()
 
@@ -286,6 +287,15 @@ class GatewayModel(RuleBasedStateMachine):
         §7, computed by sgtest.epoch_of)."""
         eq(self.current_epoch(), sgtest.epoch_of(membership(self.states), self.policy),
            "GET /v1/ring's epoch: membership %s, policy %s" % (self.states, self.policy))
+        text = self.server.get("/metrics").body.decode()
+        eq({k: int(sgtest.metric_value(text, 'shardgate_reloads_total{result="%s"}' % k))
+            for k in self.reloads}, self.reloads,
+           "shardgate_reloads_total: SIGHUPs and PUTs since the start, a 412 not one "
+           "(docs/api.md §15)")
+
+    def count_reload(self, before):
+        """One reload done, SIGHUP's or a PUT's: applied when the epoch changed."""
+        self.reloads["applied" if self.current_epoch() != before else "unchanged"] += 1
 
     def check_offline(self):
         """journal verify, shardgate-health and probe.py pass on the stopped state dir."""
@@ -346,6 +356,7 @@ class GatewayModel(RuleBasedStateMachine):
                                          "Authorization": "Bearer " + ADMIN,
                                          "If-Match": '"%s"' % self.current_epoch()})
         eq(r.status, 422, "PUT of an empty membership")
+        self.reloads["refused"] += 1
 
     def current_epoch(self):
         return self.server.get("/v1/ring").json()["epoch"]
@@ -361,6 +372,7 @@ class GatewayModel(RuleBasedStateMachine):
         eq(r.status, 412 if stale else 200, "PUT")
         if not stale:
             self.states = states
+            self.count_reload(epoch)
         self.check_epoch()
 
     @rule(states=memberships)
@@ -379,8 +391,10 @@ class GatewayModel(RuleBasedStateMachine):
                       ).encode() + body[:10])
         time.sleep(0.2)  # the request begins on the view before the SIGHUP
         self.reload(self.states, policy)
+        before = self.current_epoch()
         status, payload = sgtest.finish_request(sock, body[10:])
         self.states = states
+        self.count_reload(before)
         eq((status, json.loads(payload).get("epoch")),
            (200, sgtest.epoch_of(membership(states), policy)), "the PUT across a SIGHUP")
         self.check_epoch()
@@ -392,15 +406,21 @@ class GatewayModel(RuleBasedStateMachine):
 
     def reload(self, states, policy):
         """The shards file and the policy edited, then SIGHUP and its event."""
+        was = self.current_epoch()
         write(self.shards, json.dumps(membership(states)))
         self.set_policy(policy)
         events = ("reload_applied", "reload_unchanged", "reload_refused")
-        before = sum(len(self.server.events(e)) for e in events)
+
+        def sighups():  # a PUT logs its reload too (docs/api.md §15), source admin
+            return sum(e["source"] == "sighup" for name in events
+                       for e in self.server.events(name))
+        before = sighups()
         self.server.proc.send_signal(signal.SIGHUP)
-        sgtest.wait_until(lambda: sum(len(self.server.events(e)) for e in events) > before, 30,
-                          "the reload's event")
-        eq(self.server.events("reload_refused"), [], "no reload refused")
+        sgtest.wait_until(lambda: sighups() > before, 30, "the reload's event")
+        eq([e for e in self.server.events("reload_refused") if e["source"] == "sighup"], [],
+           "no SIGHUP refused")
         self.states = states
+        self.count_reload(was)
 
     def set_policy(self, policy):
         text = read(self.conf).decode()
