@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "buf.h"
 #include "error.h"
 #include "shard.h"
 
@@ -42,6 +43,10 @@ int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, con
 
 /* Reads and parses the file at `path`, as gw_membership_parse. */
 int gw_membership_load(const char *path, struct gw_membership *out, struct gw_error *err);
+
+/* Appends the shards as a JSON array in id order, each with id, state, capacity and weight: a
+ * shards document's `shards`, read back to the same membership. */
+void gw_membership_write(struct gw_buf *out, const struct gw_membership *m);
 
 void gw_membership_free(struct gw_membership *m);
 

@@ -53,18 +53,47 @@ static const char *read_parameters(struct gw_req *r, struct gw_reload *rl)
     return NULL;
 }
 
+/* 403 when no admin token is configured, 401 without it (docs/api.md §15): 1 with *answer
+ * queued, else 0. */
+static int admin_denied(struct gw_req *r, enum MHD_Result *answer)
+{
+    char msg[320];
+    if (!r->srv->admin_auth) {
+        *answer = fail(r, MHD_HTTP_FORBIDDEN, "admin_disabled",
+                       "no admin token is configured (--admin-token-file)", "");
+        return 1;
+    }
+    if (admin_authorized(r))
+        return 0;
+    snprintf(msg, sizeof(msg), "%s needs Authorization: Bearer <admin token>", r->path);
+    *answer = gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized", msg, "",
+                             MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    return 1;
+}
+
+enum MHD_Result gw_handle_admin_membership_get(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    enum MHD_Result answer;
+    if (admin_denied(r, &answer))
+        return answer;
+    struct gw_buf body;
+    char etag[GW_EPOCH_HEX_LEN + 3];
+    gw_buf_init(&body);
+    gw_buf_puts(&body, "{\"shards\":");
+    gw_membership_write(&body, &r->view->topo.members);
+    gw_buf_puts(&body, "}\n");
+    gw_epoch_etag(etag, r->view->topo.epoch);
+    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &body, MHD_HTTP_HEADER_ETAG, etag);
+}
+
 /* Everything decided from the headers: admin enabled, token, If-Match, Content-Type. */
 static enum MHD_Result begin(struct gw_req *r)
 {
     char msg[320];
-    if (!r->srv->admin_auth)
-        return fail(r, MHD_HTTP_FORBIDDEN, "admin_disabled",
-                    "no admin token is configured (--admin-token-file)", "");
-    if (!admin_authorized(r)) {
-        snprintf(msg, sizeof(msg), "%s needs Authorization: Bearer <admin token>", r->path);
-        return gw_serve_error(r, MHD_HTTP_UNAUTHORIZED, "unauthorized", msg, "",
-                              MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    }
+    enum MHD_Result answer;
+    if (admin_denied(r, &answer))
+        return answer;
     struct gw_reload probe;
     const char *bad = read_parameters(r, &probe);
     if (bad) {

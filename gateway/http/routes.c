@@ -14,6 +14,7 @@ static const struct gw_route routes[] = {
     {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL},
     {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL},
     {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL},
+    {"GET", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, gw_handle_admin_membership_get, NULL},
     {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership},
     {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL},
     {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL},
@@ -56,19 +57,32 @@ static const struct gw_route *find_route(const char *url, const char *method, co
     return NULL;
 }
 
+/* The methods of every route for `url`, as an Allow header (GET brings HEAD). */
+static void allowed_methods(const char *url, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < ROUTE_COUNT; i++) {
+        if (!path_rest(&routes[i], url))
+            continue;
+        int get = strcmp(routes[i].method, "GET") == 0;
+        size_t n = strlen(out);
+        snprintf(out + n, size - n, "%s%s", n ? ", " : "", get ? "GET, HEAD" : routes[i].method);
+    }
+}
+
 /* 405 with the methods the path takes, or 404 when no route has the path. */
 static enum MHD_Result no_route(struct gw_req *r, const char *url, const char *method,
                                 const struct gw_route *same_path)
 {
-    char msg[320];
+    char msg[320], allow[64];
     if (!same_path) {
         snprintf(msg, sizeof(msg), "no such endpoint: %.200s", url);
         return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "", NULL, NULL);
     }
-    int get = strcmp(same_path->method, "GET") == 0;
+    allowed_methods(url, allow, sizeof(allow));
     snprintf(msg, sizeof(msg), "%s is not allowed on %.200s", method, url);
     return gw_serve_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed", msg, "",
-                          MHD_HTTP_HEADER_ALLOW, get ? "GET, HEAD" : same_path->method);
+                          MHD_HTTP_HEADER_ALLOW, allow);
 }
 
 /* Answers a complete request that no stream route took, so that its (ignored) body has been

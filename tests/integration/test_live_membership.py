@@ -226,6 +226,35 @@ def put_refusals_401_428_412():
 
 
 @case("live_admin")
+def get_membership_round_trips_through_put():
+    """GET /v1/admin/membership (docs/api.md §15): the membership in force as a shards document
+    in id order, every key written, with the epoch as ETag; PUT back as it is, it changes
+    nothing; after a change it is the new one. The admin token only."""
+    with Server() as s:
+        r = s.get("/v1/admin/membership")
+        eq((r.status, r.error()), (403, ("admin_disabled", "")), "no admin token configured")
+    with admin_server(client=True) as s:
+        r = s.get("/v1/admin/membership", headers={"Authorization": "Bearer " + CLIENT})
+        eq((r.status, r.error()), (401, ("unauthorized", "")), "the client token")
+        r = s.get("/v1/admin/membership", headers={"Authorization": "Bearer " + ADMIN})
+        want = (b'{"shards":[{"id":"shard-a","state":"online","capacity":20,"weight":1},'
+                b'{"id":"shard-b","state":"online","capacity":20,"weight":1},'
+                b'{"id":"shard-c","state":"online","capacity":20,"weight":1},'
+                b'{"id":"shard-d","state":"offline","capacity":20,"weight":1},'
+                b'{"id":"shard-e","state":"draining","capacity":20,"weight":1}]}\n')
+        eq((r.status, r.body, r.headers.get("etag"), r.headers.get("content-type")),
+           (200, want, '"%s"' % EPOCH0, "application/json"), "GET")
+        r = put(s, r.body, raw_if_match=r.headers.get("etag"))
+        eq((r.status, r.json()["changed"]), (200, False), "PUT back unchanged")
+        doc = with_capacity(changed_shards(shard_d="online"), "shard-e", 7)
+        eq(put(s, doc, if_match=EPOCH0).status, 200, "a change")
+        r = s.get("/v1/admin/membership", headers={"Authorization": "Bearer " + ADMIN})
+        eq((json.loads(r.body), r.headers.get("etag")),
+           ({"shards": [dict(sh, weight=1) for sh in doc["shards"]]}, '"%s"' % epoch_of(doc)),
+           "GET after the change")
+
+
+@case("live_admin")
 def if_match_star_lists_and_weak_tags():
     """If-Match as RFC 9110 reads it (docs/api.md §15): a weak tag of the current epoch
     is 412 (strong comparison); a malformed value is 400 at path If-Match; `*` applies whatever

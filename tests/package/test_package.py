@@ -174,6 +174,8 @@ def live_answers_match_openapi():
         ("GET", "/readyz", None, {}, 200),
         ("GET", "/metrics", None, {}, 200),
         ("GET", "/no/such/endpoint", None, {}, 404),
+        ("GET", "/v1/admin/membership", None, {}, 403),
+        ("DELETE", "/v1/admin/membership", None, {}, 405),
     ]
     with Server(args=["--max-body", "4096"]) as s:
         for method, path, body, headers, status in requests:
@@ -188,6 +190,13 @@ def live_answers_match_openapi():
         check_live(doc, "POST", "/v1/batches", r)
         for path in ("/v1/shards", "/v1/ring", "/v1/batches/t1"):
             check_live(doc, "GET", path, s.get(path))
+    admin = write(os.path.join(d, "admin"), "pkg-admin\n")
+    os.chmod(admin, 0o600)
+    with Server(args=["--admin-token-file", admin]) as s:
+        for token, status in (("pkg-admin", 200), ("other", 401)):
+            r = s.get("/v1/admin/membership", headers={"Authorization": "Bearer " + token})
+            eq(r.status, status, "GET /v1/admin/membership with token %s" % token)
+            check_live(doc, "GET", "/v1/admin/membership", r)
     empty = write(os.path.join(d, "shards.json"),
                   '{"shards":[{"id":"shard-a","state":"offline","capacity":1}]}')
     with Server(shards=empty) as s:

@@ -28,18 +28,9 @@ void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
     gw_buf_puts(out, ring_digest_name(c->digest));
     gw_buf_puts(out, "\",\"DISPATCH_CAPACITY_POLICY\":\"");
     gw_buf_puts(out, gw_policy_name(c->policy));
-    gw_buf_puts(out, "\"},\"shards\":[");
-    for (size_t i = 0; i < m->count; i++) {
-        const struct gw_shard *s = &m->shards[i];
-        gw_buf_puts(out, i ? ",{\"id\":" : "{\"id\":");
-        gw_buf_json_string(out, s->id, s->id_len);
-        gw_buf_puts(out, ",\"state\":\"");
-        gw_buf_puts(out, gw_state_name(s->state));
-        gw_buf_field_u64(out, "\",\"capacity\":", s->capacity);
-        gw_buf_field_u64(out, ",\"weight\":", s->weight);
-        gw_buf_puts(out, "}");
-    }
-    gw_buf_puts(out, "]}");
+    gw_buf_puts(out, "\"},\"shards\":");
+    gw_membership_write(out, m);
+    gw_buf_puts(out, "}");
 }
 
 /* The record's contract object, read by the contract file's own parser (same rules, same
