@@ -556,6 +556,51 @@ def start_refused(d, path, message):
     eq((r.returncode, r.stderr), (3, message + "\n"), "refused: " + message[:60])
 
 
+def tree_bytes(d):
+    """Every file under d with its bytes: what "nothing touched" compares."""
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, d)] = fh.read()
+    return out
+
+
+@case("state_mix")
+def state_dir_format_marker_written_checked_and_never_guessed():
+    """docs/journal.md §1.1: the first start writes format 1 (also on a state dir from before the
+    marker); a newer or unreadable marker refuses serve, verify and archive, exit 3, and nothing
+    of the state dir changes."""
+    d, path, bodies, adir = earlier_version_state()
+    marker = os.path.join(d, "format")
+    ok(not os.path.exists(marker), "the golden state dir predates the marker")
+    journal_verify(d)
+    ok(not os.path.exists(marker), "verify writes nothing")
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        eq(read(marker), b"shardgate-state 1\n", "written at the start")
+        eq(s.post(batch("fmt-1")).status, 200, "serves")
+        eq(s.stop(), 0, "clean stop")
+    for text, message in [
+            (b"shardgate-state 2\n", "journal: %s: state dir format 2 is newer than this "
+             "shardgate's (1): run the version that wrote it, or a newer one" % marker),
+            (b"shardgate-state 1", 'journal: %s:1: not "shardgate-state N" '
+             "(docs/journal.md §1.1)" % marker),
+            (b"shardgate-state 0\n", 'journal: %s:1: not "shardgate-state N" '
+             "(docs/journal.md §1.1)" % marker)]:
+        write(marker, text, "wb")
+        before = tree_bytes(d)
+        start_refused(d, path, message)
+        r = journal_verify(d)
+        eq((r.returncode, r.stderr), (3, message + "\n"), "journal verify")
+        r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+        eq((r.returncode, r.stderr.splitlines()[-1:]), (3, [message]), "journal archive")
+        eq(tree_bytes(d) == before, True, "nothing of the state dir changed: %r" % text)
+    write(marker, b"shardgate-state 1\n", "wb")
+    with Server(state_dir=d, shards=path, args=SMALL) as s:
+        eq(s.post(batch("fmt-1")).status, 200, "format 1 again: the batch replays")
+
+
 @case("state_mix")
 def each_documented_repair_then_starts():
     """docs/operations.md §5.2: a refusal to start, its repair, a start that serves every batch."""

@@ -298,7 +298,9 @@ class GatewayModel(RuleBasedStateMachine):
         self.reloads["applied" if self.current_epoch() != before else "unchanged"] += 1
 
     def check_offline(self):
-        """journal verify, shardgate-health and probe.py pass on the stopped state dir."""
+        """journal verify, shardgate-health and probe.py pass on the stopped state dir, which says
+        its format (docs/journal.md §1.1)."""
+        eq(read(os.path.join(self.state, "format")), b"shardgate-state 1\n", "the format marker")
         r = run_server(["journal", "verify", "--state-dir", self.state])
         eq((r.returncode, r.stderr), (0, ""), "journal verify")
         archive = ["--archive-dir", self.adir] if self.archived else []

@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "record.h"
 #include "ring.h"
+#include "state_format.h"
 #include "timing.h"
 #include "io.h"
 
@@ -783,6 +784,8 @@ int gw_journal_prepare(struct gw_journal *j, const char *dir, uint64_t segment_b
     int rc = j->hash && EVP_DigestInit_ex(j->hash, EVP_sha256(), NULL) ? 0 : no_memory(err);
     if (rc == 0)
         rc = lock_dir(j, dir, err);
+    if (rc == 0) /* before any other file of the dir is read or written */
+        rc = gw_state_format_check(j->dir_fd, j->dir, !(flags & GW_JOURNAL_VERIFY), err);
     if (rc == 0 && !(flags & GW_JOURNAL_VERIFY))
         rc = finish_rotation(j, err);
     if (rc == 0)
