@@ -602,6 +602,33 @@ def state_dir_format_marker_written_checked_and_never_guessed():
 
 
 @case("state_mix")
+def a_receipt_of_a_newer_version_is_never_read_as_ours():
+    """docs/journal.md §5: a receipt record whose receipt_version is newer than 2 refuses
+    verify and the start (exit 3), naming the line; 0 is refused too."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    with Server(state_dir=d, shards=path) as s:
+        eq(s.post(batch("rv-1")).status, 200, "POST")
+        eq(s.stop(), 0, "clean stop")
+    for f in os.listdir(d):
+        if f.startswith("checkpoint-"):
+            os.unlink(os.path.join(d, f))  # derived (docs/journal.md §7): the start replays all
+    journal = os.path.join(d, "journal.jsonl")
+    lines = read(journal).split(b"\n")
+    eq(lines[1].count(b'"receipt_version":2'), 1, "line 2 is the receipt")
+    for version, what in [(3, "receipt_version 3 is newer than this shardgate's (2): run the "
+                              "version that wrote it, or a newer one"),
+                          (0, "receipt_version must be 1 or 2")]:
+        record = sgtest.record_of(lines[1]).replace(b'"receipt_version":2',
+                                                    b'"receipt_version":%d' % version)
+        write(journal, b"\n".join([lines[0], sgtest.with_crc(record)] + lines[2:]), "wb")
+        message = "journal: %s:2: receipt record: %s" % (journal, what)
+        r = journal_verify(d)
+        eq((r.returncode, r.stderr), (3, message + "\n"), "journal verify, version %d" % version)
+        start_refused(d, path, message)
+
+
+@case("state_mix")
 def each_documented_repair_then_starts():
     """docs/operations.md §5.2: a refusal to start, its repair, a start that serves every batch."""
     d, path, bodies, adir = archived_and_stopped()

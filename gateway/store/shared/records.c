@@ -185,6 +185,16 @@ int gw_epoch_receipt_link(struct gw_epoch_chain *chain, json_t *receipt, uint64_
     json_t *epoch = json_object_get(receipt, "epoch");
     json_t *version = json_object_get(receipt, "receipt_version");
     struct gw_epoch_entry e;
+    char number[24];
+    json_int_t v = json_is_integer(version) ? json_integer_value(version) : 0;
+    snprintf(number, sizeof(number), "%lld", (long long)v);
+    if (v > 2) /* a newer shardgate's receipt: never read as one of ours (docs/journal.md §5) */
+        return bad(err,
+                   "receipt record: receipt_version %s is newer than this shardgate's (2): run the "
+                   "version that wrote it, or a newer one",
+                   number);
+    if (v < 1)
+        return bad(err, "receipt record: receipt_version must be 1 or 2%s", "");
     if (!json_is_string(ring))
         return bad(err, "receipt record: its ring id matches no earlier epoch record%s", "");
     if (!epoch && json_is_integer(version) && json_integer_value(version) == 2)
