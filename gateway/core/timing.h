@@ -7,6 +7,9 @@
 /* Nanoseconds on CLOCK_MONOTONIC: for durations and deadlines, never for wall time. */
 uint64_t gw_now_ns(void);
 
+/* Seconds since the Unix epoch on CLOCK_REALTIME: for timestamps shown to people and metrics. */
+double gw_unix_s(void);
+
 /* Sleeps `ms` milliseconds in full: a signal that interrupts it does not cut it short. */
 void gw_sleep_ms(unsigned ms);
 

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "metrics_process.h"
+
 int gw_serve_ready(struct gw_server *s)
 {
     if (!atomic_load(&s->replayed) || !gw_store_writable(&s->store) ||
@@ -72,6 +74,7 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
                                               atomic_load(&s->feed_cache.refused)};
         gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),
                           atomic_load(&s->views.alive), &feed);
+        gw_metrics_process(&body, s->started_s);
     }
     free(totals);
     return gw_serve_respond(r, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", &body, NULL,

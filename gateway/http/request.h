@@ -42,6 +42,7 @@ struct gw_server {
     atomic_int replayed;            /* 1 once the journal is replayed and the epoch written */
     atomic_int draining;            /* 1 after SIGTERM/SIGINT: answers close their connection */
     _Atomic uint64_t body_inflight; /* body bytes held or reserved by requests */
+    double started_s;               /* Unix time the process started serving (process_*) */
 };
 
 enum gw_phase { GW_PHASE_NEW, GW_PHASE_BODY, GW_PHASE_COMMITTING, GW_PHASE_ANSWERED };

@@ -306,6 +306,7 @@ int gw_server_run(const struct gw_serve_options *opt)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
     memset(s, 0, sizeof(*s));
     s->opt = *opt;
+    s->started_s = gw_unix_s();
     sigset_t set;
     block_signals(&set);
     if (gw_store_init(&s->store) != 0) {

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "timing.h"
+
 static const double bucket_bounds[GW_HISTOGRAM_BUCKETS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 
@@ -29,6 +31,7 @@ void gw_metrics_init(struct gw_metrics *m)
     atomic_init(&m->epoch_seq, 0);
     for (size_t i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
         atomic_init(&m->reloads[i], 0);
+    atomic_init(&m->reload_success_s, gw_unix_s()); /* the start loaded its membership */
     for (size_t i = 0; i < GW_FEED_SOURCE_COUNT; i++)
         atomic_init(&m->feed_pages[i], 0);
     histogram_init(&m->request);
@@ -127,6 +130,8 @@ static const char *const reload_names[GW_RELOAD_RESULT_COUNT] = {"applied", "unc
 void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result)
 {
     atomic_fetch_add(&m->reloads[result], 1);
+    if (result != GW_RELOAD_RESULT_REFUSED)
+        atomic_store(&m->reload_success_s, gw_unix_s());
 }
 
 static const char *const feed_source_names[GW_FEED_SOURCE_COUNT] = {"read", "shared"};
@@ -169,6 +174,10 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     for (int i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
         put_f(out, "shardgate_reloads_total{result=\"%s\"} %llu\n", reload_names[i],
               atomic_load(&m->reloads[i]));
+    header(out, "shardgate_reload_last_success_timestamp_seconds", "gauge",
+           "Unix time of the start or of the last reload applied or unchanged.");
+    put_f(out, "shardgate_reload_last_success_timestamp_seconds %.3f\n",
+          atomic_load(&m->reload_success_s));
     header(out, "shardgate_feed_pages_total", "counter",
            "Feed pages answered, read from the journal or shared with the same question.");
     for (int i = 0; i < GW_FEED_SOURCE_COUNT; i++)

@@ -52,6 +52,7 @@ struct gw_metrics {
     atomic_ullong records;   /* receipt records journaled */
     atomic_ullong epoch_seq; /* epoch_seq of the published view */
     atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
+    _Atomic double reload_success_s; /* Unix time of the start or the last reload that passed */
     atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
     atomic_ullong record_damage;   /* journal lines read that failed their check */
     atomic_ullong scrub_passes;    /* complete passes of the scrub */

@@ -237,6 +237,7 @@ def ring_lookup_shards_probes():
 
 @case("ops")
 def metrics_after_known_posts():
+    started = time.time()
     with Server() as s:
         eq(s.post(read(src("input", "changes.json"))).status, 200, "accepted")
         eq(s.post(read(src("input", "changes.json"))).status, 200, "replayed")
@@ -263,6 +264,37 @@ def metrics_after_known_posts():
            metric_value(t, "shardgate_http_request_duration_seconds_count"), "+Inf bucket = count")
         for line in t.splitlines():
             ok(line.startswith("#") or len(line.split(" ")) == 2, "sample line: %r" % line)
+        process_series(s, t, started, time.time())
+
+
+def proc_kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(key + ":"))
+
+
+def process_series(s, t, started, now):
+    """shardgate_build_info and process_* as Prometheus client libraries write them (docs/api.md
+    §8), against what /proc says of the server and what --version prints."""
+    version = run_server(["--version"]).stdout.split()[1]
+    eq(metric_value(t, 'shardgate_build_info{version="%s"}' % version), "1", "build info")
+    for name in ("process_start_time_seconds", "shardgate_reload_last_success_timestamp_seconds"):
+        value = float(metric_value(t, name))
+        ok(started - 1 <= value <= now + 1, "%s %f within the start [%f, %f]"
+           % (name, value, started, now))
+    rss = float(metric_value(t, "process_resident_memory_bytes")) / 1024
+    kib = proc_kib(s.proc.pid, "VmRSS")
+    ok(kib / 2 <= rss <= kib * 2, "resident %d KiB, /proc says %d KiB" % (rss, kib))
+    vm = float(metric_value(t, "process_virtual_memory_bytes")) / 1024
+    kib = proc_kib(s.proc.pid, "VmSize")
+    ok(kib / 2 <= vm <= kib * 2, "virtual %d KiB, /proc says %d KiB" % (vm, kib))
+    fds = int(metric_value(t, "process_open_fds"))
+    listed = len(os.listdir("/proc/%d/fd" % s.proc.pid))
+    ok(abs(fds - listed) <= 8, "open fds %d, /proc lists %d" % (fds, listed))
+    with open("/proc/%d/limits" % s.proc.pid) as f:
+        soft = next(l.split()[3] for l in f if l.startswith("Max open files"))
+    eq(metric_value(t, "process_max_fds"), soft, "max fds: the soft limit")
+    cpu = float(metric_value(t, "process_cpu_seconds_total"))
+    ok(0 <= cpu <= (now - started + 1) * os.cpu_count(), "cpu seconds %f" % cpu)
 
 
 @case("ops")

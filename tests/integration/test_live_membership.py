@@ -128,9 +128,15 @@ def sighup_applies_a_changed_membership():
     path = shards_file()
     with admin_server(shards=path) as s:
         eq(s.post(batch("before")).status, 200, "POST before")
+        at_start = float(metric(s, "shardgate_reload_last_success_timestamp_seconds"))
         new = changed_shards(shard_d="online")
         write(path, json.dumps(new))
+        time.sleep(0.01)
+        sent = time.time()
         ev = sighup(s, "reload_applied")
+        last = float(metric(s, "shardgate_reload_last_success_timestamp_seconds"))
+        ok(at_start < last and sent - 0.5 <= last <= time.time() + 0.5,
+           "the reload's time %f (start %f, SIGHUP sent %f)" % (last, at_start, sent))
         eq((ev["source"], ev["epoch"], ev["epoch_seq"]), ("sighup", epoch_of(new), 2), "event")
         eq(current_epoch(s), epoch_of(new), "GET /v1/ring names the new epoch")
         eq(s.get("/v1/ring").json()["online"], ["shard-a", "shard-b", "shard-c", "shard-d"],
@@ -154,7 +160,9 @@ def sighup_applies_a_changed_membership():
 def sighup_refuses_a_bad_membership_and_keeps_serving():
     path = shards_file()
     with admin_server(shards=path) as s:
+        at_start = metric(s, "shardgate_reload_last_success_timestamp_seconds")
         write(path, '{"shards": [{"id": "shard-a", "state": "online", "capacity": -1}]}')
+        time.sleep(0.01)
         ev = sighup(s, "reload_refused")
         eq(ev["message"], "shards: %s: shards[0].capacity: must be an integer "
                           "0..9007199254740991" % path, "the start message")
@@ -169,6 +177,8 @@ def sighup_refuses_a_bad_membership_and_keeps_serving():
         r = s.post(batch("still"))
         eq((r.status, r.json()["epoch"]), (200, EPOCH0), "POST on the old ring")
         eq(metric(s, 'shardgate_reloads_total{result="refused"}'), "2", "refused counted")
+        eq(metric(s, "shardgate_reload_last_success_timestamp_seconds"), at_start,
+           "a refused reload leaves the last success's time")
         eq(len(epochs(s)), 1, "nothing journaled")
 
 
