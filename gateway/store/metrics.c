@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "timing.h"
@@ -113,6 +114,31 @@ static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
     }
 }
 
+/* Each online shard's share of the 2^32 hashes: a key goes to the first point at or after its
+ * hash, the last point's successors wrap to the first (docs/contract.md §3), so point i owns
+ * the hashes after point i-1 up to its own, and point 0 those after the last and up to its own. */
+static void render_ring_share(struct gw_buf *out, const struct ring *ring)
+{
+    size_t n = ring_points_total(ring), shards = ring_shard_count(ring);
+    const struct ring_point *p = ring_points(ring);
+    uint64_t *owned = calloc(shards ? shards : 1, sizeof(*owned));
+    if (!owned) {
+        out->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        owned[p[i].shard] +=
+            i ? (uint64_t)p[i].value - p[i - 1].value : (1ull << 32) - p[n - 1].value + p[0].value;
+    header(out, "shardgate_ring_share_ratio", "gauge",
+           "The share of the hash space each online shard owns on the ring.");
+    for (size_t s = 0; s < shards; s++) {
+        gw_buf_puts(out, "shardgate_ring_share_ratio{shard=\"");
+        gw_buf_append(out, ring_shard_id(ring, (uint32_t)s), ring_shard_id_len(ring, (uint32_t)s));
+        put_f(out, "\"} %.9f\n", (double)owned[s] / 4294967296.0);
+    }
+    free(owned);
+}
+
 static void render_ring(struct gw_buf *out, const struct gw_topology *t)
 {
     header(out, "shardgate_ring_points", "gauge",
@@ -123,6 +149,7 @@ static void render_ring(struct gw_buf *out, const struct gw_topology *t)
           ring_digest_name(t->contract.digest), (unsigned)t->contract.vnodes);
     header(out, "shardgate_ring_online_shards", "gauge", "Online shards in the ring.");
     put_f(out, "shardgate_ring_online_shards %zu\n", ring_shard_count(t->ring));
+    render_ring_share(out, t->ring);
 }
 
 static const char *const reload_names[GW_RELOAD_RESULT_COUNT] = {"applied", "unchanged", "refused"};

@@ -1,6 +1,7 @@
 """Every endpoint and error status of docs/api.md over real HTTP, with exact codes/paths: the
 sequences (restarts, several requests, raw sockets). One request, one answer: tests/http/."""
 
+import bisect
 import http.client
 import json
 import os
@@ -219,6 +220,7 @@ def ring_lookup_shards_probes():
         ok(all(pts[i]["value"] <= pts[i + 1]["value"] for i in range(479)), "points in order")
         eq(s.get("/v1/ring?points=maybe").status, 400, "bad points value")
         eq(s.get("/v1/ring?points=1%00").status, 400, "a NUL byte does not end the value")
+        ring_share_is_the_arcs_each_shard_owns(s, pts)
         r = s.get("/v1/lookup?key=order:1001")
         eq(r.json(), {"key": "order:1001", "hash": 3001802920, "point": 3046879832, "vnode": 15,
                       "shard": "shard-b", "reason": "ring"}, "golden lookup")
@@ -233,6 +235,25 @@ def ring_lookup_shards_probes():
             ("shard-e", "draining", 1, 20, 0, 0)], "shards before any post")
         eq((s.get("/livez").status, s.get("/readyz").status), (200, 200), "probes")
         eq(s.request("HEAD", "/livez").status, 200, "HEAD")
+
+
+def ring_share_is_the_arcs_each_shard_owns(s, pts):
+    """shardgate_ring_share_ratio (docs/api.md §8) is, for each online shard, the hashes whose
+    lookup lands on it (docs/contract.md §3: the first point >= the hash, else point 0) over
+    2^32; the arcs are checked against the gateway's own lookups first."""
+    values = [p["value"] for p in pts]
+    for i in range(40):
+        r = s.get("/v1/lookup?key=share-%d" % i).json()
+        at = bisect.bisect_left(values, r["hash"]) % len(pts)
+        eq((pts[at]["shard"], pts[at]["value"]), (r["shard"], r["point"]), "the arc of a lookup")
+    owned = {}
+    for i, p in enumerate(pts):
+        arc = p["value"] - pts[i - 1]["value"] if i else 2**32 - pts[-1]["value"] + pts[0]["value"]
+        owned[p["shard"]] = owned.get(p["shard"], 0) + arc
+    t = s.get("/metrics").body.decode()
+    eq({sid: metric_value(t, 'shardgate_ring_share_ratio{shard="%s"}' % sid) for sid in owned},
+       {sid: "%.9f" % (n / 2**32) for sid, n in owned.items()}, "ring share per online shard")
+    ok('shardgate_ring_share_ratio{shard="shard-d"}' not in t, "an offline shard has none")
 
 
 @case("ops")
