@@ -1284,6 +1284,11 @@ def verify(contract, shards, raw, receipt, batch):
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="probe.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="probe.py [--conf CONF] --shards SHARDS --receipt RECEIPT [--batch BATCH]\n"
+              "       probe.py plan ...     the movement plan between two epochs\n"
+              "       probe.py chain ...    a journal's epoch chain and its receipts\n"
+              "       probe.py journal ...  a state dir: segments, records, checkpoints\n"
+              "       (each with --help)",
         description="Independently recompute a shardgate receipt (docs/contract.md §3, §5) from the "
                     "contract and the membership, and compare it field by field and byte by byte.",
         epilog="Exit: 0 RESULT: OK; 1 RESULT: BAD (N mismatches) with one "

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Serves the gateway on 127.0.0.1:8080 with the shipped contract and shards and a state/
-# journal, after installing what is missing and building a Release binary. Extra arguments go
-# to `shardgate serve` (a later --listen wins, e.g. ops/run.sh --listen 127.0.0.1:9090).
+# journal, after installing what is missing and building the two Release binaries (nothing
+# else). Extra arguments go to `shardgate serve` (a later --listen wins, e.g. ops/run.sh
+# --listen 127.0.0.1:9090).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$SHARDGATE_ROOT"
 
 sg_install_deps
-sg_build build/release -DCMAKE_BUILD_TYPE=Release
+sg_build_binaries build/release -DCMAKE_BUILD_TYPE=Release
 exec build/release/gateway/shardgate serve --conf conf/dispatch.env --shards input/shards.json \
     --state-dir state --listen 127.0.0.1:8080 "$@"

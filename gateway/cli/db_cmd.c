@@ -64,9 +64,15 @@ static int migrate(struct gw_pg_conn *c, int init)
     return GW_EXIT_OK;
 }
 
+static int is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
 int gw_cmd_db(int argc, char **argv)
 {
-    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    /* `db --help`, and `db init --help` as every other command's `--help` */
+    if ((argc == 2 && is_help(argv[1])) || (argc == 3 && is_help(argv[2]))) {
         fputs(gw_usage_db, stdout);
         return GW_EXIT_OK;
     }

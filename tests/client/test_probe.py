@@ -669,6 +669,11 @@ def usage_and_help():
     res = run([sys.executable, src("client", "probe.py"), "--help"])
     eq(res.returncode, 0, "--help exit")
     ok("RESULT: BAD" in res.stdout and "--batch" in res.stdout, res.stdout)
+    for sub in ("plan", "chain", "journal"):  # the other forms are named in the usage
+        ok("probe.py %s ..." % sub in res.stdout, "--help names %s: %s" % (sub, res.stdout))
+        res_sub = run([sys.executable, src("client", "probe.py"), sub, "--help"])
+        eq((res_sub.returncode, res_sub.stdout.startswith("usage: probe.py %s" % sub)), (0, True),
+           "probe.py %s --help" % sub)
     res = run([sys.executable, src("client", "probe.py"), "--conf", "x"])
     eq(res.returncode, 64, "missing arguments exit")
     res = run([sys.executable, src("client", "probe.py"), "--conf", "x", "--shards", "y",

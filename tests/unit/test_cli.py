@@ -138,10 +138,12 @@ def test_usage():
     expect("--help", run("--help").returncode, 0)
     expect("--version", run("--version").stdout, b"shardgate 0.1.0\n")
     expect("unknown command", run("frobnicate").returncode, 64)
-    for cmd in ("dispatch", "ring", "lookup"):
-        p = run(cmd, "--help")
-        expect(cmd + " --help", (p.returncode, p.stdout.startswith(b"usage: shardgate " +
-                                                                   cmd.encode())), (0, True))
+    for cmd in ("dispatch", "ring", "lookup", "plan", "serve", "journal", "journal verify",
+                "journal archive", "db", "db init", "db migrate", "db status"):
+        p = run(*cmd.split(), "--help")  # every command and subcommand, as its man page says
+        first = cmd.split()[0].encode()
+        expect(cmd + " --help", (p.returncode, p.stdout.startswith(b"usage: shardgate " + first),
+                                 p.stderr), (0, True, b""))
     expect("unknown option", run("ring", "--bogus").returncode, 64)
     expect("missing --batch", run("dispatch", "--conf", CONF, "--shards", SHARDS).returncode, 64)
     p = run("dispatch", "--shards", SHARDS, "--batch", BATCH)
