@@ -72,8 +72,10 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
     } else {
         struct gw_feed_memory_figures feed = {atomic_load(&s->feed_cache.held), s->feed_cache.limit,
                                               atomic_load(&s->feed_cache.refused)};
+        struct gw_route_label routes[GW_ROUTE_SLOTS];
+        gw_route_labels(routes);
         gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),
-                          atomic_load(&s->views.alive), &feed);
+                          atomic_load(&s->views.alive), &feed, routes);
         gw_metrics_process(&body, s->started_s);
     }
     free(totals);

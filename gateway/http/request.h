@@ -161,7 +161,13 @@ struct gw_route {
     enum gw_access access;
     gw_answer_fn answer; /* exactly one of answer and stream */
     gw_stream_fn stream;
+    const char *label; /* the `route` label of its metrics (docs/api.md §8) */
 };
+
+/* The route's slot in the request metrics (GW_ROUTE_SLOTS - 1 for no route), and every slot's
+ * labels (routes.c). */
+unsigned gw_route_slot(const struct gw_route *route);
+void gw_route_labels(struct gw_route_label labels[GW_ROUTE_SLOTS]);
 
 /* The handlers (one file per family): handle_read.c, handle_probe.c, handle_post.c. */
 enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest);

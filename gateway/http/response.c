@@ -22,7 +22,7 @@ static enum gw_batch_result result_of(const struct gw_req *r)
 void gw_serve_count(struct gw_req *r)
 {
     struct gw_server *s = r->srv;
-    gw_metrics_observe(&s->metrics.request, gw_now_ns() - r->start_ns);
+    gw_metrics_request(&s->metrics, gw_route_slot(r->route), r->status, gw_now_ns() - r->start_ns);
     if (r->route &&
         r->route->stream == gw_handle_post_batches) /* the batch metrics (docs/api.md §8) */
         gw_metrics_batch(&s->metrics, result_of(r), r->changes);

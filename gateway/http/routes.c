@@ -6,21 +6,39 @@
 #include <string.h>
 
 static const struct gw_route routes[] = {
-    {"POST", "/v1/batches", 0, GW_ACCESS_TOKEN, NULL, gw_handle_post_batches},
-    {"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL},
-    {"GET", "/v1/ring", 0, GW_ACCESS_TOKEN, gw_handle_ring, NULL},
-    {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL},
-    {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL},
-    {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL},
-    {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL},
-    {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL},
-    {"GET", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, gw_handle_admin_membership_get, NULL},
-    {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership},
-    {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL},
-    {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL},
-    {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL},
+    {"POST", "/v1/batches", 0, GW_ACCESS_TOKEN, NULL, gw_handle_post_batches, "/v1/batches"},
+    {"GET", "/v1/batches/", 1, GW_ACCESS_TOKEN, gw_handle_batch, NULL, "/v1/batches/{batch_id}"},
+    {"GET", "/v1/ring", 0, GW_ACCESS_TOKEN, gw_handle_ring, NULL, "/v1/ring"},
+    {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL, "/v1/lookup"},
+    {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL, "/v1/shards"},
+    {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL, "/v1/epochs"},
+    {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL, "/v1/receipts"},
+    {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL,
+     "/v1/shards/{id}/assignments"},
+    {"GET", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, gw_handle_admin_membership_get, NULL,
+     "/v1/admin/membership"},
+    {"PUT", "/v1/admin/membership", 0, GW_ACCESS_ADMIN, NULL, gw_handle_admin_membership,
+     "/v1/admin/membership"},
+    {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL, "/metrics"},
+    {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL, "/livez"},
+    {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL, "/readyz"},
 };
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
+_Static_assert(ROUTE_COUNT < GW_ROUTE_SLOTS, "a metrics slot per route, and one for no route");
+
+unsigned gw_route_slot(const struct gw_route *route)
+{
+    return route ? (unsigned)(route - routes) : GW_ROUTE_SLOTS - 1;
+}
+
+void gw_route_labels(struct gw_route_label labels[GW_ROUTE_SLOTS])
+{
+    for (size_t i = 0; i < GW_ROUTE_SLOTS; i++)
+        labels[i] = (struct gw_route_label){NULL, NULL};
+    for (size_t i = 0; i < ROUTE_COUNT; i++)
+        labels[i] = (struct gw_route_label){routes[i].method, routes[i].label};
+    labels[GW_ROUTE_SLOTS - 1] = (struct gw_route_label){"other", "other"};
+}
 
 /* The rest of `url` after the route's path, or NULL when the route is not for this path. */
 static const char *path_rest(const struct gw_route *route, const char *url)

@@ -35,7 +35,9 @@ void gw_metrics_init(struct gw_metrics *m)
     atomic_init(&m->reload_success_s, gw_unix_s()); /* the start loaded its membership */
     for (size_t i = 0; i < GW_FEED_SOURCE_COUNT; i++)
         atomic_init(&m->feed_pages[i], 0);
-    histogram_init(&m->request);
+    for (size_t i = 0; i < GW_ROUTE_SLOTS; i++)
+        for (size_t k = 0; k < GW_STATUS_CLASSES; k++)
+            histogram_init(&m->request[i][k]);
     histogram_init(&m->fsync);
 }
 
@@ -56,6 +58,12 @@ void gw_metrics_observe(struct gw_histogram *h, uint64_t ns)
         atomic_fetch_add(&h->buckets[i], 1);
     atomic_fetch_add(&h->count, 1);
     atomic_fetch_add(&h->sum_ns, ns);
+}
+
+void gw_metrics_request(struct gw_metrics *m, unsigned slot, unsigned status, uint64_t ns)
+{
+    unsigned k = status >= 100 && status < 600 ? status / 100 - 1 : GW_STATUS_CLASSES - 1;
+    gw_metrics_observe(&m->request[slot < GW_ROUTE_SLOTS ? slot : GW_ROUTE_SLOTS - 1][k], ns);
 }
 
 void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns)
@@ -83,19 +91,47 @@ static void header(struct gw_buf *out, const char *name, const char *type, const
     put_f(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* One histogram's samples; `labels` ("" or `a="x",b="y"`) go before `le`. */
+static void render_samples(struct gw_buf *out, const char *name, const char *labels,
+                           struct gw_histogram *h)
+{
+    const char *comma = labels[0] ? "," : "";
+    unsigned long long cum = 0;
+    for (size_t i = 0; i < GW_HISTOGRAM_BUCKETS; i++) {
+        cum += atomic_load(&h->buckets[i]);
+        put_f(out, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, comma, bucket_bounds[i], cum);
+    }
+    unsigned long long count = atomic_load(&h->count);
+    put_f(out, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, comma, count);
+    const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
+    put_f(out, "%s_sum%s%s%s %.9f\n", name, open, labels, close,
+          (double)atomic_load(&h->sum_ns) / 1e9);
+    put_f(out, "%s_count%s%s%s %llu\n", name, open, labels, close, count);
+}
+
 static void render_histogram(struct gw_buf *out, const char *name, const char *help,
                              struct gw_histogram *h)
 {
     header(out, name, "histogram", help);
-    unsigned long long cum = 0;
-    for (size_t i = 0; i < GW_HISTOGRAM_BUCKETS; i++) {
-        cum += atomic_load(&h->buckets[i]);
-        put_f(out, "%s_bucket{le=\"%g\"} %llu\n", name, bucket_bounds[i], cum);
-    }
-    unsigned long long count = atomic_load(&h->count);
-    put_f(out, "%s_bucket{le=\"+Inf\"} %llu\n", name, count);
-    put_f(out, "%s_sum %.9f\n%s_count %llu\n", name, (double)atomic_load(&h->sum_ns) / 1e9, name,
-          count);
+    render_samples(out, name, "", h);
+}
+
+/* Every route and status class that has answered a request, by its labels. */
+static void render_requests(struct gw_buf *out, struct gw_metrics *m,
+                            const struct gw_route_label *routes)
+{
+    const char *name = "shardgate_http_request_duration_seconds";
+    header(out, name, "histogram",
+           "Time from the request headers to the answer being queued, by route and status class.");
+    for (unsigned i = 0; i < GW_ROUTE_SLOTS; i++)
+        for (unsigned k = 0; k < GW_STATUS_CLASSES; k++) {
+            if (!routes[i].route || atomic_load(&m->request[i][k].count) == 0)
+                continue;
+            char labels[160];
+            snprintf(labels, sizeof(labels), "method=\"%s\",route=\"%s\",code=\"%uxx\"",
+                     routes[i].method, routes[i].route, k + 1);
+            render_samples(out, name, labels, &m->request[i][k]);
+        }
 }
 
 /* A label value: shard ids are [A-Za-z0-9._:-], so they need no escaping. The totals are exact
@@ -182,7 +218,8 @@ static void render_feed_memory(struct gw_buf *out, const struct gw_feed_memory_f
 
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready, long views_alive,
-                       const struct gw_feed_memory_figures *feed)
+                       const struct gw_feed_memory_figures *feed,
+                       const struct gw_route_label *routes)
 {
     header(out, "shardgate_batches_total", "counter", "POST /v1/batches answers by result.");
     for (size_t i = 0; i < GW_RESULT_COUNT; i++)
@@ -233,8 +270,7 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     header(out, "shardgate_views_alive", "gauge",
            "Membership views not yet freed: the published one and older ones still in use.");
     put_f(out, "shardgate_views_alive %ld\n", views_alive);
-    render_histogram(out, "shardgate_http_request_duration_seconds",
-                     "Time from the request headers to the answer being queued.", &m->request);
+    render_requests(out, m, routes);
     render_histogram(out, "shardgate_journal_fsync_duration_seconds",
                      "Time of each journal fdatasync.", &m->fsync);
 }

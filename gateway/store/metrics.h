@@ -39,6 +39,16 @@ enum gw_feed_source {
 
 #define GW_HISTOGRAM_BUCKETS 14
 
+/* The request histograms are per route and status class (docs/api.md §8): a slot per route of
+ * the route table (http/routes.c) and one for requests no route took, 1xx to 5xx. */
+#define GW_ROUTE_SLOTS 16
+#define GW_STATUS_CLASSES 5
+
+/* A route slot's labels; `route` NULL: the slot is not used. */
+struct gw_route_label {
+    const char *method, *route;
+};
+
 struct gw_histogram {
     atomic_ullong buckets[GW_HISTOGRAM_BUCKETS]; /* not cumulative; rendered cumulative */
     atomic_ullong count;
@@ -58,8 +68,8 @@ struct gw_metrics {
     atomic_ullong scrub_passes;    /* complete passes of the scrub */
     atomic_ullong scrub_last_pass; /* Unix time the last one ended, 0: none */
     atomic_ullong scrub_bytes;     /* bytes the scrub read */
-    struct gw_histogram request;   /* every HTTP request, seconds */
-    struct gw_histogram fsync;     /* journal fdatasync, seconds */
+    struct gw_histogram request[GW_ROUTE_SLOTS][GW_STATUS_CLASSES]; /* HTTP requests, seconds */
+    struct gw_histogram fsync;                                      /* journal fdatasync, seconds */
 };
 
 void gw_metrics_init(struct gw_metrics *m);
@@ -76,6 +86,8 @@ void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result);
 /* Counts one feed page answered (200) by where it came from. */
 void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source);
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
+/* Counts one answered request of route slot `slot` with `status`, `ns` after its headers. */
+void gw_metrics_request(struct gw_metrics *m, unsigned slot, unsigned status, uint64_t ns);
 
 /* The feed pages' memory (docs/api.md §17) when /metrics renders. */
 struct gw_feed_memory_figures {
@@ -83,9 +95,11 @@ struct gw_feed_memory_figures {
 };
 
 /* Appends every series; `totals` holds the cumulative per-shard totals in membership order,
- * `ready` the readiness /readyz reports, `views_alive` the views not yet freed. */
+ * `ready` the readiness /readyz reports, `views_alive` the views not yet freed, `routes` the
+ * labels of the GW_ROUTE_SLOTS route slots. */
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready, long views_alive,
-                       const struct gw_feed_memory_figures *feed);
+                       const struct gw_feed_memory_figures *feed,
+                       const struct gw_route_label *routes);
 
 #endif

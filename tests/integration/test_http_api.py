@@ -280,9 +280,20 @@ def metrics_after_known_posts():
         eq(metric_value(t, 'shardgate_ring_info{id="ce0ad72e7a89a4843f1199a33e0c83fcba059cfc",'
                      'hash="sha1",vnodes="160"}'), "1", "ring info")
         eq(metric_value(t, "shardgate_journal_fsync_duration_seconds_count"), "1", "one fsync")
-        ok(int(metric_value(t, "shardgate_http_request_duration_seconds_count")) >= 3, "requests")
-        eq(metric_value(t, 'shardgate_http_request_duration_seconds_bucket{le="+Inf"}'),
-           metric_value(t, "shardgate_http_request_duration_seconds_count"), "+Inf bucket = count")
+        h = "shardgate_http_request_duration_seconds"
+        for labels, count in [('method="POST",route="/v1/batches",code="2xx"', "2"),
+                              ('method="POST",route="/v1/batches",code="4xx"', "1")]:
+            eq(metric_value(t, "%s_count{%s}" % (h, labels)), count, "requests " + labels)
+            eq(metric_value(t, '%s_bucket{%s,le="+Inf"}' % (h, labels)), count, "+Inf bucket")
+        eq(s.get("/nope").status, 404, "no route")
+        eq(s.get("/v1/batches/sample-0001").status, 200, "a stored receipt")
+        t = s.get("/metrics").body.decode()
+        eq([metric_value(t, "%s_count{%s}" % (h, labels)) for labels in (
+            'method="other",route="other",code="4xx"',
+            'method="GET",route="/v1/batches/{batch_id}",code="2xx"',
+            'method="GET",route="/metrics",code="2xx"')], ["1", "1", "1"],
+           "by route and status class; a path no route takes is `other`")
+        ok('route="/v1/ring"' not in t, "a route without requests has no series")
         for line in t.splitlines():
             ok(line.startswith("#") or len(line.split(" ")) == 2, "sample line: %r" % line)
         process_series(s, t, started, time.time())
