@@ -445,6 +445,8 @@ DEFECTS = [
      "^http_ops$"),
     ("request-metrics-in-the-next-class", "gateway:gw_metrics_request", "status / 100 - 1",
      "status / 100", ("tests",), "^http_ops$"),
+    ("environment-ignored", "gateway:parse_options", "    int rc = parse_environment(o);",
+     "    int rc = 0 ? parse_environment(o) : -1;", ("tests",), "^http_ops$"),
     ("drain-keeps-listening", "gateway:drain",
      "gw_listener_close(&s->listener);", "", ("tests",), "^http_drain$"),
     ("echo-writes-bytes-that-are-not-utf8", "gateway:gw_buf_json_string",

@@ -37,7 +37,8 @@ const char gw_usage_serve[] =
     "          --max-watchers 256, --scrub-rate 8388608 (bytes a second; 0: no scrub),\n"
     "          --feed-memory 67108864,\n"
     "          no --idempotency-window (ids kept for ever). DURATION: 90s, 12h, 30d, 500ms.\n"
-    "          --conf defaults to $SHARDGATE_CONF.\n"
+    "          --conf defaults to $SHARDGATE_CONF; every option is also SHARDGATE_<OPTION>\n"
+    "          in the environment (SHARDGATE_MAX_BODY=...), the command line winning.\n"
     "exit: 0 after SIGTERM/SIGINT and a drain, 3 contract/membership/journal/token unusable,\n"
     "      64 usage, 1 internal error (cannot listen, state dir unwritable).\n";
 
@@ -67,6 +68,19 @@ enum {
     OPT_HELP
 };
 
+/* The variable an option's value came from while the environment is read (docs/api.md, the
+ * options), or NULL for the command line: what the messages name. */
+static const char *from_variable;
+
+/* "--NAME", or "SHARDGATE_NAME" for a value from the environment. */
+static const char *option_name(const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "--%s", name);
+    if (from_variable)
+        snprintf(buf, cap, "%s", from_variable);
+    return buf;
+}
+
 /* A bad --listen is a usage error found before anything is read or written; -1 when good. */
 static int check_listen(const char *listen)
 {
@@ -88,10 +102,12 @@ static int usage_error(const char *what)
 static int number_option(const char *name, const char *text, uint64_t min, uint64_t max,
                          uint64_t *out)
 {
+    char shown[64];
     if (gw_parse_u64(text, min, max, out) == 0)
         return 0;
-    fprintf(stderr, "shardgate: --%s must be an integer %llu..%llu, not \"%s\"\n", name,
-            (unsigned long long)min, (unsigned long long)max, text);
+    fprintf(stderr, "shardgate: %s must be an integer %llu..%llu, not \"%s\"\n",
+            option_name(name, shown, sizeof(shown)), (unsigned long long)min,
+            (unsigned long long)max, text);
     return -1;
 }
 
@@ -134,11 +150,13 @@ static int set_duration(struct gw_serve_options *o, int c, const char *arg)
     int interval = c == OPT_CHECKPOINT_INTERVAL;
     uint64_t min = interval ? 100 : 1000, max = interval ? 86400000ull : 3153600000000ull;
     uint64_t *field = interval ? &o->checkpoint_interval_ms : &o->idempotency_window_ms;
+    char shown[64];
     if (gw_parse_duration_ms(arg, min, max, field) == 0)
         return 0;
-    fprintf(stderr, "shardgate: --%s must be a duration %s..%s (e.g. 90s, 12h, 30d), not \"%s\"\n",
-            interval ? "checkpoint-interval" : "idempotency-window", interval ? "100ms" : "1s",
-            interval ? "1d" : "36500d", arg);
+    fprintf(
+        stderr, "shardgate: %s must be a duration %s..%s (e.g. 90s, 12h, 30d), not \"%s\"\n",
+        option_name(interval ? "checkpoint-interval" : "idempotency-window", shown, sizeof(shown)),
+        interval ? "100ms" : "1s", interval ? "1d" : "36500d", arg);
     return -1;
 }
 
@@ -207,23 +225,9 @@ static int check_store(struct gw_serve_options *o)
     return check_listen(o->listen);
 }
 
-/* Returns -1 to go on, else the exit code. */
-static int parse_options(int argc, char **argv, struct gw_serve_options *o)
+/* One pass of getopt over argv into o; returns -1 to go on, else the exit code. */
+static int parse_pass(int argc, char **argv, struct gw_serve_options *o)
 {
-    *o = (struct gw_serve_options){.listen = "127.0.0.1:8080",
-                                   .max_body = GW_MAX_BODY_DEFAULT,
-                                   .max_changes = GW_MAX_CHANGES_DEFAULT,
-                                   .threads = 2,
-                                   .max_connections = GW_MAX_CONNECTIONS_DEFAULT,
-                                   .max_per_ip = GW_MAX_PER_IP_DEFAULT,
-                                   .timeout_s = GW_TIMEOUT_DEFAULT,
-                                   .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
-                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
-                                   .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,
-                                   .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS,
-                                   .max_watchers = GW_MAX_WATCHERS_DEFAULT,
-                                   .feed_memory = GW_FEED_MEMORY_DEFAULT,
-                                   .scrub_rate = UINT64_MAX /* not given */};
     optind = 1;
     opterr = 0;
     int c;
@@ -260,6 +264,73 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
         gw_cli_unexpected(argv[optind], msg, sizeof(msg));
         return usage_error(msg);
     }
+    return -1;
+}
+
+/* SHARDGATE_<NAME> for --<name>: upper case, '-' as '_'. */
+static void variable_of(const char *name, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "SHARDGATE_");
+    for (; *name && n + 1 < cap; name++)
+        out[n++] = *name == '-' ? '_' : (char)(*name >= 'a' && *name <= 'z' ? *name - 32 : *name);
+    out[n] = '\0';
+}
+
+/* Every option set in the environment (an empty value is unset), one pass each, before the
+ * command line, whose options win (docs/api.md, the options). --metrics-open takes 1, true, 0
+ * or false. Returns -1 to go on, else the exit code. */
+static int parse_environment(struct gw_serve_options *o)
+{
+    int rc = -1;
+    for (const struct option *opt = serve_options; opt->name && rc < 0; opt++) {
+        char variable[64], flag[64];
+        variable_of(opt->name, variable, sizeof(variable));
+        const char *value = opt->val == OPT_HELP ? NULL : getenv(variable);
+        if (!value || !value[0])
+            continue;
+        snprintf(flag, sizeof(flag), "--%s", opt->name);
+        from_variable = variable;
+        if (opt->has_arg == no_argument) {
+            int on = strcmp(value, "1") == 0 || strcmp(value, "true") == 0;
+            if (!on && strcmp(value, "0") != 0 && strcmp(value, "false") != 0) {
+                fprintf(stderr, "shardgate: %s must be 1, true, 0 or false, not \"%s\"\n", variable,
+                        value);
+                rc = GW_EXIT_USAGE;
+            } else if (on) {
+                char *args[] = {"serve", flag, NULL};
+                rc = parse_pass(2, args, o);
+            }
+        } else {
+            char *args[] = {"serve", flag, (char *)value, NULL};
+            rc = parse_pass(3, args, o);
+        }
+        from_variable = NULL;
+    }
+    return rc;
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_options(int argc, char **argv, struct gw_serve_options *o)
+{
+    *o = (struct gw_serve_options){.listen = "127.0.0.1:8080",
+                                   .max_body = GW_MAX_BODY_DEFAULT,
+                                   .max_changes = GW_MAX_CHANGES_DEFAULT,
+                                   .threads = 2,
+                                   .max_connections = GW_MAX_CONNECTIONS_DEFAULT,
+                                   .max_per_ip = GW_MAX_PER_IP_DEFAULT,
+                                   .timeout_s = GW_TIMEOUT_DEFAULT,
+                                   .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
+                                   .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
+                                   .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,
+                                   .checkpoint_interval_ms = GW_CHECKPOINT_INTERVAL_DEFAULT_MS,
+                                   .max_watchers = GW_MAX_WATCHERS_DEFAULT,
+                                   .feed_memory = GW_FEED_MEMORY_DEFAULT,
+                                   .scrub_rate = UINT64_MAX /* not given */};
+    int rc = parse_environment(o);
+    if (rc < 0)
+        rc = parse_pass(argc, argv, o);
+    if (rc >= 0)
+        return rc;
     o->conf = gw_conf_path(o->conf);
     if (!o->shards)
         return usage_error("--shards FILE is required");

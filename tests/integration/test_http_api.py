@@ -330,6 +330,37 @@ def process_series(s, t, started, now):
 
 
 @case("ops")
+def every_option_from_the_environment():
+    """Each serve option is also SHARDGATE_<NAME> (docs/api.md, the options): read before the
+    command line, which wins; a bad value is a usage error that names the variable."""
+    body = b" " * 1500  # not JSON: 400 within --max-body, 413 past it
+    head = {"Content-Type": "application/json"}
+    with Server(env={"SHARDGATE_MAX_BODY": "1000"}) as s:
+        eq(s.request("POST", "/v1/batches", body=body, headers=head).status, 413, "env 1000")
+    with Server(env={"SHARDGATE_MAX_BODY": "1000"}, args=["--max-body", "2000"]) as s:
+        eq(s.request("POST", "/v1/batches", body=body, headers=head).status, 400,
+           "the command line wins")
+    token = write(os.path.join(tmpdir(), "token"), "env-token\n")
+    os.chmod(token, 0o600)
+    with Server(env={"SHARDGATE_TOKEN_FILE": token, "SHARDGATE_METRICS_OPEN": "true"}) as s:
+        eq((s.post(batch("e1")).status, s.get("/metrics").status), (401, 200),
+           "a file and a flag from the environment")
+    with Server(env={"SHARDGATE_TOKEN_FILE": token, "SHARDGATE_METRICS_OPEN": "0"}) as s:
+        eq(s.get("/metrics").status, 401, "METRICS_OPEN=0 is off")
+    base = ["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+            src("input", "shards.json"), "--state-dir", tmpdir(), "--listen", "127.0.0.1:0"]
+    for var, value, message in [
+            ("SHARDGATE_MAX_BODY", "x", 'SHARDGATE_MAX_BODY must be an integer 1..4294967296, '
+             'not "x"'),
+            ("SHARDGATE_METRICS_OPEN", "yes", 'SHARDGATE_METRICS_OPEN must be 1, true, 0 or '
+             'false, not "yes"'),
+            ("SHARDGATE_CHECKPOINT_INTERVAL", "1ms", "SHARDGATE_CHECKPOINT_INTERVAL must be a "
+             'duration 100ms..1d (e.g. 90s, 12h, 30d), not "1ms"')]:
+        r = run_server(base, env=dict(os.environ, **{var: value}))
+        eq((r.returncode, r.stderr), (64, "shardgate: %s\n" % message), var)
+
+
+@case("ops")
 def one_log_line_per_request():
     with Server() as s:
         s.post(read(src("input", "changes.json")))
