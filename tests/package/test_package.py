@@ -38,6 +38,29 @@ def man_pages_lint_clean():
         eq((r.returncode, r.stdout + r.stderr), (0, ""), "mandoc -W warning %s" % page)
 
 
+@case("man_lint")
+def man_pages_name_every_command_and_option():
+    """What --help prints is in the man page: each command of `shardgate --help` as `.Cm`, and
+    each --option of each command's --help (and shardgate-health's) as `Fl -option`."""
+    def flags(text):
+        return sorted(set(re.findall(r"(?<![\w-])--([a-z][a-z-]*)", text)))
+    pages = {"shardgate": read(src("man", "shardgate.1")).decode(),
+             "shardgate-health": read(src("man", "shardgate-health.1")).decode()}
+    top = run([sgtest.BIN, "--help"]).stdout
+    commands = re.findall(r"^\s+([a-z]+)\s", top.split("commands:", 1)[1], re.M)
+    ok(len(commands) >= 6, "commands of shardgate --help: %r" % commands)
+    helps = [("shardgate", c, run([sgtest.BIN, c, "--help"]).stdout) for c in commands]
+    helps.append(("shardgate-health", "", run([os.environ["SHARDGATE_HEALTH_BIN"],
+                                                 "--help"]).stdout))
+    missing = []
+    for page, cmd, text in helps:
+        if cmd and not re.search(r"^\.(It )?Cm %s\b" % cmd, pages[page], re.M):
+            missing.append("%s: command %s" % (page, cmd))
+        missing += ["%s %s: --%s" % (page, cmd, f) for f in flags(text)
+                    if not re.search(r"Fl -%s(\s|$)" % re.escape(f), pages[page], re.M)]
+    eq(missing, [], "in --help and not in the man page")
+
+
 def openapi():
     with open(src("docs", "openapi.yaml")) as f:
         return yaml.safe_load(f)
