@@ -86,8 +86,8 @@ enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *co
 {
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_http_error_body(&body, code, message, path);
-    return gw_serve_respond(r, status, "application/json", &body, header, value);
+    gw_serve_error_body(r, &body, status, code, message, path);
+    return gw_serve_respond(r, status, gw_serve_error_type(r), &body, header, value);
 }
 
 enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body)

@@ -109,6 +109,35 @@ def body_over_max_body_is_413():
 
 
 @case("limits")
+def errors_as_problem_details_when_asked():
+    """docs/api.md §1: Accept naming application/problem+json (q not 0) gets RFC 9457 problem
+    details with code and path as extension members, and an error's own members after them;
+    anyone else the gateway's form."""
+    problem = {"Accept": "text/html, application/problem+json"}
+    admin = write(os.path.join(tmpdir(), "admin"), "adm1n\n")
+    os.chmod(admin, 0o600)
+    with Server(args=["--admin-token-file", admin]) as s:
+        r = s.get("/v1/batches/nope", headers=problem)
+        eq((r.status, r.headers.get("content-type"), json.loads(r.body)),
+           (404, "application/problem+json",
+            {"type": "tag:shardgate,2026:not_found", "title": "Not found", "status": 404,
+             "detail": 'no stored receipt for batch_id "nope"', "instance": "/v1/batches/nope",
+             "code": "not_found", "path": "batch_id"}), "404 as a problem")
+        r = s.get("/v1/batches/nope", headers={"Accept": "application/problem+json;q=0"})
+        eq((r.headers.get("content-type"), list(json.loads(r.body))),
+           ("application/json", ["error"]), "q=0: the gateway's form")
+        r = s.request("PUT", "/v1/admin/membership", body=read(src("input", "shards.json")),
+                      headers=dict(problem, **{"Content-Type": "application/json",
+                                               "Authorization": "Bearer adm1n",
+                                               "If-Match": '"%s"' % ("0" * 40)}))
+        body = json.loads(r.body)
+        eq((r.status, r.headers.get("content-type"), body["status"], body["code"],
+            body["epoch"], list(body)[-1]),
+           (412, "application/problem+json", 412, "epoch_mismatch",
+            "f60a5fb19effc4cfa95aed0af45997f72905f6ae", "epoch"), "412 keeps its epoch member")
+
+
+@case("limits")
 def headers_past_the_connection_memory_are_431():
     """A connection's pool is 64 KiB (docs/limits.md): 60,000 bytes of headers are read, 70,000
     are libmicrohttpd's 431 and the connection closed; the server goes on."""
