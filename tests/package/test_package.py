@@ -131,6 +131,21 @@ def openapi_document_is_valid():
     for status, code in re.findall(r"^\| (\d{3}) \| `([a-z_]+)` \|", api, re.M):
         ok(code in codes_doc["description"], "error code %s of docs/api.md in openapi.yaml" % code)
         ok(status in statuses, "status %s of docs/api.md in openapi.yaml" % status)
+    # Every query parameter the gateway reads is declared, and documented in docs/api.md.
+    read_by_gateway = set()
+    http_dir = src("gateway", "http")
+    for name in os.listdir(http_dir):
+        if name.endswith(".c"):
+            text = read(os.path.join(http_dir, name)).decode()
+            read_by_gateway |= set(re.findall(
+                r'(?:gw_param(?:_flag|_u64)?\(r, |MHD_GET_ARGUMENT_KIND, )"([a-z_]+)"', text))
+    declared = {p["name"] for _, _, op in operations(doc)
+                for p in map(lambda p: resolve(doc, p), op.get("parameters", []))
+                if p["in"] == "query"}
+    ok(len(read_by_gateway) >= 8, "the parameters found in gateway/http: %r" % read_by_gateway)
+    eq(sorted(read_by_gateway - declared), [], "query parameters missing from openapi.yaml")
+    eq(sorted(p for p in read_by_gateway if "`%s" % p not in api), [],
+       "query parameters missing from docs/api.md")
 
 
 def path_item_for(doc, path):
