@@ -75,9 +75,7 @@ static const char *from_variable;
 /* "--NAME", or "SHARDGATE_NAME" for a value from the environment. */
 static const char *option_name(const char *name, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "--%s", name);
-    if (from_variable)
-        snprintf(buf, cap, "%s", from_variable);
+    snprintf(buf, cap, from_variable ? "%s" : "--%s", from_variable ? from_variable : name);
     return buf;
 }
 

@@ -133,15 +133,16 @@ static enum MHD_Result stale(struct gw_req *r, const struct gw_reload *rl, const
     struct gw_buf body;
     char etag[GW_EPOCH_HEX_LEN + 3];
     gw_buf_init(&body);
-    gw_serve_error_body(r, &body, MHD_HTTP_PRECONDITION_FAILED, "epoch_mismatch", msg, "");
+    const char *type =
+        gw_serve_error_body(r, &body, MHD_HTTP_PRECONDITION_FAILED, "epoch_mismatch", msg, "");
     if (body.len >= 2)
         body.len -= 2; /* "}\n" */
     gw_buf_puts(&body, ",\"epoch\":\"");
     gw_buf_puts(&body, rl->entry.epoch);
     gw_buf_puts(&body, "\"}\n");
     gw_epoch_etag(etag, rl->entry.epoch);
-    return gw_serve_respond(r, MHD_HTTP_PRECONDITION_FAILED, gw_serve_error_type(r), &body,
-                            MHD_HTTP_HEADER_ETAG, etag);
+    return gw_serve_respond(r, MHD_HTTP_PRECONDITION_FAILED, type, &body, MHD_HTTP_HEADER_ETAG,
+                            etag);
 }
 
 /* 422 movement_exceeds_limit: the error body plus the plan. */
@@ -149,7 +150,8 @@ static enum MHD_Result too_much_movement(struct gw_req *r, struct gw_buf *plan, 
 {
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_serve_error_body(r, &body, 422, "movement_exceeds_limit", msg, "max_movement");
+    const char *type =
+        gw_serve_error_body(r, &body, 422, "movement_exceeds_limit", msg, "max_movement");
     if (body.len >= 2)
         body.len -= 2; /* "}\n" */
     gw_buf_puts(&body, ",\"plan\":");
@@ -157,7 +159,7 @@ static enum MHD_Result too_much_movement(struct gw_req *r, struct gw_buf *plan, 
     body.failed |= plan->failed;
     gw_buf_puts(&body, "}\n");
     gw_buf_free(plan);
-    return gw_serve_respond(r, 422, gw_serve_error_type(r), &body, NULL, NULL);
+    return gw_serve_respond(r, 422, type, &body, NULL, NULL);
 }
 
 static enum MHD_Result applied(struct gw_req *r, const struct gw_reload *rl)

@@ -116,12 +116,12 @@ static enum MHD_Result gone(struct gw_req *r, uint64_t earliest)
              "from after=%llu or later",
              (unsigned long long)(earliest - 1));
     gw_buf_init(&body);
-    gw_serve_error_body(r, &body, 410, "cursor_expired", msg, "after");
+    const char *type = gw_serve_error_body(r, &body, 410, "cursor_expired", msg, "after");
     if (!body.failed)
         body.len -= 2; /* reopen the object */
     gw_buf_field_u64(&body, ",\"earliest_seq\":", earliest);
     gw_buf_puts(&body, "}\n");
-    return gw_serve_respond(r, 410, gw_serve_error_type(r), &body, NULL, NULL);
+    return gw_serve_respond(r, 410, type, &body, NULL, NULL);
 }
 
 /* With --store postgres: the receipts one read fetches. A shard's feed reads more, as most

@@ -103,14 +103,14 @@ static enum MHD_Result over_capacity(struct gw_req *r, const struct gw_batch *b,
         return fail(r, 422, "over_capacity", msg, "");
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_serve_error_body(r, &body, 422, "over_capacity", msg, "");
+    const char *type = gw_serve_error_body(r, &body, 422, "over_capacity", msg, "");
     if (!body.failed)
         body.len -= 2; /* reopen the object: drop the closing brace and the newline */
     gw_buf_puts(&body, ",\"receipt\":");
     gw_receipt_write(&body, t, b, d);
     gw_buf_puts(&body, "}\n");
     /* answers 500 internal if an append failed */
-    return gw_serve_respond(r, 422, gw_serve_error_type(r), &body, NULL, NULL);
+    return gw_serve_respond(r, 422, type, &body, NULL, NULL);
 }
 
 /* The feed bits of the shards this batch placed on: their watchers are woken by its commit. */

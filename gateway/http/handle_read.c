@@ -144,12 +144,12 @@ static enum MHD_Result archived(struct gw_req *r, uint64_t seq)
              "never dispatched again",
              r->batch_id, (unsigned long long)seq);
     gw_buf_init(&body);
-    gw_serve_error_body(r, &body, 410, "receipt_archived", msg, "batch_id");
+    const char *type = gw_serve_error_body(r, &body, 410, "receipt_archived", msg, "batch_id");
     if (!body.failed)
         body.len -= 2; /* reopen the object */
     gw_buf_field_u64(&body, ",\"seq\":", seq);
     gw_buf_puts(&body, "}\n");
-    return gw_serve_respond(r, 410, gw_serve_error_type(r), &body, NULL, NULL);
+    return gw_serve_respond(r, 410, type, &body, NULL, NULL);
 }
 
 /* The answer to a read of a stored receipt (gw_store_read_receipt's outcome): the receipt and a

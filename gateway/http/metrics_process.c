@@ -7,28 +7,17 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "metrics.h"
+
 #ifndef SHARDGATE_VERSION
 #error "SHARDGATE_VERSION is set by gateway/CMakeLists.txt"
 #endif
-
-static void header(struct gw_buf *out, const char *name, const char *type, const char *help)
-{
-    gw_buf_puts(out, "# HELP ");
-    gw_buf_puts(out, name);
-    gw_buf_puts(out, " ");
-    gw_buf_puts(out, help);
-    gw_buf_puts(out, "\n# TYPE ");
-    gw_buf_puts(out, name);
-    gw_buf_puts(out, " ");
-    gw_buf_puts(out, type);
-    gw_buf_puts(out, "\n");
-}
 
 static void number(struct gw_buf *out, const char *name, const char *type, const char *help,
                    double value)
 {
     char text[64];
-    header(out, name, type, help);
+    gw_metrics_header(out, name, type, help);
     snprintf(text, sizeof(text), " %.17g\n", value);
     gw_buf_puts(out, name);
     gw_buf_puts(out, text);
@@ -74,7 +63,8 @@ static long open_fds(void)
 
 void gw_metrics_process(struct gw_buf *out, double start_s)
 {
-    header(out, "shardgate_build_info", "gauge", "The version of the running shardgate.");
+    gw_metrics_header(out, "shardgate_build_info", "gauge",
+                      "The version of the running shardgate.");
     gw_buf_puts(out, "shardgate_build_info{version=\"" SHARDGATE_VERSION "\"} 1\n");
     double cpu, vsize, rss;
     if (read_stat(&cpu, &vsize, &rss) == 0) {

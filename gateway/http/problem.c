@@ -46,17 +46,6 @@ static int accepts_problem(const char *accept)
     return 0;
 }
 
-int gw_serve_wants_problem(struct gw_req *r)
-{
-    return accepts_problem(
-        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT));
-}
-
-const char *gw_serve_error_type(struct gw_req *r)
-{
-    return gw_serve_wants_problem(r) ? PROBLEM_TYPE : "application/json";
-}
-
 /* The problem's title: its code in words ("batch_id_reused": "Batch id reused"). */
 static void title_of(struct gw_buf *out, const char *code)
 {
@@ -70,12 +59,13 @@ static void title_of(struct gw_buf *out, const char *code)
     gw_buf_json_string(out, title, n);
 }
 
-void gw_serve_error_body(struct gw_req *r, struct gw_buf *out, unsigned status, const char *code,
-                         const char *message, const char *path)
+const char *gw_serve_error_body(struct gw_req *r, struct gw_buf *out, unsigned status,
+                                const char *code, const char *message, const char *path)
 {
-    if (!gw_serve_wants_problem(r)) {
+    if (!accepts_problem(
+            MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))) {
         gw_http_error_body(out, code, message, path);
-        return;
+        return "application/json";
     }
     gw_buf_puts(out, "{\"type\":\"tag:shardgate,2026:");
     gw_buf_puts(out, code);
@@ -91,4 +81,5 @@ void gw_serve_error_body(struct gw_req *r, struct gw_buf *out, unsigned status, 
     gw_buf_puts(out, ",\"path\":");
     gw_buf_json_string(out, path, strlen(path));
     gw_buf_puts(out, "}\n");
+    return PROBLEM_TYPE;
 }

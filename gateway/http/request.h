@@ -98,13 +98,12 @@ void gw_serve_count(struct gw_req *r);
 /* Queues a JSON body (taken over) with status and no extra header. */
 enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body);
 
+/* Appends an error body (problem.c, docs/api.md §1): the gateway's form, or RFC 9457 problem
+ * details when the request's Accept names application/problem+json. Returns the Content-Type
+ * that goes with it. */
+const char *gw_serve_error_body(struct gw_req *r, struct gw_buf *out, unsigned status,
+                                const char *code, const char *message, const char *path);
 /* Queues the error body of docs/api.md §1 with an optional extra header. */
-/* Error bodies (problem.c, docs/api.md §1): the gateway's form, or RFC 9457 problem details when
- * the request's Accept names application/problem+json; the Content-Type that goes with it. */
-int gw_serve_wants_problem(struct gw_req *r);
-const char *gw_serve_error_type(struct gw_req *r);
-void gw_serve_error_body(struct gw_req *r, struct gw_buf *out, unsigned status, const char *code,
-                         const char *message, const char *path);
 enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *code,
                                const char *message, const char *path, const char *header,
                                const char *value);

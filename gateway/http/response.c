@@ -86,8 +86,8 @@ enum MHD_Result gw_serve_error(struct gw_req *r, unsigned status, const char *co
 {
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_serve_error_body(r, &body, status, code, message, path);
-    return gw_serve_respond(r, status, gw_serve_error_type(r), &body, header, value);
+    const char *type = gw_serve_error_body(r, &body, status, code, message, path);
+    return gw_serve_respond(r, status, type, &body, header, value);
 }
 
 enum MHD_Result gw_serve_json(struct gw_req *r, unsigned status, struct gw_buf *body)

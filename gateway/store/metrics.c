@@ -86,7 +86,7 @@ static void put_f(struct gw_buf *out, const char *fmt, ...)
         gw_buf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
-static void header(struct gw_buf *out, const char *name, const char *type, const char *help)
+void gw_metrics_header(struct gw_buf *out, const char *name, const char *type, const char *help)
 {
     put_f(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -112,7 +112,7 @@ static void render_samples(struct gw_buf *out, const char *name, const char *lab
 static void render_histogram(struct gw_buf *out, const char *name, const char *help,
                              struct gw_histogram *h)
 {
-    header(out, name, "histogram", help);
+    gw_metrics_header(out, name, "histogram", help);
     render_samples(out, name, "", h);
 }
 
@@ -121,8 +121,9 @@ static void render_requests(struct gw_buf *out, struct gw_metrics *m,
                             const struct gw_route_label *routes)
 {
     const char *name = "shardgate_http_request_duration_seconds";
-    header(out, name, "histogram",
-           "Time from the request headers to the answer being queued, by route and status class.");
+    gw_metrics_header(
+        out, name, "histogram",
+        "Time from the request headers to the answer being queued, by route and status class.");
     for (unsigned i = 0; i < GW_ROUTE_SLOTS; i++)
         for (unsigned k = 0; k < GW_STATUS_CLASSES; k++) {
             if (!routes[i].route || atomic_load(&m->request[i][k].count) == 0)
@@ -140,9 +141,10 @@ static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
                                 const struct gw_total *totals, int load)
 {
     const char *name = load ? "shardgate_shard_load_total" : "shardgate_shard_received_total";
-    header(out, name, "counter",
-           load ? "Sum of change sizes placed on the shard, over every journaled receipt."
-                : "Number of changes placed on the shard, over every journaled receipt.");
+    gw_metrics_header(out, name, "counter",
+                      load
+                          ? "Sum of change sizes placed on the shard, over every journaled receipt."
+                          : "Number of changes placed on the shard, over every journaled receipt.");
     for (size_t i = 0; i < t->members.count; i++) {
         put_f(out, "%s{shard=\"%s\"} ", name, t->members.shards[i].id);
         gw_buf_u128(out, load ? totals[i].load : totals[i].received);
@@ -165,8 +167,8 @@ static void render_ring_share(struct gw_buf *out, const struct ring *ring)
     for (size_t i = 0; i < n; i++)
         owned[p[i].shard] +=
             i ? (uint64_t)p[i].value - p[i - 1].value : (1ull << 32) - p[n - 1].value + p[0].value;
-    header(out, "shardgate_ring_share_ratio", "gauge",
-           "The share of the hash space each online shard owns on the ring.");
+    gw_metrics_header(out, "shardgate_ring_share_ratio", "gauge",
+                      "The share of the hash space each online shard owns on the ring.");
     for (size_t s = 0; s < shards; s++) {
         gw_buf_puts(out, "shardgate_ring_share_ratio{shard=\"");
         gw_buf_append(out, ring_shard_id(ring, (uint32_t)s), ring_shard_id_len(ring, (uint32_t)s));
@@ -177,13 +179,13 @@ static void render_ring_share(struct gw_buf *out, const struct ring *ring)
 
 static void render_ring(struct gw_buf *out, const struct gw_topology *t)
 {
-    header(out, "shardgate_ring_points", "gauge",
-           "Points on the ring (VNODES x weight over the online shards).");
+    gw_metrics_header(out, "shardgate_ring_points", "gauge",
+                      "Points on the ring (VNODES x weight over the online shards).");
     put_f(out, "shardgate_ring_points %zu\n", ring_points_total(t->ring));
-    header(out, "shardgate_ring_info", "gauge", "The ring the gateway places with.");
+    gw_metrics_header(out, "shardgate_ring_info", "gauge", "The ring the gateway places with.");
     put_f(out, "shardgate_ring_info{id=\"%s\",hash=\"%s\",vnodes=\"%u\"} 1\n", ring_id(t->ring),
           ring_digest_name(t->contract.digest), (unsigned)t->contract.vnodes);
-    header(out, "shardgate_ring_online_shards", "gauge", "Online shards in the ring.");
+    gw_metrics_header(out, "shardgate_ring_online_shards", "gauge", "Online shards in the ring.");
     put_f(out, "shardgate_ring_online_shards %zu\n", ring_shard_count(t->ring));
     render_ring_share(out, t->ring);
 }
@@ -206,13 +208,13 @@ void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source)
 
 static void render_feed_memory(struct gw_buf *out, const struct gw_feed_memory_figures *feed)
 {
-    header(out, "shardgate_feed_memory_bytes", "gauge",
-           "Bytes of feed pages held: being sent, or kept for the same question.");
+    gw_metrics_header(out, "shardgate_feed_memory_bytes", "gauge",
+                      "Bytes of feed pages held: being sent, or kept for the same question.");
     put_f(out, "shardgate_feed_memory_bytes %llu\n", (unsigned long long)feed->held);
-    header(out, "shardgate_feed_memory_limit_bytes", "gauge", "--feed-memory.");
+    gw_metrics_header(out, "shardgate_feed_memory_limit_bytes", "gauge", "--feed-memory.");
     put_f(out, "shardgate_feed_memory_limit_bytes %llu\n", (unsigned long long)feed->limit);
-    header(out, "shardgate_feed_memory_refusals_total", "counter",
-           "Feed requests answered 503 feed_memory_exhausted.");
+    gw_metrics_header(out, "shardgate_feed_memory_refusals_total", "counter",
+                      "Feed requests answered 503 feed_memory_exhausted.");
     put_f(out, "shardgate_feed_memory_refusals_total %llu\n", (unsigned long long)feed->refused);
 }
 
@@ -221,54 +223,60 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
                        const struct gw_feed_memory_figures *feed,
                        const struct gw_route_label *routes)
 {
-    header(out, "shardgate_batches_total", "counter", "POST /v1/batches answers by result.");
+    gw_metrics_header(out, "shardgate_batches_total", "counter",
+                      "POST /v1/batches answers by result.");
     for (size_t i = 0; i < GW_RESULT_COUNT; i++)
         put_f(out, "shardgate_batches_total{result=\"%s\"} %llu\n", result_names[i],
               atomic_load(&m->batches[i]));
-    header(out, "shardgate_changes_total", "counter", "Changes in accepted batches.");
+    gw_metrics_header(out, "shardgate_changes_total", "counter", "Changes in accepted batches.");
     put_f(out, "shardgate_changes_total %llu\n", atomic_load(&m->changes));
     render_shard_series(out, t, totals, 1);
     render_shard_series(out, t, totals, 0);
     render_ring(out, t);
-    header(out, "shardgate_epoch_seq", "gauge",
-           "epoch_seq of the epoch in force (docs/contract.md §7).");
+    gw_metrics_header(out, "shardgate_epoch_seq", "gauge",
+                      "epoch_seq of the epoch in force (docs/contract.md §7).");
     put_f(out, "shardgate_epoch_seq %llu\n", atomic_load(&m->epoch_seq));
-    header(out, "shardgate_reloads_total", "counter",
-           "Membership reloads (SIGHUP, PUT) by result.");
+    gw_metrics_header(out, "shardgate_reloads_total", "counter",
+                      "Membership reloads (SIGHUP, PUT) by result.");
     for (int i = 0; i < GW_RELOAD_RESULT_COUNT; i++)
         put_f(out, "shardgate_reloads_total{result=\"%s\"} %llu\n", reload_names[i],
               atomic_load(&m->reloads[i]));
-    header(out, "shardgate_reload_last_success_timestamp_seconds", "gauge",
-           "Unix time of the start or of the last reload applied or unchanged.");
+    gw_metrics_header(out, "shardgate_reload_last_success_timestamp_seconds", "gauge",
+                      "Unix time of the start or of the last reload applied or unchanged.");
     put_f(out, "shardgate_reload_last_success_timestamp_seconds %.3f\n",
           atomic_load(&m->reload_success_s));
-    header(out, "shardgate_feed_pages_total", "counter",
-           "Feed pages answered, read from the journal or shared with the same question.");
+    gw_metrics_header(
+        out, "shardgate_feed_pages_total", "counter",
+        "Feed pages answered, read from the journal or shared with the same question.");
     for (int i = 0; i < GW_FEED_SOURCE_COUNT; i++)
         put_f(out, "shardgate_feed_pages_total{source=\"%s\"} %llu\n", feed_source_names[i],
               atomic_load(&m->feed_pages[i]));
     render_feed_memory(out, feed);
-    header(out, "shardgate_journal_commits_total", "counter", "Group commits (write + fdatasync).");
+    gw_metrics_header(out, "shardgate_journal_commits_total", "counter",
+                      "Group commits (write + fdatasync).");
     put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));
-    header(out, "shardgate_journal_records_total", "counter", "Receipt records journaled.");
+    gw_metrics_header(out, "shardgate_journal_records_total", "counter",
+                      "Receipt records journaled.");
     put_f(out, "shardgate_journal_records_total %llu\n", atomic_load(&m->records));
-    header(out, "shardgate_record_checksum_failures_total", "counter",
-           "Journal lines read for an answer or a scrub that failed their check "
-           "(docs/journal.md §2.1).");
+    gw_metrics_header(out, "shardgate_record_checksum_failures_total", "counter",
+                      "Journal lines read for an answer or a scrub that failed their check "
+                      "(docs/journal.md §2.1).");
     put_f(out, "shardgate_record_checksum_failures_total %llu\n", atomic_load(&m->record_damage));
-    header(out, "shardgate_scrub_passes_total", "counter",
-           "Complete passes of the journal scrub (--scrub-rate).");
+    gw_metrics_header(out, "shardgate_scrub_passes_total", "counter",
+                      "Complete passes of the journal scrub (--scrub-rate).");
     put_f(out, "shardgate_scrub_passes_total %llu\n", atomic_load(&m->scrub_passes));
-    header(out, "shardgate_scrub_last_pass_timestamp_seconds", "gauge",
-           "Unix time the last complete scrub pass ended; 0 before the first.");
+    gw_metrics_header(out, "shardgate_scrub_last_pass_timestamp_seconds", "gauge",
+                      "Unix time the last complete scrub pass ended; 0 before the first.");
     put_f(out, "shardgate_scrub_last_pass_timestamp_seconds %llu\n",
           atomic_load(&m->scrub_last_pass));
-    header(out, "shardgate_scrub_read_bytes_total", "counter", "Journal bytes the scrub read.");
+    gw_metrics_header(out, "shardgate_scrub_read_bytes_total", "counter",
+                      "Journal bytes the scrub read.");
     put_f(out, "shardgate_scrub_read_bytes_total %llu\n", atomic_load(&m->scrub_bytes));
-    header(out, "shardgate_ready", "gauge", "1 when /readyz answers 200.");
+    gw_metrics_header(out, "shardgate_ready", "gauge", "1 when /readyz answers 200.");
     put_f(out, "shardgate_ready %d\n", ready ? 1 : 0);
-    header(out, "shardgate_views_alive", "gauge",
-           "Membership views not yet freed: the published one and older ones still in use.");
+    gw_metrics_header(
+        out, "shardgate_views_alive", "gauge",
+        "Membership views not yet freed: the published one and older ones still in use.");
     put_f(out, "shardgate_views_alive %ld\n", views_alive);
     render_requests(out, m, routes);
     render_histogram(out, "shardgate_journal_fsync_duration_seconds",

@@ -86,6 +86,8 @@ void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result);
 /* Counts one feed page answered (200) by where it came from. */
 void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source);
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
+/* A series' "# HELP" and "# TYPE" lines. */
+void gw_metrics_header(struct gw_buf *out, const char *name, const char *type, const char *help);
 /* Counts one answered request of route slot `slot` with `status`, `ns` after its headers. */
 void gw_metrics_request(struct gw_metrics *m, unsigned slot, unsigned status, uint64_t ns);
 

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "io.h"
 #include "number.h"
 
 #define PREFIX "shardgate-state "
