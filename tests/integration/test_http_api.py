@@ -491,19 +491,5 @@ def bad_listen_addresses_are_usage_errors():
         eq((p.returncode, p.stderr), (64, "shardgate: %s\n" % message), "--listen " + listen)
 
 
-@case("ipv6")
-def an_address_in_use_writes_nothing():
-    """The port is bound before the state dir is touched (docs/api.md, exit codes)."""
-    with Server() as s:
-        state = os.path.join(tmpdir(), "state")
-        p = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
-                        src("input", "shards.json"), "--state-dir", state, "--listen",
-                        "127.0.0.1:%d" % s.port])
-        eq((p.returncode, p.stderr), (1, "shardgate: cannot listen on 127.0.0.1:%d: bind: "
-                                         "Address already in use\n" % s.port), "second server")
-        ok(not os.path.exists(state), "no state dir made")
-        eq(s.get("/livez").status, 200, "the first still serves")
-
-
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -98,6 +98,9 @@ def a_flipped_receipt_is_never_served():
         eq((r.status, r.json()), (503, {"status": "unready", "checks": {"journal": "damaged",
                                                                          "ring": "ok"}}), "readyz")
         eq(metric(s, "shardgate_record_checksum_failures_total"), "4", "metric")
+        # the log lines reach the test through the server's stderr pipe, after the answers
+        sgtest.wait_until(lambda: len(s.events("record_checksum_failed")) >= 4, 10,
+                          "the four record_checksum_failed lines")
         eq([(e["file"], e["seq"], e["offset"]) for e in s.events("record_checksum_failed")],
            [("journal.jsonl", 4, offset)] * 4, "logged")
         eq(s.stop(), 0, "clean stop")
