@@ -260,7 +260,7 @@ DEFECTS = [
      "        fr->q.after = last; /* a bookmark: receipts without a match are passed over */",
      "        last = fr->q.after;", ("tests",), "^http_feed$"),
     ("feed-after-off-by-one", "gateway:on_receipt",
-     "    if (seq <= s->after) {", "    if (seq < s->after) {", ("tests",),
+     "    if (r->seq <= s->after) {", "    if (r->seq < s->after) {", ("tests",),
      "^unit/test_feed$|^http_feed$"),
     # The archive moves nothing at or past the newest checkpoint's segment unless the checkpoint
     # ends at that segment's seal (an epoch record after its last receipt): the start could
@@ -512,6 +512,21 @@ DEFECTS = [
     ("feed-memory-ignored", "gateway:gw_server_run",
      "gw_feed_cache_init(&s->feed_cache, s->opt.feed_memory);",
      "gw_feed_cache_init(&s->feed_cache, 67108864u);", ("tests",), "^http_feed_memory$"),
+    # Long receipts are sent from their segment file, checked before and as they are sent
+    # (docs/api.md §17, docs/decisions.md §35).
+    ("long-receipt-unchecked", "gateway:long_found",
+     "int rc = !s->checked ? 0 : tail ? gw_record_check_tail(tail, crc) : -ENOMSG;",
+     "int rc = !s->checked ? 0 : tail ? (gw_record_check_tail(tail, crc), 0) : -ENOMSG;",
+     ("tests",), "^unit/test_feed$"),
+    ("long-receipt-stream-unchecked", "gateway:gw_feed_long_pread",
+     "if (at + n == len && *crc != l->crc)", "if (at + n == len && *crc != l->crc && 0)",
+     ("tests",), "^(unit/test_feed|http_feed_long)$"),
+    ("long-receipt-cut-placement-lost", "gateway:long_assignments",
+     "size_t used = (size_t)(r.at - w.data);", "size_t used = w.len;", ("tests",),
+     "^http_feed_long$"),
+    ("assignments-last-without-sse-id", "gateway:gw_feed_out_assignments",
+     "if (rc == 0 && matched)", "if (rc == 0 && matched && 0)", ("tests",),
+     "^http_feed_(sse|long)$"),
     # If-Match as RFC 9110 reads it (docs/api.md §15): strong comparison; ETag on GET /v1/ring.
     ("if-match-weak-tag-matches", "gateway:walk", "found |= epoch && !weak &&",
      "found |= epoch &&", ("tests",), "^unit/test_if_match$"),

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void gw_feed_cache_init(struct gw_feed_cache *c, size_t limit)
 {
@@ -22,6 +23,8 @@ static unsigned release(struct gw_feed_body *b)
     unsigned before = atomic_fetch_sub(&b->refs, 1);
     if (before != 1)
         return before;
+    if (b->whole.fd >= 0)
+        close(b->whole.fd);
     free(b->data);
     free(b);
     atomic_fetch_sub(&c->held, len);
@@ -73,12 +76,18 @@ static struct gw_feed_page *find(struct gw_feed_cache *c, const struct gw_feed_q
     return NULL;
 }
 
+static void drop(struct gw_feed_page *p);
+
 struct gw_feed_body *gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_feed_question *q,
                                        uint64_t *last)
 {
     struct gw_feed_body *b = NULL;
     pthread_mutex_lock(&c->lock);
     struct gw_feed_page *p = find(c, q);
+    if (p && atomic_load(&p->body->damaged)) {
+        drop(p);
+        p = NULL;
+    }
     if (p) {
         b = ref(p->body);
         *last = p->last;
@@ -179,27 +188,32 @@ static void keep_page(struct gw_feed_cache *c, const struct gw_feed_question *q,
 }
 
 struct gw_feed_body *gw_feed_cache_make(struct gw_feed_cache *c, const struct gw_feed_question *q,
-                                        struct gw_buf *buf, uint64_t last, int keep)
+                                        struct gw_feed_out *out, uint64_t last, int keep)
 {
+    struct gw_buf *buf = &out->body;
     struct gw_feed_body *b = buf->failed ? NULL : malloc(sizeof(*b));
     if (!b) {
-        gw_buf_free(buf);
+        gw_feed_out_free(out);
         return NULL;
     }
     pthread_mutex_lock(&c->lock);
     if (!room(c, buf->len)) {
         pthread_mutex_unlock(&c->lock);
         free(b);
-        gw_buf_free(buf);
+        gw_feed_out_free(out);
         return NULL;
     }
     char *fit = realloc(buf->data, buf->len); /* the buffer's slack is not kept */
     if (fit)
         buf->data = fit;
     atomic_init(&b->refs, 1);
+    atomic_init(&b->damaged, 0);
     b->cache = c;
     b->data = buf->data;
     b->len = buf->len;
+    b->whole = out->whole;
+    b->whole_at = out->whole_at;
+    out->whole.fd = -1;
     buf->data = NULL;
     gw_buf_free(buf);
     atomic_fetch_add(&c->held, b->len);

@@ -37,12 +37,16 @@ struct gw_feed_question {
 
 struct gw_feed_cache;
 
-/* A page's bytes: freed, and uncounted, by the last gw_feed_body_unref. */
+/* A page's bytes: freed, and uncounted, by the last gw_feed_body_unref. Only `len` counts
+ * against the total: a long receipt's record stays in its file (feed_render.h). */
 struct gw_feed_body {
     atomic_uint refs;
     struct gw_feed_cache *cache; /* whose total counts it */
     char *data;
     size_t len;
+    struct gw_feed_long whole; /* fd -1: none */
+    size_t whole_at;
+    atomic_int damaged; /* 1: its long receipt failed its check when sent again: not shared */
 };
 
 struct gw_feed_page {
@@ -66,7 +70,7 @@ void gw_feed_cache_init(struct gw_feed_cache *c, size_t limit);
 void gw_feed_cache_free(struct gw_feed_cache *c);
 
 /* The page answering q with a reference for the caller, its bookmark in *last; NULL when none
- * is kept. */
+ * is kept (a kept page marked damaged is dropped). */
 struct gw_feed_body *gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_feed_question *q,
                                        uint64_t *last);
 
@@ -74,11 +78,11 @@ struct gw_feed_body *gw_feed_cache_get(struct gw_feed_cache *c, const struct gw_
  * no page is held at all; 0 (counted as refused) otherwise. */
 int gw_feed_cache_room(struct gw_feed_cache *c, size_t len);
 
-/* The rendered page in `buf` (its bytes move into the body; buf is left empty) as a body with
- * one reference for the caller, kept for q as well when `keep`; NULL when it does not fit (see
- * gw_feed_cache_room) or on no memory, buf then freed. */
+/* The rendered page `out` (its bytes and long receipt move into the body; out is left empty) as a
+ * body with one reference for the caller, kept for q as well when `keep`; NULL when it does not
+ * fit (see gw_feed_cache_room) or on no memory, out then freed. */
 struct gw_feed_body *gw_feed_cache_make(struct gw_feed_cache *c, const struct gw_feed_question *q,
-                                        struct gw_buf *buf, uint64_t last, int keep);
+                                        struct gw_feed_out *out, uint64_t last, int keep);
 
 /* Drops a reference (an answer sent, or the cache's own); a void * for MHD's free callback. */
 void gw_feed_body_unref(void *body);

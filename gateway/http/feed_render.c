@@ -1,14 +1,32 @@
 /* Writes feed items in NDJSON, JSON or SSE form (docs/api.md §17). */
 #include "feed_render.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 void gw_feed_out_begin(struct gw_feed_out *o)
 {
     gw_buf_init(&o->body);
     o->items = 0;
+    o->whole.fd = -1;
+    o->whole_at = 0;
     if (o->form == GW_FEED_JSON)
         gw_buf_puts(&o->body, "{\"items\":[");
+}
+
+void gw_feed_out_free(struct gw_feed_out *o)
+{
+    gw_buf_free(&o->body);
+    if (o->whole.fd >= 0)
+        close(o->whole.fd);
+    o->whole.fd = -1;
+}
+
+uint64_t gw_feed_out_size(const struct gw_feed_out *o)
+{
+    return o->body.len + (o->whole.fd >= 0 ? gw_feed_long_len(&o->whole) : 0);
 }
 
 /* Opens an item: the separator of the form. */
@@ -44,6 +62,22 @@ void gw_feed_out_item(struct gw_feed_out *o, const char *type, const char *json,
     item_close(o, id);
 }
 
+int gw_feed_out_long(struct gw_feed_out *o, const char *type, const struct gw_feed_long *l,
+                     uint64_t id)
+{
+    if (o->whole.fd >= 0)
+        return -EBUSY;
+    int fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    item_open(o, type);
+    o->whole = *l;
+    o->whole.fd = fd;
+    o->whole_at = o->body.len;
+    item_close(o, id);
+    return 0;
+}
+
 static void span(struct gw_buf *b, const char *key, const struct gw_feed_span *s)
 {
     gw_buf_puts(b, key);
@@ -54,7 +88,7 @@ static void span(struct gw_buf *b, const char *key, const struct gw_feed_span *s
 }
 
 void gw_feed_out_assignment(struct gw_feed_out *o, uint64_t seq, const struct gw_feed_receipt *r,
-                            const struct gw_feed_placement *p, int last_of_receipt)
+                            const struct gw_feed_placement *p)
 {
     item_open(o, "assignment");
     gw_buf_field_u64(&o->body, "{\"type\":\"assignment\",\"seq\":", seq);
@@ -64,7 +98,16 @@ void gw_feed_out_assignment(struct gw_feed_out *o, uint64_t seq, const struct gw
     span(&o->body, ",\"key\":", &p->key);
     gw_buf_field_u64(&o->body, ",\"size\":", p->size);
     gw_buf_puts(&o->body, "}");
-    item_close(o, last_of_receipt ? seq : 0);
+    item_close(o, 0);
+}
+
+void gw_feed_out_last_id(struct gw_feed_out *o, uint64_t id)
+{
+    if (o->form != GW_FEED_SSE || !o->items || o->body.failed)
+        return;
+    o->body.len--; /* the blank line that ends an event without an id */
+    gw_buf_field_u64(&o->body, "id: ", id);
+    gw_buf_puts(&o->body, "\n\n");
 }
 
 void gw_feed_out_end(struct gw_feed_out *o, uint64_t last_seq)

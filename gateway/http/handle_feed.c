@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed_assignments.h"
 #include "feed_cache.h"
 #include "feed_render.h"
 #include "http.h"
@@ -49,33 +50,11 @@ static void suspend(void *arg)
     MHD_suspend_connection(arg);
 }
 
+/* A page ends at its limit, past FEED_BODY_MAX bytes, or with a long receipt (one per page). */
 static int full(const struct collect *c)
 {
-    return c->out.items >= c->fr->q.limit || c->out.body.len >= FEED_BODY_MAX ||
-           c->scanned >= FEED_SCAN_MAX;
-}
-
-/* The placements of one receipt on the shard; the last one carries the SSE id. */
-static int visit_assignments(struct collect *c, const struct gw_feed_record *rec)
-{
-    struct gw_feed_receipt r;
-    struct gw_feed_placement p, held;
-    int have = 0, rc;
-    if (gw_feed_receipt_open(rec->line, rec->len, &r) != 0)
-        return -EINVAL;
-    while ((rc = gw_feed_receipt_next(&r, &p)) == 1) {
-        if (p.shard.n != c->fr->q.shard_len || memcmp(p.shard.p, c->fr->q.shard, p.shard.n) != 0)
-            continue;
-        if (have)
-            gw_feed_out_assignment(&c->out, rec->seq, &r, &held, 0);
-        held = p;
-        have = 1;
-    }
-    if (rc < 0)
-        return -EINVAL;
-    if (have)
-        gw_feed_out_assignment(&c->out, rec->seq, &r, &held, 1);
-    return 0;
+    return c->out.items >= c->fr->q.limit || gw_feed_out_size(&c->out) >= FEED_BODY_MAX ||
+           c->out.whole.fd >= 0 || c->scanned >= FEED_SCAN_MAX;
 }
 
 /* A page growing past FEED_BODY_MAX (one large receipt) counts against --feed-memory while it
@@ -86,24 +65,31 @@ static int room_to_grow(struct collect *c, size_t more)
     return len <= FEED_BODY_MAX || gw_feed_cache_room(&c->fr->r->srv->feed_cache, len);
 }
 
+/* The bytes a record adds to the page held in memory, at most: a long receipt sent whole stays
+ * in its file; an assignment page is smaller than its receipt. */
+static size_t held_for(const struct collect *c, const struct gw_feed_record *rec)
+{
+    return (rec->whole && !c->fr->q.shard_len ? 0 : rec->len) + 64;
+}
+
 static int visit(void *ctx, const struct gw_feed_record *rec)
 {
     struct collect *c = ctx;
     c->scanned += rec->len;
-    if (!room_to_grow(c, rec->len + 64)) /* an assignment page is smaller than its receipt */
+    if (!room_to_grow(c, held_for(c, rec)))
         return -ENOSPC;
-    if (rec->kind == GW_FEED_EPOCH) {
-        gw_feed_out_item(&c->out, "epoch", rec->line, rec->len, 0);
-        return c->out.body.failed ? -ENOMEM : 0;
-    }
     int rc = 0;
-    if (c->fr->q.shard_len)
-        rc = visit_assignments(c, rec);
+    if (rec->kind == GW_FEED_EPOCH)
+        gw_feed_out_item(&c->out, "epoch", rec->line, rec->len, 0);
+    else if (c->fr->q.shard_len)
+        rc = gw_feed_out_assignments(&c->out, rec, c->fr->q.shard, c->fr->q.shard_len);
+    else if (rec->whole)
+        rc = gw_feed_out_long(&c->out, "receipt", rec->whole, rec->seq);
     else
         gw_feed_out_item(&c->out, "receipt", rec->line, rec->len, rec->seq);
     if (rc == 0 && c->out.body.failed)
         rc = -ENOMEM;
-    return rc < 0 ? rc : full(c);
+    return rc < 0 ? rc : rec->kind == GW_FEED_EPOCH ? 0 : full(c);
 }
 
 /* 410: the cursor is older than the oldest segment present (docs/api.md §17). */
@@ -165,12 +151,12 @@ static enum MHD_Result answer_made(struct gw_req *r, struct gw_feed_req *fr, str
                                    uint64_t last)
 {
     if (c->out.body.failed) {
-        gw_buf_free(&c->out.body);
+        gw_feed_out_free(&c->out);
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "",
                               NULL, NULL);
     }
     struct gw_feed_body *page =
-        gw_feed_cache_make(&r->srv->feed_cache, &fr->q, &c->out.body, last, c->out.items > 0);
+        gw_feed_cache_make(&r->srv->feed_cache, &fr->q, &c->out, last, c->out.items > 0);
     if (!page)
         return memory_full(r);
     gw_metrics_feed_page(&r->srv->metrics, GW_FEED_SOURCE_READ);
@@ -195,29 +181,29 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
         fr->q.after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
         if (gw_feed_watch_wait(&r->srv->store.watch, &fr->waiter, suspend, r->conn)) {
-            gw_buf_free(&c.out.body);
+            gw_feed_out_free(&c.out);
             return MHD_YES;
         }
     }
     if (rc == -ENOSPC) {
-        gw_buf_free(&c.out.body);
+        gw_feed_out_free(&c.out);
         return memory_full(r);
     }
     if (rc == -ESTALE) {
-        gw_buf_free(&c.out.body);
+        gw_feed_out_free(&c.out);
         return gone(r, miss.earliest);
     }
     if (rc == -EBADMSG || rc == -ENOMSG) { /* a damaged line: no page holds any of it */
-        gw_buf_free(&c.out.body);
+        gw_feed_out_free(&c.out);
         return gw_serve_record_damage(r, miss.segment, miss.line, miss.seq, rc);
     }
     if (rc == -EAGAIN) {
-        gw_buf_free(&c.out.body);
+        gw_feed_out_free(&c.out);
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", miss.error.msg,
                               "", MHD_HTTP_HEADER_RETRY_AFTER, "1");
     }
     if (rc != 0) {
-        gw_buf_free(&c.out.body);
+        gw_feed_out_free(&c.out);
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
                               rc == -ENOMEM ? "out of memory" : "cannot read the journal", "", NULL,
                               NULL);

@@ -2,6 +2,7 @@
  * once. A leaf: it calls no handler and no route. */
 #include "request.h"
 
+#include "feed_stream.h"
 #include "http.h"
 #include "timing.h"
 
@@ -71,12 +72,17 @@ enum MHD_Result gw_serve_respond_page(struct gw_req *r, const char *content_type
                                       struct gw_feed_body *page, const char *header,
                                       const char *value)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
-        page->len, page->data, gw_feed_body_unref, page);
-    if (!resp) {
-        gw_feed_body_unref(page);
-        return MHD_NO;
+    struct MHD_Response *resp;
+    if (page->whole.fd >= 0) {
+        resp = gw_feed_stream_response(r->srv, page);
+    } else {
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(page->len, page->data,
+                                                                      gw_feed_body_unref, page);
+        if (!resp)
+            gw_feed_body_unref(page);
     }
+    if (!resp)
+        return MHD_NO;
     return queue(r, MHD_HTTP_OK, resp, content_type, header, value);
 }
 

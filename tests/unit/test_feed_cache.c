@@ -27,11 +27,11 @@ static struct gw_feed_question question(const char *shard, enum gw_feed_form for
 static struct gw_feed_body *make(struct gw_feed_cache *c, const struct gw_feed_question *q,
                                  const char *body, uint64_t last, int keep)
 {
-    struct gw_buf b;
-    gw_buf_init(&b);
-    gw_buf_puts(&b, body);
-    struct gw_feed_body *page = gw_feed_cache_make(c, q, &b, last, keep);
-    CHECK_TRUE(b.data == NULL && b.len == 0);
+    struct gw_feed_out o = {.form = GW_FEED_NDJSON};
+    gw_feed_out_begin(&o);
+    gw_buf_puts(&o.body, body);
+    struct gw_feed_body *page = gw_feed_cache_make(c, q, &o, last, keep);
+    CHECK_TRUE(o.body.data == NULL && o.body.len == 0 && o.whole.fd == -1);
     return page;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "feed_segments.h"
 #include "record.h"
@@ -16,7 +17,8 @@
 #define RECEIPT_PREFIX "{\"type\":\"receipt\",\"seq\":"
 #define EPOCH_PREFIX "{\"type\":\"epoch\""
 #define HEADER_PREFIX "{\"type\":\"segment\",\"first_seq\":"
-#define CHUNK (1u << 20)
+#define CHUNK GW_FEED_LONG_LINE
+#define LONG_START (CHUNK / 4 * 3) /* a receipt line with no newline in this many bytes is long */
 
 /* One read of the segments. */
 struct scan {
@@ -168,42 +170,48 @@ static int find_mark(struct gw_feed *f, uint64_t after, struct gw_feed_mark *out
     return found;
 }
 
-/* Delivers the held epoch records, then receipt `seq`. */
-static int deliver_receipt(struct scan *s, uint64_t seq, const char *line, size_t len)
+/* Delivers the held epoch records, then the receipt. */
+static int deliver_receipt(struct scan *s, const struct gw_feed_record *r)
 {
     for (size_t at = 0; at < s->held.len;) {
         const char *nl = memchr(s->held.data + at, '\n', s->held.len - at);
         size_t n = (size_t)(nl - (s->held.data + at));
-        struct gw_feed_record e = {GW_FEED_EPOCH, seq, s->held.data + at, n};
+        struct gw_feed_record e = {GW_FEED_EPOCH, r->seq, s->held.data + at, n, NULL};
         int rc = s->visit(s->ctx, &e);
         if (rc < 0)
             return rc;
         at += n + 1;
     }
     gw_buf_reset(&s->held);
-    struct gw_feed_record r = {GW_FEED_RECEIPT, seq, line, len};
-    int rc = s->visit(s->ctx, &r);
-    s->last = seq;
+    int rc = s->visit(s->ctx, r);
+    s->last = r->seq;
     if (rc == 1)
         s->done = 1;
     return rc < 0 ? rc : 0;
 }
 
-static int on_receipt(struct scan *s, uint64_t seq, const char *line, size_t len, uint64_t end)
+/* A receipt whose line ends at `end` (the offset just after its newline). */
+static int on_receipt(struct scan *s, const struct gw_feed_record *r, uint64_t end)
 {
-    if (seq > s->durable) {
+    if (r->seq > s->durable) {
         s->done = 1;
         return 0;
     }
-    s->prev_seq = seq;
-    s->pos = (struct gw_feed_mark){seq, s->segment, end};
-    if (seq > s->marked) /* new ground: add_mark decides */
-        add_mark(s->f, seq, s->segment, end);
-    if (seq <= s->after) {
+    s->prev_seq = r->seq;
+    s->pos = (struct gw_feed_mark){r->seq, s->segment, end};
+    if (r->seq > s->marked) /* new ground: add_mark decides */
+        add_mark(s->f, r->seq, s->segment, end);
+    if (r->seq <= s->after) {
         gw_buf_reset(&s->held);
         return 0;
     }
-    return deliver_receipt(s, seq, line, len);
+    return deliver_receipt(s, r);
+}
+
+/* 1 when a segment is being written past `end`: a line ending there may not be whole or synced. */
+static int past_bound(const struct scan *s, uint64_t end)
+{
+    return s->active_first && s->segment == s->active_first && end > s->active_bytes;
 }
 
 /* A checked line made its record in place (its crc32 member dropped), or the fault noted. */
@@ -226,7 +234,7 @@ static int line_record(struct scan *s, char *line, size_t *len, uint64_t end)
 /* One line of a segment; `end` is the offset just after its newline. */
 static int on_line(struct scan *s, char *line, size_t len, uint64_t end)
 {
-    if (s->active_first && s->segment == s->active_first && end > s->active_bytes) {
+    if (past_bound(s, end)) {
         s->done = 1; /* not yet durable: perhaps still being written */
         return 0;
     }
@@ -234,8 +242,10 @@ static int on_line(struct scan *s, char *line, size_t len, uint64_t end)
     if (rc != 0)
         return rc;
     uint64_t seq = gw_feed_number_after(line, len, RECEIPT_PREFIX);
-    if (seq)
-        return on_receipt(s, seq, line, len, end);
+    if (seq) {
+        struct gw_feed_record r = {GW_FEED_RECEIPT, seq, line, len, NULL};
+        return on_receipt(s, &r, end);
+    }
     uint64_t first = gw_feed_number_after(line, len, HEADER_PREFIX);
     if (first) {
         s->prev_seq = first - 1;
@@ -272,6 +282,66 @@ static int scan_lines(struct scan *s, char *buf, size_t len, uint64_t base, size
     return rc;
 }
 
+/* The long receipt whose line runs from `start` to `nl` (its newline at file offset nl): its
+ * last GW_RECORD_TAIL bytes are tail[], `crc` covers the bytes before them (or, unchecked, the
+ * whole line; tail NULL: the line is shorter than a checksum member), and it is checked, then
+ * delivered with its bytes left in the file. */
+static int long_found(struct scan *s, int fd, uint64_t seq, uint64_t start, uint64_t nl,
+                      const char *tail, unsigned long crc)
+{
+    if (past_bound(s, nl + 1)) {
+        s->done = 1; /* not yet durable: perhaps still being written */
+        return 0;
+    }
+    struct gw_feed_long l = {fd, s->segment, start, nl - start, s->checked, crc};
+    int rc = !s->checked ? 0 : tail ? gw_record_check_tail(tail, crc) : -ENOMSG;
+    if (rc != 0) {
+        *s->fault =
+            (struct gw_feed_fault){.segment = s->segment, .offset = start, .seq = s->prev_seq + 1};
+        return rc;
+    }
+    if (s->checked)
+        l.bytes -= GW_RECORD_TAIL;
+    struct gw_feed_record r = {GW_FEED_RECEIPT, seq, NULL, (size_t)gw_feed_long_len(&l), &l};
+    return on_receipt(s, &r, nl + 1);
+}
+
+/* A receipt line longer than LONG_START from file offset *offset, whose first b->len bytes are in
+ * b: read to its newline in pieces, its checksum computed on the way, and delivered as a long
+ * receipt (feed_record.h) without ever being held whole. Leaves b empty and *offset just after
+ * the line; an unterminated line (still being written) ends the read. */
+static int long_receipt(struct scan *s, int fd, struct gw_buf *b, uint64_t *offset)
+{
+    uint64_t seq = gw_feed_number_after(b->data, b->len, RECEIPT_PREFIX);
+    uint64_t start = *offset, at = start; /* at: the file offset of b->data[0] */
+    unsigned long crc = crc32(0L, Z_NULL, 0);
+    for (;;) {
+        const char *nl = memchr(b->data, '\n', b->len);
+        if (nl) {
+            size_t i = (size_t)(nl - b->data), keep = s->checked ? GW_RECORD_TAIL : 0;
+            const char *tail = i >= keep ? nl - keep : NULL;
+            crc = crc32(crc, (const Bytef *)b->data, (uInt)(tail ? i - keep : i));
+            int rc = long_found(s, fd, seq, start, at + i, tail, crc);
+            *offset = at + i + 1;
+            b->len = 0;
+            return rc;
+        }
+        size_t keep = b->len < GW_RECORD_TAIL ? b->len : GW_RECORD_TAIL;
+        crc = crc32(crc, (const Bytef *)b->data, (uInt)(b->len - keep));
+        memmove(b->data, b->data + b->len - keep, keep);
+        at += b->len - keep;
+        b->len = keep;
+        ssize_t n = pread(fd, b->data + keep, b->cap - keep, (off_t)(at + keep));
+        if (n < 0)
+            return -errno;
+        if (n == 0) {
+            s->done = 1; /* an unterminated line is never read as a record */
+            return 0;
+        }
+        b->len += (size_t)n;
+    }
+}
+
 /* Reads one segment file from `offset` to its end or the bound. */
 static int scan_file(struct scan *s, int fd, uint64_t offset)
 {
@@ -279,8 +349,13 @@ static int scan_file(struct scan *s, int fd, uint64_t offset)
     gw_buf_init(&b);
     int rc = gw_buf_reserve(&b, CHUNK) ? -ENOMEM : 0;
     while (rc == 0 && !s->done) {
+        /* What scan_lines left is the start of a line: a receipt's is read in pieces. */
+        if (b.len >= LONG_START && gw_feed_number_after(b.data, b.len, RECEIPT_PREFIX)) {
+            rc = long_receipt(s, fd, &b, &offset);
+            continue;
+        }
         if (b.cap - b.len < CHUNK / 4 && gw_buf_reserve(&b, b.cap)) {
-            rc = -ENOMEM; /* one line longer than the buffer: grow it */
+            rc = -ENOMEM; /* another record longer than the buffer: grow it */
             break;
         }
         ssize_t n = pread(fd, b.data + b.len, b.cap - b.len, (off_t)(offset + b.len));

@@ -61,17 +61,29 @@ static int hex_value(const char *p, unsigned long *v)
     return 0;
 }
 
-int gw_record_check(const char *line, size_t len, size_t *body)
+/* The checksum member at `tail` (GW_RECORD_TAIL bytes): its value, or -ENOMSG. */
+static int member_value(const char *tail, unsigned long *want)
+{
+    if (memcmp(tail, MEMBER, MEMBER_LEN) != 0 || tail[MEMBER_LEN + 8] != '"' ||
+        tail[MEMBER_LEN + 9] != '}' || hex_value(tail + MEMBER_LEN, want) != 0)
+        return -ENOMSG;
+    return 0;
+}
+
+int gw_record_check_tail(const char *tail, unsigned long crc)
 {
     unsigned long want;
+    if (member_value(tail, &want) != 0)
+        return -ENOMSG;
+    return crc == want ? 0 : -EBADMSG;
+}
+
+int gw_record_check(const char *line, size_t len, size_t *body)
+{
     if (len < GW_RECORD_TAIL + 1)
         return -ENOMSG;
-    const char *tail = line + len - GW_RECORD_TAIL;
-    if (memcmp(tail, MEMBER, MEMBER_LEN) != 0 || tail[MEMBER_LEN + 8] != '"' ||
-        tail[MEMBER_LEN + 9] != '}' || hex_value(tail + MEMBER_LEN, &want) != 0)
-        return -ENOMSG;
     *body = len - GW_RECORD_TAIL;
-    return gw_record_crc(line, *body) == want ? 0 : -EBADMSG;
+    return gw_record_check_tail(line + *body, gw_record_crc(line, *body));
 }
 
 int gw_record_epoch_checked(const char *tail, size_t n)

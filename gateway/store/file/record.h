@@ -26,6 +26,10 @@ void gw_record_end_after(struct gw_buf *out, size_t start, size_t tail_len, unsi
  * does not end with a checksum member; -EBADMSG when its checksum is not that of its bytes. */
 int gw_record_check(const char *line, size_t len, size_t *body);
 
+/* The same check for a line read in pieces: `tail` is its last GW_RECORD_TAIL bytes and `crc`
+ * the CRC-32 of every byte before them. */
+int gw_record_check_tail(const char *tail, unsigned long crc);
+
 /* 1 when an epoch record line whose last n bytes (n <= GW_RECORD_TAIL) are `tail` was written
  * with a checksum: the tail has the member's place, or the line ends with '"}' as such a line
  * does (a record without one ends with the shards array, ']}'). One damaged byte cannot make a

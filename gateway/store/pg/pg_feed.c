@@ -64,11 +64,11 @@ static int visit_rows(PGresult *rec, PGresult *ep, gw_feed_visit_fn visit, void 
         uint64_t seq = strtoull(PQgetvalue(rec, row, 0), NULL, 10);
         for (; rc == 0 && e < epochs && strtoull(PQgetvalue(ep, e, 1), NULL, 10) <= seq; e++) {
             struct gw_feed_record r = {GW_FEED_EPOCH, seq, PQgetvalue(ep, e, 0),
-                                       (size_t)PQgetlength(ep, e, 0)};
+                                       (size_t)PQgetlength(ep, e, 0), NULL};
             rc = visit(ctx, &r);
         }
         if (rc == 0 && (rc = receipt_line(rec, row, &line)) == 0) {
-            struct gw_feed_record r = {GW_FEED_RECEIPT, seq, line.data, line.len};
+            struct gw_feed_record r = {GW_FEED_RECEIPT, seq, line.data, line.len, NULL};
             rc = visit(ctx, &r);
             *last = seq;
         }
