@@ -7,9 +7,9 @@ receipt) and never read (4 KiB receive buffers). The server's VmRSS is sampled e
 while they stall, and after they are closed. Figures: the idle VmRSS, the peak during the
 stall (the largest sample and VmHWM, reset before each round through /proc/PID/clear_refs),
 the VmRSS once every reader has gone, the feed metrics, and two bounds: the peak above idle
-below the documented total (docs/api.md §17: --feed-memory, 64 KiB per connection, and per
-worker thread the read buffer of one receipt line, a power of two) plus 64 MB, and the figure
-after within 64 MB of idle.
+below the documented total (docs/api.md §17: --feed-memory, 64 KiB per connection and 64 KiB
+per answer sending a long receipt, and 2 MiB of read buffers per worker thread) plus 64 MB, and
+the figure after within 64 MB of idle.
 
 usage: feed_memory.py SHARDGATE SOURCE_DIR [--json OUT] [--receipts K] [--readers N,N]
 """
@@ -27,13 +27,14 @@ from sgtest import Server, proc_status_kib  # noqa: E402
 MB = 1000 * 1000
 FEED_MEMORY = 64 << 20
 CONNECTION_MEMORY = 64 << 10  # MHD_OPTION_CONNECTION_MEMORY_LIMIT (docs/limits.md)
+STREAM_BLOCK = 64 << 10  # the block of an answer sending a long receipt from its file
+READ_BUFFERS = 2 << 20  # a worker thread's feed read buffers
 THREADS = 2  # --threads' default
 
 
-def documented_total(readers, line):
+def documented_total(readers):
     """What docs/api.md §17 says the feed may hold with `readers` connections open."""
-    read_buffer = 1 << (line - 1).bit_length()
-    return FEED_MEMORY + readers * CONNECTION_MEMORY + THREADS * read_buffer
+    return FEED_MEMORY + readers * (CONNECTION_MEMORY + STREAM_BLOCK) + THREADS * READ_BUFFERS
 
 
 def big_batch(batch_id, n=100000):
@@ -71,7 +72,7 @@ def settle(s, seconds=1.0):
     return low
 
 
-def one_round(s, n, receipts, idle, line):
+def one_round(s, n, receipts, idle):
     with open("/proc/%d/clear_refs" % s.proc.pid, "w") as f:
         f.write("5")  # resets VmHWM to the current RSS
     refused0 = metric(s, "shardgate_feed_memory_refusals_total")
@@ -95,15 +96,15 @@ def one_round(s, n, receipts, idle, line):
     fig = {"readers": n, "idle_kib": idle, "peak_kib": peak, "vmhwm_kib": hwm,
            "after_kib": after, "held_bytes_max": held_max, "refused": refused,
            "held_bytes_after": metric(s, "shardgate_feed_memory_bytes")}
-    fig["documented_total_bytes"] = documented_total(n, line)
-    fig["peak_below_bound"] = (max(peak, hwm) - idle) * 1024 < documented_total(n, line) + 64 * MB
+    fig["documented_total_bytes"] = documented_total(n)
+    fig["peak_below_bound"] = (max(peak, hwm) - idle) * 1024 < documented_total(n) + 64 * MB
     fig["after_within_64mb"] = (after - idle) * 1024 <= 64 * MB
     print("feed_memory: %d stalled readers: VmRSS idle %d kB, peak %d kB (VmHWM %d kB, +%.1f MB),"
           " after %d kB (+%.1f MB); feed bytes held at most %.1f MB, %d refused (503);"
           " documented total %.1f MB"
           % (n, idle, peak, hwm, (max(peak, hwm) - idle) * 1.024 / 1000, after,
              (after - idle) * 1.024 / 1000, held_max / MB, refused,
-             documented_total(n, line) / MB), flush=True)
+             documented_total(n) / MB), flush=True)
     return fig
 
 
@@ -129,7 +130,7 @@ def main():
         print("feed_memory: %d receipts of %.1f MB journaled" % (len(sizes), sizes[0] / MB))
         idle = settle(s, 2.0)
         for n in (int(x) for x in a.readers.split(",")):
-            figures["rounds"].append(one_round(s, n, a.receipts, idle, max(sizes) + 200))
+            figures["rounds"].append(one_round(s, n, a.receipts, idle))
             idle = settle(s, 1.0)
     if a.json:
         with open(a.json, "w") as f:

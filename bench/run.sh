@@ -41,6 +41,8 @@ python3 "$root/tests/reliability/test_flat_memory.py" "$build/gateway/shardgate"
     --rounds 10000 --json "$results/flat_memory.json"
 echo "== feed memory: 30 and 200 stalled readers of 27 MB receipts (bench/feed_memory.py)"
 python3 "$here/feed_memory.py" "$build/gateway/shardgate" "$root" --json "$results/feed_memory.json"
+echo "== feed read: one reader of 27 MB receipts and of a shard's assignments (bench/feed_read.py)"
+python3 "$here/feed_read.py" "$build/gateway/shardgate" "$root" --json "$results/feed_read.json"
 
 echo "== item 5: gateway in-process against the Python reference (100,000 changes)"
 python3 "$here/gen_batch.py" --out-dir "$work" --changes 100000 --shards 100
