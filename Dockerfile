@@ -7,7 +7,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev libzstd-dev zlib1g-dev \
-      libpq-dev librocksdb-dev \
+      libpq-dev librocksdb-dev libcurl4-openssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -19,7 +19,8 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARD
  && /usr/local/bin/shardgate --version && /usr/local/bin/shardgate-health --version
 
 FROM debian:12 AS runtime
-# libpq5: the gateway's --store postgres; librocksdb7.8: its idempotency index. postgresql-15 and haproxy: the compose `cluster`
+# libpq5: the gateway's --store postgres; librocksdb7.8: its idempotency index; libcurl4:
+# `shardgate admin`. postgresql-15 and haproxy: the compose `cluster`
 # profile (docs/operations.md §9) runs its database and its proxy from this same image;
 # Debian's package would create a `main` cluster nobody uses, so that is switched off first,
 # and the cluster's database lives in /var/lib/shardgate-cluster (the postgres user's).
@@ -27,7 +28,7 @@ RUN mkdir -p /etc/postgresql-common \
  && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 zlib1g libpq5 librocksdb7.8 python3 \
+      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 zlib1g libpq5 librocksdb7.8 libcurl4 python3 \
       postgresql-15 haproxy \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --shell /usr/sbin/nologin shardgate \

@@ -151,7 +151,7 @@ deb_build() {
 deb_inspect() {
     local deps lib f
     deps=$(dpkg-deb -f "$1" Depends)
-    for lib in libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 librocksdb7.8 adduser; do
+    for lib in libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 librocksdb7.8 libcurl4 adduser; do
         grep -qw "$lib" <<<"$deps" || fail "$1: Depends lacks $lib: $deps"
     done
     for f in ./usr/bin/shardgate ./usr/bin/shardgate-health ./usr/share/man/man1/shardgate.1 \

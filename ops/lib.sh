@@ -26,6 +26,8 @@ SHARDGATE_PACKAGES+=(python3-hypothesis)
 # The idempotency index's engine, RocksDB, and the two it was measured against in the
 # bake-off, LMDB and SQLite (docs/decisions.md §34).
 SHARDGATE_PACKAGES+=(librocksdb-dev liblmdb-dev libsqlite3-dev)
+# `shardgate admin`'s HTTP client (docs/decisions.md §36).
+SHARDGATE_PACKAGES+=(libcurl4-openssl-dev)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {

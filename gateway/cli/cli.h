@@ -20,6 +20,7 @@ int gw_cmd_serve(int argc, char **argv);
 int gw_cmd_plan(int argc, char **argv);
 int gw_cmd_journal(int argc, char **argv);
 int gw_cmd_db(int argc, char **argv);
+int gw_cmd_admin(int argc, char **argv);
 
 extern const char gw_usage_dispatch[];
 extern const char gw_usage_ring[];
@@ -28,6 +29,7 @@ extern const char gw_usage_serve[];
 extern const char gw_usage_plan[];
 extern const char gw_usage_journal[];
 extern const char gw_usage_db[];
+extern const char gw_usage_admin[];
 
 /* The contract path: --conf if given, else $SHARDGATE_CONF, else NULL. */
 const char *gw_conf_path(const char *from_option);

@@ -16,6 +16,8 @@ static const struct gw_command commands[] = {
     {"plan", "show what a membership change would move", gw_usage_plan, gw_cmd_plan},
     {"journal", "verify a state dir's journal and checkpoints", gw_usage_journal, gw_cmd_journal},
     {"db", "create or migrate the schema of --store postgres", gw_usage_db, gw_cmd_db},
+    {"admin", "status, epochs and membership changes of a running server", gw_usage_admin,
+     gw_cmd_admin},
 };
 
 static void usage(FILE *out)
