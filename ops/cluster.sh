@@ -8,10 +8,13 @@
 #   ops/cluster.sh status [--state DIR]             one line per component; exit 0 if all run
 #
 # DIR (default state/cluster) holds gw-N.log/.pid, haproxy.cfg/.log/.pid, health.log/.pid,
-# the PostgreSQL of ops/pg.sh under DIR/pg, and cluster.env (the ports `up` used, which
-# `down` and `status` read). Ports: SHARDGATE_CLUSTER_PORT (HAProxy, 8080),
-# SHARDGATE_CLUSTER_BASE_PORT (gateways BASE..BASE+2, 8081), SHARDGATE_CLUSTER_HEALTH_PORT
-# (8090), SHARDGATE_CLUSTER_PG_PORT (55432). --no-health leaves the health service out.
+# admin.token (the gateways' admin token, made at the first `up`), the PostgreSQL of ops/pg.sh
+# under DIR/pg (or, when the postgres user cannot reach DIR, under its home), and cluster.env
+# (the ports and paths `up` used, which `down` and `status` read). Ports, below the ephemeral
+# range and clear of ops/run.sh's 8080 and the health service's 8081: SHARDGATE_CLUSTER_PORT
+# (HAProxy, 7080), SHARDGATE_CLUSTER_BASE_PORT (gateways BASE..BASE+2, 7081),
+# SHARDGATE_CLUSTER_HEALTH_PORT (7090), SHARDGATE_CLUSTER_PG_PORT (7432). A port in use stops
+# `up` before anything starts. --no-health leaves the health service out.
 # SHARDGATE_BIN and SHARDGATE_HEALTH_BIN (both set) run those binaries instead of building
 # build/release (the tests run the build under test).
 # Needs root (or the postgres user) for PostgreSQL, which refuses to run as root: ops/pg.sh
@@ -38,10 +41,11 @@ usage() {
 
 # The ports of a new `up`, from the environment.
 ports_from_env() {
-    PROXY_PORT=${SHARDGATE_CLUSTER_PORT:-8080}
-    BASE_PORT=${SHARDGATE_CLUSTER_BASE_PORT:-8081}
-    HEALTH_PORT=${SHARDGATE_CLUSTER_HEALTH_PORT:-8090}
-    PG_PORT=${SHARDGATE_CLUSTER_PG_PORT:-55432}
+    PROXY_PORT=${SHARDGATE_CLUSTER_PORT:-7080}
+    BASE_PORT=${SHARDGATE_CLUSTER_BASE_PORT:-7081}
+    HEALTH_PORT=${SHARDGATE_CLUSTER_HEALTH_PORT:-7090}
+    PG_PORT=${SHARDGATE_CLUSTER_PG_PORT:-7432}
+    PG_DIR=$STATE/pg
     HEALTH=1
 }
 
@@ -55,8 +59,8 @@ ports_load() {
 }
 
 ports_save() {
-    printf 'PROXY_PORT=%s\nBASE_PORT=%s\nHEALTH_PORT=%s\nPG_PORT=%s\nHEALTH=%s\n' \
-        "$PROXY_PORT" "$BASE_PORT" "$HEALTH_PORT" "$PG_PORT" "$HEALTH" >"$STATE/cluster.env"
+    printf 'PROXY_PORT=%s\nBASE_PORT=%s\nHEALTH_PORT=%s\nPG_PORT=%s\nHEALTH=%s\nPG_DIR=%q\n' \
+        "$PROXY_PORT" "$BASE_PORT" "$HEALTH_PORT" "$PG_PORT" "$HEALTH" "$PG_DIR" >"$STATE/cluster.env"
 }
 
 gw_port() { echo $((BASE_PORT + $1 - 1)); }
@@ -151,31 +155,75 @@ any_running() {
     pg_running
 }
 
-pg_running() { [ -f "$STATE/pg/pgdata/PG_VERSION" ] && ops/pg.sh status "$STATE/pg" 2>/dev/null; }
+pg_running() { [ -f "$PG_DIR/pgdata/PG_VERSION" ] && ops/pg.sh status "$PG_DIR" 2>/dev/null; }
 
-# PostgreSQL runs as postgres: DIR must be reachable by it (a mktemp -d dir is 0700).
-check_state_dir() {
+# fail_with NAME LOG WHAT: the component that failed, its log's path and its last lines; exit 1.
+fail_with() {
+    {
+        echo "ops/cluster.sh: $1: $3"
+        echo "ops/cluster.sh: its log, $2, ends with:"
+        tail -n 15 "$2" 2>/dev/null | sed 's/^/    /'
+        echo "ops/cluster.sh: \`ops/cluster.sh down --state $STATE\` stops what did start"
+    } >&2
+    exit 1
+}
+
+# in_use PORT: something accepts connections on 127.0.0.1:PORT.
+in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Every port of the cluster free before anything starts, else which one and how to move it.
+check_ports() {
+    local n
+    in_use "$PG_PORT" && die "127.0.0.1:$PG_PORT (postgres) is in use: stop what holds it, or set SHARDGATE_CLUSTER_PG_PORT"
+    for n in "${GATEWAYS[@]}"; do
+        in_use "$(gw_port "$n")" &&
+            die "127.0.0.1:$(gw_port "$n") (gateway-$n) is in use: stop what holds it, or set SHARDGATE_CLUSTER_BASE_PORT"
+    done
+    in_use "$PROXY_PORT" && die "127.0.0.1:$PROXY_PORT (haproxy) is in use: stop what holds it, or set SHARDGATE_CLUSTER_PORT"
+    if [ "$HEALTH" = 1 ] && in_use "$HEALTH_PORT"; then
+        die "127.0.0.1:$HEALTH_PORT (health) is in use: stop what holds it, or set SHARDGATE_CLUSTER_HEALTH_PORT"
+    fi
+    return 0
+}
+
+# PostgreSQL runs as postgres: its data goes under STATE when that user can reach it, else
+# under the postgres user's home (a state dir made by ops/run.sh is 0750, a mktemp -d one 0700).
+choose_pg_dir() {
+    PG_DIR=$STATE/pg
     [ "$(id -un)" = postgres ] && return 0
-    runuser -u postgres -- test -x "$STATE" ||
-        die "the postgres user cannot reach $STATE: make it and its parents searchable (chmod a+x)"
+    runuser -u postgres -- test -x "$STATE" && return 0
+    local home
+    home=$(getent passwd postgres | cut -d: -f6)
+    PG_DIR="$home/shardgate-cluster-$(printf '%s' "$STATE" | cksum | cut -d' ' -f1)"
+    echo "== the postgres user cannot reach $STATE: PostgreSQL's data goes to $PG_DIR" >&2
+}
+
+# The gateways' admin token (PUT /v1/admin/membership), made once, readable by this user only.
+make_admin_token() {
+    [ -s "$STATE/admin.token" ] && return 0
+    (umask 077 && head -c 24 /dev/urandom | base64 >"$STATE/admin.token")
 }
 
 up_postgres() {
-    echo "== postgres on 127.0.0.1:$PG_PORT ($STATE/pg)" >&2
-    ops/pg.sh start "$STATE/pg" "$PG_PORT" >/dev/null
+    echo "== postgres on 127.0.0.1:$PG_PORT ($PG_DIR)" >&2
+    ops/pg.sh start "$PG_DIR" "$PG_PORT" >/dev/null ||
+        die "postgres did not start on 127.0.0.1:$PG_PORT (its log above)"
     # An empty database gets the whole schema, an older one only what it lacks.
     "$SHARDGATE_BIN" db migrate --store "$(store_url shardgate)" >&2 ||
-        die "shardgate db migrate failed"
+        fail_with postgres "$PG_DIR/postgres.log" "shardgate db migrate failed"
 }
 
 up_gateway() {
     local n=$1 port log="$STATE/gw-$1.log" pid got
     port=$(gw_port "$n")
     start_bg "$STATE/gw-$n.pid" "$log" "$SHARDGATE_BIN" serve --conf "$CONF" --shards "$SHARDS" \
-        --store "$(store_url shardgate)" --listen "127.0.0.1:$port"
+        --store "$(store_url shardgate)" --listen "127.0.0.1:$port" \
+        --admin-token-file "$STATE/admin.token"
     pid=$(pid_in "$STATE/gw-$n.pid")
     got=$(sg_listen_port "$log" "$pid")
-    [ "$got" = "$port" ] || die "gateway-$n did not listen on 127.0.0.1:$port: $(tail -n 5 "$log")"
+    [ "$got" = "$port" ] || fail_with "gateway-$n" "$log" "did not listen on 127.0.0.1:$port"
+    wait_http "http://127.0.0.1:$port/readyz" 200 30 "$pid" shardgate ||
+        fail_with "gateway-$n" "$log" "its /readyz did not answer 200 on 127.0.0.1:$port"
     echo "== gateway-$n on 127.0.0.1:$port (pid $pid)" >&2
 }
 
@@ -197,9 +245,8 @@ up_health() {
         --listen "127.0.0.1:$HEALTH_PORT"
     pid=$(pid_in "$STATE/health.pid")
     wait_http "http://127.0.0.1:$HEALTH_PORT/livez" 200 30 "$pid" shardgate-health ||
-        die "the health service did not come up on 127.0.0.1:$HEALTH_PORT (does this \
-shardgate-health take --store? \`up --no-health\` runs without it; \`down\` stops the rest): \
-$(head -n 2 "$STATE/health.log")"
+        fail_with health "$STATE/health.log" "did not come up on 127.0.0.1:$HEALTH_PORT (does \
+this shardgate-health take --store? \`up --no-health\` runs without it)"
     echo "== health on 127.0.0.1:$HEALTH_PORT (pid $pid)" >&2
 }
 
@@ -209,16 +256,35 @@ print_urls() {
     local n
     for n in "${GATEWAYS[@]}"; do echo "  http://127.0.0.1:$(gw_port "$n")  gateway-$n"; done
     [ "$HEALTH" = 1 ] && echo "  http://127.0.0.1:$HEALTH_PORT/healthz  health"
-    echo "  $(store_url shardgate)  PostgreSQL"
+    echo "  $(store_url shardgate)  PostgreSQL ($PG_DIR)"
+    echo "  $STATE/admin.token  the admin token: shardgate admin apply --url http://127.0.0.1:$PROXY_PORT --admin-token-file $STATE/admin.token --to FILE"
+}
+
+# Every component still runs once the last one answered (one that died after its start, such
+# as a HAProxy that lost its port, is named with its log).
+check_all_alive() {
+    local n
+    pg_running || fail_with postgres "$PG_DIR/postgres.log" "is not running"
+    for n in "${GATEWAYS[@]}"; do
+        alive "$(pid_in "$STATE/gw-$n.pid")" shardgate || fail_with "gateway-$n" "$STATE/gw-$n.log" "exited"
+    done
+    alive "$(pid_in "$STATE/haproxy.pid")" haproxy || fail_with haproxy "$STATE/haproxy.log" "exited"
+    if [ "$HEALTH" = 1 ]; then
+        alive "$(pid_in "$STATE/health.pid")" shardgate-health ||
+            fail_with health "$STATE/health.log" "exited"
+    fi
+    return 0
 }
 
 cmd_up() {
     ports_from_env
     [ "$NO_HEALTH" = 1 ] && HEALTH=0
     mkdir -p "$STATE"
-    any_running && die "$STATE already runs a cluster: \`ops/cluster.sh down --state $STATE\` first"
-    check_state_dir
     sg_install_deps
+    choose_pg_dir
+    any_running && die "$STATE already runs a cluster: \`ops/cluster.sh down --state $STATE\` first"
+    check_ports
+    make_admin_token
     if [ -z "${SHARDGATE_BIN:-}" ] || [ -z "${SHARDGATE_HEALTH_BIN:-}" ]; then
         sg_build_release
     fi
@@ -229,7 +295,8 @@ cmd_up() {
     up_haproxy
     [ "$HEALTH" = 1 ] && up_health
     wait_http "http://127.0.0.1:$PROXY_PORT/readyz" 200 30 "$(pid_in "$STATE/haproxy.pid")" haproxy ||
-        die "HAProxy's /readyz did not answer 200 on 127.0.0.1:$PROXY_PORT: $(tail -n 5 "$STATE/haproxy.log")"
+        fail_with haproxy "$STATE/haproxy.log" "its /readyz did not answer 200 on 127.0.0.1:$PROXY_PORT"
+    check_all_alive
     print_urls
 }
 
@@ -247,7 +314,7 @@ cmd_down() {
     stop_pid health "$STATE/health.pid" TERM 10
     if pg_running; then
         echo "stopping postgres" >&2
-        ops/pg.sh stop "$STATE/pg"
+        ops/pg.sh stop "$PG_DIR"
     fi
 }
 
@@ -276,7 +343,7 @@ cmd_status() {
     local pid="" ok=0 n
     if pg_running; then
         ok=1
-        pid=$(head -n 1 "$STATE/pg/pgdata/postmaster.pid")
+        pid=$(head -n 1 "$PG_DIR/pgdata/postmaster.pid")
     fi
     status_line postgres "$pid" "$PG_PORT" "$ok"
     for n in "${GATEWAYS[@]}"; do

@@ -26,7 +26,7 @@ init_cluster() {
     mkdir -p "$dir"
     chown postgres: "$dir" 2>/dev/null || true
     as_postgres "$PG_BIN/initdb" -D "$data" -U postgres -A trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
-        { cat "$dir/initdb.log" >&2; exit 1; }
+        { echo "ops/pg.sh: initdb failed; its log, $dir/initdb.log:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
     # Loopback only; the socket in DIR, not in /var/run; durability as production has it.
     cat >>"$data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
@@ -42,7 +42,8 @@ start() {
     data=$(data_dir "$dir")
     [ -f "$data/PG_VERSION" ] || init_cluster "$dir"
     as_postgres "$PG_BIN/pg_ctl" -D "$data" -o "-p $port" -l "$dir/postgres.log" -w -t 60 start >/dev/null ||
-        { tail -20 "$dir/postgres.log" >&2; exit 1; }
+        { echo "ops/pg.sh: PostgreSQL did not start on port $port; its log, $dir/postgres.log, ends with:" >&2
+          tail -20 "$dir/postgres.log" >&2; exit 1; }
     local psql=("$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1)
     if [ "$(as_postgres "${psql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname = 'shardgate'")" != 1 ]; then
         as_postgres "${psql[@]}" -c "CREATE ROLE shardgate LOGIN" \

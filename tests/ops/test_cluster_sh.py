@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -30,6 +31,7 @@ import sgtest  # noqa: E402
 from sgtest import Skip, batch, case, eq, main, ok, read, run, src, tmpdir, wait_until  # noqa: E402
 
 GOLDEN_V2 = "tests/golden/sample-0001.receipt.v2.json"
+EPOCH_D = "e3f360d5dc73a734c643cc9685c3ed725155a47c"  # the worked example with shard-d online
 # load_total, received_total of the worked example (input/changes.json) per shard.
 EXAMPLE_TOTALS = {"shard-a": [8, 2], "shard-b": [6, 2], "shard-c": [10, 4],
                   "shard-d": [0, 0], "shard-e": [0, 0]}
@@ -71,8 +73,8 @@ def free_ports():
 
 class Cluster:
     def __init__(self, health):
-        self.state = tmpdir()
-        os.chmod(self.state, 0o755)  # PostgreSQL (the postgres user) lives under it
+        self.state = tmpdir()  # 0700, as ops/run.sh's state/ is 0750: the postgres user cannot
+        # reach it, so PostgreSQL's data goes under that user's home (cluster.env: PG_DIR)
         self.ports = free_ports()
         self.env = dict(os.environ, **{k: str(v) for k, v in self.ports.items()})
         # the binaries under test, not a build/release of the source tree
@@ -218,6 +220,25 @@ def expect_failover(c, home):
     eq(got[home][0], "stopped", "%s in status after SIGKILL" % home)
 
 
+def expect_admin(c):
+    """The admin token `up` made (0600, printed): a membership change through HAProxy reaches
+    every replica."""
+    token = os.path.join(c.state, "admin.token")
+    eq(os.stat(token).st_mode & 0o777, 0o600, "admin.token's mode")
+    r = run([sgtest.BIN, "admin", "apply", "--url", "http://127.0.0.1:%d" % c.port("haproxy"),
+             "--admin-token-file", token, "--to", src("tests", "plan", "shards-d-online.json")])
+    eq((r.returncode, r.stdout.splitlines()[-1]), (0, "applied: epoch %s (epoch_seq 2)" % EPOCH_D),
+       "shardgate admin apply through HAProxy: %s" % r.stderr)
+    for n in NAMES[1:4]:
+        wait_until(lambda: json.loads(request(c.port(n), "GET", "/v1/ring")[2])["epoch"] == EPOCH_D,
+                   5, "%s serving the new epoch" % n)
+
+
+def pg_dir(c):
+    env = read(os.path.join(c.state, "cluster.env")).decode()
+    return re.search(r"^PG_DIR=(.*)$", env, re.M).group(1)
+
+
 def expect_down(c):
     for attempt in ("down", "down again"):
         eq(c.run("down").returncode, 0, "ops/cluster.sh %s" % attempt)
@@ -237,14 +258,42 @@ def cluster_up_replay_failover_down():
         up = c.run("up", *([] if c.health else ["--no-health"]), timeout=UP_TIMEOUT)
         eq(up.returncode, 0, "ops/cluster.sh up")
         ok("http://127.0.0.1:%d  HAProxy" % c.port("haproxy") in up.stdout, "up prints the URL")
+        ok("%s/admin.token  the admin token" % c.state in up.stdout, "up prints the admin token")
+        ok(not pg_dir(c).startswith(c.state), "PostgreSQL's data outside the 0700 state dir: %s"
+           % pg_dir(c))
         expect_all_running(c)
         expect_example_and_replays(c)
         expect_health(c)
-        expect_failover(c, home_gateway(c))
+        home = home_gateway(c)
+        expect_admin(c)
+        expect_failover(c, home)
     except BaseException:
         c.run("down")  # leave nothing running; the first failure is the one reported
         raise
+    finally:
+        data = pg_dir(c) if os.path.exists(os.path.join(c.state, "cluster.env")) else None
     expect_down(c)
+    if data and not data.startswith(c.state):
+        shutil.rmtree(data)  # the database outlives `down`; the test's goes with it
+
+
+@case("cluster")
+def up_stops_at_a_port_in_use():
+    """HAProxy's port held by another program: `up` names the port and the variable that moves
+    it, exits 1, and starts nothing."""
+    c = Cluster(health=False)
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", c.port("haproxy")))
+    holder.listen(1)
+    try:
+        r = c.run("up", "--no-health")
+    finally:
+        holder.close()
+    eq((r.returncode, r.stderr.splitlines()[-1]),
+       (1, "ops/cluster.sh: 127.0.0.1:%d (haproxy) is in use: stop what holds it, or set "
+           "SHARDGATE_CLUSTER_PORT" % c.port("haproxy")), "up refused")
+    eq(sorted(f for f in os.listdir(c.state) if f.endswith(".pid")), [], "nothing started")
+    eq(listening(c.port("postgres")), False, "no PostgreSQL")
 
 
 if __name__ == "__main__":
