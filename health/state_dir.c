@@ -134,6 +134,35 @@ static int hc_archive_index(struct hc_state_dir *sd, struct hc_report *rep, int 
     return rc;
 }
 
+/* <dir>/format (docs/journal.md §1.1): absent (a state dir from before the marker) or
+ * "shardgate-state 1\n"; a newer format is one this verifier cannot judge, an issue. */
+#define HC_STATE_FORMAT 1
+static void hc_state_format(const struct hc_state_dir *sd, struct hc_report *rep, int slot)
+{
+    char path[PATH_MAX + 16], text[64], tail;
+    snprintf(path, sizeof path, "%s/format", sd->dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        if (errno != ENOENT)
+            hc_report_issue(rep, slot, "journal_format", "format", "cannot read: %s",
+                            strerror(errno));
+        return;
+    }
+    unsigned long long format = 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    if (sscanf(text, "shardgate-state %llu%c", &format, &tail) != 2 || tail != '\n' ||
+        strlen(text) != (size_t)snprintf(NULL, 0, "shardgate-state %llu\n", format) || !format)
+        hc_report_issue(rep, slot, "journal_format", "format",
+                        "not \"shardgate-state N\": cannot judge the state dir");
+    else if (format > HC_STATE_FORMAT)
+        hc_report_issue(rep, slot, "journal_format", "format",
+                        "state dir format %llu is newer than this shardgate-health's (%d): "
+                        "cannot judge the state dir",
+                        format, HC_STATE_FORMAT);
+}
+
 static int hc_seg_cmp(const void *a, const void *b)
 {
     uint64_t x = ((const struct hc_seg_file *)a)->first_seq;
@@ -166,6 +195,8 @@ int hc_state_dir_list(const char *journal_path, struct hc_state_dir *sd, struct 
         rc = hc_list_entry(sd, de->d_name, rep, slot);
     closedir(d);
     rc = rc ? rc : hc_archive_index(sd, rep, slot);
+    if (rc == 0)
+        hc_state_format(sd, rep, slot);
     if (rc != 0) {
         hc_state_dir_free(sd);
         return hc_err_set(err, rc, "out of memory");

@@ -83,6 +83,24 @@ def active_segment_ending_in_a_seal_passes():
 
 
 @case("segments")
+def state_dir_format_newer_cannot_be_judged():
+    """<dir>/format (docs/journal.md §1.1): "shardgate-state 1" passes as its absence does; a
+    newer format, or a marker that is not one, is an issue: health cannot judge the state dir."""
+    state, _ = fixture("good")
+    marker = os.path.join(state, "format")
+    for text, want in (("shardgate-state 1\n", (0, PASS_LINE)),
+                       ("shardgate-state 2\n", (2, ["journal_format: format: state dir format 2 "
+                                                    "is newer than this shardgate-health's (1): "
+                                                    "cannot judge the state dir"])),
+                       ("shardgate-state 1", (2, ['journal_format: format: not "shardgate-state '
+                                                  'N": cannot judge the state dir']))):
+        with open(marker, "w") as f:
+            f.write(text)
+        got = check(state) if want[0] == 0 else issues(state)
+        eq(got, want, "format %r" % text)
+
+
+@case("segments")
 def seal_sha256_wrong():
     state, _ = fixture("seal_sha256_wrong")
     seal = json.loads(open(os.path.join(state, S1)).read().splitlines()[-1])
