@@ -103,7 +103,8 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 PG_PORT=$(free_port)
 PG_STARTED=1
 STORE=$(ops/pg.sh start "$tmp/pg" "$PG_PORT")
-PSQL=(psql -X -q -v ON_ERROR_STOP=1 "postgresql://postgres@127.0.0.1:$PG_PORT/shardgate")
+# The superuser over the socket, as the postgres user (peer: it has no password).
+PSQL=(runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -h "$tmp/pg" -p "$PG_PORT" -U postgres -d shardgate)
 
 # An empty shardgate schema: nothing of the phase before survives.
 fresh_schema() {

@@ -64,7 +64,7 @@ ports_save() {
 }
 
 gw_port() { echo $((BASE_PORT + $1 - 1)); }
-store_url() { echo "postgres://$1@127.0.0.1:$PG_PORT/shardgate"; }
+store_url() { echo "postgres://$1@127.0.0.1:$PG_PORT/shardgate?passfile=$PG_DIR/$1.pgpass"; }
 
 # --- processes ---------------------------------------------------------------------------
 

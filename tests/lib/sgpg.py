@@ -26,15 +26,15 @@ class Postgres:
         self.started = False
         DATABASES.append(self)  # main()'s finish stops it, pass or fail
         self.start()
-        self.url = "postgres://shardgate@127.0.0.1:%d/shardgate" % self.port
+        self.url = self.db_url("shardgate", "shardgate")
 
     def pg_sh(self, *args, timeout=120):
         return run(["bash", src("ops", "pg.sh")] + list(args), timeout=timeout)
 
     def start(self):
         r = self.pg_sh("start", self.dir, str(self.port))
-        eq((r.returncode, r.stdout), (0, "postgres://shardgate@127.0.0.1:%d/shardgate\n"
-                                      % self.port), "ops/pg.sh start: %s" % r.stderr)
+        eq((r.returncode, r.stdout), (0, self.db_url("shardgate", "shardgate") + "\n"),
+           "ops/pg.sh start: %s" % r.stderr)
         self.started = True
 
     def stop(self):
@@ -48,13 +48,24 @@ class Postgres:
         eq(r.returncode, 0, "ops/pg.sh kill: %s" % r.stderr)
         self.started = False
 
+    def passfile(self, user):
+        """The role's libpq password file, which ops/pg.sh made (0600)."""
+        return os.path.join(self.dir, "%s.pgpass" % user)
+
     def db_url(self, db, user="shardgate_ro"):
-        return "postgres://%s@127.0.0.1:%d/%s" % (user, self.port, db)
+        return "postgres://%s@127.0.0.1:%d/%s?passfile=%s" % (user, self.port, db,
+                                                               self.passfile(user))
 
     def sql(self, db, query, user="shardgate"):
-        """Rows of query run by user as lists of text columns."""
-        r = run(["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", user, "-d", db, "-qAt",
-                 "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-c", query])
+        """Rows of query run by user as lists of text columns: over TCP with the role's password
+        file, or for the superuser `postgres` over the socket as the postgres user (peer)."""
+        cmd = ["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", user, "-d", db, "-qAt",
+               "-F", "\x1f", "-v", "ON_ERROR_STOP=1", "-c", query]
+        env = dict(os.environ, PGPASSFILE=self.passfile(user))
+        if user == "postgres":
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+            cmd[cmd.index("127.0.0.1")] = self.dir
+        r = run(cmd, env=env)
         eq(r.returncode, 0, "psql %s: %s" % (query[:80], r.stderr))
         return [line.split("\x1f") for line in r.stdout.splitlines()]
 

@@ -55,7 +55,7 @@ class StoreModel(RuleBasedStateMachine):
             self.pg.start()
         self.db = "model%d" % STATS["sequences"]
         self.pg.sql("postgres", "CREATE DATABASE %s OWNER shardgate" % self.db, user="postgres")
-        self.url = "postgres://shardgate@127.0.0.1:%d/%s" % (self.pg.port, self.db)
+        self.url = self.pg.db_url(self.db, "shardgate")
         r = run_gateway("db", "init", "--store", self.url)
         eq((r.returncode, r.stderr), (0, ""), "db init")
         self.dir = tempfile.mkdtemp(prefix="shardgate-model-store-")
