@@ -530,6 +530,10 @@ DEFECTS = [
     # The database of ops/pg.sh is closed to the host's other users (docs/operations.md §9.2).
     ("pg-trust-on-loopback", "ops/pg.sh", "--auth-host=scram-sha-256", "--auth-host=trust",
      ("tests",), "^pg_auth_closed$"),
+    # The units reach loopback only (docs/operations.md §6.3).
+    ("unit-reaches-any-address", "packaging/shardgate.service.in",
+     "PrivateUsers=yes\nIPAddressDeny=any\n", "PrivateUsers=yes\n", ("tests",),
+     "^package/systemd_units$"),
     # shardgate-health cannot judge a state dir of a newer format (docs/journal.md §1.1).
     ("health-newer-state-format-judged", "health:hc_state_format",
      "else if (format > HC_STATE_FORMAT)", "else if (format > HC_STATE_FORMAT + 1)", ("tests",),
