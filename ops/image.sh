@@ -10,7 +10,12 @@
 #   ops/image.sh deb     builds shardgate_<version>_amd64.deb (cpack), checks its dependencies
 #                        and contents, installs it in a fresh debian:12 container and serves
 #                        the worked example from the installed files
-#   ops/image.sh all     build, test, deb
+#   ops/image.sh cluster build, then runs docker-compose.yml's `cluster` profile in containers
+#                        (PostgreSQL with passwords, three gateways with tokens from secret
+#                        files, HAProxy, health as the read-only role): the golden receipt
+#                        with the token, 401 without, a membership change through HAProxy,
+#                        health passing; and removes everything
+#   ops/image.sh all     build, test, cluster, deb
 #
 # `test` runs docker-compose.yml itself with podman-compose (bridge network, ports published on
 # 127.0.0.1 only, free ports chosen per run); `deb` uses a plain container with host
@@ -32,9 +37,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
+FAIL_HOOK=""
 fail() {
     echo "FAIL: $*" >&2
+    [ -z "$FAIL_HOOK" ] || eval "$FAIL_HOOK" >&2 || true
     exit 1
+}
+
+# cluster_logs PROJECT: the last lines of each container's log, for a failure's report.
+cluster_logs() {
+    local c
+    for c in $("$TOOL" ps -a -q --filter "label=com.docker.compose.project=$1"); do
+        echo "--- $("$TOOL" inspect -f '{{.Name}} (restarts {{.RestartCount}}, {{.State.Status}})' "$c")"
+        "$TOOL" logs --tail 8 "$c" 2>&1 | sed 's/^/    /'
+    done
 }
 
 # A free 127.0.0.1 port (host networking: the containers bind it directly).
@@ -53,20 +69,24 @@ wait_http() {
     fail "$url answered ${got:-nothing}, expected $want within $3 s"
 }
 
-# post_example PORT OUT: POSTs the worked example, writes the body to OUT, prints the status.
+# post_example PORT OUT [TOKEN]: POSTs the worked example, writes the body to OUT, prints the
+# status.
 post_example() {
+    local auth=()
+    [ -z "${3:-}" ] || auth=(-H "Authorization: Bearer $3")
     curl -sS -o "$2" -w '%{http_code}' --max-time 30 -X POST "http://127.0.0.1:$1/v1/batches" \
-        -H 'Content-Type: application/json' -H 'Idempotency-Key: sample-0001' \
+        -H 'Content-Type: application/json' -H 'Idempotency-Key: sample-0001' "${auth[@]}" \
         --data-binary @input/changes.json
 }
 
-# expect_golden PORT: the worked example answers the golden receipt, twice (the replay too).
+# expect_golden PORT [TOKEN]: the worked example answers the golden receipt, twice (the replay
+# too).
 expect_golden() {
     local out status n
     out=$(mktemp)
     CLEANUP+=("rm -f $out")
     for n in first replay; do
-        status=$(post_example "$1" "$out")
+        status=$(post_example "$1" "$out" "${2:-}")
         [ "$status" = 200 ] || fail "POST worked example ($n): HTTP $status: $(cat "$out")"
         cmp -s "$out" "$GOLDEN" || fail "POST worked example ($n): receipt differs from $GOLDEN"
     done
@@ -128,6 +148,70 @@ cmd_test() {
     "$TOOL" stop -t 30 "$gw" >/dev/null 2>&1
     [ "$("$TOOL" inspect -f '{{.State.ExitCode}}' "$gw")" = 0 ] || fail "gateway did not exit 0"
     echo "ok: the gateway container drained and exited 0 on stop"
+}
+
+# secret_file DIR NAME UID: a random token in DIR/NAME, mode 0600, owned by UID (the image's
+# shardgate user, which reads it inside the container); prints the path.
+secret_file() {
+    (umask 077 && head -c 24 /dev/urandom | base64 >"$1/$2")
+    chown "$3" "$1/$2"
+    echo "$1/$2"
+}
+
+cmd_cluster() {
+    [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
+    local proj="$RUN_ID-cluster" dir uid out status epoch etag admin i
+    dir=$(mktemp -d)
+    out="$dir/answer.json"
+    uid=$("$TOOL" run --rm "$IMAGE" id -u shardgate)
+    export SHARDGATE_CLUSTER_TOKEN_FILE SHARDGATE_CLUSTER_ADMIN_TOKEN_FILE SHARDGATE_CLUSTER_PORT \
+        SHARDGATE_CLUSTER_HEALTH_PORT
+    SHARDGATE_CLUSTER_TOKEN_FILE=$(secret_file "$dir" token "$uid")
+    SHARDGATE_CLUSTER_ADMIN_TOKEN_FILE=$(secret_file "$dir" admin-token "$uid")
+    SHARDGATE_CLUSTER_PORT=$(free_port)
+    SHARDGATE_CLUSTER_HEALTH_PORT=$(free_port)
+    CLEANUP+=("compose -p $proj down -v" "$TOOL network rm -f ${proj}_default"
+        "$TOOL volume rm -f ${proj}_cluster-state" "rm -rf $dir")
+    FAIL_HOOK="cluster_logs $proj"
+    echo "== compose: the cluster profile as project $proj (ports $SHARDGATE_CLUSTER_PORT, $SHARDGATE_CLUSTER_HEALTH_PORT)" >&2
+    # By name: podman-compose 1.0.3 knows no profiles (the dependencies come along).
+    compose -p "$proj" up -d --no-build haproxy cluster-health >/dev/null 2>&1 ||
+        fail "compose up of the cluster profile"
+    wait_http "http://127.0.0.1:$SHARDGATE_CLUSTER_PORT/readyz" 200 90
+    expect_golden "$SHARDGATE_CLUSTER_PORT" "$(cat "$SHARDGATE_CLUSTER_TOKEN_FILE")"
+    status=$(post_example "$SHARDGATE_CLUSTER_PORT" "$out")
+    [ "$status" = 401 ] || fail "POST without the token through HAProxy: HTTP $status, not 401"
+    echo "ok: without the token, 401"
+    wait_http "http://127.0.0.1:$SHARDGATE_CLUSTER_HEALTH_PORT/healthz" 200 60
+    echo "ok: the cluster's health service, as shardgate_ro, reports pass"
+    # The If-Match change of docs/operations.md §7, through HAProxy, with the admin token.
+    admin=(-H "Authorization: Bearer $(cat "$SHARDGATE_CLUSTER_ADMIN_TOKEN_FILE")")
+    etag=$(curl -sS -D - -o /dev/null --max-time 30 "${admin[@]}" \
+        "http://127.0.0.1:$SHARDGATE_CLUSTER_PORT/v1/admin/membership" |
+        sed -n 's/^etag: \(.*\)\r$/\1/Ip' || true)
+    [ -n "$etag" ] || fail "GET /v1/admin/membership through HAProxy: no ETag"
+    status=$(curl -sS -o "$out" -w '%{http_code}' --max-time 30 -X PUT "${admin[@]}" \
+        -H "If-Match: $etag" -H 'Content-Type: application/json' \
+        --data-binary @tests/plan/shards-d-online.json \
+        "http://127.0.0.1:$SHARDGATE_CLUSTER_PORT/v1/admin/membership" || true)
+    [ "$status" = 200 ] || fail "PUT /v1/admin/membership through HAProxy: HTTP $status: $(cat "$out")"
+    epoch=$(sed -n 's/.*"changed":true,"epoch":"\([0-9a-f]*\)".*/\1/p' "$out")
+    [ -n "$epoch" ] || fail "PUT /v1/admin/membership changed nothing: $(cat "$out")"
+    for i in 1 2 3 4 5 6; do # round robin over the three replicas, twice
+        wait_body "http://127.0.0.1:$SHARDGATE_CLUSTER_PORT/v1/ring" "\"epoch\":\"$epoch\"" 10 \
+            "$(cat "$SHARDGATE_CLUSTER_TOKEN_FILE")"
+    done
+    echo "ok: the membership change reached every replica (epoch $epoch)"
+}
+
+# wait_body URL TEXT SECONDS TOKEN: polls until URL's body holds TEXT (bounded).
+wait_body() {
+    local i
+    for ((i = 0; i < $3 * 5; i++)); do
+        curl -s --max-time 2 -H "Authorization: Bearer $4" "$1" | grep -qF "$2" && return 0
+        sleep 0.2
+    done
+    fail "$1 did not answer $2 within $3 s"
 }
 
 # deb_build: configures build/deb for /usr, builds the programs, runs cpack; prints the path.
@@ -195,10 +279,11 @@ cmd_deb() {
 case ${1:-all} in
 build) cmd_build ;;
 test) cmd_build && cmd_test ;;
+cluster) cmd_build && cmd_cluster ;;
 deb) cmd_deb ;;
-all) cmd_build && cmd_test && cmd_deb ;;
+all) cmd_build && cmd_test && cmd_cluster && cmd_deb ;;
 *)
-    echo "usage: ops/image.sh [build|test|deb|all]" >&2
+    echo "usage: ops/image.sh [build|test|cluster|deb|all]" >&2
     exit 64
     ;;
 esac

@@ -7,7 +7,8 @@
 # DIR/<role>.pgpass, a libpq password file (mode 0600): the operator's when it is there, else
 # made at the first start from /dev/urandom; it is never printed, logged or put on a command
 # line, and each start sets the role's password from it. SHARDGATE_PGPASS_OWNER (run as root):
-# the user the password files are given to when made.
+# the user the password files are given to when made. SHARDGATE_PG_LISTEN: the listen
+# address at the first start (default 127.0.0.1; another one takes passwords on every address).
 #   ops/pg.sh start DIR PORT   initdb when DIR has no cluster yet, then start (waits until ready)
 #   ops/pg.sh stop DIR         fast shutdown
 #   ops/pg.sh kill DIR         SIGKILL of the postmaster (tests: a crash of the database)
@@ -38,12 +39,17 @@ init_cluster() {
         { echo "ops/pg.sh: initdb failed; its log, $dir/initdb.log:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
     # Loopback only; the socket in DIR, not in /var/run; durability as production has it.
     cat >>"$data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
+listen_addresses = '${SHARDGATE_PG_LISTEN:-127.0.0.1}'
 unix_socket_directories = '$dir'
 synchronous_commit = on
 fsync = on
 max_connections = 100
 EOF
+    # Another address than loopback (a container on its project's network): passwords there too.
+    if [ "${SHARDGATE_PG_LISTEN:-127.0.0.1}" != 127.0.0.1 ]; then
+        printf 'host all all 0.0.0.0/0 scram-sha-256\nhost all all ::/0 scram-sha-256\n' \
+            >>"$data/pg_hba.conf"
+    fi
 }
 
 start() {

@@ -39,8 +39,6 @@ int gw_listener_open(struct gw_listener *l, struct sockaddr_storage *addr, struc
         return fail(l, "setsockopt", err);
     if (bind(l->fd, (struct sockaddr *)addr, len) != 0)
         return fail(l, "bind", err);
-    if (listen(l->fd, SOMAXCONN) != 0)
-        return fail(l, "listen", err);
     if (getsockname(l->fd, (struct sockaddr *)addr, &len) != 0)
         return fail(l, "getsockname", err);
     l->open = 1;
@@ -108,6 +106,8 @@ int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned
 {
     l->daemon = daemon;
     l->max_open = max_open;
+    if (listen(l->fd, SOMAXCONN) != 0)
+        return -errno;
     int rc = pthread_create(&l->thread, NULL, accept_loop, l);
     l->started = rc == 0;
     return -rc;

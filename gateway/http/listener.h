@@ -24,13 +24,15 @@ struct gw_listener {
     atomic_uint open_now; /* handed to the daemon and not yet closed by it */
 };
 
-/* Binds and listens on `addr` and writes the bound address back into it (the port the kernel
- * picked for port 0). Returns 0, or a negative errno code with "<what>: <strerror>" in err. */
+/* Binds `addr` and writes the bound address back into it (the port the kernel picked for port
+ * 0); it does not listen yet: until gw_listener_start a client's connection is refused, never
+ * left waiting in a backlog while the state is opened. Returns 0, or a negative errno code with
+ * "<what>: <strerror>" in err. */
 int gw_listener_open(struct gw_listener *l, struct sockaddr_storage *addr, struct gw_error *err);
 
-/* Starts the thread that accepts connections and adds them to `daemon`, at most `max_open`
- * open at once: a connection beyond them is closed at accept (docs/api.md §1). 0 or a negative
- * errno code. */
+/* Listens, and starts the thread that accepts connections and adds them to `daemon`, at most
+ * `max_open` open at once: a connection beyond them is closed at accept (docs/api.md §1). 0 or
+ * a negative errno code. */
 int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned max_open);
 
 /* The daemon closed a connection this listener handed it (MHD_CONNECTION_NOTIFY_CLOSED). */

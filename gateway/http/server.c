@@ -126,7 +126,8 @@ static void connection_closed(void *cls, struct MHD_Connection *conn, void **soc
 }
 
 /* Binds the listening socket first of all, so that an address in use writes nothing to the
- * state dir (docs/api.md, exit codes). Connections wait in its backlog until the daemon starts. */
+ * state dir (docs/api.md, exit codes). It listens only once the daemon starts: until then a
+ * client (a proxy's health check) is refused at once instead of waiting unanswered. */
 static int open_listener(struct gw_server *s)
 {
     struct gw_error err;
@@ -155,8 +156,13 @@ static int start_daemon(struct gw_server *s)
         s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
         connection_closed, s, MHD_OPTION_END);
-    if (!s->daemon || gw_listener_start(&s->listener, s->daemon, s->opt.max_connections) != 0) {
+    if (!s->daemon) {
         fprintf(stderr, "shardgate: cannot start the HTTP threads\n");
+        return GW_EXIT_INTERNAL;
+    }
+    int rc = gw_listener_start(&s->listener, s->daemon, s->opt.max_connections);
+    if (rc != 0) {
+        fprintf(stderr, "shardgate: cannot listen on %s: %s\n", s->opt.listen, strerror(-rc));
         return GW_EXIT_INTERNAL;
     }
     char address[GW_HTTP_ADDRESS_MAX];

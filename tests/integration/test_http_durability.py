@@ -372,6 +372,31 @@ def a_port_in_use_is_named_with_its_error():
 
 
 @case("drain")
+def a_starting_server_refuses_connections_until_it_serves():
+    """The port is bound at once but listened on only once the server serves: while its store
+    is being opened (here a database that accepts and never answers), a connection is refused
+    at once, not left waiting unanswered in a backlog (what a proxy's health check would do)."""
+    blackhole = socket.socket()
+    blackhole.bind(("127.0.0.1", 0))
+    blackhole.listen(1)
+    port = sgtest.free_port()
+    p = subprocess.Popen([sgtest.BIN, "serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                          src("input", "shards.json"), "--listen", "127.0.0.1:%d" % port,
+                          "--store", "postgres://x@127.0.0.1:%d/x" % blackhole.getsockname()[1]],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        blackhole.settimeout(30)
+        held, _ = blackhole.accept()  # the port was bound before the store is opened
+        ok(refused(port), "a connection while the store opens is refused")
+        eq(p.poll(), None, "the server is still starting")
+        held.close()
+    finally:
+        p.kill()
+        p.wait()
+        blackhole.close()
+
+
+@case("drain")
 def journal_in_use_refuses_second_server():
     d = tmpdir()
     with Server(state_dir=d):
