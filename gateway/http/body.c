@@ -41,6 +41,7 @@ static void limit_idle_timeout(struct gw_req *r, uint64_t now)
     uint64_t left =
         r->deadline_ns > now ? (r->deadline_ns - now + 999999999ULL) / 1000000000ULL : 1;
     unsigned idle = r->srv->opt.timeout_s;
+    r->deadline_armed = left <= idle;
     MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
                               left < idle ? (unsigned)left : idle);
 }

@@ -74,9 +74,14 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r)
         return;
     uint64_t now = gw_now_ns();
+    /* The timeout that ended a body is its deadline when that is what the connection's timeout
+     * was set to: libmicrohttpd measures it from its own last-activity time, which can be a
+     * moment before the deadline was taken, so `now` alone may fall just short of it. */
     if (r->phase == GW_PHASE_BODY && r->status == 0 &&
         toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
-        r->status = r->deadline_ns && now >= r->deadline_ns ? MHD_HTTP_REQUEST_TIMEOUT : 0;
+        r->status = r->deadline_ns && (r->deadline_armed || now >= r->deadline_ns)
+                        ? MHD_HTTP_REQUEST_TIMEOUT
+                        : 0;
     log_request(r, now - r->start_ns);
     gw_body_release(r);
     gw_feed_req_free(r);

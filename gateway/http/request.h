@@ -67,6 +67,7 @@ struct gw_req {
     uint64_t dropped;     /* body bytes read and dropped (see drop) */
     uint64_t charged;     /* bytes of --max-body-inflight this request holds */
     uint64_t deadline_ns; /* the body must be complete by then (--body-timeout) */
+    int deadline_armed;   /* the connection's timeout is that deadline, not --timeout */
     /* the access log and the batch metrics (a POST's, or a stored receipt's read) */
     char batch_id[GW_BATCH_ID_MAX + 1];
     size_t changes;
