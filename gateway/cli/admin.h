@@ -30,6 +30,9 @@ int gw_admin_call(struct gw_admin_client *c, const char *cmd, const char *method
  * lost; NULL (said on stderr) when it is not JSON. */
 json_t *gw_admin_json(const struct gw_admin_answer *a, const char *cmd);
 
+/* A string member of obj, or `dflt`. */
+const char *gw_admin_str(json_t *obj, const char *key, const char *dflt);
+
 /* Writes `len` bytes and a newline if they lack one to stdout; GW_EXIT_INTERNAL on failure. */
 int gw_admin_print(const char *data, size_t len);
 

@@ -17,36 +17,33 @@ static double percent(json_t *obj, const char *key)
     return 100.0 * (double)json_integer_value(json_object_get(obj, key)) / HASH_SPACE;
 }
 
-static const char *str(json_t *obj, const char *key)
-{
-    const char *v = json_string_value(json_object_get(obj, key));
-    return v ? v : "?";
-}
-
 /* The plan (docs/tools.md §1.1) as people read it. */
 static void print_plan(json_t *plan)
 {
     size_t i, w = strlen("shard");
     json_t *s, *shards = json_object_get(plan, "shards");
-    printf("epoch   %s -> %s\n", str(plan, "from_epoch"), str(plan, "to_epoch"));
-    printf("ring    %s -> %s\n", str(plan, "from_ring"), str(plan, "to_ring"));
+    printf("epoch   %s -> %s\n", gw_admin_str(plan, "from_epoch", "?"),
+           gw_admin_str(plan, "to_epoch", "?"));
+    printf("ring    %s -> %s\n", gw_admin_str(plan, "from_ring", "?"),
+           gw_admin_str(plan, "to_ring", "?"));
     printf("moves   %.2f%% of the hash space (%lld of 4294967296 hash values)\n",
            percent(plan, "moved_points"),
            json_integer_value(json_object_get(plan, "moved_points")));
     json_array_foreach(shards, i, s)
     {
-        size_t n = strlen(str(s, "id"));
+        size_t n = strlen(gw_admin_str(s, "id", "?"));
         w = n > w ? n : w;
     }
     printf("%-*s  %7s  %7s\n", (int)w, "shard", "before", "after");
     json_array_foreach(shards, i, s)
     {
-        printf("%-*s  %6.2f%%  %6.2f%%\n", (int)w, str(s, "id"), percent(s, "before"),
+        printf("%-*s  %6.2f%%  %6.2f%%\n", (int)w, gw_admin_str(s, "id", "?"), percent(s, "before"),
                percent(s, "after"));
     }
     json_array_foreach(json_object_get(plan, "pairs"), i, s)
     {
-        printf("from %s to %s: %.2f%%\n", str(s, "from"), str(s, "to"), percent(s, "moved_points"));
+        printf("from %s to %s: %.2f%%\n", gw_admin_str(s, "from", "?"), gw_admin_str(s, "to", "?"),
+               percent(s, "moved_points"));
     }
     fflush(stdout);
 }
@@ -121,8 +118,8 @@ static int print_outcome(const struct gw_admin_answer *a)
     if (!r)
         return GW_EXIT_NOT_OK;
     printf("%s: epoch %s (epoch_seq %lld)\n",
-           json_is_true(json_object_get(r, "changed")) ? "applied" : "unchanged", str(r, "epoch"),
-           json_integer_value(json_object_get(r, "epoch_seq")));
+           json_is_true(json_object_get(r, "changed")) ? "applied" : "unchanged",
+           gw_admin_str(r, "epoch", "?"), json_integer_value(json_object_get(r, "epoch_seq")));
     fflush(stdout);
     json_decref(r);
     return GW_EXIT_OK;

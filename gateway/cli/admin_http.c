@@ -76,7 +76,7 @@ static struct curl_slist *headers(const char *accept, const char *token, const c
 
 int gw_admin_request(struct gw_admin_client *c, const char *method, const char *path,
                      const char *token, const char *if_match, const struct gw_buf *body,
-                     long timeout_s, struct gw_admin_answer *a, char *msg, size_t cap)
+                     struct gw_admin_answer *a, char *msg, size_t cap)
 {
     char url[4096], error[CURL_ERROR_SIZE] = "";
     CURL *curl = c->curl;
@@ -97,7 +97,7 @@ int gw_admin_request(struct gw_admin_client *c, const char *method, const char *
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, a);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, c->timeout_s ? c->timeout_s : 30L);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     if (body) {

@@ -12,6 +12,7 @@ struct gw_admin_client {
     char *admin_token;  /* the admin token, or NULL */
     void *curl;         /* one handle: its connection is kept alive between requests */
     const char *accept; /* the Accept header's type; NULL: application/json */
+    long timeout_s;     /* a request's whole time; 0: 30 s */
 };
 
 /* What the server answered. */
@@ -26,7 +27,7 @@ struct gw_admin_answer {
  * when no answer came (msg: why, "cannot reach URL: what"). */
 int gw_admin_request(struct gw_admin_client *c, const char *method, const char *path,
                      const char *token, const char *if_match, const struct gw_buf *body,
-                     long timeout_s, struct gw_admin_answer *a, char *msg, size_t cap);
+                     struct gw_admin_answer *a, char *msg, size_t cap);
 
 void gw_admin_answer_free(struct gw_admin_answer *a);
 

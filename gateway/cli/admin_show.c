@@ -9,8 +9,7 @@
 
 #include "cli.h"
 
-/* A string member, or `dflt`. */
-static const char *str(json_t *obj, const char *key, const char *dflt)
+const char *gw_admin_str(json_t *obj, const char *key, const char *dflt)
 {
     const char *v = json_string_value(json_object_get(obj, key));
     return v ? v : dflt;
@@ -50,9 +49,7 @@ int gw_admin_call(struct gw_admin_client *c, const char *cmd, const char *method
                   struct gw_admin_answer *a)
 {
     char msg[2400];
-    long timeout = strstr(path, "wait_ms=") ? 60 : 30;
-    if (gw_admin_request(c, method, path, token, if_match, body, timeout, a, msg, sizeof(msg)) !=
-        0) {
+    if (gw_admin_request(c, method, path, token, if_match, body, a, msg, sizeof(msg)) != 0) {
         fprintf(stderr, "shardgate: admin %s: %s\n", cmd, msg);
         return GW_EXIT_UNUSABLE;
     }
@@ -121,7 +118,7 @@ static int id_width(json_t *shards)
     json_t *s;
     json_array_foreach(shards, i, s)
     {
-        size_t n = strlen(str(s, "id", ""));
+        size_t n = strlen(gw_admin_str(s, "id", ""));
         w = n > w ? n : w;
     }
     return (int)w;
@@ -136,10 +133,11 @@ static void print_shards(json_t *shards, const struct gw_admin_answer *metrics)
            "share", "load_total", "received_total");
     json_array_foreach(shards, i, s)
     {
-        const char *id = str(s, "id", "");
-        printf("%-*s  %-8s  %6lld  %8lld  %6.2f%%  %20s  %20s\n", w, id, str(s, "state", ""),
-               num(s, "weight"), num(s, "capacity"), 100 * share_of(metrics, id),
-               str(s, "load_total", ""), str(s, "received_total", ""));
+        const char *id = gw_admin_str(s, "id", "");
+        printf("%-*s  %-8s  %6lld  %8lld  %6.2f%%  %20s  %20s\n", w, id,
+               gw_admin_str(s, "state", ""), num(s, "weight"), num(s, "capacity"),
+               100 * share_of(metrics, id), gw_admin_str(s, "load_total", ""),
+               gw_admin_str(s, "received_total", ""));
     }
 }
 
@@ -162,12 +160,12 @@ static void print_ready(json_t *readyz, long status)
 static void print_status(json_t *ring, json_t *epoch, json_t *readyz, long ready_status,
                          json_t *shards, const struct gw_admin_answer *metrics)
 {
-    printf("epoch   %s (epoch_seq %lld, %s, %s)\n", str(ring, "epoch", "?"),
-           num(epoch, "epoch_seq"), str(epoch, "source", "?"),
-           str(epoch, "time", "no time recorded"));
-    printf("ring    %s (%s, %s, %lld vnodes, %zu online)\n", str(ring, "id", "?"),
-           str(ring, "algorithm", "?"), str(ring, "hash", "?"), num(ring, "vnodes"),
-           json_array_size(json_object_get(ring, "online")));
+    printf("epoch   %s (epoch_seq %lld, %s, %s)\n", gw_admin_str(ring, "epoch", "?"),
+           num(epoch, "epoch_seq"), gw_admin_str(epoch, "source", "?"),
+           gw_admin_str(epoch, "time", "no time recorded"));
+    printf("ring    %s (%s, %s, %lld vnodes, %zu online)\n", gw_admin_str(ring, "id", "?"),
+           gw_admin_str(ring, "algorithm", "?"), gw_admin_str(ring, "hash", "?"),
+           num(ring, "vnodes"), json_array_size(json_object_get(ring, "online")));
     print_ready(readyz, ready_status);
     print_shards(json_object_get(shards, "shards"), metrics);
     fflush(stdout);
@@ -211,7 +209,7 @@ static int print_status_json(const struct gw_admin_answer *ring, json_t *epoch,
     json_array_foreach(json_object_get(shards, "shards"), i, s)
     {
         char share[400];
-        const char *id = str(s, "id", "");
+        const char *id = gw_admin_str(s, "id", "");
         snprintf(share, sizeof(share), "%s\"%s\":%.6f", i ? "," : "", id, share_of(metrics, id));
         gw_buf_puts(&b, share);
     }
@@ -252,7 +250,7 @@ static int read_status(struct gw_admin_client *c, struct status_answers *s)
     if (rc == GW_EXIT_OK)
         rc = gw_admin_call(c, "status", "GET", "/metrics", c->token, NULL, NULL, &s->metrics);
     if (rc == GW_EXIT_OK && /* 503 while not ready: an answer, not a failure */
-        gw_admin_request(c, "GET", "/readyz", NULL, NULL, NULL, 30, &s->readyz, msg, sizeof(msg))) {
+        gw_admin_request(c, "GET", "/readyz", NULL, NULL, NULL, &s->readyz, msg, sizeof(msg))) {
         fprintf(stderr, "shardgate: admin status: %s\n", msg);
         rc = GW_EXIT_UNUSABLE;
     }
@@ -303,8 +301,9 @@ int gw_admin_epochs(struct gw_admin_client *c, const struct gw_admin_args *args)
                "first_seq");
         json_array_foreach(json_object_get(doc, "epochs"), i, e)
         {
-            printf("%-9lld  %-40s  %-6s  %-24s  %lld\n", num(e, "epoch_seq"), str(e, "epoch", "?"),
-                   str(e, "source", "?"), str(e, "time", "-"), num(e, "first_seq"));
+            printf("%-9lld  %-40s  %-6s  %-24s  %lld\n", num(e, "epoch_seq"),
+                   gw_admin_str(e, "epoch", "?"), gw_admin_str(e, "source", "?"),
+                   gw_admin_str(e, "time", "-"), num(e, "first_seq"));
         }
         fflush(stdout);
     }

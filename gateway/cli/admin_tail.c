@@ -58,6 +58,7 @@ int gw_admin_tail(struct gw_admin_client *c, const struct gw_admin_args *args)
     uint64_t after = args->after;
     int rc = GW_EXIT_OK;
     c->accept = "application/x-ndjson";
+    c->timeout_s = WAIT_MS / 1000 + 30; /* a long-poll, then the answer */
     while (rc == GW_EXIT_OK) {
         char path[400];
         struct gw_admin_answer a;
