@@ -2,8 +2,10 @@
 # The container image and the Debian package, built and run for real
 # (docs/operations.md, Packaging and containers).
 #
-#   ops/image.sh build   builds the Dockerfile as shardgate:latest (podman, or docker when its
-#                        daemon answers), making the local debian:12 base image when missing
+#   ops/image.sh build   builds the Dockerfile's four role images, shardgate-gateway,
+#                        shardgate-health, shardgate-database and shardgate-proxy (podman, or
+#                        docker when its daemon answers), making the local debian:12 base
+#                        image when missing, and prints each image's size
 #   ops/image.sh test    build, then runs docker-compose.yml (the gateway and the health
 #                        service over one state volume), POSTs the worked example, expects the golden
 #                        receipt and a passing health verdict, and removes everything
@@ -25,7 +27,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$SHARDGATE_ROOT"
 
-IMAGE=shardgate:latest
+# The Dockerfile's final stages (one per service role) and the image each is tagged as.
+ROLES=(gateway health database proxy)
+IMAGE=shardgate-gateway:latest
 GOLDEN=tests/golden/sample-0001.receipt.v2.json
 RUN_ID="sg-$$"
 TOOL=""
@@ -98,9 +102,42 @@ cmd_build() {
     sg_base_image "$TOOL"
     local net=()
     [ "$TOOL" = podman ] && net=(--network host)
-    echo "== image: $TOOL build -t $IMAGE" >&2
-    "$TOOL" build -q "${net[@]}" -t "$IMAGE" . >/dev/null
+    local role size
+    for role in "${ROLES[@]}"; do
+        echo "== image: $TOOL build --target $role -t shardgate-$role:latest" >&2
+        "$TOOL" build -q "${net[@]}" --target "$role" -t "shardgate-$role:latest" . >/dev/null
+        size=$("$TOOL" image inspect -f '{{.Size}}' "shardgate-$role:latest")
+        echo "image shardgate-$role:latest $((size / 1000000)) MB"
+    done
     "$TOOL" run --rm "$IMAGE" shardgate --version
+    images_hold_their_role
+}
+
+# images_hold_their_role: each image has its own program and not the others' (nor python3,
+# PostgreSQL or HAProxy where its service does not run them).
+images_hold_their_role() {
+    local role absent present held uid
+    for role in "${ROLES[@]}"; do
+        case $role in
+        gateway) present=shardgate absent="shardgate-health python3 postgres haproxy" ;;
+        health) present=shardgate-health absent="shardgate python3 postgres haproxy" ;;
+        database) present=pg_isready absent="shardgate shardgate-health python3 haproxy" ;;
+        proxy) present=haproxy absent="shardgate shardgate-health python3 pg_isready" ;;
+        esac
+        "$TOOL" run --rm "shardgate-$role:latest" sh -c "command -v $present" >/dev/null ||
+            fail "shardgate-$role:latest lacks $present"
+        [ "$role" = database ] || absent="$absent /usr/lib/postgresql"
+        held=$("$TOOL" run --rm "shardgate-$role:latest" sh -c \
+            "for p in $absent; do command -v \$p || ls -d \$p; done 2>/dev/null; true" | tr '\n' ' ')
+        [ -z "$held" ] || fail "shardgate-$role:latest holds what its service does not run: $held"
+    done
+    echo "ok: each image holds its own service's program and none of the others'"
+    # The state volume and the database's password files are shared under one uid.
+    uid=$("$TOOL" run --rm "$IMAGE" id -u shardgate)
+    for role in health database; do
+        [ "$("$TOOL" run --rm "shardgate-$role:latest" id -u shardgate)" = "$uid" ] ||
+            fail "shardgate-$role:latest: user shardgate is not uid $uid as in $IMAGE"
+    done
 }
 
 # compose ARGS...: podman-compose, or docker's compose, on docker-compose.yml.
@@ -136,6 +173,7 @@ cmd_test() {
     hc=$(container_of "$proj" health)
     [ -n "$gw" ] && [ -n "$hc" ] || fail "compose up did not create both containers"
     wait_http "http://127.0.0.1:$SHARDGATE_GATEWAY_PORT/readyz" 200 60
+    healthcheck_passes "$gw" gateway
     expect_golden "$SHARDGATE_GATEWAY_PORT"
     wait_http "http://127.0.0.1:$SHARDGATE_HEALTH_PORT/healthz" 200 60
     verdict=$("$TOOL" exec "$hc" shardgate-health check --conf $etc/dispatch.env \
@@ -143,11 +181,21 @@ cmd_test() {
         fail "health check in the health container: $verdict"
     case $verdict in '{"status":"pass"'*) ;; *) fail "health check verdict: $verdict" ;; esac
     echo "ok: the health container reports pass: $verdict"
+    healthcheck_passes "$hc" health
     "$TOOL" exec "$hc" sh -c ': >> /var/lib/shardgate/journal.jsonl' 2>/dev/null &&
         fail "the health container can write the journal (the volume must be read-only)"
     "$TOOL" stop -t 30 "$gw" >/dev/null 2>&1
     [ "$("$TOOL" inspect -f '{{.State.ExitCode}}' "$gw")" = 0 ] || fail "gateway did not exit 0"
     echo "ok: the gateway container drained and exited 0 on stop"
+}
+
+# healthcheck_passes CONTAINER SERVICE: the service's compose healthcheck, run once by hand
+# (podman schedules them with systemd timers, which this sandbox lacks; docs/operations.md
+# §6.1). Docker runs them itself.
+healthcheck_passes() {
+    [ "$TOOL" = podman ] || return 0
+    "$TOOL" healthcheck run "$1" >/dev/null || fail "the $2 service's compose healthcheck fails"
+    echo "ok: the $2 service's compose healthcheck passes"
 }
 
 # secret_file DIR NAME UID: a random token in DIR/NAME, mode 0600, owned by UID (the image's
@@ -178,6 +226,7 @@ cmd_cluster() {
     compose -p "$proj" up -d --no-build haproxy cluster-health >/dev/null 2>&1 ||
         fail "compose up of the cluster profile"
     wait_http "http://127.0.0.1:$SHARDGATE_CLUSTER_PORT/readyz" 200 90
+    healthcheck_passes "$(container_of "$proj" postgres)" postgres
     expect_golden "$SHARDGATE_CLUSTER_PORT" "$(cat "$SHARDGATE_CLUSTER_TOKEN_FILE")"
     status=$(post_example "$SHARDGATE_CLUSTER_PORT" "$out")
     [ "$status" = 401 ] || fail "POST without the token through HAProxy: HTTP $status, not 401"
