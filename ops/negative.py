@@ -539,6 +539,13 @@ DEFECTS = [
     ("unit-reaches-any-address", "packaging/shardgate.service.in",
      "PrivateUsers=yes\nIPAddressDeny=any\n", "PrivateUsers=yes\n", ("tests",),
      "^package/systemd_units$"),
+    # The ring drawn (docs/tools.md §1.3): a sampled bin is its middle's owner; a move is a
+    # change of owner by id, not by index.
+    ("ring-svg-bin-owner-at-start", "gateway:draw_bins",
+     "ring_lookup_hash(ring, (uint32_t)(bin * BIN_LEN + BIN_LEN / 2), &at);",
+     "ring_lookup_hash(ring, (uint32_t)(bin * BIN_LEN), &at);", ("tests",), "^plan_svg$"),
+    ("ring-svg-moves-by-index", "gateway:move_segment", "if (m->same[to] == from) {",
+     "if (to == from) {", ("tests",), "^plan_svg$"),
     # The gateway image's healthcheck is green on 200 alone; no image carries python3
     # (docs/operations.md §6.1).
     ("compose-healthcheck-any-status", "docker-compose.yml",

@@ -31,6 +31,12 @@ extern const char gw_usage_journal[];
 extern const char gw_usage_db[];
 extern const char gw_usage_admin[];
 
+struct gw_buf;
+
+/* Writes all of `b` to `path` (NULL: stdout). Returns GW_EXIT_OK, or GW_EXIT_INTERNAL with a
+ * message on stderr. */
+int gw_cli_write(const char *path, const struct gw_buf *b);
+
 /* The contract path: --conf if given, else $SHARDGATE_CONF, else NULL. */
 const char *gw_conf_path(const char *from_option);
 

@@ -13,6 +13,7 @@
 #include "fileio.h"
 #include "number.h"
 #include "receipt.h"
+#include "ring_svg.h"
 #include "topology.h"
 
 const char gw_usage_dispatch[] =
@@ -21,8 +22,10 @@ const char gw_usage_dispatch[] =
     "Places one batch and prints its receipt (one line of JSON).\n"
     "exit: 0 ok, 2 receipt not ok or batch invalid, 3 contract/membership unusable,\n"
     "      64 usage, 1 internal error. --conf defaults to $SHARDGATE_CONF.\n";
-const char gw_usage_ring[] = "usage: shardgate ring --conf FILE --shards FILE [--points]\n"
-                             "Prints the ring summary; --points adds every point in ring order.\n";
+const char gw_usage_ring[] =
+    "usage: shardgate ring --conf FILE --shards FILE [--points] [--svg FILE]\n"
+    "Prints the ring summary; --points adds every point in ring order; --svg writes the ring\n"
+    "drawn (one arc per run of points of a shard) to FILE.\n";
 const char gw_usage_lookup[] = "usage: shardgate lookup --conf FILE --shards FILE KEY...\n"
                                "Prints the placement of each key, one JSON line per key.\n"
                                "exit: 2 when no shard is online.\n";
@@ -34,11 +37,12 @@ enum {
     OPT_OUT = 'o',
     OPT_POINTS = 'p',
     OPT_MAX = 'm',
+    OPT_SVG = 'g',
     OPT_HELP = 'h'
 };
 
 struct cli_args {
-    const char *conf, *shards, *batch, *out;
+    const char *conf, *shards, *batch, *out, *svg;
     int points;
     size_t max_changes;
 };
@@ -69,11 +73,15 @@ static int unexpected(const char *usage, const char *arg)
 static int parse_args(int argc, char **argv, const char *allowed, const char *usage,
                       struct cli_args *a)
 {
-    static const struct option options[] = {
-        {"conf", required_argument, 0, OPT_CONF},   {"shards", required_argument, 0, OPT_SHARDS},
-        {"batch", required_argument, 0, OPT_BATCH}, {"out", required_argument, 0, OPT_OUT},
-        {"points", no_argument, 0, OPT_POINTS},     {"max-changes", required_argument, 0, OPT_MAX},
-        {"help", no_argument, 0, OPT_HELP},         {0, 0, 0, 0}};
+    static const struct option options[] = {{"conf", required_argument, 0, OPT_CONF},
+                                            {"shards", required_argument, 0, OPT_SHARDS},
+                                            {"batch", required_argument, 0, OPT_BATCH},
+                                            {"out", required_argument, 0, OPT_OUT},
+                                            {"points", no_argument, 0, OPT_POINTS},
+                                            {"max-changes", required_argument, 0, OPT_MAX},
+                                            {"svg", required_argument, 0, OPT_SVG},
+                                            {"help", no_argument, 0, OPT_HELP},
+                                            {0, 0, 0, 0}};
     struct option mine[sizeof(options) / sizeof(options[0])]; /* this command's, for a hint */
     size_t count = 0;
     for (const struct option *o = options; o->name; o++)
@@ -103,6 +111,7 @@ static int parse_args(int argc, char **argv, const char *allowed, const char *us
                             : c == OPT_SHARDS ? &a->shards
                             : c == OPT_BATCH  ? &a->batch
                             : c == OPT_OUT    ? &a->out
+                            : c == OPT_SVG    ? &a->svg
                                               : NULL;
         if (slot)
             *slot = optarg;
@@ -121,7 +130,7 @@ static int parse_args(int argc, char **argv, const char *allowed, const char *us
     return -1;
 }
 
-static int write_output(const char *path, const struct gw_buf *b)
+int gw_cli_write(const char *path, const struct gw_buf *b)
 {
     FILE *f = path ? fopen(path, "wb") : stdout;
     if (!f) {
@@ -166,7 +175,7 @@ static int dispatch_batch(const struct cli_args *a, const struct gw_topology *t,
         gw_buf_init(&out);
         gw_receipt_write(&out, t, b, &d);
         gw_buf_puts(&out, "\n");
-        rc = out.failed ? GW_EXIT_INTERNAL : write_output(a->out, &out);
+        rc = out.failed ? GW_EXIT_INTERNAL : gw_cli_write(a->out, &out);
         if (rc == GW_EXIT_OK && !d.ok)
             rc = GW_EXIT_NOT_OK;
         gw_buf_free(&out);
@@ -233,7 +242,7 @@ static int print_rendered(const struct cli_args *a, render_fn render, char **key
     gw_buf_init(&out);
     rc = render(&out, &t, a, keys, nkeys);
     if (rc == GW_EXIT_OK)
-        rc = out.failed ? GW_EXIT_INTERNAL : write_output(NULL, &out);
+        rc = out.failed ? GW_EXIT_INTERNAL : gw_cli_write(NULL, &out);
     gw_buf_free(&out);
     gw_topology_free(&t);
     return rc;
@@ -244,6 +253,15 @@ static int render_ring(struct gw_buf *out, const struct gw_topology *t, const st
 {
     (void)keys;
     (void)nkeys;
+    if (a->svg) { /* written first: the summary on stdout says the drawing is there */
+        struct gw_buf svg;
+        gw_buf_init(&svg);
+        gw_ring_svg(&svg, t);
+        int rc = svg.failed ? GW_EXIT_INTERNAL : gw_cli_write(a->svg, &svg);
+        gw_buf_free(&svg);
+        if (rc != GW_EXIT_OK)
+            return rc;
+    }
     gw_ring_write(out, t, a->points);
     gw_buf_puts(out, "\n");
     return GW_EXIT_OK;
@@ -268,7 +286,7 @@ static int render_lookups(struct gw_buf *out, const struct gw_topology *t, const
 int gw_cmd_ring(int argc, char **argv)
 {
     struct cli_args a;
-    int rc = parse_args(argc, argv, "csp", gw_usage_ring, &a);
+    int rc = parse_args(argc, argv, "cspg", gw_usage_ring, &a);
     if (rc >= 0)
         return rc;
     if (optind < argc)

@@ -11,20 +11,22 @@
 
 #include "buf.h"
 #include "plan.h"
+#include "ring_svg.h"
 #include "spill.h"
 #include "topology.h"
 
 const char gw_usage_plan[] =
     "usage: shardgate plan --conf FILE --shards CURRENT --to NEW [--to-conf FILE]\n"
-    "                      [--journal FILE]\n"
+    "                      [--journal FILE] [--svg FILE]\n"
     "Prints the movement plan from the current membership to NEW (one line of JSON):\n"
     "moved hash values by arc arithmetic, per pair and per shard; with --journal, how many\n"
-    "journaled changes and how much load would move. --to-conf defaults to --conf.\n"
+    "journaled changes and how much load would move. --to-conf defaults to --conf. --svg\n"
+    "writes the current ring drawn with the arcs that would move around it to FILE.\n"
     "exit: 0 ok, 2 a ring with no online shard or an unreadable journal, 3 contract/membership\n"
     "      unusable, 64 usage, 1 internal error. --conf defaults to $SHARDGATE_CONF.\n";
 
 struct plan_args {
-    const char *conf, *shards, *to, *to_conf, *journal;
+    const char *conf, *shards, *to, *to_conf, *journal, *svg;
 };
 
 static int plan_usage(const char *what)
@@ -36,13 +38,11 @@ static int plan_usage(const char *what)
 /* Returns -1 when the command should go on, else the exit code. */
 static int parse_plan_args(int argc, char **argv, struct plan_args *a)
 {
-    static const struct option options[] = {{"conf", required_argument, 0, 'c'},
-                                            {"shards", required_argument, 0, 's'},
-                                            {"to", required_argument, 0, 't'},
-                                            {"to-conf", required_argument, 0, 'T'},
-                                            {"journal", required_argument, 0, 'j'},
-                                            {"help", no_argument, 0, 'h'},
-                                            {0, 0, 0, 0}};
+    static const struct option options[] = {
+        {"conf", required_argument, 0, 'c'},    {"shards", required_argument, 0, 's'},
+        {"to", required_argument, 0, 't'},      {"to-conf", required_argument, 0, 'T'},
+        {"journal", required_argument, 0, 'j'}, {"svg", required_argument, 0, 'g'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
     optind = 1;
     opterr = 0;
@@ -61,6 +61,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
                             : c == 's' ? &a->shards
                             : c == 't' ? &a->to
                             : c == 'T' ? &a->to_conf
+                            : c == 'g' ? &a->svg
                                        : &a->journal;
         *slot = optarg;
     }
@@ -198,6 +199,22 @@ static int print_plan(const struct gw_plan *p)
     return rc;
 }
 
+/* The current ring with the arcs that would move (docs/tools.md §1.3). */
+static int write_svg(const char *path, const struct gw_topology *from, const struct gw_topology *to)
+{
+    struct gw_buf svg;
+    gw_buf_init(&svg);
+    int rc;
+    if (gw_ring_svg_moves(&svg, from, to) != 0) {
+        fprintf(stderr, "plan: --svg: %s\n", OUT_OF_MEMORY); /* both rings have points here */
+        rc = GW_EXIT_INTERNAL;
+    } else {
+        rc = gw_cli_write(path, &svg);
+    }
+    gw_buf_free(&svg);
+    return rc;
+}
+
 static int plan_between(const struct plan_args *a, const struct gw_topology *from,
                         const struct gw_topology *to)
 {
@@ -209,6 +226,8 @@ static int plan_between(const struct plan_args *a, const struct gw_topology *fro
         return gw_exit_for(rc, GW_EXIT_NOT_OK);
     }
     rc = a->journal ? count_journal(&p, from, to, a->journal) : GW_EXIT_OK;
+    if (rc == GW_EXIT_OK && a->svg)
+        rc = write_svg(a->svg, from, to);
     if (rc == GW_EXIT_OK)
         rc = print_plan(&p);
     gw_plan_free(&p);

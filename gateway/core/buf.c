@@ -2,6 +2,8 @@
 #include "buf.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +65,22 @@ void gw_buf_u64(struct gw_buf *b, uint64_t v)
         v /= 10;
     } while (v);
     gw_buf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+void gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+{
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && gw_buf_reserve(b, (size_t)n + 1) == 0) {
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    } else if (n < 0) {
+        b->failed = 1;
+    }
+    va_end(again);
 }
 
 void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v)

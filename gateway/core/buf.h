@@ -25,6 +25,9 @@ void gw_buf_append(struct gw_buf *b, const void *data, size_t len);
 void gw_buf_puts(struct gw_buf *b, const char *s);
 void gw_buf_u64(struct gw_buf *b, uint64_t v);
 
+/* printf into the buffer. */
+void gw_buf_printf(struct gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Appends `text` (JSON punctuation and a key, such as ",\"load\":") and then `v`. */
 void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v);
 

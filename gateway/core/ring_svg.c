@@ -1,0 +1,399 @@
+/* The ring drawn as SVG (docs/tools.md §1.3). */
+#include "ring_svg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fnv.h"
+
+#define HASHES 4294967296ULL /* 2^32 */
+#define BIN_LEN (HASHES / GW_SVG_BINS)
+#define WIDTH 960
+#define HEIGHT 680
+#define CX 320.0
+#define CY 345.0
+#define RING_R 240.0 /* the ring's arcs */
+#define MOVE_R 284.0 /* the moves around it */
+#define LEGEND_MAX 24
+#define TAU 6.283185307179586476925 /* 2 pi: M_PI is not C11 */
+
+/* One run: `len` hash values from `start` (wrapping past 2^32 - 1) owned by `shard`. */
+typedef void (*run_fn)(void *ctx, uint32_t start, uint64_t len, uint32_t shard);
+
+/* The arc of the i-th point: the hashes after the point before it, up to itself. */
+static uint64_t arc_len(const struct ring_point *p, size_t n, size_t i)
+{
+    return i > 0 ? (uint64_t)p[i].value - p[i - 1].value : HASHES - p[n - 1].value + p[0].value;
+}
+
+/* Calls `fn` for each run of consecutive points of one shard, in ring order from a run's
+ * start, skipping points that own nothing (a point equal to the one before it). Returns the
+ * number of runs. */
+static size_t ring_runs(const struct ring *ring, run_fn fn, void *ctx)
+{
+    const struct ring_point *p = ring_points(ring);
+    size_t n = ring_points_total(ring), first = n;
+    uint32_t prev = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) /* the owner of the last arc that owns something */
+        if (arc_len(p, n, i) > 0)
+            prev = p[i].shard;
+    for (size_t i = 0; i < n && first == n; i++) /* the first arc whose owner changes */
+        if (arc_len(p, n, i) > 0 && p[i].shard != prev)
+            first = i;
+    if (first == n) { /* one shard owns the circle */
+        if (n > 0 && fn)
+            fn(ctx, 0, HASHES, p[0].shard);
+        return n > 0;
+    }
+    size_t runs = 0;
+    uint64_t run_start = (uint64_t)p[(first + n - 1) % n].value + 1, run_len = 0;
+    uint32_t owner = p[first].shard;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (first + k) % n;
+        uint64_t len = arc_len(p, n, i);
+        if (len == 0)
+            continue;
+        if (p[i].shard != owner) {
+            if (fn)
+                fn(ctx, (uint32_t)run_start, run_len, owner);
+            runs++;
+            run_start = (run_start + run_len) % HASHES;
+            run_len = 0;
+            owner = p[i].shard;
+        }
+        run_len += len;
+    }
+    if (fn)
+        fn(ctx, (uint32_t)run_start, run_len, owner);
+    return runs + 1;
+}
+
+/* A shard's colour: its hue from the FNV-1a of its id, so a shard keeps its colour in every
+ * drawing, whatever the others are. */
+static void put_colour(struct gw_buf *b, const char *id, size_t len)
+{
+    uint64_t h = gw_fnv1a(id, len);
+    gw_buf_printf(b, "hsl(%u,%u%%,%u%%)", (unsigned)(h % 360), 55 + (unsigned)(h >> 20) % 3 * 15,
+                  38 + (unsigned)(h >> 40) % 3 * 10);
+}
+
+static void polar(double value, double r, double *x, double *y)
+{
+    double a = value / (double)HASHES * TAU;
+    *x = CX + r * sin(a);
+    *y = CY - r * cos(a);
+}
+
+/* An arc path of `len` values from `start` on radius r, clockwise; the whole circle as two
+ * halves (one SVG arc cannot start and end at the same point). */
+static void put_path(struct gw_buf *b, uint32_t start, uint64_t len, double r)
+{
+    double x0, y0, x1, y1;
+    polar((double)start, r, &x0, &y0);
+    if (len >= HASHES) {
+        polar((double)start + HASHES / 2.0, r, &x1, &y1);
+        gw_buf_printf(b, "M%.3f %.3fA%.1f %.1f 0 0 1 %.3f %.3fA%.1f %.1f 0 0 1 %.3f %.3f", x0, y0,
+                      r, r, x1, y1, r, r, x0, y0);
+        return;
+    }
+    polar((double)start + (double)len, r, &x1, &y1);
+    gw_buf_printf(b, "M%.3f %.3fA%.1f %.1f 0 %d 1 %.3f %.3f", x0, y0, r, r, len > HASHES / 2, x1,
+                  y1);
+}
+
+/* <path class="CLASS" data-shard data-start data-len d stroke><title>…</title></path> */
+static void put_arc(struct gw_buf *b, const char *cls, const struct ring *ring, uint32_t shard,
+                    uint32_t start, uint64_t len, double r)
+{
+    const char *id = ring_shard_id(ring, shard);
+    size_t id_len = ring_shard_id_len(ring, shard);
+    gw_buf_printf(b, "<path class=\"%s\" data-shard=\"", cls);
+    gw_buf_append(b, id, id_len);
+    gw_buf_printf(b, "\" data-start=\"%u\" data-len=\"%llu\" d=\"", start, (unsigned long long)len);
+    put_path(b, start, len, r);
+    gw_buf_puts(b, "\" stroke=\"");
+    put_colour(b, id, id_len);
+    gw_buf_puts(b, "\"><title>");
+    gw_buf_append(b, id, id_len);
+    gw_buf_printf(b, ": %llu hashes from %u</title></path>\n", (unsigned long long)len, start);
+}
+
+struct draw {
+    struct gw_buf *out;
+    const struct ring *ring;
+    uint64_t *owned; /* per ring shard */
+};
+
+static void draw_run(void *ctx, uint32_t start, uint64_t len, uint32_t shard)
+{
+    struct draw *d = ctx;
+    if (d->out)
+        put_arc(d->out, "arc", d->ring, shard, start, len, RING_R);
+    d->owned[shard] += len;
+}
+
+/* Sampled: each bin coloured by the owner of its middle hash, neighbours of one owner merged. */
+static void draw_bins(struct gw_buf *b, const struct ring *ring)
+{
+    uint32_t owner = 0;
+    uint64_t start = 0;
+    for (uint64_t bin = 0; bin <= GW_SVG_BINS; bin++) {
+        struct ring_placement at = {0};
+        if (bin < GW_SVG_BINS)
+            ring_lookup_hash(ring, (uint32_t)(bin * BIN_LEN + BIN_LEN / 2), &at);
+        if (bin > 0 && (bin == GW_SVG_BINS || at.shard != owner)) {
+            put_arc(b, "bin", ring, owner, (uint32_t)start, bin * BIN_LEN - start, RING_R);
+            start = bin * BIN_LEN;
+        }
+        owner = at.shard;
+    }
+}
+
+static void put_head(struct gw_buf *b, const struct gw_topology *t)
+{
+    gw_buf_printf(b,
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+                  "height=\"%d\" font-family=\"sans-serif\" font-size=\"13\" class=\"ring\" "
+                  "data-ring=\"%s\" data-epoch=\"%s\">\n",
+                  WIDTH, HEIGHT, WIDTH, HEIGHT, ring_id(t->ring), t->epoch);
+    gw_buf_puts(b, "<style>path{fill:none}.arc,.bin{stroke-width:40}.move{stroke-width:22}"
+                   "</style>\n");
+}
+
+/* The legend: the first LEGEND_MAX shards in id order with their share of the hash space. */
+static void put_legend(struct gw_buf *b, const struct ring *ring, const uint64_t *owned)
+{
+    size_t n = ring_shard_count(ring);
+    double y = 64;
+    for (uint32_t s = 0; s < n && s < LEGEND_MAX; s++, y += 22) {
+        const char *id = ring_shard_id(ring, s);
+        size_t len = ring_shard_id_len(ring, s);
+        gw_buf_puts(b, "<g class=\"legend\" data-shard=\"");
+        gw_buf_append(b, id, len);
+        gw_buf_printf(b,
+                      "\" data-owned=\"%llu\"><rect x=\"640\" y=\"%.0f\" width=\"14\" "
+                      "height=\"14\" fill=\"",
+                      (unsigned long long)owned[s], y);
+        put_colour(b, id, len);
+        gw_buf_printf(b, "\"/><text x=\"662\" y=\"%.0f\">", y + 12);
+        gw_buf_append(b, id, len);
+        gw_buf_printf(b, " %.3f%%</text></g>\n", 100.0 * (double)owned[s] / (double)HASHES);
+    }
+    if (n > LEGEND_MAX)
+        gw_buf_printf(b, "<text x=\"640\" y=\"%.0f\">and %zu more shards</text>\n", y + 12,
+                      n - LEGEND_MAX);
+}
+
+/* The shards of `to` that `from` lacks, under the legend: where new owners' colours are named. */
+static void put_new_shards(struct gw_buf *b, const struct ring *to, const uint32_t *same,
+                           size_t shown)
+{
+    double y = 64 + 22.0 * (double)(shown < LEGEND_MAX ? shown : LEGEND_MAX + 1) + 10;
+    for (uint32_t s = 0, n = 0; s < ring_shard_count(to) && n < LEGEND_MAX; s++) {
+        if (same[s] != UINT32_MAX)
+            continue;
+        const char *id = ring_shard_id(to, s);
+        size_t len = ring_shard_id_len(to, s);
+        gw_buf_puts(b, "<g class=\"legend-new\" data-shard=\"");
+        gw_buf_append(b, id, len);
+        gw_buf_printf(b, "\"><rect x=\"640\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"", y);
+        put_colour(b, id, len);
+        gw_buf_printf(b, "\"/><text x=\"662\" y=\"%.0f\">", y + 12);
+        gw_buf_append(b, id, len);
+        gw_buf_puts(b, " (new)</text></g>\n");
+        y += 22;
+        n++;
+    }
+}
+
+/* The ring's arcs (or bins), its caption and legend; no closing tag. */
+static int put_ring(struct gw_buf *b, const struct gw_topology *t)
+{
+    const struct ring *ring = t->ring;
+    struct draw d = {NULL, ring, calloc(ring_shard_count(ring) + 1, sizeof(uint64_t))};
+    if (!d.owned) {
+        b->failed = 1;
+        return -ENOMEM;
+    }
+    size_t runs = ring_runs(ring, draw_run, &d); /* counts and sums the owned hashes */
+    put_head(b, t);
+    gw_buf_printf(b,
+                  "<text x=\"20\" y=\"28\" font-size=\"15\">ring %.12s, %zu points, %zu "
+                  "online shards, epoch %.12s</text>\n",
+                  ring_id(ring), ring_points_total(ring), ring_shard_count(ring), t->epoch);
+    if (runs <= GW_SVG_MAX_ARCS) {
+        gw_buf_printf(b,
+                      "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">one arc per "
+                      "run of points: %zu arcs</text>\n",
+                      runs, runs);
+        for (size_t s = 0; s < ring_shard_count(ring); s++)
+            d.owned[s] = 0;
+        d.out = b;
+        ring_runs(ring, draw_run, &d);
+    } else {
+        gw_buf_printf(b,
+                      "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">%zu runs, "
+                      "sampled: %d bins, each the owner of its middle hash</text>\n",
+                      runs, runs, GW_SVG_BINS);
+        draw_bins(b, ring);
+    }
+    put_legend(b, ring, d.owned);
+    free(d.owned);
+    return 0;
+}
+
+void gw_ring_svg(struct gw_buf *out, const struct gw_topology *t)
+{
+    if (put_ring(out, t) == 0)
+        gw_buf_puts(out, "</svg>\n");
+}
+
+/* ---- moves ------------------------------------------------------------------------------- */
+
+/* One segment between consecutive boundaries of either ring: its owner in each ring. */
+typedef void (*segment_fn)(void *ctx, uint32_t start, uint64_t len, uint32_t from, uint32_t to);
+
+/* Walks the hash space in segments cut at every point of either ring (two pointers over the
+ * sorted points), with the owner of each in both rings. */
+static void walk_segments(const struct ring *a, const struct ring *b, segment_fn fn, void *ctx)
+{
+    const struct ring_point *pa = ring_points(a), *pb = ring_points(b);
+    size_t na = ring_points_total(a), nb = ring_points_total(b), ia = 0, ib = 0;
+    uint64_t prev = 0; /* the segment starts after prev; the first starts at 0 */
+    int started = 0;
+    while (ia < na || ib < nb) {
+        uint32_t v =
+            ib >= nb || (ia < na && pa[ia].value <= pb[ib].value) ? pa[ia].value : pb[ib].value;
+        uint64_t start = started ? prev + 1 : 0;
+        if ((uint64_t)v + 1 > start) /* owners: the first point >= v of each (wrapping) */
+            fn(ctx, (uint32_t)start, (uint64_t)v + 1 - start, pa[ia < na ? ia : 0].shard,
+               pb[ib < nb ? ib : 0].shard);
+        prev = v;
+        started = 1;
+        while (ia < na && pa[ia].value == v)
+            ia++;
+        while (ib < nb && pb[ib].value == v)
+            ib++;
+    }
+    if (prev + 1 < HASHES) /* above every point: owned by each ring's first point */
+        fn(ctx, (uint32_t)(prev + 1), HASHES - prev - 1, pa[0].shard, pb[0].shard);
+}
+
+struct moves {
+    const struct ring *to;
+    uint32_t *same; /* to-ring shard -> from-ring shard of the same id, or UINT32_MAX */
+    struct gw_buf *out;
+    uint64_t *bins; /* moved values per bin, when sampled */
+    size_t runs;
+    uint64_t moved;
+    uint32_t start, owner; /* the open run (owner in the to ring), len 0 when none */
+    uint64_t len;
+};
+
+static void close_move(struct moves *m)
+{
+    if (m->len == 0)
+        return;
+    m->runs++;
+    if (m->out)
+        put_arc(m->out, "move", m->to, m->owner, m->start, m->len, MOVE_R);
+    for (uint64_t v = m->start, end = (uint64_t)m->start + m->len; m->bins && v < end;) {
+        uint64_t bin = v / BIN_LEN, upto = (bin + 1) * BIN_LEN < end ? (bin + 1) * BIN_LEN : end;
+        m->bins[bin] += upto - v;
+        v = upto;
+    }
+    m->len = 0;
+}
+
+static void move_segment(void *ctx, uint32_t start, uint64_t len, uint32_t from, uint32_t to)
+{
+    struct moves *m = ctx;
+    if (m->same[to] == from) {
+        close_move(m);
+        return;
+    }
+    m->moved += len;
+    if (m->len > 0 && (m->owner != to || (uint64_t)m->start + m->len != start))
+        close_move(m);
+    if (m->len == 0) {
+        m->start = start;
+        m->owner = to;
+    }
+    m->len += len;
+}
+
+/* Maps each shard of `to` to the shard of `from` with the same id (both in id order). */
+static uint32_t *same_shards(const struct ring *from, const struct ring *to)
+{
+    size_t nf = ring_shard_count(from), nt = ring_shard_count(to), f = 0;
+    uint32_t *same = malloc((nt + 1) * sizeof(*same));
+    for (size_t t = 0; same && t < nt; t++) {
+        const char *id = ring_shard_id(to, (uint32_t)t);
+        size_t len = ring_shard_id_len(to, (uint32_t)t);
+        int cmp = 1;
+        while (f < nf) {
+            size_t fl = ring_shard_id_len(from, (uint32_t)f);
+            cmp = memcmp(ring_shard_id(from, (uint32_t)f), id, fl < len ? fl : len);
+            cmp = cmp ? cmp : (fl > len) - (fl < len);
+            if (cmp >= 0)
+                break;
+            f++;
+        }
+        same[t] = cmp == 0 ? (uint32_t)f : UINT32_MAX;
+    }
+    return same;
+}
+
+static void put_moved_bins(struct gw_buf *b, const uint64_t *bins)
+{
+    for (uint64_t bin = 0; bin < GW_SVG_BINS; bin++) {
+        if (bins[bin] == 0)
+            continue;
+        gw_buf_printf(b, "<path class=\"moved-bin\" data-start=\"%llu\" data-moved=\"%llu\" d=\"",
+                      (unsigned long long)(bin * BIN_LEN), (unsigned long long)bins[bin]);
+        put_path(b, (uint32_t)(bin * BIN_LEN), BIN_LEN, MOVE_R);
+        gw_buf_printf(b, "\" stroke=\"#c0392b\" stroke-opacity=\"%.3f\"/>\n",
+                      (double)bins[bin] / (double)BIN_LEN);
+    }
+}
+
+int gw_ring_svg_moves(struct gw_buf *out, const struct gw_topology *from,
+                      const struct gw_topology *to)
+{
+    if (ring_points_total(from->ring) == 0 || ring_points_total(to->ring) == 0)
+        return -ENOENT;
+    struct moves m = {.to = to->ring};
+    m.same = same_shards(from->ring, to->ring);
+    m.bins = calloc(GW_SVG_BINS, sizeof(uint64_t));
+    if (!m.same || !m.bins || put_ring(out, from) != 0) {
+        free(m.same);
+        free(m.bins);
+        out->failed = 1;
+        return -ENOMEM;
+    }
+    walk_segments(from->ring, to->ring, move_segment, &m); /* counts runs and bins */
+    close_move(&m);
+    gw_buf_printf(out,
+                  "<text x=\"20\" y=\"668\" class=\"moves\" data-moved=\"%llu\" data-runs=\"%zu\" "
+                  "data-to-ring=\"%s\" data-to-epoch=\"%s\">to epoch %.12s: %llu of 2^32 hashes "
+                  "move (%.4f%%), outer ring, in their new owner's colour</text>\n",
+                  (unsigned long long)m.moved, m.runs, ring_id(to->ring), to->epoch, to->epoch,
+                  (unsigned long long)m.moved, 100.0 * (double)m.moved / (double)HASHES);
+    if (m.runs <= GW_SVG_MAX_ARCS) {
+        m.out = out;
+        m.runs = 0;
+        free(m.bins);
+        m.bins = NULL;
+        walk_segments(from->ring, to->ring, move_segment, &m);
+        close_move(&m);
+    } else {
+        put_moved_bins(out, m.bins);
+    }
+    put_new_shards(out, to->ring, m.same, ring_shard_count(from->ring));
+    gw_buf_puts(out, "</svg>\n");
+    free(m.same);
+    free(m.bins);
+    return out->failed ? -ENOMEM : 0;
+}
