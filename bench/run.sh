@@ -44,6 +44,9 @@ python3 "$here/feed_memory.py" "$build/gateway/shardgate" "$root" --json "$resul
 echo "== feed read: one reader of 27 MB receipts and of a shard's assignments (bench/feed_read.py)"
 python3 "$here/feed_read.py" "$build/gateway/shardgate" "$root" --json "$results/feed_read.json"
 
+echo "== the status page at 10,000 shards in headless chromium (bench/ui_render.py)"
+/usr/bin/python3 "$here/ui_render.py" "$build/gateway/shardgate" "$root" --json "$results/ui_render.json"
+
 echo "== item 5: gateway in-process against the Python reference (100,000 changes)"
 python3 "$here/gen_batch.py" --out-dir "$work" --changes 100000 --shards 100
 "$build/bench/gateway_bench" --conf "$work/dispatch.env" --shards "$work/shards.json" \

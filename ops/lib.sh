@@ -28,6 +28,9 @@ SHARDGATE_PACKAGES+=(python3-hypothesis)
 SHARDGATE_PACKAGES+=(librocksdb-dev liblmdb-dev libsqlite3-dev)
 # `shardgate admin`'s HTTP client (docs/decisions.md §36).
 SHARDGATE_PACKAGES+=(libcurl4-openssl-dev)
+# The status pages' tests: a real headless browser, driven over the DevTools protocol
+# (docs/decisions.md §37).
+SHARDGATE_PACKAGES+=(chromium python3-websocket)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {

@@ -546,6 +546,15 @@ DEFECTS = [
      "ring_lookup_hash(ring, (uint32_t)(bin * BIN_LEN), &at);", ("tests",), "^plan_svg$"),
     ("ring-svg-moves-by-index", "gateway:move_segment", "if (m->same[to] == from) {",
      "if (to == from) {", ("tests",), "^plan_svg$"),
+    # The status page (docs/api.md §19): its policy, the ring drawn on request, exact totals.
+    ("ui-without-csp", "gateway:gw_serve_static",
+     "    MHD_add_response_header(resp, \"Content-Security-Policy\", GW_UI_CSP);\n", "",
+     ("tests",), "^ui_ui_http$"),
+    ("ring-svg-format-ignored", "gateway:gw_handle_ring", "    if (svg) { /* the ring drawn",
+     "    if (0) { /* the ring drawn", ("tests",), "^ui_ui_http$"),
+    ("ui-totals-as-doubles", "ui/gateway.js",
+     "  return JSON.parse(text.replace(/\"(load_total|received_total)\":(\\d+)/g, '\"$1\":\"$2\"'));",
+     "  return JSON.parse(text);", ("tests",), "^ui_ui$"),
     # The gateway image's healthcheck is green on 200 alone; no image carries python3
     # (docs/operations.md §6.1).
     ("compose-healthcheck-any-status", "docker-compose.yml",

@@ -158,8 +158,6 @@ static void put_head(struct gw_buf *b, const struct gw_topology *t)
                   "height=\"%d\" font-family=\"sans-serif\" font-size=\"13\" class=\"ring\" "
                   "data-ring=\"%s\" data-epoch=\"%s\">\n",
                   WIDTH, HEIGHT, WIDTH, HEIGHT, ring_id(t->ring), t->epoch);
-    gw_buf_puts(b, "<style>path{fill:none}.arc,.bin{stroke-width:40}.move{stroke-width:22}"
-                   "</style>\n");
 }
 
 /* The legend: the first LEGEND_MAX shards in id order with their share of the hash space. */
@@ -223,22 +221,29 @@ static int put_ring(struct gw_buf *b, const struct gw_topology *t)
                   "<text x=\"20\" y=\"28\" font-size=\"15\">ring %.12s, %zu points, %zu "
                   "online shards, epoch %.12s</text>\n",
                   ring_id(ring), ring_points_total(ring), ring_shard_count(ring), t->epoch);
-    if (runs <= GW_SVG_MAX_ARCS) {
+    int exact = runs <= GW_SVG_MAX_ARCS;
+    if (exact)
         gw_buf_printf(b,
                       "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">one arc per "
                       "run of points: %zu arcs</text>\n",
                       runs, runs);
+    else
+        gw_buf_printf(b,
+                      "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">%zu runs, "
+                      "sampled: %d bins, each the owner of its middle hash</text>\n",
+                      runs, runs, GW_SVG_BINS);
+    /* Presentation attributes on a group, not a <style>: a page under a Content-Security-Policy
+     * without 'unsafe-inline' shows the drawing as it is (docs/api.md §19). */
+    gw_buf_puts(b, "<g class=\"arcs\" fill=\"none\" stroke-width=\"40\">\n");
+    if (exact) {
         for (size_t s = 0; s < ring_shard_count(ring); s++)
             d.owned[s] = 0;
         d.out = b;
         ring_runs(ring, draw_run, &d);
     } else {
-        gw_buf_printf(b,
-                      "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">%zu runs, "
-                      "sampled: %d bins, each the owner of its middle hash</text>\n",
-                      runs, runs, GW_SVG_BINS);
         draw_bins(b, ring);
     }
+    gw_buf_puts(b, "</g>\n");
     put_legend(b, ring, d.owned);
     free(d.owned);
     return 0;
@@ -381,6 +386,7 @@ int gw_ring_svg_moves(struct gw_buf *out, const struct gw_topology *from,
                   "move (%.4f%%), outer ring, in their new owner's colour</text>\n",
                   (unsigned long long)m.moved, m.runs, ring_id(to->ring), to->epoch, to->epoch,
                   (unsigned long long)m.moved, 100.0 * (double)m.moved / (double)HASHES);
+    gw_buf_puts(out, "<g class=\"moves\" fill=\"none\" stroke-width=\"22\">\n");
     if (m.runs <= GW_SVG_MAX_ARCS) {
         m.out = out;
         m.runs = 0;
@@ -391,6 +397,7 @@ int gw_ring_svg_moves(struct gw_buf *out, const struct gw_topology *from,
     } else {
         put_moved_bins(out, m.bins);
     }
+    gw_buf_puts(out, "</g>\n");
     put_new_shards(out, to->ring, m.same, ring_shard_count(from->ring));
     gw_buf_puts(out, "</svg>\n");
     free(m.same);

@@ -37,11 +37,15 @@ static int admin_authorized(struct gw_req *r)
     return CRYPTO_memcmp(digest, r->srv->admin_digest, sizeof(digest)) == 0;
 }
 
-/* ?dry_run=1, ?max_movement=F (0..1) and &force=1 into rl; a message when one is bad. */
+/* ?dry_run=1 (&format=svg), ?max_movement=F (0..1) and &force=1 into rl; a message when one
+ * is bad. */
 static const char *read_parameters(struct gw_req *r, struct gw_reload *rl)
 {
     const char *mm;
+    rl->svg = gw_param_svg(r);
     rl->dry_run = gw_param_flag(r, "dry_run");
+    if (rl->svg < 0 || (rl->svg && rl->dry_run != 1))
+        return "format";
     rl->force = gw_param_flag(r, "force");
     rl->max_movement = -1;
     if (rl->dry_run < 0)
@@ -98,8 +102,8 @@ static enum MHD_Result begin(struct gw_req *r)
     const char *bad = read_parameters(r, &probe);
     if (bad) {
         snprintf(msg, sizeof(msg),
-                 "%s: dry_run and force take 0 or 1, max_movement a decimal 0..1 "
-                 "(docs/api.md §1.1)",
+                 "%s: dry_run and force take 0 or 1, max_movement a decimal 0..1, format "
+                 "json or svg (svg with dry_run=1) (docs/api.md §1.1)",
                  bad);
         return fail(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, bad);
     }
@@ -218,6 +222,8 @@ static enum MHD_Result finish_body(struct gw_req *r)
     gw_body_done(r);
     if (rl.exceeded)
         return too_much_movement(r, &plan, err.msg);
+    if (rc == 0 && rl.dry_run && rl.svg)
+        return gw_serve_respond(r, MHD_HTTP_OK, GW_SVG_TYPE, &plan, NULL, NULL);
     if (rc == 0 && rl.dry_run) {
         gw_buf_puts(&plan, "\n");
         return gw_serve_json(r, MHD_HTTP_OK, &plan);

@@ -11,6 +11,7 @@
 #include "if_match.h"
 #include "membership.h"
 #include "receipt.h"
+#include "ring_svg.h"
 
 static enum MHD_Result no_online_shard(struct gw_req *r)
 {
@@ -28,9 +29,18 @@ enum MHD_Result gw_handle_ring(struct gw_req *r, const char *rest)
     if (bad || (points && !with_points && strcmp(points, "0") != 0 && strcmp(points, "false") != 0))
         return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter",
                               "points: must be 1, true, 0 or false", "points", NULL, NULL);
+    int svg = gw_param_svg(r);
+    if (svg < 0 || (svg && with_points))
+        return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter",
+                              "format: must be json or svg, and svg takes no points", "format",
+                              NULL, NULL);
     struct gw_buf ring, body;
     gw_buf_init(&ring);
     gw_buf_init(&body);
+    if (svg) { /* the ring drawn (docs/tools.md §1.3) */
+        gw_ring_svg(&body, &r->view->topo);
+        return gw_serve_respond(r, MHD_HTTP_OK, GW_SVG_TYPE, &body, NULL, NULL);
+    }
     gw_ring_write(&ring, &r->view->topo, with_points);
     /* The ring summary with the epoch it belongs to as its first key (docs/api.md §5). */
     gw_buf_puts(&body, "{\"epoch\":\"");

@@ -31,6 +31,14 @@ int gw_param_u64(struct gw_req *r, const char *name, uint64_t min, uint64_t max,
     return v ? gw_parse_u64(v, min, max, out) : 0;
 }
 
+int gw_param_svg(struct gw_req *r)
+{
+    const char *v;
+    if (gw_param(r, "format", &v) != 0)
+        return -1;
+    return !v || strcmp(v, "json") == 0 ? 0 : strcmp(v, "svg") == 0 ? 1 : -1;
+}
+
 int gw_param_flag(struct gw_req *r, const char *name)
 {
     const char *v;

@@ -14,6 +14,7 @@
 #include "if_match.h"
 #include "log.h"
 #include "plan.h"
+#include "ring_svg.h"
 
 /* Test only (docs/api.md §14): dies right after the epoch record is durable, before the switch. */
 static void crash_after_epoch(void)
@@ -71,7 +72,9 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
                      moved, rl->max_movement);
         rc = -EDOM;
     }
-    if (rl->dry_run || rl->exceeded)
+    if (rl->dry_run && rl->svg)
+        rc = gw_ring_svg_moves(rl->plan, &cur->topo, next);
+    else if (rl->dry_run || rl->exceeded)
         gw_plan_write(rl->plan, &plan);
     gw_plan_free(&plan);
     return rc;

@@ -83,10 +83,22 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
 void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe);
 
+/* The ring drawn (docs/tools.md §1.3): GET /v1/ring?format=svg and a dry run's. */
+#define GW_SVG_TYPE "image/svg+xml"
+
 /* Queues `body` (taken over, even on failure) with status and content type, plus one optional
  * header (name NULL for none). */
 enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *content_type,
                                  struct gw_buf *body, const char *header, const char *value);
+
+/* The status page's policy (docs/api.md §19): its own scripts, styles and API only; never
+ * framed. */
+#define GW_UI_CSP "default-src 'self'; frame-ancestors 'none'"
+
+/* Queues a 200 of static bytes compiled into the program (the status page's assets), with the
+ * page's Content-Security-Policy, nosniff, no referrer and Cache-Control: no-cache. */
+enum MHD_Result gw_serve_static(struct gw_req *r, const char *content_type, const void *data,
+                                size_t len);
 
 /* Queues a shared feed page (its reference taken over, dropped when sent) as a 200. */
 enum MHD_Result gw_serve_respond_page(struct gw_req *r, const char *content_type,
@@ -120,6 +132,8 @@ int gw_param_u64(struct gw_req *r, const char *name, uint64_t min, uint64_t max,
                  uint64_t *out);
 /* A flag parameter: absent or "0" is 0, "1" is 1; -1 for anything else. */
 int gw_param_flag(struct gw_req *r, const char *name);
+/* ?format=json (or absent) 0, svg 1 (the ring drawn, docs/tools.md §1.3), else -1. */
+int gw_param_svg(struct gw_req *r);
 
 /* 1 when the request may proceed: no token is configured, or its bearer token is right. */
 int gw_serve_authorized(struct gw_req *r);
@@ -182,6 +196,7 @@ enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_batch(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_livez(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest);
+enum MHD_Result gw_handle_ui(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size);
 enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest);
@@ -231,6 +246,7 @@ struct gw_reload {
     const char *shards_text; /* PUT: the document to write to --shards; NULL: SIGHUP */
     size_t shards_len;
     int dry_run;         /* PUT ?dry_run=1: the plan into `plan`, nothing changes */
+    int svg;             /* with dry_run, &format=svg: the plan drawn (docs/tools.md §1.3) */
     double max_movement; /* PUT ?max_movement=F (0..1), < 0 when absent */
     int force;           /* PUT &force=1: apply past max_movement */
     struct gw_buf *plan; /* out: the plan JSON (dry_run, or refused past max_movement) */

@@ -68,6 +68,19 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
     return queue(r, status, resp, content_type, header, value);
 }
 
+enum MHD_Result gw_serve_static(struct gw_req *r, const char *content_type, const void *data,
+                                size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Security-Policy", GW_UI_CSP);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    return queue(r, MHD_HTTP_OK, resp, content_type, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+}
+
 enum MHD_Result gw_serve_respond_page(struct gw_req *r, const char *content_type,
                                       struct gw_feed_body *page, const char *header,
                                       const char *value)

@@ -22,6 +22,10 @@ static const struct gw_route routes[] = {
     {"GET", "/metrics", 0, GW_ACCESS_METRICS_OPEN, gw_handle_metrics, NULL, "/metrics"},
     {"GET", "/livez", 0, GW_ACCESS_OPEN, gw_handle_livez, NULL, "/livez"},
     {"GET", "/readyz", 0, GW_ACCESS_OPEN, gw_handle_readyz, NULL, "/readyz"},
+    /* The status page (docs/api.md §19): its assets hold no data; the page reads the API with
+     * the token the operator gives it. */
+    {"GET", "/ui", 1, GW_ACCESS_OPEN, gw_handle_ui, NULL, "/ui/"},
+    {"GET", "/ui", 0, GW_ACCESS_OPEN, gw_handle_ui, NULL, "/ui"},
 };
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
 _Static_assert(ROUTE_COUNT < GW_ROUTE_SLOTS, "a metrics slot per route, and one for no route");

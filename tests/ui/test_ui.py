@@ -1,0 +1,303 @@
+#!/usr/bin/python3
+"""The status page (docs/api.md §19) and the ring drawn over HTTP (format=svg, docs/api.md §5
+and docs/api.md §15), on a real `shardgate serve` on 127.0.0.1, in a real headless Chromium
+(tests/ui/browser.py): every shard of the worked example with its exact totals in the DOM, the
+ring's arcs, a PUT shown after the next refresh, a wrong token and a stopped gateway said
+plainly, the dry run's drawing, and no console error under the page's Content-Security-Policy.
+
+usage: test_ui.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
+Screenshots (1280x800) go to the test's temp dir, or to $SHARDGATE_UI_SHOTS when set.
+"""
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+import sgtest  # noqa: E402
+from sgtest import Server, case, eq, main, ok, read, run_gateway, src, tmpdir, write  # noqa: E402
+
+EPOCH0 = "f60a5fb19effc4cfa95aed0af45997f72905f6ae"  # docs/contract.md §7
+EPOCH_D = "e3f360d5dc73a734c643cc9685c3ed725155a47c"  # shard-d online
+CLIENT, ADMIN = "client-s3cret", "admin-s3cret"
+SPACE = 2**32
+CSP = "default-src 'self'; frame-ancestors 'none'"
+REFRESH_S = 5  # gateway.js REFRESH_MS
+
+
+def secret(text):
+    path = os.path.join(tmpdir(), "token-" + text)
+    write(path, text + "\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def gateway():
+    shards = os.path.join(tmpdir(), "shards.json")
+    write(shards, read(src("input", "shards.json")).decode())
+    return Server(shards=shards, args=["--token-file", secret(CLIENT),
+                                       "--admin-token-file", secret(ADMIN)])
+
+
+def auth(token=CLIENT):
+    return {"Authorization": "Bearer " + token}
+
+
+def post_worked_example(s):
+    r = s.post(json.loads(read(src("input", "changes.json"))),
+               headers=dict(auth(), **{"Idempotency-Key": "sample-0001"}))
+    eq(r.status, 200, "POST the worked example")
+
+
+def shots_dir():
+    return os.environ.get("SHARDGATE_UI_SHOTS") or tmpdir()
+
+
+# --- the page's assets and the drawings over HTTP ------------------------------------------
+
+@case("ui_http")
+def assets_are_served_with_the_policy():
+    with gateway() as s:
+        r = s.get("/ui")
+        eq((r.status, r.headers.get("location"), r.body), (308, "/ui/", b"/ui/\n"), "/ui redirects")
+        for path, asset, ctype in (("/ui/", "gateway.html", "text/html; charset=utf-8"),
+                                   ("/ui/app.js", "gateway.js", "text/javascript; charset=utf-8"),
+                                   ("/ui/style.css", "style.css", "text/css; charset=utf-8"),
+                                   ("/ui/favicon.svg", "favicon.svg", "image/svg+xml")):
+            r = s.get(path)  # no token: the assets hold no data
+            eq(r.status, 200, "GET %s" % path)
+            eq(r.body, read(src("ui", asset)), "%s is ui/%s byte for byte" % (path, asset))
+            eq(r.headers.get("content-type"), ctype, "%s Content-Type" % path)
+            eq(r.headers.get("content-security-policy"), CSP, "%s CSP" % path)
+            eq(r.headers.get("x-content-type-options"), "nosniff", "%s nosniff" % path)
+            eq(r.headers.get("cache-control"), "no-cache", "%s Cache-Control" % path)
+        r = s.request("HEAD", "/ui/app.js")
+        eq((r.status, r.body), (200, b""), "HEAD /ui/app.js")
+        for path in ("/ui/missing.js", "/uix", "/ui/../v1/ring"):
+            r = s.get(path)
+            eq((r.status, r.error()), (404, ("not_found", "")), "GET %s" % path)
+        eq(s.request("POST", "/ui/", body=b"").status, 405, "POST /ui/")
+        eq(s.get("/v1/ring").status, 401, "the API still needs the token")
+
+
+@case("ui_http")
+def pages_hold_no_inline_script_or_style():
+    """What default-src 'self' would block: inline scripts, handlers, style attributes."""
+    html = read(src("ui", "gateway.html")).decode()
+    scripts = re.findall(r"<script\b[^>]*>", html)
+    ok(scripts and all(" src=" in t for t in scripts), "every script has a src: %r" % scripts)
+    eq(re.findall(r"<script\b[^>]*>\s*[^<\s]", html), [], "no inline script body")
+    eq(re.findall(r"\s(on[a-z]+|style)=", html), [], "no handler or style attribute")
+    eq(re.findall(r"<style\b", html), [], "no style element")
+
+
+@case("ui_http")
+def ring_svg_is_the_offline_drawing():
+    """GET /v1/ring?format=svg is `shardgate ring --svg`, byte for byte; the dry run's
+    format=svg is `shardgate plan --svg`."""
+    d = tmpdir()
+    with gateway() as s:
+        r = s.get("/v1/ring?format=svg", headers=auth())
+        eq((r.status, r.headers.get("content-type")), (200, "image/svg+xml"), "ring svg")
+        off = run_gateway("ring", "--conf", src("conf", "dispatch.env"), "--shards", s.shards,
+                          "--svg", os.path.join(d, "ring.svg"))
+        eq(off.returncode, 0, "shardgate ring --svg")
+        eq(r.body, read(os.path.join(d, "ring.svg")), "the same bytes as shardgate ring --svg")
+        eq(ET.fromstring(r.body).get("data-epoch"), EPOCH0, "data-epoch")
+        for query, status in (("?format=json", 200), ("?format=xml", 400),
+                              ("?format=svg&points=1", 400), ("?format=SVG", 400)):
+            r = s.get("/v1/ring" + query, headers=auth())
+            eq(r.status, status, "GET /v1/ring%s" % query)
+            if status == 400:
+                eq(r.error(), ("invalid_parameter", "format"), "error of %s" % query)
+        body = read(src("tests", "plan", "shards-d-online.json"))
+        put = {"Content-Type": "application/json", "If-Match": '"%s"' % EPOCH0}
+        put.update(auth(ADMIN))
+        r = s.request("PUT", "/v1/admin/membership?dry_run=1&format=svg", body=body, headers=put)
+        eq((r.status, r.headers.get("content-type")), (200, "image/svg+xml"), "dry run svg")
+        off = run_gateway("plan", "--conf", src("conf", "dispatch.env"), "--shards", s.shards,
+                          "--to", src("tests", "plan", "shards-d-online.json"),
+                          "--svg", os.path.join(d, "plan.svg"))
+        eq(off.returncode, 0, "shardgate plan --svg")
+        eq(r.body, read(os.path.join(d, "plan.svg")), "the same bytes as shardgate plan --svg")
+        for query in ("?format=svg", "?dry_run=0&format=svg", "?dry_run=1&format=png"):
+            r = s.request("PUT", "/v1/admin/membership" + query, body=body, headers=put)
+            eq((r.status, r.error()), (400, ("invalid_parameter", "format")), "PUT %s" % query)
+        eq(s.get("/v1/ring", headers=auth()).json()["epoch"], EPOCH0, "nothing changed")
+
+
+# --- in the browser --------------------------------------------------------------------------
+
+def browser():
+    from browser import Browser  # python3-websocket: only the browser cases need it
+    return Browser()
+
+
+def give_tokens(b, client=CLIENT, admin=ADMIN):
+    b.js("document.getElementById('token').value = %s;"
+         "document.getElementById('admin-token').value = %s;"
+         "document.getElementById('token-form').requestSubmit(); true"
+         % (json.dumps(client), json.dumps(admin)))
+
+
+def rows(b):
+    return b.js("[...document.querySelectorAll('#shards tbody tr')].map(tr => ["
+                "tr.dataset.shard, tr.children[1].textContent, tr.querySelector('.load').textContent,"
+                "tr.querySelector('.received').textContent])")
+
+
+def ready_page(b, s):
+    b.open("http://127.0.0.1:%d/ui/" % s.port)
+    give_tokens(b)
+    b.wait("document.body.dataset.state === 'ready' && document.querySelector('#ring svg')",
+           30, "the page shows the gateway ready, with its ring")
+
+
+def post_past_doubles(s):
+    """Batches of one change of 2^53-1, 2^53-1 and 1 on shard-a: with the worked example's 8, a
+    total no double holds (2^54 + 7: doubles there are 4 apart, and the nearest prints as
+    18014398509481990)."""
+    key = next(k for k in ("big-%d" % i for i in range(40))
+               if s.get("/v1/lookup?key=" + k, headers=auth()).json()["shard"] == "shard-a")
+    for n, size in enumerate((2**53 - 1, 2**53 - 1, 1)):
+        batch = {"batch_id": "past-doubles-%d" % n,
+                 "changes": [{"id": "c1", "key": key, "size": size}]}
+        r = s.post(batch, headers=dict(auth(), **{"Idempotency-Key": batch["batch_id"]}))
+        eq(r.status, 200, "POST one change of %d on shard-a" % size)
+
+
+@case("ui")
+def the_page_shows_every_shard_and_the_ring():
+    with gateway() as s, browser() as b:
+        post_worked_example(s)
+        post_past_doubles(s)
+        ready_page(b, s)
+        want = [[x["id"], x["state"], str(x["load_total"]), str(x["received_total"])]
+                for x in s.get("/v1/shards", headers=auth()).json()["shards"]]
+        eq(want[0], ["shard-a", "online", "18014398509481991", "5"],
+           "shard-a: the worked example's 8, two changes of 2^53-1 and one of 1")
+        eq(rows(b), want, "every shard with its state and exact totals")
+        arcs = b.js("[...document.querySelectorAll('#ring path.arc')].map(p => "
+                    "[p.dataset.shard, Number(p.dataset.start), Number(p.dataset.len)])")
+        svg = ET.fromstring(s.get("/v1/ring?format=svg", headers=auth()).body)
+        drawn = [[p.get("data-shard"), int(p.get("data-start")), int(p.get("data-len"))]
+                 for p in svg.iter("{http://www.w3.org/2000/svg}path")]
+        eq(arcs, drawn, "the page shows the ring's arcs")
+        eq((len(arcs), sum(a[2] for a in arcs)), (331, SPACE), "331 arcs over the circle")
+        eq(b.js("document.querySelector('#epoch dd').textContent"), EPOCH0, "the epoch")
+        eq(b.js("document.getElementById('shards-count').textContent"), "5 shards", "the count")
+        eq(b.js("document.getElementById('banner').hidden"), True, "no banner")
+        b.screenshot(os.path.join(shots_dir(), "status-page.png"))
+        # From the load through a whole refresh with the token: no console error (a CSP
+        # refusal is one) but the 401s of the page's first reads, made before it had the token.
+        before = b.js("document.getElementById('updated').textContent")
+        b.wait("document.getElementById('updated').textContent !== %s" % json.dumps(before),
+               REFRESH_S * 4, "the next refresh")
+        unauthorized = "Failed to load resource: the server responded with a status of 401 " \
+                       "(Unauthorized)"
+        eq([p for p in b.console_problems() if p != unauthorized], [],
+           "no console error or CSP refusal")
+
+
+def filter_shards(b, text):
+    b.js("const f = document.getElementById('shard-filter'); f.value = %s;"
+         "f.dispatchEvent(new Event('input')); true" % json.dumps(text))
+
+
+@case("ui")
+def a_large_membership_is_shown_a_thousand_rows_at_a_time():
+    """1,200 shards: the first 1,000 rows, the count said, a filter by id finds the others; the
+    ring drawn sampled (more than 4,096 runs)."""
+    shards = os.path.join(tmpdir(), "shards.json")
+    write(shards, json.dumps({"shards": [{"id": "s%04d" % i, "state": "online", "capacity": 9}
+                                         for i in range(1200)]}))
+    with Server(shards=shards) as s, browser() as b:
+        b.open("http://127.0.0.1:%d/ui/" % s.port)
+        b.wait("document.body.dataset.state === 'ready' && document.querySelector('#ring svg')",
+               30, "the page shows the gateway ready, with its ring")
+        eq(b.js("document.querySelectorAll('#shards tbody tr').length"), 1000, "1,000 rows")
+        eq(b.js("document.getElementById('shards-count').textContent"),
+           "1200 shards; the first 1000 shown: filter by id to see others", "the count")
+        filter_shards(b, "s115")
+        eq([r[0] for r in rows(b)], ["s%04d" % i for i in range(1150, 1160)], "the filtered rows")
+        eq(b.js("document.getElementById('shards-count').textContent"),
+           "1200 shards, 10 matching", "the count, filtered")
+        eq(b.js("document.querySelectorAll('#ring path.bin').length > 0 && "
+                "document.querySelectorAll('#ring path.arc').length === 0"), True,
+           "the ring drawn sampled")
+
+
+@case("ui")
+def a_put_shows_after_the_next_refresh():
+    with gateway() as s, browser() as b:
+        ready_page(b, s)
+        eq([r[:2] for r in rows(b)][3], ["shard-d", "offline"], "shard-d offline at first")
+        put = {"Content-Type": "application/json", "If-Match": '"%s"' % EPOCH0}
+        put.update(auth(ADMIN))
+        r = s.request("PUT", "/v1/admin/membership",
+                      body=read(src("tests", "plan", "shards-d-online.json")), headers=put)
+        eq(r.status, 200, "PUT shard-d online")
+        b.wait("document.querySelector('#epoch dd').textContent === %s" % json.dumps(EPOCH_D),
+               REFRESH_S * 4, "the new epoch after a refresh")
+        b.wait("document.querySelector('#ring svg').dataset.epoch === %s" % json.dumps(EPOCH_D),
+               REFRESH_S * 4, "the ring redrawn for the new epoch")
+        eq([r[:2] for r in rows(b)][3], ["shard-d", "online"], "shard-d online")
+        eq(b.js("document.querySelector('#epochs tbody tr').dataset.epoch"), EPOCH_D,
+           "the chain's newest epoch first")
+        eq(b.js("document.location.pathname"), "/ui/", "no page reload")
+
+
+@case("ui")
+def a_wrong_token_is_said_plainly():
+    with gateway() as s, browser() as b:
+        b.open("http://127.0.0.1:%d/ui/" % s.port)
+        give_tokens(b, client="not-the-token")
+        b.wait("document.body.dataset.state === 'token'", 20, "the token refused")
+        eq(b.js("document.getElementById('banner').textContent"),
+           "The token was refused (401 unauthorized): enter the gateway's client token above.",
+           "the banner")
+        eq(b.js("document.getElementById('state').textContent"), "token refused", "the badge")
+        b.screenshot(os.path.join(shots_dir(), "status-page-token.png"))
+
+
+@case("ui")
+def a_stopped_gateway_is_said_plainly():
+    with gateway() as s, browser() as b:
+        ready_page(b, s)
+        eq(s.stop(), 0, "the gateway stops")
+        b.wait("document.body.dataset.state === 'down'", REFRESH_S * 4, "the page says down")
+        text = b.js("document.getElementById('banner').textContent")
+        ok(text.startswith("The gateway at 127.0.0.1:%d does not answer (" % s.port), text)
+        eq(b.js("document.getElementById('state').textContent"), "down", "the badge")
+
+
+@case("ui")
+def a_dry_run_draws_what_would_move():
+    with gateway() as s, browser() as b:
+        ready_page(b, s)
+        doc = read(src("tests", "plan", "shards-d-online.json")).decode()
+        b.js("document.getElementById('proposal').value = %s;"
+             "document.getElementById('dry-run').click(); true" % json.dumps(doc))
+        b.wait("document.querySelector('#plan svg')", 20, "the dry run's drawing")
+        moved = b.js("Number(document.querySelector('#plan text.moves').dataset.moved)")
+        put = {"Content-Type": "application/json", "If-Match": '"%s"' % EPOCH0}
+        put.update(auth(ADMIN))
+        plan = s.request("PUT", "/v1/admin/membership?dry_run=1", body=doc.encode(), headers=put)
+        eq(moved, plan.json()["moved_points"], "data-moved is the dry run's moved_points")
+        eq(b.js("new Set([...document.querySelectorAll('#plan path.move')]"
+                ".map(p => p.dataset.shard)).size"), 1, "one new owner")
+        eq(s.get("/v1/ring", headers=auth()).json()["epoch"], EPOCH0, "nothing changed")
+        b.js("document.getElementById('proposal').value = '{\"shards\": 1}';"
+             "document.getElementById('dry-run').click(); true")
+        b.wait("document.getElementById('plan-status').className === 'error'", 20, "refused")
+        ok(b.js("document.getElementById('plan-status').textContent")
+           .startswith("HTTP 422 invalid_membership: "), "the gateway's refusal, said")
+        b.js("document.getElementById('plan').scrollIntoView(); true")
+        b.screenshot(os.path.join(shots_dir(), "status-page-dry-run.png"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv, ("shardgate", "source")))
