@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "journal.h"
+#include "metrics.h"
 #include "serve.h"
 #include "store.h"
 
@@ -244,16 +245,18 @@ static char *hc_dup(const char *s)
     return d;
 }
 
-/* Verifies what was appended since the last call and renders the whole verdict. A large
- * journal's first request can take seconds; connections have their own threads, so /livez
- * still answers meanwhile. An error, or a tail unterminated for longer than the re-verification
- * interval, fails the verdict. */
-static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *conn)
+/* Verifies what was appended since the last call and renders the whole verdict into v. A
+ * large journal's first request can take seconds; connections have their own threads, so
+ * /livez still answers meanwhile. An error, or a tail unterminated for longer than the
+ * re-verification interval, fails the verdict; an error (the files, the journal or the store
+ * could not be read) is also a verdict not reached: "cannot judge", never "pass". */
+static void hc_server_verdict(struct hc_server *s, struct hc_verdict *v)
 {
     char torn[160];
     const char *extra_issue = NULL;
     pthread_mutex_lock(&s->lock);
     hc_server_update(s);
+    v->judged = s->files_error[0] == '\0' && s->error[0] == '\0';
     if (s->files_error[0] != '\0') {
         extra_issue = s->files_error;
     } else if (s->error[0] != '\0') {
@@ -269,15 +272,37 @@ static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *co
     struct hc_journal_end state;
     hc_report_init(&end);
     hc_journal_end_state(&s->journal, &state);
-    if (s->error[0] == '\0' && s->files_error[0] == '\0')
+    if (v->judged)
         hc_verify_end(&s->verifier, &end, &state);
-    char *body = hc_report_health_json(&s->report, &end, s->names, s->n_names, extra_issue,
-                                       hc_server_fields(s));
-    int pass = extra_issue == NULL && hc_report_pass(&s->report, &end);
+    v->body = hc_report_health_json(&s->report, &end, s->names, s->n_names, extra_issue,
+                                    hc_server_fields(s));
+    v->pass = extra_issue == NULL && hc_report_pass(&s->report, &end);
+    v->issues = s->report.issues_total + end.issues_total + (extra_issue != NULL);
+    v->checks = s->report.checks + end.checks;
+    v->receipts = s->report.receipts + end.receipts;
+    v->placements = s->report.placements + end.placements;
+    v->last_full = s->last_full;
+    v->reverify_s = s->reverify_s;
     hc_report_free(&end);
     pthread_mutex_unlock(&s->lock);
-    return hc_reply(conn, pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body,
+}
+
+static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *conn)
+{
+    struct hc_verdict v;
+    hc_server_verdict(s, &v);
+    return hc_reply(conn, v.pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, v.body,
                     "application/health+json");
+}
+
+/* GET /metrics: the same verdict as /healthz, for Prometheus (docs/operations.md §1.4). */
+static enum MHD_Result hc_metrics(struct hc_server *s, struct MHD_Connection *conn)
+{
+    struct hc_verdict v;
+    hc_server_verdict(s, &v);
+    free(v.body);
+    return hc_reply(conn, MHD_HTTP_OK, hc_metrics_text(&v),
+                    "text/plain; version=0.0.4; charset=utf-8");
 }
 
 static enum MHD_Result hc_handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -295,11 +320,13 @@ static enum MHD_Result hc_handle(void *cls, struct MHD_Connection *conn, const c
         *upload_size = 0;
         return MHD_YES;
     }
-    int known = strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0;
+    int known = strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 ||
+                strcmp(url, "/metrics") == 0 || strcmp(url, "/ui") == 0 ||
+                strncmp(url, "/ui/", 4) == 0;
     if (!known)
         return hc_reply(conn, MHD_HTTP_NOT_FOUND,
-                        hc_dup("{\"error\":{\"code\":\"not_found\",\"message\":\"GET /healthz "
-                               "or /livez\"}}\n"),
+                        hc_dup("{\"error\":{\"code\":\"not_found\",\"message\":\"GET /healthz, "
+                               "/livez, /metrics or /ui/\"}}\n"),
                         "application/json");
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         char *body = hc_dup("{\"error\":{\"code\":\"method_not_allowed\",\"message\":\"GET "
@@ -320,6 +347,10 @@ static enum MHD_Result hc_handle(void *cls, struct MHD_Connection *conn, const c
     if (strcmp(url, "/livez") == 0)
         return hc_reply(conn, MHD_HTTP_OK, hc_dup("{\"status\":\"pass\"}"),
                         "application/health+json");
+    if (strcmp(url, "/metrics") == 0)
+        return hc_metrics(s, conn);
+    if (strncmp(url, "/ui", 3) == 0)
+        return hc_ui_reply(conn, url + 3);
     return hc_healthz(s, conn);
 }
 

@@ -5,13 +5,19 @@ and docs/api.md §15), on a real `shardgate serve` on 127.0.0.1, in a real headl
 ring's arcs, a PUT shown after the next refresh, a wrong token and a stopped gateway said
 plainly, the dry run's drawing, and no console error under the page's Content-Security-Policy.
 
-usage: test_ui.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
+The health service's page and /metrics (docs/operations.md §1.4) likewise, over the journal of
+a real gateway.
+
+usage: test_ui.py SHARDGATE_BINARY HEALTH_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
 Screenshots (1280x800) go to the test's temp dir, or to $SHARDGATE_UI_SHOTS when set.
 """
+import http.client
 import json
 import os
 import re
+import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -299,5 +305,122 @@ def a_dry_run_draws_what_would_move():
         b.screenshot(os.path.join(shots_dir(), "status-page-dry-run.png"))
 
 
+# --- shardgate-health's page and metrics ------------------------------------------------------
+
+class Health:
+    """`shardgate-health serve` over a gateway's journal, on a free 127.0.0.1 port."""
+
+    def __init__(self, server):
+        self.shards = os.path.join(tmpdir(), "shards.json")
+        write(self.shards, read(server.shards).decode())
+        self.port = sgtest.free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.proc = subprocess.Popen(
+            [sgtest.HEALTH, "serve", "--listen", "127.0.0.1:%d" % self.port, "--conf",
+             src("conf", "dispatch.env"), "--shards", self.shards, "--journal",
+             os.path.join(server.state_dir, "journal.jsonl")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sgtest.wait_until(lambda: self.get("/livez")[0] == 200, 30, "health answers /livez")
+
+    def get(self, path):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        except OSError:
+            return 0, {}, b""
+        finally:
+            conn.close()
+
+    def metrics(self):
+        status, headers, body = self.get("/metrics")
+        eq((status, headers.get("content-type")), (200, "text/plain; version=0.0.4; charset=utf-8"),
+           "GET /metrics")
+        return {line.split(" ")[0]: line.split(" ")[1] for line in body.decode().splitlines()
+                if line.startswith("shardgate_health_")}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait(10)
+        return False
+
+
+@case("ui_http")
+def health_serves_its_page_and_metrics():
+    with gateway() as s:
+        post_worked_example(s)
+        with Health(s) as h:
+            status, headers, body = h.get("/ui/")
+            eq((status, body), (200, read(src("ui", "health.html"))), "GET /ui/ is ui/health.html")
+            eq(headers.get("content-security-policy"), CSP, "the page's CSP")
+            eq(h.get("/ui/app.js")[2], read(src("ui", "health.js")), "/ui/app.js is ui/health.js")
+            eq(h.get("/ui/style.css")[2], read(src("ui", "style.css")), "the one stylesheet")
+            status, headers, _ = h.get("/ui")
+            eq((status, headers.get("location")), (308, "/ui/"), "GET /ui redirects")
+            eq(h.get("/ui/nothing")[0], 404, "GET /ui/nothing")
+            verdict = json.loads(h.get("/healthz")[2])
+            eq(verdict["status"], "pass", "the worked example passes")
+            m = h.metrics()
+            eq(m, {"shardgate_health_pass": "1", "shardgate_health_judged": "1",
+                   "shardgate_health_issues": "0",
+                   "shardgate_health_checks": str(verdict["checks"]["checks_ran"][0]["observedValue"]),
+                   "shardgate_health_receipts_verified": "1",
+                   "shardgate_health_placements_verified": "8",
+                   "shardgate_health_last_full_verification_timestamp_seconds":
+                       m["shardgate_health_last_full_verification_timestamp_seconds"],
+                   "shardgate_health_reverify_interval_seconds": "60"}, "the metrics of a pass")
+            ok(int(m["shardgate_health_last_full_verification_timestamp_seconds"]) >
+               time.time() - 600, "the last full verification is recent")
+            os.rename(h.shards, h.shards + ".away")  # cannot judge: never pass
+            m = h.metrics()
+            eq((m["shardgate_health_pass"], m["shardgate_health_judged"],
+                m["shardgate_health_issues"]), ("0", "0", "1"), "the metrics when it cannot judge")
+            os.rename(h.shards + ".away", h.shards)
+            eq(h.metrics()["shardgate_health_pass"], "1", "pass again with the file back")
+            eq(s.stop(), 0, "the gateway stops")
+            with open(os.path.join(s.state_dir, "journal.jsonl"), "a", encoding="utf-8") as f:
+                f.write('{"not":"a record"}\n')  # a line health judges, and fails
+            m = h.metrics()
+            eq((m["shardgate_health_pass"], m["shardgate_health_judged"]), ("0", "1"),
+               "the metrics of an issue found")
+            ok(int(m["shardgate_health_issues"]) >= 1, "issues counted: %r" % m)
+
+
+@case("ui")
+def the_health_page_shows_the_verdict():
+    with gateway() as s:
+        post_worked_example(s)
+        with Health(s) as h, browser() as b:
+            b.open(h.url + "/ui/")
+            b.wait("document.body.dataset.state === 'pass'", 20, "the page shows pass")
+            verdict = json.loads(h.get("/healthz")[2])
+            criteria = [n for n, c in verdict["checks"].items()
+                        if c[0]["observedUnit"] == "evaluations" and n != "checks_ran"]
+            eq(b.js("document.querySelectorAll('#criteria tbody tr').length"), len(criteria),
+               "a row per criterion")
+            eq(b.js("document.getElementById('issues-none').hidden"), False, "no issue, said")
+            b.screenshot(os.path.join(shots_dir(), "health-page-pass.png"))
+            os.rename(h.shards, h.shards + ".away")
+            b.wait("document.body.dataset.state === 'fail'", REFRESH_S * 4, "the page shows fail")
+            eq(b.js("[...document.querySelectorAll('#issues li')].map(li => li.dataset.criterion)"),
+               ["input"], "the issue, with its criterion")
+            eq(b.js("document.getElementById('state').textContent"), "fail", "the badge")
+            b.screenshot(os.path.join(shots_dir(), "health-page.png"))
+            h.proc.kill()
+            b.wait("document.body.dataset.state === 'down'", REFRESH_S * 4, "the page says down")
+            ok(b.js("document.getElementById('banner').textContent").startswith(
+                "The health service at 127.0.0.1:%d does not answer (" % h.port), "the banner")
+            expected = ("Failed to load resource: the server responded with a status of 503 "
+                        "(Service Unavailable)", "Failed to load resource: "
+                        "net::ERR_CONNECTION_REFUSED")
+            eq([p for p in b.console_problems() if p not in expected], [],
+               "no console error but the 503 of a fail and the refused connections (no CSP "
+               "refusal)")
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv, ("shardgate", "source")))
+    sys.exit(main(sys.argv, ("shardgate", "health", "source")))
