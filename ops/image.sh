@@ -291,7 +291,9 @@ deb_inspect() {
         ./usr/share/man/man1/shardgate-health.1 ./usr/share/man/man5/shardgate-contract.5 \
         ./usr/lib/systemd/system/shardgate.service ./usr/lib/systemd/system/shardgate-health.service \
         ./usr/share/shardgate/examples/dispatch.env ./usr/share/shardgate/examples/shards.json \
-        ./usr/share/shardgate/openapi.yaml; do
+        ./usr/share/shardgate/openapi.yaml ./usr/share/shardgate/prometheus/shardgate-rules.yml \
+        ./usr/share/shardgate/prometheus/shardgate-rules.test.yml \
+        ./usr/share/shardgate/grafana/shardgate.json; do
         dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "$f" || fail "$1 lacks $f"
     done
     echo "ok: $(basename "$1"): Depends: $deps"

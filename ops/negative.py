@@ -559,6 +559,10 @@ DEFECTS = [
     ("health-metrics-pass-unjudged", "health:hc_server_verdict",
      "    v->pass = extra_issue == NULL && hc_report_pass(&s->report, &end);",
      "    v->pass = hc_report_pass(&s->report, &end);", ("tests",), "^ui_ui_http$"),
+    # Every metric the shipped rules and dashboard name is exported (docs/operations.md §11).
+    ("metrics-watchers-missing", "gateway:render_feed",
+     "    put_f(out, \"shardgate_feed_watchers %u\\n\", feed->watchers);\n", "", ("tests",),
+     "^package/monitoring_metrics$"),
     # The gateway image's healthcheck is green on 200 alone; no image carries python3
     # (docs/operations.md §6.1).
     ("compose-healthcheck-any-status", "docker-compose.yml",

@@ -21,6 +21,12 @@ install(FILES ${PROJECT_SOURCE_DIR}/conf/dispatch.env ${PROJECT_SOURCE_DIR}/inpu
               ${PROJECT_SOURCE_DIR}/input/changes.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/shardgate/examples)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/openapi.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/shardgate)
+# Monitoring (docs/operations.md §11): the alert rules with their unit tests, and the dashboard.
+install(FILES ${SHARDGATE_PKG_DIR}/prometheus/shardgate-rules.yml
+              ${SHARDGATE_PKG_DIR}/prometheus/shardgate-rules.test.yml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/shardgate/prometheus)
+install(FILES ${SHARDGATE_PKG_DIR}/grafana/shardgate.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/shardgate/grafana)
 foreach(unit shardgate.service shardgate-health.service)
   configure_file(${SHARDGATE_PKG_DIR}/${unit}.in ${SHARDGATE_UNIT_OUT}/${unit} @ONLY)
   install(FILES ${SHARDGATE_UNIT_OUT}/${unit} DESTINATION ${SHARDGATE_SYSTEMD_UNITDIR})

@@ -308,6 +308,7 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
                  (unsigned long long)fr->q.after, (unsigned long long)head);
         return gw_serve_error(r, MHD_HTTP_CONFLICT, "cursor_beyond_head", msg, "after", NULL, NULL);
     }
+    gw_metrics_feed_lag(&r->srv->metrics, head, fr->q.after);
     return serve_page(r, fr);
 }
 

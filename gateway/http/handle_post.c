@@ -176,6 +176,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     else if (write_receipt(&r->post->receipt, t, b, &d) != 0)
         ret = fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
     else {
+        r->over_capacity = d.over_capacity_shards > 0;
         r->post->tally = d.tally; /* kept until the receipt is durable */
         d.tally = NULL;
         refused = 0;

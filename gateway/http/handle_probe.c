@@ -49,32 +49,41 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     return gw_serve_json(r, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &body);
 }
 
+/* The store's per-shard totals of the view's members: 0, -EAGAIN (the store cannot be read
+ * now: the scrape still answers, with shardgate_store_up 0) or -ENOMEM. */
+static int member_totals(struct gw_req *r, struct gw_total **out)
+{
+    const struct gw_topology *t = &r->view->topo;
+    struct gw_total *totals = calloc(t->members.count ? t->members.count : 1, sizeof(*totals));
+    struct gw_error err;
+    int rc = totals
+                 ? gw_store_member_totals(&r->srv->store, &t->members, r->view->slots, totals, &err)
+                 : -ENOMEM;
+    if (rc != 0) {
+        free(totals);
+        totals = NULL;
+    }
+    *out = totals;
+    return rc == -EAGAIN || rc == 0 ? rc : -ENOMEM;
+}
+
 enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
 {
     (void)rest;
     struct gw_server *s = r->srv;
-    const struct gw_topology *t = &r->view->topo;
-    size_t n = t->members.count;
-    struct gw_total *totals = calloc(n ? n : 1, sizeof(*totals));
+    struct gw_total *totals;
     struct gw_buf body;
     gw_buf_init(&body);
-    struct gw_error err;
-    int rc = 0;
-    if (!totals) {
-        body.failed = 1;
-    } else if ((rc = gw_store_member_totals(&s->store, &t->members, r->view->slots, totals,
-                                            &err)) == -EAGAIN) {
-        free(totals);
-        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
-                              MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    } else if (rc != 0) {
+    if (member_totals(r, &totals) == -ENOMEM) {
         body.failed = 1;
     } else {
-        struct gw_feed_memory_figures feed = {atomic_load(&s->feed_cache.held), s->feed_cache.limit,
-                                              atomic_load(&s->feed_cache.refused)};
+        struct gw_feed_figures feed = {
+            atomic_load(&s->feed_cache.held),    s->feed_cache.limit,
+            atomic_load(&s->feed_cache.refused), gw_feed_watch_count(&s->store.watch),
+            s->store.watch.max_watchers,         gw_store_feed_head(&s->store)};
         struct gw_route_label routes[GW_ROUTE_SLOTS];
         gw_route_labels(routes);
-        gw_metrics_render(&body, &s->metrics, t, totals, gw_serve_ready(s),
+        gw_metrics_render(&body, &s->metrics, &r->view->topo, totals, gw_serve_ready(s),
                           atomic_load(&s->views.alive), &feed, routes);
         gw_metrics_process(&body, s->started_s);
     }

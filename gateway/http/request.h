@@ -71,6 +71,7 @@ struct gw_req {
     /* the access log and the batch metrics (a POST's, or a stored receipt's read) */
     char batch_id[GW_BATCH_ID_MAX + 1];
     size_t changes;
+    int over_capacity; /* the receipt names a shard over its capacity */
     enum gw_batch_result result;
     struct gw_post *post;     /* a POST's batch once parsed (handle_post.c), NULL otherwise */
     struct gw_feed_req *feed; /* a feed request's state (handle_feed.c), NULL otherwise */

@@ -26,7 +26,7 @@ void gw_serve_count(struct gw_req *r)
     gw_metrics_request(&s->metrics, gw_route_slot(r->route), r->status, gw_now_ns() - r->start_ns);
     if (r->route &&
         r->route->stream == gw_handle_post_batches) /* the batch metrics (docs/api.md §8) */
-        gw_metrics_batch(&s->metrics, result_of(r), r->changes);
+        gw_metrics_batch(&s->metrics, result_of(r), r->changes, r->over_capacity);
 }
 
 /* Queues a response made by one of the two below, with its headers, and counts it. */

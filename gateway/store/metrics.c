@@ -41,11 +41,21 @@ void gw_metrics_init(struct gw_metrics *m)
     histogram_init(&m->fsync);
 }
 
-void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes)
+void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes,
+                      int over_capacity)
 {
     atomic_fetch_add(&m->batches[result], 1);
-    if (result == GW_RESULT_ACCEPTED)
-        atomic_fetch_add(&m->changes, changes);
+    if (result != GW_RESULT_ACCEPTED)
+        return;
+    atomic_fetch_add(&m->changes, changes);
+    if (over_capacity)
+        atomic_fetch_add(&m->over_capacity, 1);
+}
+
+void gw_metrics_feed_lag(struct gw_metrics *m, uint64_t head, uint64_t after)
+{
+    atomic_fetch_add(&m->feed_lag_sum, head > after ? head - after : 0);
+    atomic_fetch_add(&m->feed_lag_count, 1);
 }
 
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns)
@@ -188,6 +198,17 @@ static void render_ring(struct gw_buf *out, const struct gw_topology *t)
     gw_metrics_header(out, "shardgate_ring_online_shards", "gauge", "Online shards in the ring.");
     put_f(out, "shardgate_ring_online_shards %zu\n", ring_shard_count(t->ring));
     render_ring_share(out, t->ring);
+    gw_metrics_header(out, "shardgate_shard_capacity", "gauge",
+                      "Each online shard's capacity: its share of their sum is the share of the "
+                      "load it was given room for.");
+    for (size_t i = 0; i < t->members.count; i++) {
+        const struct gw_shard *sh = &t->members.shards[i];
+        if (sh->state != GW_STATE_ONLINE)
+            continue;
+        gw_buf_puts(out, "shardgate_shard_capacity{shard=\"");
+        gw_buf_append(out, sh->id, sh->id_len);
+        put_f(out, "\"} %llu\n", (unsigned long long)sh->capacity);
+    }
 }
 
 static const char *const reload_names[GW_RELOAD_RESULT_COUNT] = {"applied", "unchanged", "refused"};
@@ -206,7 +227,7 @@ void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source)
     atomic_fetch_add(&m->feed_pages[source], 1);
 }
 
-static void render_feed_memory(struct gw_buf *out, const struct gw_feed_memory_figures *feed)
+static void render_feed(struct gw_buf *out, const struct gw_feed_figures *feed)
 {
     gw_metrics_header(out, "shardgate_feed_memory_bytes", "gauge",
                       "Bytes of feed pages held: being sent, or kept for the same question.");
@@ -216,12 +237,19 @@ static void render_feed_memory(struct gw_buf *out, const struct gw_feed_memory_f
     gw_metrics_header(out, "shardgate_feed_memory_refusals_total", "counter",
                       "Feed requests answered 503 feed_memory_exhausted.");
     put_f(out, "shardgate_feed_memory_refusals_total %llu\n", (unsigned long long)feed->refused);
+    gw_metrics_header(out, "shardgate_feed_watchers", "gauge",
+                      "Feed requests in the server, waiting or not.");
+    put_f(out, "shardgate_feed_watchers %u\n", feed->watchers);
+    gw_metrics_header(out, "shardgate_feed_watchers_limit", "gauge", "--max-watchers.");
+    put_f(out, "shardgate_feed_watchers_limit %u\n", feed->max_watchers);
+    gw_metrics_header(out, "shardgate_feed_head_seq", "gauge",
+                      "The feed's head: every record through this seq is durable.");
+    put_f(out, "shardgate_feed_head_seq %llu\n", (unsigned long long)feed->head);
 }
 
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready, long views_alive,
-                       const struct gw_feed_memory_figures *feed,
-                       const struct gw_route_label *routes)
+                       const struct gw_feed_figures *feed, const struct gw_route_label *routes)
 {
     gw_metrics_header(out, "shardgate_batches_total", "counter",
                       "POST /v1/batches answers by result.");
@@ -230,8 +258,17 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
               atomic_load(&m->batches[i]));
     gw_metrics_header(out, "shardgate_changes_total", "counter", "Changes in accepted batches.");
     put_f(out, "shardgate_changes_total %llu\n", atomic_load(&m->changes));
-    render_shard_series(out, t, totals, 1);
-    render_shard_series(out, t, totals, 0);
+    gw_metrics_header(out, "shardgate_batches_over_capacity_total", "counter",
+                      "Accepted batches whose receipt has a shard over its capacity.");
+    put_f(out, "shardgate_batches_over_capacity_total %llu\n", atomic_load(&m->over_capacity));
+    gw_metrics_header(out, "shardgate_store_up", "gauge",
+                      "1 when the store's totals could be read for this scrape; 0: they are left "
+                      "out.");
+    put_f(out, "shardgate_store_up %d\n", totals != NULL);
+    if (totals) {
+        render_shard_series(out, t, totals, 1);
+        render_shard_series(out, t, totals, 0);
+    }
     render_ring(out, t);
     gw_metrics_header(out, "shardgate_epoch_seq", "gauge",
                       "epoch_seq of the epoch in force (docs/contract.md §7).");
@@ -251,7 +288,12 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     for (int i = 0; i < GW_FEED_SOURCE_COUNT; i++)
         put_f(out, "shardgate_feed_pages_total{source=\"%s\"} %llu\n", feed_source_names[i],
               atomic_load(&m->feed_pages[i]));
-    render_feed_memory(out, feed);
+    render_feed(out, feed);
+    gw_metrics_header(out, "shardgate_feed_request_lag_records", "summary",
+                      "Feed requests: how many records the head was past the cursor they asked "
+                      "after.");
+    put_f(out, "shardgate_feed_request_lag_records_sum %llu\n", atomic_load(&m->feed_lag_sum));
+    put_f(out, "shardgate_feed_request_lag_records_count %llu\n", atomic_load(&m->feed_lag_count));
     gw_metrics_header(out, "shardgate_journal_commits_total", "counter",
                       "Group commits (write + fdatasync).");
     put_f(out, "shardgate_journal_commits_total %llu\n", atomic_load(&m->commits));

@@ -57,10 +57,12 @@ struct gw_histogram {
 
 struct gw_metrics {
     atomic_ullong batches[GW_RESULT_COUNT];
-    atomic_ullong changes;   /* changes in accepted batches */
-    atomic_ullong commits;   /* journal group commits */
-    atomic_ullong records;   /* receipt records journaled */
-    atomic_ullong epoch_seq; /* epoch_seq of the published view */
+    atomic_ullong changes;       /* changes in accepted batches */
+    atomic_ullong over_capacity; /* accepted batches whose receipt has a shard over capacity */
+    atomic_ullong feed_lag_sum, feed_lag_count; /* feed requests: head - after when they came */
+    atomic_ullong commits;                      /* journal group commits */
+    atomic_ullong records;                      /* receipt records journaled */
+    atomic_ullong epoch_seq;                    /* epoch_seq of the published view */
     atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
     _Atomic double reload_success_s; /* Unix time of the start or the last reload that passed */
     atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
@@ -74,8 +76,13 @@ struct gw_metrics {
 
 void gw_metrics_init(struct gw_metrics *m);
 
-/* Counts a finished POST /v1/batches; `changes` counts only for accepted batches. */
-void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes);
+/* Counts a finished POST /v1/batches; `changes` and `over_capacity` (its receipt names a shard
+ * over capacity) count only for accepted batches. */
+void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes,
+                      int over_capacity);
+
+/* Counts a feed request that asked after `after` while the head was `head` (docs/api.md §8). */
+void gw_metrics_feed_lag(struct gw_metrics *m, uint64_t head, uint64_t after);
 
 /* Counts one group commit of `records` records whose fdatasync took `sync_ns`. */
 void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns);
@@ -91,17 +98,19 @@ void gw_metrics_header(struct gw_buf *out, const char *name, const char *type, c
 /* Counts one answered request of route slot `slot` with `status`, `ns` after its headers. */
 void gw_metrics_request(struct gw_metrics *m, unsigned slot, unsigned status, uint64_t ns);
 
-/* The feed pages' memory (docs/api.md §17) when /metrics renders. */
-struct gw_feed_memory_figures {
+/* The feed (docs/api.md §17) when /metrics renders: its pages' memory, its watchers, its head. */
+struct gw_feed_figures {
     uint64_t held, limit, refused;
+    unsigned watchers, max_watchers;
+    uint64_t head;
 };
 
-/* Appends every series; `totals` holds the cumulative per-shard totals in membership order,
+/* Appends every series; `totals` holds the cumulative per-shard totals in membership order (NULL:
+ * the store could not be read, shardgate_store_up 0 and no per-shard totals),
  * `ready` the readiness /readyz reports, `views_alive` the views not yet freed, `routes` the
  * labels of the GW_ROUTE_SLOTS route slots. */
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready, long views_alive,
-                       const struct gw_feed_memory_figures *feed,
-                       const struct gw_route_label *routes);
+                       const struct gw_feed_figures *feed, const struct gw_route_label *routes);
 
 #endif

@@ -62,12 +62,19 @@ def the_database_crashes_under_load_and_comes_back():
             r = post(gw, batch("while-down"))
             eq((r.status, r.error(), r.headers.get("retry-after")),
                (503, ("store_unavailable", ""), "1"), "POST while the database is down")
+            m = gw.get("/metrics")  # the scrape still answers, saying the store is down
+            lines = m.body.decode().splitlines()
+            eq((m.status, "shardgate_store_up 0" in lines,
+                [l for l in lines if l.startswith("shardgate_shard_load_total")]),
+               (200, True, []), "/metrics while the database is down")
         down_acked = len(acked)
         time.sleep(1)
         eq(len(acked), down_acked, "nothing acknowledged while the database is down")
         c.pg.start()
         for gw in c.gws:
             wait_until(lambda gw=gw: gw.get("/readyz").status == 200, 10, "/readyz 200 again")
+            ok("shardgate_store_up 1" in gw.get("/metrics").body.decode().splitlines(),
+               "shardgate_store_up 1 again")
         wait_until(lambda: len(acked) >= down_acked + 50, 30, "50 more after the restart")
         stop.set()
         for t in threads:

@@ -112,6 +112,14 @@ void gw_feed_watch_leave(struct gw_feed_watch *w)
     pthread_mutex_unlock(&w->worker.lock);
 }
 
+unsigned gw_feed_watch_count(struct gw_feed_watch *w)
+{
+    pthread_mutex_lock(&w->worker.lock);
+    unsigned n = w->watchers;
+    pthread_mutex_unlock(&w->worker.lock);
+    return n;
+}
+
 uint64_t gw_feed_watch_head(struct gw_feed_watch *w)
 {
     pthread_mutex_lock(&w->worker.lock);

@@ -47,6 +47,8 @@ void gw_feed_watch_destroy(struct gw_feed_watch *w);
 /* A feed request starts: 0, or -EBUSY past max_watchers (it is then not counted). */
 int gw_feed_watch_enter(struct gw_feed_watch *w);
 void gw_feed_watch_leave(struct gw_feed_watch *w);
+/* Feed requests in the server now. */
+unsigned gw_feed_watch_count(struct gw_feed_watch *w);
 
 /* The writer's announcement after a group: durable through `seq`; `shard_bits` the union of the
  * group's records' bits (GW_FEED_ALL_SHARDS for an epoch record). */
