@@ -563,6 +563,14 @@ DEFECTS = [
     ("metrics-watchers-missing", "gateway:render_feed",
      "    put_f(out, \"shardgate_feed_watchers %u\\n\", feed->watchers);\n", "", ("tests",),
      "^package/monitoring_metrics$"),
+    # libshardgate (docs/tools.md §13) exports its API and nothing of the code inside it, and
+    # refuses a batch only where the gateway does.
+    ("libshardgate-exports-internals", "lib/shardgate.map", "  local:\n    *;\n", "",
+     ("tests",), "^library_library$"),
+    ("libshardgate-refuses-under-spill", "lib/shardgate.c",
+     "d.over_capacity_shards && t->t.contract.policy == GW_POLICY_REJECT) {",
+     "d.over_capacity_shards && t->t.contract.policy != GW_POLICY_REPORT) {", ("tests",),
+     "^library_library$"),
     # The gateway image's healthcheck is green on 200 alone; no image carries python3
     # (docs/operations.md §6.1).
     ("compose-healthcheck-any-status", "docker-compose.yml",
@@ -793,17 +801,20 @@ DETECTOR_TARGETS = {"shardgate", "shardgate-health"}
 
 
 def test_binaries(build):
-    """{ctest name: the build tree's executables its command and environment name}: a test's
-    binaries are what a defect must rebuild before that test can catch it."""
+    """{ctest name: the build tree's executables its command and environment name, and the
+    targets its SHARDGATE_GATE_TARGETS names (a library it installs)}: what a defect must
+    rebuild before that test can catch it."""
     listing = json.loads(sh(["ctest", "--test-dir", build, "--show-only=json-v1"]).stdout)
     found = {}
     for t in listing["tests"]:
-        words = list(t.get("command") or [])
+        words, named = list(t.get("command") or []), set()
         for p in t.get("properties", []):
             if p["name"] == "ENVIRONMENT":
                 words += [v.split("=", 1)[-1] for v in p["value"]]
-        found[t["name"]] = {os.path.basename(w) for w in words
-                            if w.startswith(build + os.sep) and os.access(w, os.X_OK)}
+                named |= {n for v in p["value"] if v.startswith("SHARDGATE_GATE_TARGETS=")
+                          for n in v.split("=", 1)[1].split(",")}
+        found[t["name"]] = named | {os.path.basename(w) for w in words
+                                    if w.startswith(build + os.sep) and os.access(w, os.X_OK)}
     return found
 
 
