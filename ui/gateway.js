@@ -8,7 +8,6 @@ const REFRESH_MS = 5000;
 const EPOCHS_SHOWN = 50;
 const ROWS_SHOWN = 1000; // of the shards that match the filter: 10,000 rows take seconds to lay out
 const TOKENS = { client: "shardgate.token", admin: "shardgate.admin-token" };
-const $ = (id) => document.getElementById(id);
 
 class PageError extends Error {
   constructor(kind, message) {
@@ -64,21 +63,6 @@ async function getJson(path) {
   if (!res.ok) throw new PageError("api", "GET " + path + ": " + await problem(res));
   const text = await res.text();
   return { body: exact(text), text, res };
-}
-
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
-
-function fillList(dl, pairs) {
-  const frag = document.createDocumentFragment();
-  for (const [name, value, cls] of pairs) {
-    frag.append(el("dt", name), el("dd", value, cls));
-  }
-  dl.replaceChildren(frag);
 }
 
 // The samples of /metrics (Prometheus text format), by family: [{labels, value}].

@@ -3,20 +3,6 @@
 "use strict";
 
 const REFRESH_MS = 5000;
-const $ = (id) => document.getElementById(id);
-
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
-
-function fillList(dl, pairs) {
-  const frag = document.createDocumentFragment();
-  for (const [name, value, cls] of pairs) frag.append(el("dt", name), el("dd", value, cls));
-  dl.replaceChildren(frag);
-}
 
 function observed(checks, name) {
   const c = checks[name];

@@ -71,6 +71,7 @@ def assets_are_served_with_the_policy():
         eq((r.status, r.headers.get("location"), r.body), (308, "/ui/", b"/ui/\n"), "/ui redirects")
         for path, asset, ctype in (("/ui/", "gateway.html", "text/html; charset=utf-8"),
                                    ("/ui/app.js", "gateway.js", "text/javascript; charset=utf-8"),
+                                   ("/ui/page.js", "page.js", "text/javascript; charset=utf-8"),
                                    ("/ui/style.css", "style.css", "text/css; charset=utf-8"),
                                    ("/ui/favicon.svg", "favicon.svg", "image/svg+xml")):
             r = s.get(path)  # no token: the assets hold no data
@@ -359,6 +360,7 @@ def health_serves_its_page_and_metrics():
             eq(headers.get("content-security-policy"), CSP, "the page's CSP")
             eq(h.get("/ui/app.js")[2], read(src("ui", "health.js")), "/ui/app.js is ui/health.js")
             eq(h.get("/ui/style.css")[2], read(src("ui", "style.css")), "the one stylesheet")
+            eq(h.get("/ui/page.js")[2], read(src("ui", "page.js")), "the pages' shared script")
             status, headers, _ = h.get("/ui")
             eq((status, headers.get("location")), (308, "/ui/"), "GET /ui redirects")
             eq(h.get("/ui/nothing")[0], 404, "GET /ui/nothing")
