@@ -565,6 +565,14 @@ DEFECTS = [
      "^package/monitoring_metrics$"),
     # libshardgate (docs/tools.md §13) exports its API and nothing of the code inside it, and
     # refuses a batch only where the gateway does.
+    # The Python package as pip installs it (docs/tools.md §14): a command named as the
+    # checkout's wrapper, and an entry point that skips the command's own name.
+    ("python-package-usage-names-the-wrapper", "client:console",
+     "        return main(prog=prog)\n", "        return main()\n", ("tests",),
+     "^client_python_package$"),
+    ("python-package-entry-point-skips-console", "client/pyproject.toml",
+     'shardgate-consume = "shardgate.consume:console"', 'shardgate-consume = "shardgate.consume:main"',
+     ("tests",), "^client_python_package$"),
     ("libshardgate-exports-internals", "lib/shardgate.map", "  local:\n    *;\n", "",
      ("tests",), "^library_library$"),
     ("libshardgate-refuses-under-spill", "lib/shardgate.c",

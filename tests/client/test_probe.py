@@ -3,7 +3,6 @@
 (docs/contract.md §1, §2, §5, §6, docs/tools.md §2)."""
 
 import contextlib
-import importlib.util
 import io
 import itertools
 import json
@@ -12,7 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import Skip, case, eq, ok, run, src, tmpdir, write, main  # noqa: E402
+from sgtest import Skip, case, client_package, eq, ok, run, src, tmpdir, write, main  # noqa: E402
 
 CONTRACT = ("# test contract\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
             "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
@@ -38,13 +37,6 @@ def golden_v2_text(epoch=EPOCH):
     ok(text.startswith(head), "the v1 golden starts with %r" % head)
     return ('{"receipt_version":2,"batch_id":"sample-0001","epoch":"%s",' % epoch
             + text[len(head):])
-
-
-def load_probe():
-    spec = importlib.util.spec_from_file_location("probe", src("client", "probe.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def canonical(obj):
@@ -177,7 +169,7 @@ def _paths(node, prefix=()):
 def wrong_types_are_mismatches_not_crashes():
     """Every node of the golden receipt replaced by every wrong JSON type: always exit 1.
     Runs the probe in-process (its main()) because there are a few thousand cases."""
-    probe_mod = load_probe()
+    probe_mod = client_package().probe
     tmp = tmpdir()
     path = os.path.join(tmp, "receipt.json")
     base = ["--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),

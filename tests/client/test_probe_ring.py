@@ -2,13 +2,12 @@
 """The probe's own ketama ring (docs/contract.md §3) against the docs/contract.md §6 golden
 table and published values."""
 
-import importlib.util
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from sgtest import case, eq, ok, src, main  # noqa: E402
+from sgtest import case, client_package, eq, ok, src, main  # noqa: E402
 
 # docs/contract.md §6: id, key, size, hash, point, vnode, shard, reason
 GOLDEN = [
@@ -23,13 +22,6 @@ GOLDEN = [
 ]
 
 
-def probe():
-    spec = importlib.util.spec_from_file_location("probe", src("client", "probe.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def shard(sid, state="online", weight=1, capacity=20):
     return {"id": sid, "state": state, "capacity": capacity, "weight": weight}
 
@@ -41,16 +33,16 @@ def worked_example_shards():
 
 @case("probe_ring")
 def golden_table_all_rows():
-    p = probe()
-    ring = p.Ring("sha1", 160, worked_example_shards())
+    sg = client_package()
+    ring = sg.ring.Ring("sha1", 160, worked_example_shards())
     for cid, key, _size, h, point, vnode, sid, reason in GOLDEN:
         eq(ring.lookup(key.encode()), (h, point, vnode, sid, reason), "%s %s" % (cid, key))
 
 
 @case("probe_ring")
 def golden_ring_summary():
-    p = probe()
-    ring = p.Ring("sha1", 160, worked_example_shards())
+    sg = client_package()
+    ring = sg.ring.Ring("sha1", 160, worked_example_shards())
     eq(ring.ring_id, "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc", "ring id")
     eq(ring.vnodes_total, 480, "vnodes_total")
     eq(len(ring.entries), 480, "points on the ring")
@@ -60,18 +52,18 @@ def golden_ring_summary():
 
 @case("probe_ring")
 def golden_receipt_from_contract():
-    p = probe()
-    contract = p.load_contract(src("conf", "dispatch.env"))
+    sg = client_package()
+    contract = sg.contract.load_contract(src("conf", "dispatch.env"))
     eq(contract, {"DISPATCH_HASH_RING": "ketama", "DISPATCH_VNODES": 160,
                   "DISPATCH_RING_HASH": "sha1", "DISPATCH_CAPACITY_POLICY": "report"}, "contract")
-    shards = p.load_shards(src("input", "shards.json"))
+    shards = sg.contract.load_shards(src("input", "shards.json"))
     changes = [{"id": c, "key": k, "size": s} for c, k, s, *_ in GOLDEN]
-    r = p.expected_receipt(contract, shards, "sample-0001", changes, 1)
+    r = sg.receipt.expected_receipt(contract, shards, "sample-0001", changes, 1)
     with open(src("tests", "golden", "sample-0001.receipt.json"), encoding="utf-8") as f:
         v1 = f.read()
-    eq(p.canonical(r), v1, "the probe's v1 receipt is the golden receipt byte for byte")
-    r2 = p.expected_receipt(contract, shards, "sample-0001", changes, 2)
-    eq(p.canonical(r2), v1.replace(
+    eq(sg.contract.canonical(r), v1, "the probe's v1 receipt is the golden receipt byte for byte")
+    r2 = sg.receipt.expected_receipt(contract, shards, "sample-0001", changes, 2)
+    eq(sg.contract.canonical(r2), v1.replace(
         '"receipt_version":1,"batch_id":"sample-0001",',
         '"receipt_version":2,"batch_id":"sample-0001",'
         '"epoch":"f60a5fb19effc4cfa95aed0af45997f72905f6ae",'), "the v2 golden (docs/contract.md §5)")
@@ -81,8 +73,8 @@ def golden_receipt_from_contract():
 def lookup_boundaries():
     """>= not >: a hash equal to a point lands on that point; above the last point wraps
     to the first point, not the last."""
-    p = probe()
-    ring = p.Ring("sha1", 160, worked_example_shards())
+    sg = client_package()
+    ring = sg.ring.Ring("sha1", 160, worked_example_shards())
     first, second, last = ring.entries[0], ring.entries[1], ring.entries[-1]
     middle = ring.entries[240]
     eq(ring.lookup_hash(middle[0]), (middle[0], middle[2], middle[1].decode(), "ring"), "exact")
@@ -99,10 +91,10 @@ def lookup_boundaries():
 
 @case("probe_ring")
 def only_online_shards_and_weights_multiply():
-    p = probe()
+    sg = client_package()
     shards = [shard("a", weight=3), shard("b"), shard("c", "draining", weight=5),
               shard("d", "offline"), shard("e", "Online")]
-    ring = p.Ring("sha1", 40, shards)
+    ring = sg.ring.Ring("sha1", 40, shards)
     eq([s["id"] for s in ring.online], ["a", "b"], "whitelist: only state == online")
     eq(ring.vnodes_total, 160, "V * weight summed over online shards")
     counts = {}
@@ -110,7 +102,7 @@ def only_online_shards_and_weights_multiply():
         counts[sid] = counts.get(sid, 0) + 1
     eq(counts, {b"a": 120, b"b": 40}, "points per shard = V * weight, not divided")
     eq(sorted(v for _, sid, v in ring.entries if sid == b"a"), list(range(120)), "vnodes of a")
-    empty = p.Ring("sha1", 160, [shard("d", "offline")])
+    empty = sg.ring.Ring("sha1", 160, [shard("d", "offline")])
     eq(empty.lookup(b"k")[1:], (None, None, None, None), "empty ring places nothing")
 
 
@@ -119,18 +111,18 @@ def points_layout_sha1_and_md5():
     """W words per digest, LE32, vnode k = g*W + j; md5 values published by twemproxy and
     libmemcached (tests/hash_results.h): ketama_hash("server1-8", 0) == 3853726576,
     index 3 == 2667054752, md5 key hash of "apple" == 3195025439."""
-    p = probe()
-    md5 = dict((v, val) for val, v in p.shard_points("md5", "server1", 160))
+    sg = client_package()
+    md5 = dict((v, val) for val, v in sg.ring.shard_points("md5", "server1", 160))
     eq(len(md5), 160, "md5 points")
     eq(md5[8 * 4 + 0], 3853726576, "md5 server1-8 word 0")
     eq(md5[8 * 4 + 3], 2667054752, "md5 server1-8 word 3")
-    eq(p.key_hash("md5", b"apple"), 3195025439, "md5 key hash of apple")
-    sha1 = p.shard_points("sha1", "shard-b", 160)
+    eq(sg.ring.key_hash("md5", b"apple"), 3195025439, "md5 key hash of apple")
+    sha1 = sg.ring.shard_points("sha1", "shard-b", 160)
     eq([v for _, v in sha1], list(range(160)), "sha1 vnodes 0..159")
     eq(sha1[15][0], 3046879832, "shard-b vnode 15 (ch-001's point, docs/contract.md §6)")
-    eq(len(p.shard_points("sha1", "x", 7)), 7, "a count that is not a multiple of W")
-    eq(len(p.shard_points("md5", "x", 7)), 7, "md5 count not a multiple of W")
-    ring = p.Ring("md5", 160, [shard("a"), shard("b")])
+    eq(len(sg.ring.shard_points("sha1", "x", 7)), 7, "a count that is not a multiple of W")
+    eq(len(sg.ring.shard_points("md5", "x", 7)), 7, "md5 count not a multiple of W")
+    ring = sg.ring.Ring("md5", 160, [shard("a"), shard("b")])
     eq(ring.ring_id, __import__("hashlib").sha1(b"ketama\nmd5\n160\na 1\nb 1\n").hexdigest(),
        "ring id text (SHA-1 whatever the ring hash)")
 
@@ -139,15 +131,15 @@ def points_layout_sha1_and_md5():
 def equal_values_are_kept_and_ordered_by_id():
     """Many shards make 32-bit point collisions certain; none may be dropped, and ties
     are ordered by shard id bytes, then vnode."""
-    p = probe()
+    sg = client_package()
     shards = [shard("s%d" % i) for i in range(2000)]
-    ring = p.Ring("sha1", 160, shards)
+    ring = sg.ring.Ring("sha1", 160, shards)
     eq(len(ring.entries), 320000, "every point kept")
     ties = [(a, b) for a, b in zip(ring.entries, ring.entries[1:]) if a[0] == b[0]]
     ok(ties, "the test data has colliding point values")
     for a, b in ties:
         ok((a[1], a[2]) < (b[1], b[2]), "tie order %r %r" % (a, b))
-    eq(p.id_order([shard("ab"), shard("a"), shard("B")]), [shard("B"), shard("a"), shard("ab")],
+    eq(sg.ring.id_order([shard("ab"), shard("a"), shard("B")]), [shard("B"), shard("a"), shard("ab")],
        "id order is bytewise, shorter first")
 
 
@@ -155,10 +147,10 @@ def equal_values_are_kept_and_ordered_by_id():
 def design_counterfactuals():
     """docs/contract.md §6: shard-d and shard-e wrongly online send ch-001 to shard-d; VNODES divided by 5
     moves exactly ch-003..ch-006."""
-    p = probe()
+    sg = client_package()
     leaky = [dict(s, state="online") for s in worked_example_shards()]
-    eq(p.Ring("sha1", 160, leaky).lookup(b"order:1001")[3], "shard-d", "leak: ch-001")
-    divided = p.Ring("sha1", 32, worked_example_shards())
+    eq(sg.ring.Ring("sha1", 160, leaky).lookup(b"order:1001")[3], "shard-d", "leak: ch-001")
+    divided = sg.ring.Ring("sha1", 32, worked_example_shards())
     moved = [row[0] for row in GOLDEN if divided.lookup(row[1].encode())[3] != row[6]]
     eq(moved, ["ch-003", "ch-004", "ch-005", "ch-006"], "moved by VNODES/5")
 

@@ -29,7 +29,6 @@ Each HTTP case starts its own `shardgate serve` on a fresh state dir on 127.0.0.
 asserts that dir's whole journal.
 """
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -41,15 +40,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sgtest  # noqa: E402
 from sgtest import Failure, Server, eq, journal_lines  # noqa: E402
 
-PROBE = None  # client/probe.py, loaded once
+PROBE = None  # shardgate.probe of client/, loaded once
 
 
-def load_probe(root):
-    spec = importlib.util.spec_from_file_location("probe", os.path.join(root, "client",
-                                                                        "probe.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def read_expected(case, name, default=None):
@@ -222,7 +215,7 @@ def main(argv):
     if not cases:
         print("run_cases: no case folder in %s" % " ".join(argv[3:]), file=sys.stderr)
         return 64
-    PROBE = load_probe(root)
+    PROBE = sgtest.client_package().probe
     results = [run_one(root, c) for c in cases]
     passed = results.count(True)
     print("%d passed, %d failed" % (passed, len(results) - passed))

@@ -78,6 +78,15 @@ def src(*parts):
     return os.path.join(SRC or ROOT, *parts)
 
 
+def client_package():
+    """The package shardgate of client/ (the probe's modules), imported from the source tree."""
+    path = src("client")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import shardgate.probe  # the command imports every module of the package
+    return shardgate
+
+
 def tmpdir():
     """A temp dir, removed when the script passes (kept for a look when it fails)."""
     d = tempfile.mkdtemp(prefix="shardgate-test-")

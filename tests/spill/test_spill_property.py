@@ -20,18 +20,12 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgtest  # noqa: E402
-from sgtest import case, eq, ok, run, run_gateway, src, tmpdir, write  # noqa: E402
+from sgtest import case, eq, ok, run, run_gateway, tmpdir, write  # noqa: E402
 
 ROUNDS = int(os.environ.get("SPILL_ROUNDS", "200"))
 SEED = int(os.environ.get("SPILL_SEED", "20261201"))
 CAPACITIES = [0, 0, 1, 2, 3, 5, 8, 13, 40, 10 ** 6]
 STATES = ["online"] * 5 + ["draining", "offline"]
-
-
-def load_probe():
-    sys.path.insert(0, src("client"))
-    import probe
-    return probe
 
 
 def membership(rng, n, capacities):
@@ -86,7 +80,7 @@ def health_verdict(conf, shards, receipt):
     return r.returncode, json.loads(r.stdout)
 
 
-def one_round(probe, rng, round_no, d):
+def one_round(sg, rng, round_no, d):
     conf_text, members, batch, large = draw(rng, round_no)
     conf = write(os.path.join(d, "c.env"), conf_text)
     shards = write(os.path.join(d, "s.json"), json.dumps(members))
@@ -98,9 +92,9 @@ def one_round(probe, rng, round_no, d):
     eq(r.returncode == 0, doc["ok"], "exit 0 exactly when ok")
     invariants(doc, members)
     if not large:
-        want = probe.canonical(probe.expected_receipt(
-            probe.load_contract(conf), probe.load_shards(shards), batch["batch_id"],
-            batch["changes"], probe.receipt_version_of(doc)))
+        want = sg.receipt.canonical(sg.receipt.expected_receipt(
+            sg.contract.load_contract(conf), sg.contract.load_shards(shards), batch["batch_id"],
+            batch["changes"], sg.receipt.receipt_version_of(doc)))
         eq(r.stdout, want, "gateway bytes = probe bytes")
     receipt = write(os.path.join(d, "r.json"), r.stdout)
     rc, verdict = health_verdict(conf, shards, receipt)
@@ -114,13 +108,13 @@ def one_round(probe, rng, round_no, d):
 
 @case("property")
 def gateway_probe_and_health_agree_on_random_spill_batches():
-    probe = load_probe()
+    sg = sgtest.client_package()
     rng = random.Random(SEED)
     tally = {"spilled": 0, "refused": 0, "large": 0}
     d = tmpdir()
     for round_no in range(ROUNDS):
         try:
-            spilled, refused, large = one_round(probe, rng, round_no, d)
+            spilled, refused, large = one_round(sg, rng, round_no, d)
         except sgtest.Failure as e:
             kept = tempfile.mkdtemp(prefix="shardgate-spill-fail-%d-" % round_no)
             shutil.copytree(d, kept, dirs_exist_ok=True)

@@ -1,0 +1,135 @@
+"""The ketama ring (docs/contract.md §3): points, ring id, epoch id, lookup by bisect, and
+the spill walk (docs/contract.md §9). Written from the contract, independent of the gateway."""
+
+import bisect
+import hashlib
+import struct
+from typing import Any
+
+from .contract import CONTRACT_KEYS, Contract, Shard
+
+__all__ = ["Ring", "key_hash", "shard_points", "epoch_id", "id_order", "online_shards",
+           "spill_place"]
+
+# ---------------------------------------------------------------- the ring (docs/contract.md §3)
+
+def digest(algorithm: str, data: bytes) -> bytes:
+    """The SHA-1 or MD5 digest of data."""
+    return hashlib.new(algorithm, data).digest()
+
+
+def le32(d: bytes, offset: int) -> int:
+    """The little-endian 32-bit word at offset."""
+    return struct.unpack_from("<I", d, offset)[0]
+
+
+def key_hash(algorithm: str, key_bytes: bytes) -> int:
+    """A key's hash: the first little-endian word of its digest."""
+    return le32(digest(algorithm, key_bytes), 0)
+
+
+def shard_points(algorithm: str, shard_id: str, count: int) -> list[tuple[int, int]]:
+    """The `count` points of one shard: (value, vnode) in vnode order."""
+    words = len(digest(algorithm, b"")) // 4
+    points, group = [], 0
+    while len(points) < count:
+        d = digest(algorithm, ("%s-%d" % (shard_id, group)).encode("utf-8"))
+        for j in range(words):
+            vnode = group * words + j
+            if vnode >= count:
+                break
+            points.append((le32(d, 4 * j), vnode))
+        group += 1
+    return points
+
+
+def epoch_id(contract: Contract, shards: list[Shard]) -> str:
+    """The epoch id (docs/contract.md §7): SHA-1 of the contract and the whole membership."""
+    text = "shardgate-epoch\n"
+    text += "".join("%s=%s\n" % (key, contract[key]) for key in CONTRACT_KEYS)
+    text += "".join("%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s["weight"])
+                    for s in id_order(shards))
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def id_order(shards: list[Shard]) -> list[Shard]:
+    """The shards sorted by the bytes of their ids."""
+    return sorted(shards, key=lambda s: s["id"].encode("utf-8"))
+
+
+def online_shards(shards: list[Shard]) -> list[Shard]:
+    """The shards on the ring, in id order."""
+    # A whitelist: only `online` is in the ring, never "everything but offline".
+    return [s for s in id_order(shards) if s["state"] == "online"]
+
+
+class Ring:
+    """Sorted (value, shard id bytes, vnode) points with a bisect lookup."""
+
+    def __init__(self, algorithm: str, vnodes: int, shards: list[Shard]) -> None:
+        """The ring of the online shards of a membership."""
+        self.algorithm = algorithm
+        self.vnodes = vnodes
+        self.online = online_shards(shards)
+        entries = []
+        for s in self.online:
+            id_bytes = s["id"].encode("utf-8")
+            for value, vnode in shard_points(algorithm, s["id"], vnodes * s["weight"]):
+                entries.append((value, id_bytes, vnode))
+        entries.sort()
+        self.entries = entries
+        self.values = [e[0] for e in entries]
+
+    @property
+    def vnodes_total(self) -> int:
+        """The number of points on the ring."""
+        return sum(self.vnodes * s["weight"] for s in self.online)
+
+    @property
+    def ring_id(self) -> str:
+        """The ring id: SHA-1 of the hash, vnodes and the online shards' ids and weights."""
+        text = "ketama\n%s\n%d\n" % (self.algorithm, self.vnodes)
+        text += "".join("%s %d\n" % (s["id"], s["weight"]) for s in self.online)
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def lookup_hash(self, h: int) -> tuple[int | None, int | None, str | None, str | None]:
+        """Returns (point, vnode, shard id, reason); all None on an empty ring."""
+        if not self.entries:
+            return None, None, None, None
+        i = bisect.bisect_left(self.values, h)  # the first value >= h
+        reason = "ring"
+        if i == len(self.entries):
+            i, reason = 0, "wrap"
+        value, id_bytes, vnode = self.entries[i]
+        return value, vnode, id_bytes.decode("utf-8"), reason
+
+    def lookup(self, key_bytes: bytes) -> tuple[int, int | None, int | None, str | None, str | None]:
+        """Returns (hash, point, vnode, shard id, reason) of a key."""
+        h = key_hash(self.algorithm, key_bytes)
+        return (h,) + self.lookup_hash(h)
+
+
+# ---------------------------------------------------------------- spill (docs/contract.md §9)
+
+def spill_place(ring: Ring, by_id: dict[str, Shard], load: dict[str, int],
+                placement: dict[str, Any]) -> dict[str, Any]:
+    """Rules 1-3 for one change, in batch order: the placement itself when its home shard has
+    room (or no online shard has), else the first shard clockwise after the home point, each
+    met once, the home shard skipped, with load + size <= capacity, with `home` after reason."""
+    home, size = placement["shard"], placement["size"]
+    if load[home] + size <= by_id[home]["capacity"]:
+        return placement
+    n = len(ring.entries)
+    start = bisect.bisect_left(ring.values, placement["hash"]) % n  # the home point
+    met = {home}
+    for step in range(1, n):
+        value, id_bytes, vnode = ring.entries[(start + step) % n]
+        shard = id_bytes.decode("utf-8")
+        if shard in met:
+            continue
+        met.add(shard)
+        if load[shard] + size <= by_id[shard]["capacity"]:
+            moved = dict(placement, point=value, vnode=vnode, shard=shard, reason="spill")
+            moved["home"] = home
+            return moved
+    return placement

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The Python package shardgate as a user gets it (docs/tools.md §14): installed with pip into a
+fresh venv (offline: Debian's python3-venv, python3-wheel, `--no-build-isolation`), imported
+from the venv and not from the source tree, its modules agreeing with `shardgate dispatch` and
+`shardgate plan` byte for byte on the worked example and on random memberships and batches,
+and its three console scripts running against a real gateway.
+
+usage: test_python_package.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
+"""
+import inspect
+import json
+import os
+import re
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "..", "health"))
+import ketama  # noqa: E402
+import sgtest  # noqa: E402
+from sgtest import Server, case, eq, main, ok, read, run, run_gateway, src, tmpdir, write  # noqa: E402
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-venv and python3-wheel
+MEMBERSHIPS, CHANGES = 30, 300
+_venv = {}
+
+
+def venv():
+    """A venv with the package installed from a copy of client/ (pip builds in its source dir,
+    which must not be the checkout)."""
+    if _venv:
+        return _venv["dir"]
+    d = tmpdir()
+    copy = os.path.join(d, "client")
+    shutil.copytree(src("client"), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    env_dir = os.path.join(d, "venv")
+    r = run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", env_dir], timeout=120)
+    eq(r.returncode, 0, "python3 -m venv: %s" % r.stderr)
+    r = run([os.path.join(env_dir, "bin", "pip"), "install", "--no-index", "--no-build-isolation",
+             "--no-cache-dir", copy], timeout=300, cwd=d)
+    eq(r.returncode, 0, "pip install ./client: %s%s" % (r.stdout, r.stderr))
+    _venv["dir"] = env_dir
+    return env_dir
+
+
+def in_venv(code, *args, cwd=None):
+    """Runs Python code with the venv's interpreter, outside the source tree."""
+    return run([os.path.join(venv(), "bin", "python"), "-c", code] + list(args),
+               cwd=cwd or tmpdir(), timeout=300)
+
+
+def script(name, *args, **kw):
+    return run([os.path.join(venv(), "bin", name)] + list(args), cwd=tmpdir(), **kw)
+
+
+@case("python_package")
+def installed_into_the_venv_with_its_version():
+    r = in_venv("import shardgate, shardgate.ring, shardgate.receipt, shardgate.verify;"
+                "print(shardgate.__file__); print(shardgate.__version__)")
+    eq(r.returncode, 0, "import: %s" % r.stderr)
+    path, version = r.stdout.splitlines()
+    ok(path.startswith(os.path.join(venv(), "lib")) and "site-packages" in path,
+       "imported from the venv, not the checkout: %s" % path)
+    cmake = re.search(r"project\(shardgate VERSION ([0-9.]+)", read(src("CMakeLists.txt")).decode())
+    pyproject = re.search(r'(?m)^version = "([0-9.]+)"', read(src("client", "pyproject.toml")).decode())
+    eq((version, pyproject.group(1)), (cmake.group(1), cmake.group(1)),
+       "the package's version is the project's")
+    r = in_venv("import importlib.resources as r, shardgate;"
+                "print(r.files(shardgate).joinpath('py.typed').is_file())")
+    eq(r.stdout, "True\n", "py.typed is installed (PEP 561)")
+
+
+@case("python_package")
+def the_public_functions_are_typed_and_documented():
+    """Every name in a module's __all__: a docstring, and every parameter and the return
+    annotated with hints that resolve."""
+    sys.path.insert(0, src("client"))
+    import typing
+    from shardgate import contract, journal, plan, receipt, ring, verify
+    checked = 0
+    for module in (contract, ring, receipt, plan, journal, verify):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and not issubclass(obj, Exception):
+                funcs = [f.fget if isinstance(f, property) else f for f in vars(obj).values()
+                         if inspect.isfunction(f) or isinstance(f, property)]
+            elif inspect.isfunction(obj):
+                funcs = [obj]
+            else:
+                continue
+            for f in funcs:
+                where = "%s.%s" % (module.__name__, f.__qualname__)
+                ok(f.__doc__, "%s has a docstring" % where)
+                hints = typing.get_type_hints(f)
+                wanted = [p for p in inspect.signature(f).parameters if p != "self"] + ["return"]
+                eq([p for p in wanted if p not in hints], [], "%s: unannotated" % where)
+                checked += 1
+    ok(checked >= 30, "%d public functions checked" % checked)
+
+
+def dispatch_bytes(conf, shards, batch):
+    return run_gateway("dispatch", "--conf", conf, "--shards", shards, "--batch", batch)
+
+
+PLACE = """import sys
+from shardgate.contract import canonical, load_contract, load_shards
+from shardgate.receipt import expected_receipt, load_batch
+for conf, shards, batch in zip(*[iter(sys.argv[1:])] * 3):
+    batch_id, changes = load_batch(batch)
+    receipt = expected_receipt(load_contract(conf), load_shards(shards), batch_id, changes)
+    sys.stdout.write(canonical(receipt))
+"""
+
+
+@case("python_package")
+def receipts_equal_dispatch_on_the_worked_example_and_random_batches():
+    """shardgate.receipt's receipt for the worked example is the golden receipt v2 and
+    `shardgate dispatch`'s bytes; on 30 random contracts and memberships (sha1 and md5, 1..300
+    vnodes, report and spill) with 300 random changes each, the same bytes as dispatch."""
+    files = [src("conf", "dispatch.env"), src("input", "shards.json"), src("input", "changes.json")]
+    rng = sgtest.seeded_rng("python-package")
+    d = tmpdir()
+    for i in range(MEMBERSHIPS):
+        conf = write(os.path.join(d, "c%d.env" % i), ketama.contract_text(ketama.contract(
+            rng.choice(["sha1", "md5"]), rng.randint(1, 300), rng.choice(["report", "spill"]))))
+        shards = [{"id": "s%d-%d" % (i, k),
+                   "state": rng.choice(["online", "online", "draining", "offline"]),
+                   "capacity": rng.randint(0, 20000), "weight": rng.randint(1, 4)}
+                  for k in range(rng.randint(1, 25))]
+        shards[0]["state"] = "online"
+        changes = [{"id": "c%d" % k, "key": "%x:%d" % (rng.getrandbits(40), k),
+                    "size": rng.randint(0, 100)} for k in range(CHANGES)]
+        files += [conf, write(os.path.join(d, "s%d.json" % i), json.dumps({"shards": shards})),
+                  write(os.path.join(d, "b%d.json" % i),
+                        json.dumps({"batch_id": "py-%d" % i, "changes": changes}))]
+    r = in_venv(PLACE, *files)
+    eq(r.returncode, 0, "the package places: %s" % r.stderr)
+    mine = r.stdout.splitlines(keepends=True)
+    eq(len(mine), MEMBERSHIPS + 1, "one receipt per batch")
+    eq(mine[0], read(src("tests", "golden", "sample-0001.receipt.v2.json")).decode(), "the golden receipt")
+    for i in range(MEMBERSHIPS + 1):
+        g = dispatch_bytes(*files[3 * i:3 * i + 3])
+        ok(g.returncode in (0, 2) and g.stdout, "dispatch %d: %s" % (i, g.stderr))
+        eq(mine[i], g.stdout, "batch %d: the receipt, byte for byte" % i)
+
+
+@case("python_package")
+def plans_equal_shardgate_plan():
+    rng = sgtest.seeded_rng("python-package-plan")
+    d = tmpdir()
+    for i in range(5):
+        a, b = ({"shards": [{"id": "p%d" % k, "state": rng.choice(["online", "offline"]),
+                             "capacity": 10, "weight": rng.randint(1, 3)}
+                            for k in range(rng.randint(2, 12))]} for _ in range(2))
+        a["shards"][0]["state"] = b["shards"][0]["state"] = "online"
+        fa = write(os.path.join(d, "a%d.json" % i), json.dumps(a))
+        fb = write(os.path.join(d, "b%d.json" % i), json.dumps(b))
+        args = ["--conf", src("conf", "dispatch.env"), "--shards", fa, "--to", fb]
+        g = run_gateway("plan", *args)
+        p = script("shardgate-probe", "plan", *args)
+        eq((p.returncode, p.stdout), (0, g.stdout), "plan %d, byte for byte" % i)
+        ok(g.returncode == 0 and '"moved_points":' in g.stdout, g.stderr)
+
+
+@case("python_package")
+def the_console_scripts_run_against_a_gateway():
+    """shardgate-post-batch posts the worked example (the golden receipt v2 back),
+    shardgate-probe verifies it (and fails a changed one with exit 1), shardgate-consume reads
+    shard-a's assignments; usage errors are 64 and name the command."""
+    d = tmpdir()
+    with Server() as server:
+        url = "http://127.0.0.1:%d" % server.port
+        r = script("shardgate-post-batch", "--url", url + "/v1/batches", "--batch", src("input", "changes.json"))
+        eq((r.returncode, r.stdout), (0, read(src("tests", "golden", "sample-0001.receipt.v2.json")).decode()),
+           "post-batch: %s" % r.stderr)
+        receipt = write(os.path.join(d, "receipt.json"), r.stdout)
+        verify = ["--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                  "--receipt", receipt, "--batch", src("input", "changes.json")]
+        r = script("shardgate-probe", *verify)
+        eq((r.returncode, r.stdout), (0, "RESULT: OK\n"), "probe: %s" % r.stderr)
+        write(receipt, r"%s" % read(receipt).decode().replace("\"load\":8", "\"load\":9", 1))
+        r = script("shardgate-probe", *verify)
+        eq(r.returncode, 1, "probe of a changed receipt: %s" % r.stdout)
+        ok(r.stdout.startswith("RESULT: BAD ("), r.stdout)
+        r = script("shardgate-consume", "--url", url, "--shard", "shard-a", "--cursor-file",
+                   os.path.join(d, "cursor.json"), "--exit-idle", "--wait-ms", "0")
+        eq(r.returncode, 0, "consume: %s" % r.stderr)
+        got = [json.loads(line) for line in r.stdout.splitlines()]
+        golden = json.loads(read(src("tests", "golden", "sample-0001.receipt.v2.json")))
+        want = sorted(p["id"] for p in golden["placements"] if p["shard"] == "shard-a")
+        eq(sorted(a["id"] for a in got), want, "shard-a's assignments, each once")
+    for name in ("shardgate-probe", "shardgate-post-batch", "shardgate-consume"):
+        r = script(name, "--no-such-option")
+        eq(r.returncode, 64, "%s with a bad option" % name)
+        ok(r.stderr.startswith("usage: %s " % name), "%s: %s" % (name, r.stderr[:120]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv, ("shardgate", "source")))
