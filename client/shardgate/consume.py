@@ -120,16 +120,15 @@ class Stop(Exception):
         self.code = code
 
 
-def fetch(args, after):
-    """One page: (items, last_seq). Raises Retry or Stop."""
-    path = "%s/v1/shards/%s/assignments?after=%d&limit=%d&wait_ms=%d" % (
-        args.base, urllib.parse.quote(args.shard, safe=""), after, args.limit, args.wait_ms)
-    headers = {"Accept": "application/x-ndjson"}
+def get(args, path, accept="application/json"):
+    """GET args.base + path with the token: (status, body). Raises Retry on a connection error
+    or a 5xx, Stop on 410 (the cursor expired) and on another 4xx."""
+    headers = {"Accept": accept}
     if args.token:
         headers["Authorization"] = "Bearer " + args.token
     conn = http.client.HTTPConnection(args.host, args.port, timeout=args.wait_ms / 1000 + 30)
     try:
-        conn.request("GET", path, headers=headers)
+        conn.request("GET", args.base + path, headers=headers)
         r = conn.getresponse()
         body = r.read()
     except (OSError, http.client.HTTPException) as e:
@@ -144,6 +143,14 @@ def fetch(args, after):
     if r.status != 200:
         sys.stderr.write("consume.py: HTTP %d: %s" % (r.status, body.decode("utf-8", "replace")))
         raise Stop(EXIT_CLIENT_ERROR)
+    return r.status, body
+
+
+def fetch(args, after):
+    """One page: (items, last_seq). Raises Retry or Stop."""
+    path = "/v1/shards/%s/assignments?after=%d&limit=%d&wait_ms=%d" % (
+        urllib.parse.quote(args.shard, safe=""), after, args.limit, args.wait_ms)
+    _, body = get(args, path, "application/x-ndjson")
     lines = body.split(b"\n")[:-1]
     items = [(l, json.loads(l)) for l in lines]
     if not items or items[-1][1].get("type") != "bookmark":
@@ -185,7 +192,9 @@ def apply(args, c, raw, a):
         store_cursor(args.cursor_file, c)
 
 
-def follow(args):
+def follow(args, check=None):
+    """Applies every assignment after the cursor; check(args, item), when given, sees every
+    item first (epoch records too) and may raise Stop to refuse one before it is applied."""
     c = load_cursor(args.cursor_file)
     failing_since = None
     while True:
@@ -202,6 +211,8 @@ def follow(args):
             continue
         failing_since = None
         for raw, a in items:
+            if check is not None:
+                check(args, a)
             if a.get("type") == "assignment":
                 apply(args, c, raw, a)
         moved = last > c["after"]
@@ -211,11 +222,12 @@ def follow(args):
             return EXIT_OK
 
 
-def main(argv=None, prog="consume.py"):
-    """Follows the feed argv (default sys.argv[1:]) names; returns the exit code."""
+def main(argv=None, prog="consume.py", check=None):
+    """Follows the feed argv (default sys.argv[1:]) names, each item shown to check (see
+    follow); returns the exit code."""
     args = parse_args(sys.argv[1:] if argv is None else argv, prog)
     try:
-        return follow(args)
+        return follow(args, check)
     except Stop as s:
         return s.code
     except KeyboardInterrupt:

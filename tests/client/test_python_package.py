@@ -196,5 +196,103 @@ def the_console_scripts_run_against_a_gateway():
         ok(r.stderr.startswith("usage: %s " % name), "%s: %s" % (name, r.stderr[:120]))
 
 
+def worker(*args):
+    """examples/python/worker.py run by the venv's interpreter: it imports the installed package."""
+    return run([os.path.join(venv(), "bin", "python"), src("examples", "python", "worker.py")]
+               + list(args), cwd=tmpdir(), timeout=120)
+
+
+def follow(server, shard, cursor, *extra):
+    return worker("--url", "http://127.0.0.1:%d" % server.port, "--shard", shard,
+                  "--cursor-file", cursor, "--exit-idle", "--wait-ms", "0", *extra)
+
+
+@case("python_package")
+def the_example_worker_checks_each_assignment():
+    """examples/python/worker.py on the worked example hands shard-c its four assignments;
+    under spill, every shard gets exactly the receipt's placements on it, the spilled ones
+    judged through the batch's receipt; started past the epoch record, it reads the record
+    from the journal."""
+    d = tmpdir()
+    with Server() as server:
+        eq(server.post(json.loads(read(src("input", "changes.json")))).status, 200, "post")
+        r = follow(server, "shard-c", os.path.join(d, "shard-c.cursor"))
+        eq(r.returncode, 0, "worker: %s" % r.stderr)
+        eq([json.loads(line)["id"] for line in r.stdout.splitlines()],
+           ["ch-002", "ch-005", "ch-007", "ch-008"], "shard-c's assignments in order")
+    conf = write(os.path.join(d, "spill.env"), ketama.contract_text(ketama.contract("sha1", 40, "spill")))
+    shards = write(os.path.join(d, "spill.json"), json.dumps({"shards": [
+        {"id": "a", "state": "online", "capacity": 10}, {"id": "b", "state": "online", "capacity": 10},
+        {"id": "c", "state": "online", "capacity": 500}]}))
+    with Server(conf=conf, shards=shards) as server:
+        receipts = []
+        for n in range(2):
+            r = server.post({"batch_id": "spill-%d" % n, "changes": [
+                {"id": "c%d" % k, "key": "key-%d-%d" % (n, k), "size": 3} for k in range(40)]})
+            eq(r.status, 200, "post spill-%d" % n)
+            receipts.append(r.json())
+        spilled = [(i, p["id"], p["shard"]) for i, rec in enumerate(receipts)
+                   for p in rec["placements"] if "home" in p]
+        ok(spilled, "some changes spilled")
+        for sid in ("a", "b", "c"):
+            r = follow(server, sid, os.path.join(d, sid + ".cursor"))
+            eq(r.returncode, 0, "worker %s: %s" % (sid, r.stderr))
+            got = [(a["batch_id"], a["id"]) for a in map(json.loads, r.stdout.splitlines())]
+            want = [("spill-%d" % i, p["id"]) for i, rec in enumerate(receipts)
+                    for p in rec["placements"] if p["shard"] == sid]
+            eq(got, want, "shard %s: the receipt's placements on it" % sid)
+        cursor = write(os.path.join(d, "late.cursor"),
+                       '{"after":1,"seq":0,"done":[],"pending":null}\n')
+        r = follow(server, "c", cursor)
+        eq(r.returncode, 0, "worker past the epoch record: %s" % r.stderr)
+        eq([a["batch_id"] for a in map(json.loads, r.stdout.splitlines())],
+           ["spill-1"] * sum(p["shard"] == "c" for p in receipts[1]["placements"]),
+           "only the second batch, judged with the epoch read from the journal")
+
+
+REFUSE = """import json, sys
+sys.path.insert(0, sys.argv[1])
+import worker
+epoch, assignment = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+class Args:
+    shard = "shard-a"
+checker = worker.Checker()
+checker.learn(epoch)
+for what, item in (("another shard's key", assignment),
+                   ("no epoch", dict(assignment, epoch=None))):
+    try:
+        checker.check(Args, item)
+        print(what, "accepted")
+    except worker.Refused as e:
+        print(what, "refused:", e)
+epoch["shards"][0]["capacity"] += 1
+try:
+    worker.Checker().learn(epoch)
+    print("a changed record accepted")
+except worker.Refused as e:
+    print("a changed record refused:", str(e).split(" to ")[0])
+"""
+
+
+@case("python_package")
+def the_example_worker_refuses_what_is_not_its_own():
+    """shard-c's assignment offered to shard-a's worker is refused with the owner named; an
+    assignment naming no epoch cannot be judged; an epoch record whose contents were changed
+    does not hash to its id. Run as a worker, a refusal is exit 4 with nothing applied."""
+    with Server() as server:
+        eq(server.post(json.loads(read(src("input", "changes.json")))).status, 200, "post")
+        feed = server.get("/v1/shards/shard-c/assignments?after=0", headers={
+            "Accept": "application/x-ndjson"}).body.decode().splitlines()
+    items = [json.loads(line) for line in feed]
+    epoch = next(i for i in items if i["type"] == "epoch")
+    assignment = next(i for i in items if i["type"] == "assignment")
+    r = in_venv(REFUSE, src("examples", "python"), json.dumps(epoch), json.dumps(assignment))
+    eq(r.returncode, 0, r.stderr)
+    eq(r.stdout.splitlines(), [
+        "another shard's key refused: key 'user:42' is placed on shard-c, not here",
+        "no epoch refused: a version 1 receipt names no epoch: cannot judge",
+        "a changed record refused: epoch record: its contents hash"], "the verdicts")
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv, ("shardgate", "source")))
