@@ -9,9 +9,10 @@
 #   ops/image.sh test    build, then runs docker-compose.yml (the gateway and the health
 #                        service over one state volume), POSTs the worked example, expects the golden
 #                        receipt and a passing health verdict, and removes everything
-#   ops/image.sh deb     builds shardgate_<version>_amd64.deb (cpack), checks its dependencies
-#                        and contents, installs it in a fresh debian:12 container and serves
-#                        the worked example from the installed files
+#   ops/image.sh deb     builds the four .debs (cpack: shardgate, libshardgate1,
+#                        libshardgate-dev, python3-shardgate), checks their dependencies and
+#                        contents, installs them in a fresh debian:12 container: the worked
+#                        example served, health, shardgate-probe, and the library's tests
 #   ops/image.sh cluster build, then runs docker-compose.yml's `cluster` profile in containers
 #                        (PostgreSQL with passwords, three gateways with tokens from secret
 #                        files, HAProxy, health as the read-only role): the golden receipt
@@ -263,55 +264,91 @@ wait_body() {
     fail "$1 did not answer $2 within $3 s"
 }
 
-# deb_build: configures build/deb for /usr, builds the programs, runs cpack; prints the path.
+# deb_build: configures build/deb for /usr, builds the programs, runs cpack; prints the four
+# packages' paths, shardgate's first.
 deb_build() {
     local dir=build/deb
     cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARDGATE_TESTS=OFF \
         -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
-    cmake --build "$dir" -j "$(nproc)" --target shardgate shardgate-health >/dev/null
+    cmake --build "$dir" -j "$(nproc)" --target shardgate shardgate-health libshardgate >/dev/null
+    rm -f "$dir"/*.deb
     (cd "$dir" && cpack -G DEB >/dev/null)
-    local version
+    local version arch name deb
     version=$(sed -n 's/^project(shardgate VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-    local deb="$dir/shardgate_${version}_$(dpkg --print-architecture).deb"
-    [ -f "$deb" ] || fail "cpack did not produce $deb"
+    arch=$(dpkg --print-architecture)
+    for name in shardgate_${version}_$arch libshardgate1_${version}_$arch \
+        libshardgate-dev_${version}_$arch python3-shardgate_${version}_all; do
+        [ -f "$dir/$name.deb" ] || fail "cpack did not produce $dir/$name.deb"
+    done
+    local made=("$dir"/*.deb)
+    [ "${#made[@]}" = 4 ] || fail "cpack made other packages: ${made[*]}"
     # A Release build carries no test-only kill -9 points (gateway/core/crashpoint.h).
     ! grep -q SHARDGATE_TEST_CRASH_AT "$dir/gateway/shardgate" ||
         fail "$dir/gateway/shardgate: a Release build with SHARDGATE_TEST_CRASH_AT"
-    echo "$deb"
+    for name in shardgate_${version}_$arch libshardgate1_${version}_$arch \
+        libshardgate-dev_${version}_$arch python3-shardgate_${version}_all; do
+        echo "$dir/$name.deb"
+    done
 }
 
-# deb_inspect DEB: the runtime dependencies and the files operators expect.
+# deb_has DEB FILE...: each FILE is in DEB, and DEB holds nothing else (directories aside).
+deb_has() {
+    local deb=$1 listed
+    shift
+    listed=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sort)
+    [ "$listed" = "$(printf '%s\n' "$@" | sort)" ] ||
+        fail "$(basename "$deb") holds:"$'\n'"$listed"$'\n'"expected:"$'\n'"$(printf '%s\n' "$@" | sort)"
+}
+
+# deb_inspect SERVER LIB DEV PYTHON: each package's dependencies and exactly its files.
 deb_inspect() {
-    local deps lib f
+    local deps lib f libdir
+    libdir=$(dpkg-deb -c "$2" | awk '$6 ~ /libshardgate[.]so[.]1$/ {print $6}' | sed 's|/[^/]*$||')
+    [[ $libdir == ./usr/lib/*-linux-gnu ]] || fail "$2: libshardgate.so.1 not in /usr/lib/<multiarch>"
     deps=$(dpkg-deb -f "$1" Depends)
     for lib in libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 librocksdb7.8 libcurl4 adduser; do
         grep -qw "$lib" <<<"$deps" || fail "$1: Depends lacks $lib: $deps"
     done
-    for f in ./usr/bin/shardgate ./usr/bin/shardgate-health ./usr/share/man/man1/shardgate.1 \
+    deb_has "$1" ./usr/bin/shardgate ./usr/bin/shardgate-health ./usr/share/man/man1/shardgate.1 \
         ./usr/share/man/man1/shardgate-health.1 ./usr/share/man/man5/shardgate-contract.5 \
         ./usr/lib/systemd/system/shardgate.service ./usr/lib/systemd/system/shardgate-health.service \
         ./usr/share/shardgate/examples/dispatch.env ./usr/share/shardgate/examples/shards.json \
+        ./usr/share/shardgate/examples/changes.json \
         ./usr/share/shardgate/openapi.yaml ./usr/share/shardgate/prometheus/shardgate-rules.yml \
         ./usr/share/shardgate/prometheus/shardgate-rules.test.yml \
-        ./usr/share/shardgate/grafana/shardgate.json; do
-        dpkg-deb -c "$1" | awk '{print $6}' | grep -qx "$f" || fail "$1 lacks $f"
-    done
-    echo "ok: $(basename "$1"): Depends: $deps"
+        ./usr/share/shardgate/grafana/shardgate.json
+    deb_has "$2" "$libdir/libshardgate.so.1" "$libdir/libshardgate.so.1.0.0"
+    dpkg-deb -I "$2" shlibs | grep -qx 'libshardgate 1 libshardgate1 (>= [0-9.]*)' ||
+        fail "$2: no shlibs line for libshardgate.so.1"
+    dpkg-deb -I "$2" postinst | grep -qx '[[:space:]]*ldconfig' || fail "$2: postinst without ldconfig"
+    deb_has "$3" ./usr/include/shardgate.h "$libdir/libshardgate.so" "$libdir/pkgconfig/shardgate.pc"
+    grep -qx "libshardgate1 (= $(dpkg-deb -f "$2" Version))" <<<"$(dpkg-deb -f "$3" Depends)" ||
+        fail "$3: Depends is not libshardgate1 of the same version: $(dpkg-deb -f "$3" Depends)"
+    f=$(cd client && git ls-files shardgate | sed 's|^|./usr/lib/python3/dist-packages/|')
+    # shellcheck disable=SC2086 # one path per word
+    deb_has "$4" ./usr/bin/shardgate-probe ./usr/bin/shardgate-post-batch ./usr/bin/shardgate-consume $f
+    [ "$(dpkg-deb -f "$4" Architecture)" = all ] || fail "$4: not Architecture: all"
+    echo "ok: $(basename "$1"): Depends: $deps; and libshardgate1, libshardgate-dev, python3-shardgate"
 }
 
+# cmd_deb: the four packages installed in a fresh debian:12 container with apt, as a user would:
+# the daemon serves the worked example and health passes; the library, from libshardgate-dev,
+# passes tests/library/test_libshardgate.py (built with the container's cc and pkg-config);
+# python3-shardgate's shardgate-probe verifies the receipt the daemon gave.
 cmd_deb() {
     [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
     sg_base_image "$TOOL"
-    local deb c="$RUN_ID-deb" port
-    deb=$(deb_build)
-    deb_inspect "$deb"
+    local debs c="$RUN_ID-deb" port
+    mapfile -t debs < <(deb_build)
+    deb_inspect "${debs[@]}"
     port=$(free_port)
     CLEANUP+=("$TOOL rm -f -t 0 $c")
-    "$TOOL" run -d --name "$c" --network host -v "$PWD/$deb:/tmp/shardgate.deb:ro" debian:12 \
-        sleep 900 >/dev/null
+    "$TOOL" run -d --name "$c" --network host -v "$PWD/build/deb:/tmp/debs:ro" -v "$PWD:/src:ro" \
+        debian:12 sleep 900 >/dev/null
     "$TOOL" exec "$c" sh -ec 'apt-get update -q >/dev/null
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-            /tmp/shardgate.deb >/dev/null' || fail "apt-get install of $deb in debian:12"
+        cd /tmp/debs && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+            --no-install-recommends '"$(printf './%s ' "${debs[@]##*/}")"' >/dev/null' ||
+        fail "apt-get install of the four packages in debian:12"
     "$TOOL" exec "$c" sh -ec 'getent passwd shardgate >/dev/null; test -f /etc/shardgate/shards.json
         test "$(stat -c %U:%a /var/lib/shardgate)" = shardgate:750; shardgate --version' ||
         fail "postinst: user, /etc/shardgate or /var/lib/shardgate missing"
@@ -324,7 +361,20 @@ cmd_deb() {
         --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
         --journal /var/lib/shardgate/journal.jsonl >/dev/null ||
         fail "shardgate-health check of the installed package's journal"
-    echo "ok: the .deb installs in debian:12 and serves the worked example; health passes"
+    "$TOOL" exec "$c" sh -ec "shardgate-post-batch --url http://127.0.0.1:$port/v1/batches \
+            --batch /usr/share/shardgate/examples/changes.json >/tmp/receipt.json
+        cmp /tmp/receipt.json /src/tests/golden/sample-0001.receipt.v2.json
+        shardgate-probe --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
+            --receipt /tmp/receipt.json --batch /usr/share/shardgate/examples/changes.json |
+            grep -qx 'RESULT: OK'" || fail "python3-shardgate's commands against the installed daemon"
+    "$TOOL" exec "$c" sh -ec 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+            --no-install-recommends gcc libc6-dev pkg-config binutils >/dev/null' ||
+        fail "apt-get install of a C compiler in the container"
+    "$TOOL" exec -e SHARDGATE_INSTALLED=1 "$c" python3 /src/tests/library/test_libshardgate.py \
+        /usr/bin/shardgate /src >"build/deb/library-in-container.log" 2>&1 ||
+        fail "libshardgate from the packages: $(tail -20 build/deb/library-in-container.log)"
+    echo "ok: the packages install in debian:12; the daemon serves the worked example, health" \
+        "passes, shardgate-probe verifies it, libshardgate passes its tests from libshardgate-dev"
 }
 
 case ${1:-all} in

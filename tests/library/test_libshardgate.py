@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""libshardgate as a user gets it (docs/tools.md §13): `cmake --install` into a temp prefix,
+"""libshardgate as a user gets it (docs/tools.md §13): `cmake --install` into a temp prefix
+(or, with SHARDGATE_INSTALLED=1, as the libshardgate1 and libshardgate-dev packages put it),
 examples/c/lookup.c and a test driver (tests/library/place.c) built against it with
 `pkg-config --cflags --libs shardgate`; only shardgate_* exported, the SONAME; and the library
 places 100,000 random keys on 50 random memberships exactly as `shardgate dispatch` does
@@ -26,39 +27,46 @@ _installed = {}
 
 
 def installed():
-    """The prefix libshardgate was installed into, and the two programs built against it."""
+    """Where libshardgate is installed (its libdir and includedir, as pkg-config says), and the
+    two programs built against it in a temp dir."""
     if _installed:
         return _installed
-    build = os.path.dirname(os.path.dirname(sgtest.BIN))
-    prefix = tmpdir()
-    r = run(["cmake", "--install", build, "--prefix", prefix])
-    eq(r.returncode, 0, "cmake --install: %s" % r.stderr)
-    env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
+    env = dict(os.environ)
+    if os.environ.get("SHARDGATE_INSTALLED") != "1":
+        build = os.path.dirname(os.path.dirname(sgtest.BIN))
+        prefix = tmpdir()
+        r = run(["cmake", "--install", build, "--prefix", prefix])
+        eq(r.returncode, 0, "cmake --install: %s" % r.stderr)
+        env["PKG_CONFIG_PATH"] = os.path.join(prefix, "lib", "pkgconfig")
     flags = run(["pkg-config", "--cflags", "--libs", "shardgate"], env=env)
     eq(flags.returncode, 0, "pkg-config shardgate: %s" % flags.stderr)
+    dirs = {v: run(["pkg-config", "--variable=" + v, "shardgate"], env=env).stdout.strip()
+            for v in ("libdir", "includedir")}
+    bindir = tmpdir()
     for name, source in (("lookup", src("examples", "c", "lookup.c")),
                          ("place", os.path.join(HERE, "place.c"))):
-        out = os.path.join(prefix, name)
+        out = os.path.join(bindir, name)
         r = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", source, "-o", out]
                 + flags.stdout.split(), env=env)
         eq(r.returncode, 0, "cc %s with pkg-config's flags: %s" % (name, r.stderr))
-    _installed.update(prefix=prefix, env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(prefix, "lib")),
+    _installed.update(bin=bindir, lib=dirs["libdir"], include=dirs["includedir"],
+                      env=dict(os.environ, LD_LIBRARY_PATH=dirs["libdir"]),
                       flags=flags.stdout.split())
     return _installed
 
 
 def tool(name, *args):
     i = installed()
-    return run([os.path.join(i["prefix"], name)] + list(args), env=i["env"])
+    return run([os.path.join(i["bin"], name)] + list(args), env=i["env"])
 
 
 @case("library")
 def installed_with_soname_and_pkg_config():
     i = installed()
-    lib = os.path.join(i["prefix"], "lib")
+    lib = i["lib"]
     eq(os.readlink(os.path.join(lib, "libshardgate.so")), "libshardgate.so.1", "dev symlink")
     eq(os.readlink(os.path.join(lib, "libshardgate.so.1")), "libshardgate.so.1.0.0", "SONAME link")
-    eq(read(os.path.join(i["prefix"], "include", "shardgate.h")), read(src("lib", "shardgate.h")),
+    eq(read(os.path.join(i["include"], "shardgate.h")), read(src("lib", "shardgate.h")),
        "the header")
     r = run(["readelf", "-d", os.path.join(lib, "libshardgate.so.1.0.0")])
     eq(re.findall(r"Library soname: \[([^\]]+)\]", r.stdout), ["libshardgate.so.1"], "SONAME")
@@ -70,7 +78,7 @@ def installed_with_soname_and_pkg_config():
 @case("library")
 def only_the_api_is_exported():
     i = installed()
-    r = run(["nm", "-D", "--defined-only", os.path.join(i["prefix"], "lib", "libshardgate.so.1")])
+    r = run(["nm", "-D", "--defined-only", os.path.join(i["lib"], "libshardgate.so.1")])
     eq(r.returncode, 0, "nm -D")
     names = {line.split()[-1].split("@")[0] for line in r.stdout.splitlines()}
     names.discard("SHARDGATE_1")  # the version node of shardgate.map
