@@ -5,6 +5,7 @@
 # kill -9 under load, SIGTERM drain, restarts) plus the slow/hostile-client reliability cases
 # and 10 s of the reliability load (64 connections, fresh/invalid/replayed batches), and the
 # --store postgres replicas (their writer, listener and reader connections; libpq uninstrumented),
+# and libshardgate placing from eight threads on one topology,
 # with TSAN_OPTIONS=halt_on_error=1. Any report fails the run: each server writes its reports to
 # a log file, and a non-empty one is printed and counted even when its test still passed.
 # libmicrohttpd itself is not instrumented; tests/reliability/tsan.supp lists what is suppressed
@@ -20,7 +21,7 @@ CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDGATE_SA
     -DSHARDGATE_FUZZ=OFF -DCMAKE_C_COMPILER=clang \
     "-DCMAKE_C_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread" >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target shardgate shardgate-health
+cmake --build "$BUILD" -j "$(nproc)" --target shardgate shardgate-health libshardgate
 
 LOGS=$(mktemp -d)
 trap 'rm -rf "$LOGS"' EXIT
@@ -34,6 +35,12 @@ ctest --test-dir "$BUILD" --output-on-failure -j 2 \
 echo "-- tsan: reliability load, 10 s"
 LOAD_SECONDS=10 timeout 300 python3 tests/reliability/test_load.py \
     "$BUILD/gateway/shardgate" "$BUILD/health/shardgate-health" "$SHARDGATE_ROOT" || rc=1
+# libshardgate read from eight threads at once (docs/tools.md §13), its driver built with clang
+# and -fsanitize=thread against the instrumented library.
+echo "-- tsan: libshardgate, eight threads on one topology"
+CC=clang SHARDGATE_LIBRARY_CFLAGS=-fsanitize=thread timeout 300 python3 \
+    tests/library/test_libshardgate.py "$BUILD/gateway/shardgate" "$SHARDGATE_ROOT" \
+    threads_share_one_topology || rc=1
 if compgen -G "$LOGS/tsan*" >/dev/null; then
     cat "$LOGS"/tsan*
     echo "tsan: ThreadSanitizer reported (above)" >&2

@@ -23,6 +23,8 @@ import sgtest  # noqa: E402
 from sgtest import case, eq, main, ok, read, run, run_gateway, src, tmpdir, write  # noqa: E402
 
 MEMBERSHIPS, CHANGES = 50, 2000
+# ops/tsan.sh builds the drivers with the library's -fsanitize=thread and its CC
+CFLAGS = os.environ.get("SHARDGATE_LIBRARY_CFLAGS", "").split()
 _installed = {}
 
 
@@ -46,8 +48,8 @@ def installed():
     for name, source in (("lookup", src("examples", "c", "lookup.c")),
                          ("place", os.path.join(HERE, "place.c"))):
         out = os.path.join(bindir, name)
-        r = run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", source, "-o", out]
-                + flags.stdout.split(), env=env)
+        r = run([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", source,
+                 "-o", out, "-pthread"] + CFLAGS + flags.stdout.split(), env=env)
         eq(r.returncode, 0, "cc %s with pkg-config's flags: %s" % (name, r.stderr))
     _installed.update(bin=bindir, lib=dirs["libdir"], include=dirs["includedir"],
                       env=dict(os.environ, LD_LIBRARY_PATH=dirs["libdir"]),
@@ -184,6 +186,22 @@ def refusals_and_errors_are_statuses_with_messages():
     p = tool("place", src("conf", "dispatch.env"), src("input", "shards.json"), batch)
     eq(p.returncode, 1, "an invalid batch")
     ok("changes[0].size" in p.stderr, "the batch's JSON path: %s" % p.stderr)
+
+
+@case("library")
+def threads_share_one_topology():
+    """Eight threads place a 2,000-change batch and look up 1,000 keys on one topology, 20
+    rounds each, and all get what one thread got (docs/tools.md §13: reads are thread-safe);
+    under ops/tsan.sh with no report."""
+    rng = sgtest.seeded_rng("libshardgate-threads")
+    d = tmpdir()
+    conf = write(os.path.join(d, "c.env"), ketama.contract_text(ketama.contract("sha1", 160, "spill")))
+    shards = write(os.path.join(d, "s.json"), json.dumps(random_membership(rng, 0)))
+    batch = write(os.path.join(d, "b.json"), json.dumps(random_batch(rng, 0)))
+    p = tool("place", "--threads", "8", conf, shards, batch)
+    eq((p.returncode, p.stderr), (0, ""), "eight threads")
+    g = run_gateway("dispatch", "--conf", conf, "--shards", shards, "--batch", batch)
+    eq(p.stdout, g.stdout, "the receipt the threads agreed on is dispatch's")
 
 
 @case("library")
