@@ -121,16 +121,20 @@ DEFECTS = [
     ("reader-budgets-ignored", "gateway:json_read",
      "    if (limits)\n        r->limits = *limits;\n", "    (void)limits;\n", ("tests",),
      "unit/test_batch_limits|reliability_hostile_http"),
-    # Each arc [previous point + 1, point] given the owners of the point after it
-    # instead of the point that ends it (tests/plan/test_plan.py: the golden plan, C ==
-    # probe.py plan). Shifting every arc by one value instead is nearly an equivalent mutant:
-    # lengths and owners stay, only the first arc and the wrap trade one value.
-    ("plan-arc-on-wrong-side-of-point", "gateway:walk_arcs",
-     "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
-     "        start = value + 1;\n        cursor_skip(a, value);\n        cursor_skip(b, value);\n",
-     "        cursor_skip(a, value);\n        cursor_skip(b, value);\n"
-     "        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);\n"
-     "        start = value + 1;\n", ("tests",),
+    # Each arc [previous point + 1, point] of the walk over two rings (ring/walk.h: the plan and
+    # the drawing of moves) given the owners of the point after it instead of the point that
+    # ends it (tests/plan/test_plan.py: the golden plan, C == probe.py plan). Shifting every
+    # arc by one value instead is nearly an equivalent mutant: lengths and owners stay, only
+    # the first arc and the wrap trade one value.
+    ("plan-arc-on-wrong-side-of-point", "ring:ring_walk_pair",
+     "        fn(ctx, start, (uint64_t)v + 1 - start, pa[ia < na ? ia : 0].shard,\n"
+     "           pb[ib < nb ? ib : 0].shard);\n        start = (uint64_t)v + 1;\n"
+     "        while (ia < na && pa[ia].value == v)\n            ia++;\n"
+     "        while (ib < nb && pb[ib].value == v)\n            ib++;\n",
+     "        while (ia < na && pa[ia].value == v)\n            ia++;\n"
+     "        while (ib < nb && pb[ib].value == v)\n            ib++;\n"
+     "        fn(ctx, start, (uint64_t)v + 1 - start, pa[ia < na ? ia : 0].shard,\n"
+     "           pb[ib < nb ? ib : 0].shard);\n        start = (uint64_t)v + 1;\n", ("tests",),
      "^plan_plan_(golden|random)$"),
     # The spill rule (docs/contract.md §9). The gate's spill scenario fills every shard
     # exactly with two spills, so each defect moves a placement or a load.

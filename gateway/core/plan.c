@@ -1,8 +1,7 @@
-/* The movement plan (docs/contract.md §8): one walk over the merged sorted points of both rings.
- * Between two consecutive distinct point values the owner is constant in both rings, so every
- * arc is counted whole: O(P_from + P_to) after the rings are built. The walk keeps the runs of
- * moved arcs (a few hundred for a one-shard change), which an LSD radix sort on (from, to)
- * orders: no comparison sort. */
+/* The movement plan (docs/contract.md §8): one walk over the merged sorted points of both rings
+ * (ring/walk.h), every arc counted whole: O(P_from + P_to) after the rings are built. The walk
+ * keeps the runs of moved arcs (a few hundred for a one-shard change), which an LSD radix sort on
+ * (from, to) orders: no comparison sort. */
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE, as ring/build.c */
 #include "plan.h"
 
@@ -12,18 +11,13 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* A cursor over one ring's points in ring order; `owner` maps ring shard -> plan shard. */
-struct arc_cursor {
-    const struct ring_point *points;
-    const uint32_t *owner;
-    size_t n, i;
-};
+#include "walk.h"
 
 /* The walk over both rings: before, after, moved points, and the runs of moved arcs in hash
  * order (a run is consecutive moved arcs of one (from, to) pair). */
 struct walk {
-    struct arc_cursor a, b;
-    uint64_t *before, *after; /* per plan shard */
+    const uint32_t *a_owner, *b_owner; /* ring shard -> plan shard, of each ring */
+    uint64_t *before, *after;          /* per plan shard */
     uint64_t moved;
     struct gw_plan_pair pending; /* the run not yet emitted (moved_points 0: none) */
     struct gw_plan_pair *runs;
@@ -78,24 +72,6 @@ static uint32_t *ring_owner_map(const struct gw_topology *t, const uint32_t *mem
     return map;
 }
 
-static uint64_t cursor_value(const struct arc_cursor *c)
-{
-    return c->i < c->n ? c->points[c->i].value : GW_PLAN_HASH_SPACE;
-}
-
-/* The owner of every hash value above the previous point and up to cursor_value(): the first
- * point >= it, else point 0 (the wrap). */
-static uint32_t cursor_owner(const struct arc_cursor *c)
-{
-    return c->owner[c->points[c->i < c->n ? c->i : 0].shard];
-}
-
-static void cursor_skip(struct arc_cursor *c, uint64_t value)
-{
-    while (c->i < c->n && c->points[c->i].value == value)
-        c->i++;
-}
-
 static void *run_array(size_t n);
 
 static void emit_run(struct walk *w)
@@ -118,11 +94,14 @@ static void emit_run(struct walk *w)
     w->runs[w->run_count++] = w->pending;
 }
 
-static void count_arc(struct walk *w, uint32_t from, uint32_t to, uint64_t len)
+static void count_arc(void *ctx, uint64_t start, uint64_t len, uint32_t shard_a, uint32_t shard_b)
 {
+    struct walk *w = ctx;
+    uint32_t from = w->a_owner[shard_a], to = w->b_owner[shard_b];
+    (void)start;
     w->before[from] += len;
     w->after[to] += len;
-    if (from == to || len == 0)
+    if (from == to)
         return;
     w->moved += len;
     struct gw_plan_pair *run = &w->pending;
@@ -134,21 +113,10 @@ static void count_arc(struct walk *w, uint32_t from, uint32_t to, uint64_t len)
     *run = (struct gw_plan_pair){from, to, len};
 }
 
-/* Walks both rings' points in value order, counting each arc [start, value] whole. */
-static void walk_arcs(struct walk *w)
+/* Walks both rings' points in value order, counting each arc whole. */
+static void walk_arcs(struct walk *w, const struct ring *from, const struct ring *to)
 {
-    struct arc_cursor *a = &w->a, *b = &w->b;
-    uint64_t start = 0;
-    while (a->i < a->n || b->i < b->n) {
-        uint64_t va = cursor_value(a), vb = cursor_value(b);
-        uint64_t value = va < vb ? va : vb;
-        count_arc(w, cursor_owner(a), cursor_owner(b), value - start + 1);
-        start = value + 1;
-        cursor_skip(a, value);
-        cursor_skip(b, value);
-    }
-    /* Above the last point: both rings wrap to their point 0. */
-    count_arc(w, cursor_owner(a), cursor_owner(b), GW_PLAN_HASH_SPACE - start);
+    ring_walk_pair(from, to, count_arc, w);
     emit_run(w);
 }
 
@@ -266,22 +234,22 @@ static int plan_arcs(struct gw_plan *p, const struct gw_topology *from,
 {
     size_t n = p->shard_count + 1;
     struct walk w = {
-        .a = {ring_points(from->ring), ring_owner_map(from, a_map), ring_points_total(from->ring)},
-        .b = {ring_points(to->ring), ring_owner_map(to, b_map), ring_points_total(to->ring)},
+        .a_owner = ring_owner_map(from, a_map),
+        .b_owner = ring_owner_map(to, b_map),
         .before = calloc(n, sizeof(uint64_t)),
         .after = calloc(n, sizeof(uint64_t)),
     };
     int rc = -ENOMEM;
-    if (w.a.owner && w.b.owner && w.before && w.after) {
-        walk_arcs(&w);
+    if (w.a_owner && w.b_owner && w.before && w.after) {
+        walk_arcs(&w, from->ring, to->ring);
         store_shares(p, &w);
         rc = collect_pairs(p, &w);
     }
     free(w.runs);
     free(w.before);
     free(w.after);
-    free((void *)w.a.owner);
-    free((void *)w.b.owner);
+    free((void *)w.a_owner);
+    free((void *)w.b_owner);
     return rc;
 }
 

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "fnv.h"
+#include "walk.h"
 
-#define HASHES 4294967296ULL /* 2^32 */
+#define HASHES RING_HASHES
 #define BIN_LEN (HASHES / GW_SVG_BINS)
 #define WIDTH 960
 #define HEIGHT 680
@@ -22,12 +23,6 @@
 /* One run: `len` hash values from `start` (wrapping past 2^32 - 1) owned by `shard`. */
 typedef void (*run_fn)(void *ctx, uint32_t start, uint64_t len, uint32_t shard);
 
-/* The arc of the i-th point: the hashes after the point before it, up to itself. */
-static uint64_t arc_len(const struct ring_point *p, size_t n, size_t i)
-{
-    return i > 0 ? (uint64_t)p[i].value - p[i - 1].value : HASHES - p[n - 1].value + p[0].value;
-}
-
 /* Calls `fn` for each run of consecutive points of one shard, in ring order from a run's
  * start, skipping points that own nothing (a point equal to the one before it). Returns the
  * number of runs. */
@@ -37,13 +32,13 @@ static size_t ring_runs(const struct ring *ring, run_fn fn, void *ctx)
     size_t n = ring_points_total(ring), first = n;
     uint32_t prev = UINT32_MAX;
     for (size_t i = 0; i < n; i++) /* the owner of the last arc that owns something */
-        if (arc_len(p, n, i) > 0)
+        if (ring_point_owns(p, n, i) > 0)
             prev = p[i].shard;
     for (size_t i = 0; i < n && first == n; i++) /* the first arc whose owner changes */
-        if (arc_len(p, n, i) > 0 && p[i].shard != prev)
+        if (ring_point_owns(p, n, i) > 0 && p[i].shard != prev)
             first = i;
     if (first == n) { /* one shard owns the circle */
-        if (n > 0 && fn)
+        if (n > 0)
             fn(ctx, 0, HASHES, p[0].shard);
         return n > 0;
     }
@@ -52,12 +47,11 @@ static size_t ring_runs(const struct ring *ring, run_fn fn, void *ctx)
     uint32_t owner = p[first].shard;
     for (size_t k = 0; k < n; k++) {
         size_t i = (first + k) % n;
-        uint64_t len = arc_len(p, n, i);
+        uint64_t len = ring_point_owns(p, n, i);
         if (len == 0)
             continue;
         if (p[i].shard != owner) {
-            if (fn)
-                fn(ctx, (uint32_t)run_start, run_len, owner);
+            fn(ctx, (uint32_t)run_start, run_len, owner);
             runs++;
             run_start = (run_start + run_len) % HASHES;
             run_len = 0;
@@ -65,8 +59,7 @@ static size_t ring_runs(const struct ring *ring, run_fn fn, void *ctx)
         }
         run_len += len;
     }
-    if (fn)
-        fn(ctx, (uint32_t)run_start, run_len, owner);
+    fn(ctx, (uint32_t)run_start, run_len, owner);
     return runs + 1;
 }
 
@@ -120,17 +113,39 @@ static void put_arc(struct gw_buf *b, const char *cls, const struct ring *ring, 
     gw_buf_printf(b, ": %llu hashes from %u</title></path>\n", (unsigned long long)len, start);
 }
 
+/* The runs of one walk, kept to be drawn after it once their count is known to be at most
+ * GW_SVG_MAX_ARCS: one walk over the ring, not one to count and one to draw. */
+struct run_list {
+    struct kept_run {
+        uint32_t start, shard;
+        uint64_t len;
+    } * items;    /* GW_SVG_MAX_ARCS of them */
+    size_t count; /* every run met, kept or not */
+};
+
+static void keep_run(struct run_list *l, uint32_t start, uint64_t len, uint32_t shard)
+{
+    if (l->count < GW_SVG_MAX_ARCS)
+        l->items[l->count] = (struct kept_run){start, shard, len};
+    l->count++;
+}
+
+static void put_runs(struct gw_buf *b, const char *cls, const struct ring *ring,
+                     const struct run_list *l, double r)
+{
+    for (size_t i = 0; i < l->count && i < GW_SVG_MAX_ARCS; i++)
+        put_arc(b, cls, ring, l->items[i].shard, l->items[i].start, l->items[i].len, r);
+}
+
 struct draw {
-    struct gw_buf *out;
-    const struct ring *ring;
+    struct run_list runs;
     uint64_t *owned; /* per ring shard */
 };
 
 static void draw_run(void *ctx, uint32_t start, uint64_t len, uint32_t shard)
 {
     struct draw *d = ctx;
-    if (d->out)
-        put_arc(d->out, "arc", d->ring, shard, start, len, RING_R);
+    keep_run(&d->runs, start, len, shard);
     d->owned[shard] += len;
 }
 
@@ -210,12 +225,15 @@ static void put_new_shards(struct gw_buf *b, const struct ring *to, const uint32
 static int put_ring(struct gw_buf *b, const struct gw_topology *t)
 {
     const struct ring *ring = t->ring;
-    struct draw d = {NULL, ring, calloc(ring_shard_count(ring) + 1, sizeof(uint64_t))};
-    if (!d.owned) {
+    struct draw d = {{calloc(GW_SVG_MAX_ARCS, sizeof(struct kept_run)), 0},
+                     calloc(ring_shard_count(ring) + 1, sizeof(uint64_t))};
+    if (!d.owned || !d.runs.items) {
+        free(d.owned);
+        free(d.runs.items);
         b->failed = 1;
         return -ENOMEM;
     }
-    size_t runs = ring_runs(ring, draw_run, &d); /* counts and sums the owned hashes */
+    size_t runs = ring_runs(ring, draw_run, &d); /* keeps the runs and sums the owned hashes */
     put_head(b, t);
     gw_buf_printf(b,
                   "<text x=\"20\" y=\"28\" font-size=\"15\">ring %.12s, %zu points, %zu "
@@ -235,17 +253,14 @@ static int put_ring(struct gw_buf *b, const struct gw_topology *t)
     /* Presentation attributes on a group, not a <style>: a page under a Content-Security-Policy
      * without 'unsafe-inline' shows the drawing as it is (docs/api.md §19). */
     gw_buf_puts(b, "<g class=\"arcs\" fill=\"none\" stroke-width=\"40\">\n");
-    if (exact) {
-        for (size_t s = 0; s < ring_shard_count(ring); s++)
-            d.owned[s] = 0;
-        d.out = b;
-        ring_runs(ring, draw_run, &d);
-    } else {
+    if (exact)
+        put_runs(b, "arc", ring, &d.runs, RING_R);
+    else
         draw_bins(b, ring);
-    }
     gw_buf_puts(b, "</g>\n");
     put_legend(b, ring, d.owned);
     free(d.owned);
+    free(d.runs.items);
     return 0;
 }
 
@@ -257,41 +272,11 @@ void gw_ring_svg(struct gw_buf *out, const struct gw_topology *t)
 
 /* ---- moves ------------------------------------------------------------------------------- */
 
-/* One segment between consecutive boundaries of either ring: its owner in each ring. */
-typedef void (*segment_fn)(void *ctx, uint32_t start, uint64_t len, uint32_t from, uint32_t to);
-
-/* Walks the hash space in segments cut at every point of either ring (two pointers over the
- * sorted points), with the owner of each in both rings. */
-static void walk_segments(const struct ring *a, const struct ring *b, segment_fn fn, void *ctx)
-{
-    const struct ring_point *pa = ring_points(a), *pb = ring_points(b);
-    size_t na = ring_points_total(a), nb = ring_points_total(b), ia = 0, ib = 0;
-    uint64_t prev = 0; /* the segment starts after prev; the first starts at 0 */
-    int started = 0;
-    while (ia < na || ib < nb) {
-        uint32_t v =
-            ib >= nb || (ia < na && pa[ia].value <= pb[ib].value) ? pa[ia].value : pb[ib].value;
-        uint64_t start = started ? prev + 1 : 0;
-        if ((uint64_t)v + 1 > start) /* owners: the first point >= v of each (wrapping) */
-            fn(ctx, (uint32_t)start, (uint64_t)v + 1 - start, pa[ia < na ? ia : 0].shard,
-               pb[ib < nb ? ib : 0].shard);
-        prev = v;
-        started = 1;
-        while (ia < na && pa[ia].value == v)
-            ia++;
-        while (ib < nb && pb[ib].value == v)
-            ib++;
-    }
-    if (prev + 1 < HASHES) /* above every point: owned by each ring's first point */
-        fn(ctx, (uint32_t)(prev + 1), HASHES - prev - 1, pa[0].shard, pb[0].shard);
-}
-
 struct moves {
     const struct ring *to;
-    uint32_t *same; /* to-ring shard -> from-ring shard of the same id, or UINT32_MAX */
-    struct gw_buf *out;
-    uint64_t *bins; /* moved values per bin, when sampled */
-    size_t runs;
+    uint32_t *same;       /* to-ring shard -> from-ring shard of the same id, or UINT32_MAX */
+    struct run_list runs; /* the moved ranges, in their new owner */
+    uint64_t *bins;       /* moved values per bin, drawn past GW_SVG_MAX_ARCS ranges */
     uint64_t moved;
     uint32_t start, owner; /* the open run (owner in the to ring), len 0 when none */
     uint64_t len;
@@ -301,10 +286,8 @@ static void close_move(struct moves *m)
 {
     if (m->len == 0)
         return;
-    m->runs++;
-    if (m->out)
-        put_arc(m->out, "move", m->to, m->owner, m->start, m->len, MOVE_R);
-    for (uint64_t v = m->start, end = (uint64_t)m->start + m->len; m->bins && v < end;) {
+    keep_run(&m->runs, m->start, m->len, m->owner);
+    for (uint64_t v = m->start, end = (uint64_t)m->start + m->len; v < end;) {
         uint64_t bin = v / BIN_LEN, upto = (bin + 1) * BIN_LEN < end ? (bin + 1) * BIN_LEN : end;
         m->bins[bin] += upto - v;
         v = upto;
@@ -312,7 +295,9 @@ static void close_move(struct moves *m)
     m->len = 0;
 }
 
-static void move_segment(void *ctx, uint32_t start, uint64_t len, uint32_t from, uint32_t to)
+/* One arc of the walk over both rings (ring/walk.h): part of a moved range when its owners
+ * differ. */
+static void move_segment(void *ctx, uint64_t start, uint64_t len, uint32_t from, uint32_t to)
 {
     struct moves *m = ctx;
     if (m->same[to] == from) {
@@ -323,7 +308,7 @@ static void move_segment(void *ctx, uint32_t start, uint64_t len, uint32_t from,
     if (m->len > 0 && (m->owner != to || (uint64_t)m->start + m->len != start))
         close_move(m);
     if (m->len == 0) {
-        m->start = start;
+        m->start = (uint32_t)start;
         m->owner = to;
     }
     m->len += len;
@@ -372,35 +357,32 @@ int gw_ring_svg_moves(struct gw_buf *out, const struct gw_topology *from,
     struct moves m = {.to = to->ring};
     m.same = same_shards(from->ring, to->ring);
     m.bins = calloc(GW_SVG_BINS, sizeof(uint64_t));
-    if (!m.same || !m.bins || put_ring(out, from) != 0) {
+    m.runs.items = calloc(GW_SVG_MAX_ARCS, sizeof(struct kept_run));
+    if (!m.same || !m.bins || !m.runs.items || put_ring(out, from) != 0) {
         free(m.same);
         free(m.bins);
+        free(m.runs.items);
         out->failed = 1;
         return -ENOMEM;
     }
-    walk_segments(from->ring, to->ring, move_segment, &m); /* counts runs and bins */
+    ring_walk_pair(from->ring, to->ring, move_segment, &m); /* keeps the ranges, fills bins */
     close_move(&m);
     gw_buf_printf(out,
                   "<text x=\"20\" y=\"668\" class=\"moves\" data-moved=\"%llu\" data-runs=\"%zu\" "
                   "data-to-ring=\"%s\" data-to-epoch=\"%s\">to epoch %.12s: %llu of 2^32 hashes "
                   "move (%.4f%%), outer ring, in their new owner's colour</text>\n",
-                  (unsigned long long)m.moved, m.runs, ring_id(to->ring), to->epoch, to->epoch,
-                  (unsigned long long)m.moved, 100.0 * (double)m.moved / (double)HASHES);
+                  (unsigned long long)m.moved, m.runs.count, ring_id(to->ring), to->epoch,
+                  to->epoch, (unsigned long long)m.moved, 100.0 * (double)m.moved / (double)HASHES);
     gw_buf_puts(out, "<g class=\"moves\" fill=\"none\" stroke-width=\"22\">\n");
-    if (m.runs <= GW_SVG_MAX_ARCS) {
-        m.out = out;
-        m.runs = 0;
-        free(m.bins);
-        m.bins = NULL;
-        walk_segments(from->ring, to->ring, move_segment, &m);
-        close_move(&m);
-    } else {
+    if (m.runs.count <= GW_SVG_MAX_ARCS)
+        put_runs(out, "move", to->ring, &m.runs, MOVE_R);
+    else
         put_moved_bins(out, m.bins);
-    }
     gw_buf_puts(out, "</g>\n");
     put_new_shards(out, to->ring, m.same, ring_shard_count(from->ring));
     gw_buf_puts(out, "</svg>\n");
     free(m.same);
     free(m.bins);
+    free(m.runs.items);
     return out->failed ? -ENOMEM : 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "timing.h"
+#include "walk.h"
 
 static const double bucket_bounds[GW_HISTOGRAM_BUCKETS] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
@@ -162,9 +163,7 @@ static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
     }
 }
 
-/* Each online shard's share of the 2^32 hashes: a key goes to the first point at or after its
- * hash, the last point's successors wrap to the first (docs/contract.md §3), so point i owns
- * the hashes after point i-1 up to its own, and point 0 those after the last and up to its own. */
+/* Each online shard's share of the 2^32 hashes: the sum of what its points own (ring/walk.h). */
 static void render_ring_share(struct gw_buf *out, const struct ring *ring)
 {
     size_t n = ring_points_total(ring), shards = ring_shard_count(ring);
@@ -175,14 +174,13 @@ static void render_ring_share(struct gw_buf *out, const struct ring *ring)
         return;
     }
     for (size_t i = 0; i < n; i++)
-        owned[p[i].shard] +=
-            i ? (uint64_t)p[i].value - p[i - 1].value : (1ull << 32) - p[n - 1].value + p[0].value;
+        owned[p[i].shard] += ring_point_owns(p, n, i);
     gw_metrics_header(out, "shardgate_ring_share_ratio", "gauge",
                       "The share of the hash space each online shard owns on the ring.");
     for (size_t s = 0; s < shards; s++) {
         gw_buf_puts(out, "shardgate_ring_share_ratio{shard=\"");
         gw_buf_append(out, ring_shard_id(ring, (uint32_t)s), ring_shard_id_len(ring, (uint32_t)s));
-        put_f(out, "\"} %.9f\n", (double)owned[s] / 4294967296.0);
+        put_f(out, "\"} %.9f\n", (double)owned[s] / (double)RING_HASHES);
     }
     free(owned);
 }

@@ -244,6 +244,40 @@ def a_large_move_is_shaded_by_bin():
     eq(int(root.find(NS + "text[@class='moves']").get("data-runs")), len(want), "data-runs")
 
 
+def moved_per_bin(moved):
+    """{bin start: values of the bin that move}, from the moved ranges."""
+    width, per = SPACE // BINS, {}
+    for start, length, _ in moved:
+        at, end = start, start + length
+        while at < end:
+            b = at // width
+            upto = min(end, (b + 1) * width)
+            per[b * width] = per.get(b * width, 0) + upto - at
+            at = upto
+    return per
+
+
+@case("svg")
+def a_large_partial_move_is_shaded_by_its_share_of_each_bin():
+    """Half of 80 shards renamed: more moved ranges than MAX_ARCS, and most bins move in part;
+    each bin's data-moved is the values of it in the moved ranges, recomputed here."""
+    d = tmpdir()
+    old = many_shards(80)
+    new = old[:40] + many_shards(40, "t")
+    fa = write(os.path.join(d, "a.json"), json.dumps({"shards": old}))
+    fb = write(os.path.join(d, "b.json"), json.dumps({"shards": new}))
+    plan, root = plan_svg(fb, os.path.join(d, "plan.svg"), fa)
+    want = moved_runs(ring_of(old), ring_of(new))
+    ok(len(want) > MAX_ARCS, "more moved ranges than are drawn: %d" % len(want))
+    per = moved_per_bin(want)
+    width = SPACE // BINS
+    partial = sum(1 for v in per.values() if 0 < v < width)
+    ok(partial > BINS // 2, "most bins move in part: %d of %d" % (partial, BINS))
+    bins = {int(p.get("data-start")): int(p.get("data-moved")) for p in paths(root, "moved-bin")}
+    eq(bins, {s: v for s, v in per.items() if v}, "each bin's moved values")
+    eq(sum(bins.values()), plan["moved_points"], "the bins add up to the plan's moved_points")
+
+
 @case("svg")
 def an_unwritable_svg_is_an_error_naming_the_path():
     d = tmpdir()
