@@ -10,7 +10,8 @@ int64_t hc_store_int(const PGresult *res, int row, int col)
     return strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
-/* shardgate_schema must exist and say HC_STORE_SCHEMA (docs/operations.md §1.7). */
+/* shardgate_schema must exist and say a version HC_STORE_SCHEMA_MIN..HC_STORE_SCHEMA
+ * (docs/operations.md §1.7). */
 static int hc_store_schema(struct hc_pg *c, struct hc_err *err)
 {
     int code = 0;
@@ -29,17 +30,20 @@ static int hc_store_schema(struct hc_pg *c, struct hc_err *err)
         return code;
     long version = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
-    if (version != HC_STORE_SCHEMA)
+    if (version < HC_STORE_SCHEMA_MIN || version > HC_STORE_SCHEMA)
         return hc_err_set(err, -EPROTO,
-                          "shardgate_schema: version %ld, this health reads version %d", version,
-                          HC_STORE_SCHEMA);
+                          "shardgate_schema: version %ld, this health reads versions %d to %d",
+                          version, HC_STORE_SCHEMA_MIN, HC_STORE_SCHEMA);
     return 0;
 }
 
 static const char *const hc_store_queries[] = {
     "SELECT epoch_seq, epoch, first_seq, record FROM shardgate_epochs ORDER BY epoch_seq",
+    /* a receipt waiting for its seq is not in the totals or the feed yet: judged once it has
+     * one (docs/journal.md §10) */
     "SELECT r.seq, r.batch_id, r.fingerprint, r.epoch, r.receipt, e.epoch_seq FROM "
-    "shardgate_receipts r LEFT JOIN shardgate_epochs e ON e.epoch = r.epoch ORDER BY r.seq",
+    "shardgate_receipts r LEFT JOIN shardgate_epochs e ON e.epoch = r.epoch WHERE r.seq IS NOT "
+    "NULL ORDER BY r.seq",
     /* in the order of hc_totals: epoch_seq, then shard ids byte by byte */
     "SELECT t.epoch, t.shard, t.weight, t.capacity, t.received, t.load, e.epoch_seq FROM "
     "shardgate_totals t LEFT JOIN shardgate_epochs e ON e.epoch = t.epoch "

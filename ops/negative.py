@@ -303,25 +303,36 @@ DEFECTS = [
     ("feed-rotation-window-fails-reads", "gateway:scan_segment",
      "    if (fd < 0 && errno == ENOENT && seg->active) {", "    if (0) {", ("tests",),
      "^unit/test_feed$"),
-    # --store postgres (docs/journal.md §10): commits that do not lock the sequencer
-    # row give two replicas the same seqs; a stored batch_id replayed whatever its content; a
-    # group committed without its totals; other replicas' feed watchers never told of a commit;
+    # --store postgres (docs/journal.md §10): a commit that takes the sequencer row (every
+    # replica's commits wait for each other again); a stored batch_id replayed whatever its
+    # content; a sequencer round that gives seqs without adding the totals; other replicas'
+    # feed watchers never told of a round; an epoch change whose first_seq comes before
+    # receipts committed ahead of it; every replica a sequencer at once, whoever holds the role;
     # a replica that does not LISTEN for epochs keeps serving the old membership; /v1/shards
     # that lists the members before the shards that left; health that does not look for seq
     # gaps.
-    ("pg-sequencer-not-locked", "gateway:lock_and_find",
-     '{"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, &g->locked},',
-     '{"SELECT last_seq FROM shardgate_sequencer", 0, NULL, &g->locked},', ("tests",),
+    ("pg-commit-takes-sequencer-row", "gateway:insert_and_commit",
+     '        rc = add_step(g, NULL, "BEGIN", 0, NULL, NULL);\n',
+     '        rc = add_step(g, NULL, "BEGIN", 0, NULL, NULL);\n'
+     '    if (rc == 0)\n        rc = add_step(g, NULL, "SELECT last_seq FROM shardgate_sequencer '
+     'FOR UPDATE", 0, NULL, NULL);\n', ("tests",), "^pg_store_replicas$"),
+    ("pg-replay-ignores-fingerprint", "gateway:read_stored",
+     "        if (strcmp(PQgetvalue(res, row, 1), hex) != 0)", "        if (0)", ("tests",),
      "^pg_store_replicas$"),
-    ("pg-replay-ignores-fingerprint", "gateway:decide",
-     "} else if (strcmp(s->fingerprint, g->hex[i]) == 0) {", "} else if (1) {", ("tests",),
+    ("pg-totals-not-added", "gateway/store/pg",
+     "max(x.capacity), sum(x.received), sum(x.load) ",
+     "max(x.capacity), 0 * sum(x.received), 0 * sum(x.load) ", ("tests",),
      "^pg_store_replicas$"),
-    ("pg-totals-not-added", "gateway:write_and_commit",
-     "(rc = add_totals(g)) == 0)", "(rc = 0 && add_totals(g)) == 0)",
-     ("tests",), "^pg_store_replicas$"),
-    ("pg-receipts-not-announced", "gateway:advance_sequencer",
-     "SELECT pg_notify('shardgate_receipts', $1)", "SELECT $1::text", ("tests",),
-     "^pg_store_feed$"),
+    ("pg-receipts-not-announced", "gateway/store/pg",
+     "(SELECT pg_notify('shardgate_receipts', s.last_seq || ' ' || c.bits) FROM s)",
+     "(SELECT s.last_seq || ' ' || c.bits FROM s)", ("tests",), "^pg_store_feed$"),
+    ("pg-sequencer-ignores-role", "gateway:try_lead",
+     '    int lead = strcmp(PQgetvalue(res, 0, 0), "t") == 0;', "    int lead = 1;", ("tests",),
+     "^pg_store_sequencer$"),
+    ("pg-epoch-before-waiting-receipts", "gateway:check_base",
+     "    if (rc == 0 && gw_pg_sequence_locked(c, last_seq, err) < 0)",
+     "    if (rc == 0 && (*last_seq = strtoull(PQgetvalue(seq, 0, 0), NULL, 10)) > UINT64_MAX)",
+     ("tests",), "^pg_store_membership$"),
     ("pg-epochs-not-listened", "gateway:connect_and_listen",
      '"LISTEN shardgate_epochs; LISTEN shardgate_receipts"', '"LISTEN shardgate_receipts"',
      ("tests",), "^pg_store_membership$"),

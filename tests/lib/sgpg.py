@@ -117,7 +117,7 @@ class Cluster:
     def __init__(self, n, args=(), env=None):
         self.pg = Postgres("shardgate-pg-store-")
         r = run_gateway("db", "init", "--store", self.pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 1\n"), "db init: %s" % r.stderr)
+        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 2\n"), "db init: %s" % r.stderr)
         self.token = admin_token(self.pg.base)
         self.gws = [StoreGateway(self.pg.url, args=["--admin-token-file", self.token] +
                                  list(args), env=env) for _ in range(n)]
@@ -136,14 +136,25 @@ class Cluster:
     def sql(self, query):
         return self.pg.sql("shardgate", query)
 
+    def sequenced(self):
+        """Waits until every committed receipt has its seq (docs/journal.md §10: the sequencer
+        gives them after the commits, within its 50 ms poll when idle)."""
+        sgtest.wait_until(lambda: self.sql(
+            "SELECT count(*) FROM shardgate_receipts WHERE seq IS NULL") == [["0"]], 10,
+            "every receipt has a seq")
+
     def receipts(self):
-        """seq -> (batch_id, receipt JSON), and the sequencer's last_seq."""
+        """seq -> (batch_id, receipt JSON), and the sequencer's last_seq, once every receipt
+        has its seq."""
+        self.sequenced()
         rows = self.sql("SELECT seq, batch_id, receipt FROM shardgate_receipts ORDER BY seq")
         last = int(self.sql("SELECT last_seq FROM shardgate_sequencer")[0][0])
         return {int(s): (b, json.loads(r)) for s, b, r in rows}, last
 
     def health(self, shards=None):
-        """shardgate-health check --store as the read-only role: must pass."""
+        """shardgate-health check --store as the read-only role, once every receipt has its
+        seq: must pass."""
+        self.sequenced()
         shards = shards or sgtest.SHARDS
         code, out, err = sgtest.run_tool(sgtest.HEALTH, [
             "check", "--conf", sgtest.CONF, "--shards", shards, "--store",

@@ -9,6 +9,7 @@ Runs as `python3 test_pg_store.py SHARDGATE HEALTH SOURCE_DIR [--group G]`.
 """
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -60,24 +61,24 @@ def db_init_migrate_status():
     pg = Postgres("shardgate-pg-db-")
     try:
         r = run_gateway("db", "status", "--store", pg.url)
-        eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version 1\n"), "empty: status")
+        eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version 2\n"), "empty: status")
         r = run_gateway("serve", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, "--store",
                         pg.url, "--listen", "127.0.0.1:0")
         eq((r.returncode, r.stderr.strip()), (3, "store: the database schema is version 0, this "
-           "shardgate needs 1: run `shardgate db init --store URL`"), "serve on no schema")
+           "shardgate needs 2: run `shardgate db init --store URL`"), "serve on no schema")
         r = run_gateway("db", "init", "--store", pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 1\n"), "init")
+        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 2\n"), "init")
         r = run_gateway("db", "init", "--store", pg.url)
         eq((r.returncode, r.stderr), (3, "store: the database already holds shardgate's schema "
-           "(version 1): use `shardgate db migrate`\n"), "second init")
+           "(version 2): use `shardgate db migrate`\n"), "second init")
         r = run_gateway("db", "migrate", "--store", pg.url)
-        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 1 -> 1\n", ""), "migrate")
+        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 2 -> 2\n", ""), "migrate")
         r = run_gateway("db", "status", "--store", pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 1\nbinary_version 1\n"), "status")
-        pg.sql("shardgate", "INSERT INTO shardgate_schema (version, name) VALUES (2, 'x')")
+        eq((r.returncode, r.stdout), (0, "schema_version 2\nbinary_version 2\n"), "status")
+        pg.sql("shardgate", "INSERT INTO shardgate_schema (version, name) VALUES (3, 'x')")
         r = run_gateway("db", "migrate", "--store", pg.url)
-        eq((r.returncode, r.stderr), (3, "store: the database schema is version 2, newer than "
-           "this shardgate's 1\n"), "newer schema")
+        eq((r.returncode, r.stderr), (3, "store: the database schema is version 3, newer than "
+           "this shardgate's 2\n"), "newer schema")
         r = run_gateway("db", "status", "--store", "postgres://nobody@127.0.0.1:%d/x" % free_port())
         eq(r.returncode, 3, "unreachable: status")
         ok(r.stderr.startswith("store: cannot connect: "), "unreachable: %r" % r.stderr)
@@ -99,6 +100,57 @@ def store_usage_errors():
         eq((r.returncode, r.stderr.splitlines()[0]), (64, "shardgate: " + what), "usage %r" % args)
     for args in (["status"], ["drop", "--store", "postgres://x"], ["init", "--store", "x"]):
         eq(run_gateway("db", *args).returncode, 64, "db usage %r" % args)
+
+
+@case("db_command")
+def a_version_1_database_migrates_with_its_receipts():
+    """A database at schema version 1 (every receipt with its seq, the totals added at commit)
+    with four receipts: `db migrate` takes it to version 2, a replica serves it, two more
+    batches follow with seqs 5 and 6, the feed has all six, and health passes."""
+    with Cluster(1) as c:
+        for k in range(4):
+            eq(post(c.gws[0], batch("v1-%d" % k, n=4, seed=k)).status, 200, "POST %d" % k)
+        c.sequenced()
+        eq(c.gws[0].stop(), 0, "replica exit")
+        copy = {
+            "shardgate_epochs": "epoch_seq, epoch, first_seq, record",
+            "shardgate_receipts": "batch_id, seq, fingerprint, epoch, receipt",
+            "shardgate_totals": "epoch, shard, weight, capacity, received, load",
+        }
+        rows = {table: c.sql("SELECT %s FROM %s ORDER BY 1, 2" % (cols, table))
+                for table, cols in copy.items()}
+        pg = c.pg
+        pg.sql("postgres", "CREATE DATABASE old OWNER shardgate", user="postgres")
+        with open(sgtest.src("db", "migrations", "0001_init.sql"), encoding="utf-8") as f:
+            init = f.read()
+        pg.sql("old", "CREATE TABLE shardgate_schema (version integer PRIMARY KEY, name text "
+               "NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); " + init +
+               "; INSERT INTO shardgate_schema (version, name) VALUES (1, '0001_init.sql')")
+        for table, cols in copy.items():
+            values = ",".join("(%s)" % ",".join("$v$%s$v$" % v for v in row)
+                              for row in rows[table])
+            pg.sql("old", "INSERT INTO %s (%s) VALUES %s" % (table, cols, values))
+        pg.sql("old", "UPDATE shardgate_sequencer SET last_seq = 4")
+        url = pg.db_url("old", "shardgate")
+        r = run_gateway("db", "status", "--store", url)
+        eq((r.returncode, r.stdout), (2, "schema_version 1\nbinary_version 2\n"), "status")
+        r = run_gateway("db", "migrate", "--store", url)
+        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 1 -> 2\n", ""), "migrate")
+        with StoreGateway(url) as gw:
+            for k in range(4, 6):
+                eq(post(gw, batch("v1-%d" % k, n=4, seed=k)).status, 200, "POST %d" % k)
+            eq(post(gw, batch("v1-0", n=4, seed=0)).headers.get("idempotent-replayed"), "true",
+               "a batch of version 1 replays")
+            wait_until(lambda: pg.sql("old", "SELECT count(*) FROM shardgate_receipts WHERE "
+                                      "seq IS NULL") == [["0"]], 10, "every receipt has a seq")
+            feed = gw.get("/v1/receipts?after=0", headers={"Accept": "application/json"}).json()
+            eq([(i["seq"], i["receipt"]["batch_id"]) for i in feed["items"]
+                if i["type"] == "receipt"], [(k + 1, "v1-%d" % k) for k in range(6)],
+               "the feed: the four of version 1, then the two new ones")
+        code, out, err = sgtest.run_tool(sgtest.HEALTH, [
+            "check", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, "--store",
+            pg.db_url("old", "shardgate")])
+        eq((code, (sgtest.parse_line(out) or {}).get("status")), (0, "pass"), "health: %s" % out)
 
 
 # --- exactly once across replicas ------------------------------------------------------------
@@ -145,6 +197,77 @@ def seqs_are_gap_free_in_commit_order():
         eq((sorted(receipts), last), (list(range(1, 241)), 240), "seqs 1..240, no gap")
         eq(len({b for b, _ in receipts.values()}), 240, "240 batch_ids, each once")
         c.health()
+
+
+@case("replicas")
+def commits_do_not_wait_for_the_sequencer_row():
+    """No row every replica's commit takes (docs/journal.md §10): while another session holds
+    the sequencer row, POSTs through three replicas are answered, their receipts committed with
+    no seq yet and counted in GET /v1/shards; they get seqs 1..3 once the row is free."""
+    with Cluster(3) as c:
+        holder = hold(c, "BEGIN;\nSELECT last_seq FROM shardgate_sequencer FOR UPDATE;")
+        try:
+            eq(holder.stdout.readline(), "0\n", "the row held by another session")
+            docs = [batch("held-%d" % k, n=5, seed=k) for k in range(3)]
+            # a commit takes milliseconds; one that waits for the row would wait for ever
+            got = concurrently([lambda gw=gw, d=d: post(gw, d, conn=gw.connect(timeout=10))
+                                for gw, d in zip(c.gws, docs)])
+            eq([r and r.status for r in got], [200, 200, 200], "answered while the row is held")
+            eq(holder.poll(), None, "the row still held when they were answered")
+            eq(c.sql("SELECT batch_id FROM shardgate_receipts WHERE seq IS NULL ORDER BY 1"),
+               [["held-0"], ["held-1"], ["held-2"]], "committed, waiting for their seqs")
+            want = sums({k: (d["batch_id"], r.json()) for k, (d, r) in enumerate(zip(docs, got))})
+            eq({k: v for k, v in c.gws[0].shard_totals().items() if v != [0, 0]}, want,
+               "GET /v1/shards counts them already")
+        finally:
+            holder.communicate("COMMIT;\n", timeout=30)
+        receipts, last = c.receipts()
+        eq((sorted(receipts), last), ([1, 2, 3], 3), "then seqs 1..3")
+        eq(sorted(b for b, _ in receipts.values()), ["held-0", "held-1", "held-2"], "each once")
+        c.health()
+
+
+def hold(c, sql):
+    """A psql session of the test's that ran `sql` and stays open until closed (communicate)."""
+    p = subprocess.Popen(
+        ["psql", "-h", "127.0.0.1", "-p", str(c.pg.port), "-U", "shardgate", "-d", "shardgate",
+         "-qAt", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=dict(os.environ, PGPASSFILE=c.pg.passfile(
+            "shardgate")))
+    p.stdin.write(sql + "\n")
+    p.stdin.flush()
+    return p
+
+
+@case("sequencer")
+def the_sequencer_role_passes_to_a_live_replica():
+    """The role is a session lock: while another session holds it no replica gives seqs (the
+    commits are answered all the same); when that session ends, a replica takes the role and
+    the receipts get theirs; after a kill -9 of one replica, the other gives seqs to what is
+    committed through it. Seqs 1..5, no gap; health passes."""
+    c = Cluster(2)
+    holder = hold(c, "SELECT pg_advisory_lock(7239861041);")
+    try:
+        eq(holder.stdout.readline(), "\n", "the role held by the test's session")
+        with c:
+            for k, gw in enumerate(c.gws):
+                eq(post(gw, batch("role-%d" % k)).status, 200, "POST through replica %d" % k)
+            time.sleep(1.5)  # more than a tick (1 s): each replica has asked for the role
+            eq(c.sql("SELECT count(*) FROM shardgate_receipts WHERE seq IS NULL"), [["2"]],
+               "no seq given while the role is held elsewhere")
+            holder.communicate("", timeout=30)  # the session ends, and its lock with it
+            c.sequenced()
+            c.gws[0].kill()
+            for k in range(2, 5):
+                eq(post(c.gws[1], batch("role-%d" % k)).status, 200, "POST %d after the kill" % k)
+            receipts, last = c.receipts()
+            eq((sorted(receipts), last), ([1, 2, 3, 4, 5], 5), "seqs 1..5")
+            eq(sorted(b for b, _ in receipts.values()), ["role-%d" % k for k in range(5)],
+               "each batch once")
+            c.health()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
 
 
 # --- membership in the database ------------------------------------------------------------
@@ -206,6 +329,7 @@ def shards_that_left_are_listed_in_id_order_with_their_totals():
 def a_long_poll_on_one_replica_wakes_on_a_commit_through_another():
     with Cluster(2) as c:
         post(c.gws[0], batch("first", n=6))
+        c.sequenced()  # in the feed once it has its seq (docs/journal.md §10)
         r = c.gws[1].get("/v1/receipts?after=0", headers={"Accept": "application/json"})
         eq(r.status, 200, "GET /v1/receipts")
         items = r.json()["items"]

@@ -1,7 +1,10 @@
-/* The PostgreSQL store's writer: every queued receipt in one transaction (docs/journal.md §10).
- * The transaction locks the sequencer row first, so transactions of all replicas commit one at
- * a time and seqs follow commit order without gaps; it then learns which batch_ids are already
- * stored, inserts the new receipts and adds their totals. Nothing is answered before COMMIT. */
+/* The PostgreSQL store's writer: every queued receipt in one transaction of this replica's own
+ * (docs/journal.md §10). One round trip: BEGIN, the new receipts inserted with no seq and the
+ * tallies they add to the totals, ON CONFLICT (batch_id) DO NOTHING, and COMMIT. No row the
+ * other replicas write is touched, so their transactions commit side by side; the database's
+ * primary key decides exactly-once (a concurrent insert of the same batch_id waits for the first
+ * and is skipped). The sequencer gives seqs afterwards (pg_sequencer.c). Nothing is answered
+ * before COMMIT. */
 #include "pg_store.h"
 
 #include <errno.h>
@@ -14,14 +17,20 @@
 #include "fnv.h"
 #include "timing.h"
 
-#define ROWS_PER_INSERT 8000 /* 6 parameters a row, under libpq's 65535 */
+#define RECEIPT_COLUMNS 10
+#define ROWS_PER_INSERT 6000 /* RECEIPT_COLUMNS parameters a row, under libpq's 65535 */
 
-/* A batch_id seen in this group: a stored row's, or an earlier item's of the group. */
+/* A batch_id met in this group: its first item's. */
 struct seen {
     const char *batch_id;
-    const char *fingerprint; /* hex */
-    const char *receipt;
-    size_t receipt_len;
+    struct gw_commit_item *first;
+};
+
+/* The text parameters of one new receipt's row that are not the item's own strings. */
+struct row_text {
+    char hex[2 * GW_FINGERPRINT_LEN + 1];
+    char bits[24];
+    struct gw_buf tally[5]; /* array literals: shard, weight, capacity, received, load */
 };
 
 struct group {
@@ -29,19 +38,14 @@ struct group {
     size_t n;
     struct seen *table; /* open addressing, `mask + 1` slots */
     size_t mask;
-    char (*hex)[2 * GW_FINGERPRINT_LEN + 1]; /* each item's fingerprint */
-    char (*seq)[24];                         /* each new item's seq */
-    PGresult *locked, *stored;               /* the sequencer row; the group's ids already stored */
-    struct gw_pg_stmt *steps; /* the writes of the second round trip (steps_sql: their text) */
+    struct row_text *rows; /* per item; filled for the first item of each batch_id */
+    const char **params;
+    struct gw_pg_stmt *steps; /* the pipeline (steps_sql: the INSERTs' texts) */
     struct gw_buf *steps_sql;
-    size_t nsteps, steps_cap;
-    const char **receipt_params, **total_params;
-    char (*numbers)[4][48]; /* the totals rows' weight, capacity, received, load */
-    char seq_text[24], note[48];
-    const char *seq_param[1], *note_param[1];
-    uint64_t last_seq;   /* the sequencer's, then after this group */
-    size_t fresh;        /* items new in this group */
-    uint64_t shard_bits; /* of the new items (feed_watch.h) */
+    PGresult **inserted; /* per INSERT: the batch_ids it inserted */
+    size_t nsteps, steps_cap, ninserts;
+    size_t fresh; /* items new in this group */
+    int retried;  /* the transaction ran again on a new connection (see transact) */
 };
 
 static struct seen *slot_of(struct group *g, const char *batch_id)
@@ -63,30 +67,43 @@ static int group_init(struct group *g, struct gw_commit_item *list)
         slots *= 2;
     g->mask = slots - 1;
     g->table = calloc(slots, sizeof(*g->table));
-    g->hex = calloc(g->n, sizeof(*g->hex));
-    g->seq = calloc(g->n, sizeof(*g->seq));
-    return g->table && g->hex && g->seq ? 0 : -ENOMEM;
+    g->rows = calloc(g->n, sizeof(*g->rows));
+    g->params = calloc(g->n * RECEIPT_COLUMNS + 1, sizeof(*g->params));
+    g->inserted = calloc(g->n / ROWS_PER_INSERT + 1, sizeof(*g->inserted));
+    return g->table && g->rows && g->params && g->inserted ? 0 : -ENOMEM;
+}
+
+/* Forgets an attempt's pipeline, so the transaction can be laid out again. */
+static void attempt_reset(struct group *g)
+{
+    for (size_t i = 0; g->rows && i < g->n; i++)
+        for (int k = 0; k < 5; k++)
+            gw_buf_free(&g->rows[i].tally[k]);
+    for (size_t i = 0; g->inserted && i < g->ninserts; i++) {
+        PQclear(g->inserted[i]);
+        g->inserted[i] = NULL;
+    }
+    for (size_t i = 0; i < g->nsteps; i++)
+        gw_buf_free(&g->steps_sql[i]);
+    if (g->table)
+        memset(g->table, 0, (g->mask + 1) * sizeof(*g->table));
+    g->nsteps = g->ninserts = g->fresh = 0;
 }
 
 static void group_free(struct group *g)
 {
+    attempt_reset(g);
     free(g->table);
-    free(g->hex);
-    free(g->seq);
-    PQclear(g->locked);
-    PQclear(g->stored);
-    for (size_t i = 0; i < g->nsteps; i++)
-        gw_buf_free(&g->steps_sql[i]);
+    free(g->rows);
+    free(g->params);
+    free(g->inserted);
     free(g->steps);
     free(g->steps_sql);
-    free(g->receipt_params);
-    free(g->total_params);
-    free(g->numbers);
 }
 
 /* Appends a step; `sql` (may be NULL: static text in `text`) is taken over. -ENOMEM. */
 static int add_step(struct group *g, struct gw_buf *sql, const char *text, int nparams,
-                    const char *const *params)
+                    const char *const *params, PGresult **result)
 {
     if (g->nsteps == g->steps_cap) {
         size_t cap = g->steps_cap ? 2 * g->steps_cap : 8;
@@ -102,249 +119,109 @@ static int add_step(struct group *g, struct gw_buf *sql, const char *text, int n
     gw_buf_init(own);
     if (sql)
         *own = *sql; /* its data moves; steps[].sql is set when the pipeline is sent */
-    g->steps[g->nsteps++] = (struct gw_pg_stmt){text, nparams, params, NULL};
+    g->steps[g->nsteps++] = (struct gw_pg_stmt){text, nparams, params, result};
     return 0;
 }
 
-/* The first round trip: BEGIN, the sequencer row locked until COMMIT (the one order of every
- * replica's commits), and the group's batch_ids already stored, into the table. Ids are
- * [A-Za-z0-9._:-] (docs/api.md §2), so the array literal needs no escaping beyond its quotes. */
-static int lock_and_find(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+/* The receipt's tallies as array literals: one element per shard it placed changes on. Ids are
+ * [A-Za-z0-9._:-] (docs/contract.md §2): quoted, they need no escaping. */
+static int tally_arrays(struct row_text *r, const struct gw_commit_item *it)
 {
-    struct gw_buf ids;
-    gw_buf_init(&ids);
-    gw_buf_puts(&ids, "{");
-    for (struct gw_commit_item *it = g->list; it; it = it->next) {
-        gw_buf_puts(&ids, it == g->list ? "\"" : ",\"");
-        gw_buf_puts(&ids, it->batch_id);
-        gw_buf_puts(&ids, "\"");
+    for (int k = 0; k < 5; k++) {
+        gw_buf_init(&r->tally[k]);
+        gw_buf_puts(&r->tally[k], "{");
     }
-    gw_buf_puts(&ids, "}");
-    gw_buf_append(&ids, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
-    const char *params[] = {ids.data};
-    const struct gw_pg_stmt stmts[] = {
-        {"BEGIN", 0, NULL, NULL},
-        {"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, &g->locked},
-        {"SELECT batch_id, fingerprint, receipt FROM shardgate_receipts WHERE batch_id = ANY "
-         "($1::text[])",
-         1, params, &g->stored}};
-    int rc = ids.failed ? -ENOMEM : gw_pg_pipeline(c, stmts, 3, err);
-    gw_buf_free(&ids);
-    if (rc == -ENOMEM)
-        gw_error_set(err, "", "store: out of memory");
-    if (rc != 0)
-        return rc;
-    g->last_seq = strtoull(PQgetvalue(g->locked, 0, 0), NULL, 10);
-    for (int row = 0; row < PQntuples(g->stored); row++) {
-        struct seen *e = slot_of(g, PQgetvalue(g->stored, row, 0));
-        *e = (struct seen){PQgetvalue(g->stored, row, 0), PQgetvalue(g->stored, row, 1),
-                           PQgetvalue(g->stored, row, 2), (size_t)PQgetlength(g->stored, row, 2)};
+    int first = 1;
+    for (size_t i = 0; i < it->members->count; i++) {
+        if (it->tally[i].received == 0)
+            continue;
+        const struct gw_shard *sh = &it->members->shards[i];
+        const char *sep = first ? "" : ",";
+        gw_buf_printf(&r->tally[0], "%s\"%s\"", sep, sh->id);
+        gw_buf_printf(&r->tally[1], "%s%" PRIu64, sep, (uint64_t)sh->weight);
+        gw_buf_printf(&r->tally[2], "%s%" PRIu64, sep, (uint64_t)sh->capacity);
+        gw_buf_puts(&r->tally[3], sep);
+        gw_buf_u128(&r->tally[3], it->tally[i].received);
+        gw_buf_puts(&r->tally[4], sep);
+        gw_buf_u128(&r->tally[4], it->tally[i].load);
+        first = 0;
     }
-    return 0;
+    int failed = 0;
+    for (int k = 0; k < 5; k++) {
+        gw_buf_append(&r->tally[k], "}", 2); /* and the NUL libpq reads */
+        failed |= r->tally[k].failed;
+    }
+    return failed ? -ENOMEM : 0;
 }
 
-/* Each item's verdict, in queue order: an id stored before, or earlier in this group, replays
- * (same fingerprint) or is reused (another); the rest get the next seqs. */
-static void decide(struct group *g)
+/* The row parameters of each item that is the first of its batch_id in the group; a later item
+ * with the same id is decided after the transaction, from the first one's outcome. */
+static int row_params(struct group *g)
 {
     size_t i = 0;
+    const char **p = g->params;
     for (struct gw_commit_item *it = g->list; it; it = it->next, i++) {
-        gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, g->hex[i]);
         struct seen *s = slot_of(g, it->batch_id);
-        if (!s->batch_id) {
-            *s = (struct seen){it->batch_id, g->hex[i], it->receipt, it->receipt_len};
-            it->verdict = GW_COMMIT_NEW;
-            it->seq = ++g->last_seq;
-            snprintf(g->seq[i], sizeof(g->seq[i]), "%" PRIu64, it->seq);
-            g->fresh++;
-            g->shard_bits |= it->shard_bits;
-        } else if (strcmp(s->fingerprint, g->hex[i]) == 0) {
-            it->verdict = GW_COMMIT_REPLAY; /* its own receipt is not needed any more */
-            gw_buf_reset(it->stored);
-            gw_buf_append(it->stored, s->receipt, s->receipt_len);
-        } else {
-            it->verdict = GW_COMMIT_REUSED;
-        }
+        if (s->batch_id)
+            continue;
+        *s = (struct seen){it->batch_id, it};
+        struct row_text *r = &g->rows[i];
+        gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, r->hex);
+        snprintf(r->bits, sizeof(r->bits), "%" PRId64, (int64_t)it->shard_bits);
+        if (tally_arrays(r, it) != 0)
+            return -ENOMEM;
+        const char *row[RECEIPT_COLUMNS] = {it->batch_id,     r->hex,           it->epoch,
+                                            it->receipt,      r->bits,          r->tally[0].data,
+                                            r->tally[1].data, r->tally[2].data, r->tally[3].data,
+                                            r->tally[4].data};
+        memcpy(p, row, sizeof(row));
+        p += RECEIPT_COLUMNS;
+        g->fresh++;
     }
+    return 0;
 }
 
-/* Steps INSERT `head` VALUES (...),(...) `tail` over nrows rows of ncols text parameters, in
+/* INSERT ... VALUES (...),(...) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id, in
  * statements of at most ROWS_PER_INSERT rows. */
-static int insert_rows(struct group *g, const char *head, const char *tail, int ncols, size_t nrows,
-                       const char **params)
+static int insert_steps(struct group *g)
 {
     int rc = 0;
-    for (size_t done = 0; rc == 0 && done < nrows; done += ROWS_PER_INSERT) {
-        size_t rows = nrows - done < ROWS_PER_INSERT ? nrows - done : ROWS_PER_INSERT;
+    for (size_t done = 0; rc == 0 && done < g->fresh; done += ROWS_PER_INSERT) {
+        size_t rows = g->fresh - done < ROWS_PER_INSERT ? g->fresh - done : ROWS_PER_INSERT;
         struct gw_buf sql;
         gw_buf_init(&sql);
-        gw_buf_puts(&sql, head);
+        gw_buf_puts(&sql, "INSERT INTO shardgate_receipts (batch_id, fingerprint, epoch, receipt, "
+                          "shard_bits, tally_shard, tally_weight, tally_capacity, "
+                          "tally_received, tally_load)");
         for (size_t r = 0; r < rows; r++)
-            for (int k = 0; k < ncols; k++) {
+            for (int k = 0; k < RECEIPT_COLUMNS; k++) {
                 gw_buf_puts(&sql, k ? ",$" : r ? "),($" : " VALUES ($");
-                gw_buf_field_u64(&sql, "", r * (size_t)ncols + (size_t)k + 1);
+                gw_buf_field_u64(&sql, "", r * RECEIPT_COLUMNS + (size_t)k + 1);
             }
-        gw_buf_puts(&sql, ") ");
-        gw_buf_puts(&sql, tail);
+        gw_buf_puts(&sql, ") ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id");
         gw_buf_append(&sql, "", 1); /* libpq reads a C string; a gw_buf has no NUL of its own */
         rc = sql.failed ? -ENOMEM
-                        : add_step(g, &sql, NULL, (int)(rows * (size_t)ncols),
-                                   params + done * (size_t)ncols);
+                        : add_step(g, &sql, NULL, (int)(rows * RECEIPT_COLUMNS),
+                                   g->params + done * RECEIPT_COLUMNS, &g->inserted[g->ninserts++]);
         if (rc != 0)
             gw_buf_free(&sql);
     }
     return rc;
 }
 
-static int insert_receipts(struct group *g)
+/* The one round trip: BEGIN, the INSERTs, COMMIT. Laid out anew each attempt. */
+static int insert_and_commit(struct gw_pg_conn *c, void *ctx, struct gw_error *err)
 {
-    const char **params = g->receipt_params = calloc(g->fresh * 5 + 1, sizeof(*params));
-    if (!params)
-        return -ENOMEM;
-    size_t i = 0, p = 0;
-    for (struct gw_commit_item *it = g->list; it; it = it->next, i++) {
-        if (it->verdict != GW_COMMIT_NEW)
-            continue;
-        params[p++] = it->batch_id;
-        params[p++] = g->seq[i];
-        params[p++] = g->hex[i];
-        params[p++] = it->epoch;
-        params[p++] = it->receipt; /* NUL-terminated: the request's buffer */
-    }
-    return insert_rows(g,
-                       "INSERT INTO shardgate_receipts (batch_id, seq, fingerprint, epoch, "
-                       "receipt)",
-                       "", 5, g->fresh, params);
-}
-
-/* The group's totals per epoch and shard (docs/api.md §7). A group nearly always has one
- * epoch; each distinct membership gets one array of sums. */
-struct epoch_sums {
-    const struct gw_membership *members;
-    const char *epoch;
-    gw_u128 *received, *load;
-};
-
-static struct epoch_sums *sums_for(struct epoch_sums **all, size_t *n,
-                                   const struct gw_commit_item *it)
-{
-    for (size_t i = 0; i < *n; i++)
-        if ((*all)[i].members == it->members)
-            return &(*all)[i];
-    struct epoch_sums *grown = realloc(*all, (*n + 1) * sizeof(**all));
-    if (!grown)
-        return NULL;
-    *all = grown;
-    struct epoch_sums *e = &grown[(*n)++];
-    size_t count = it->members->count ? it->members->count : 1;
-    *e = (struct epoch_sums){it->members, it->epoch, calloc(count, sizeof(gw_u128)),
-                             calloc(count, sizeof(gw_u128))};
-    return e->received && e->load ? e : NULL;
-}
-
-/* Text parameters of the totals rows: epoch, shard, weight, capacity, received, load. */
-struct total_rows {
-    const char **params;
-    char (*numbers)[4][48];
-    size_t rows, cap;
-};
-
-static void u128_text(char out[48], gw_u128 v)
-{
-    struct gw_buf b;
-    gw_buf_init(&b);
-    gw_buf_u128(&b, v);
-    snprintf(out, 48, "%.*s", b.failed ? 1 : (int)b.len, b.failed ? "0" : b.data);
-    gw_buf_free(&b);
-}
-
-static int total_rows_of(const struct epoch_sums *all, size_t n, struct total_rows *t)
-{
-    for (size_t e = 0; e < n; e++)
-        t->cap += all[e].members->count;
-    t->params = calloc(t->cap * 6 + 1, sizeof(*t->params));
-    t->numbers = calloc(t->cap + 1, sizeof(*t->numbers));
-    if (!t->params || !t->numbers)
-        return -ENOMEM;
-    for (size_t e = 0; e < n; e++)
-        for (size_t i = 0; i < all[e].members->count; i++) {
-            if (all[e].received[i] == 0)
-                continue;
-            const struct gw_shard *sh = &all[e].members->shards[i];
-            char(*num)[48] = t->numbers[t->rows];
-            snprintf(num[0], 48, "%" PRIu64, (uint64_t)sh->weight);
-            snprintf(num[1], 48, "%" PRIu64, (uint64_t)sh->capacity);
-            u128_text(num[2], all[e].received[i]);
-            u128_text(num[3], all[e].load[i]);
-            const char **p = t->params + t->rows++ * 6;
-            p[0] = all[e].epoch;
-            p[1] = sh->id;
-            p[2] = num[0];
-            p[3] = num[1];
-            p[4] = num[2];
-            p[5] = num[3];
-        }
-    return 0;
-}
-
-static int add_totals(struct group *g)
-{
-    struct epoch_sums *all = NULL;
-    size_t n = 0;
-    int rc = 0;
-    for (struct gw_commit_item *it = g->list; rc == 0 && it; it = it->next) {
-        if (it->verdict != GW_COMMIT_NEW)
-            continue;
-        struct epoch_sums *e = sums_for(&all, &n, it);
-        for (size_t i = 0; e && i < it->members->count; i++) {
-            e->received[i] += it->tally[i].received;
-            e->load[i] += it->tally[i].load;
-        }
-        rc = e ? 0 : -ENOMEM;
-    }
-    struct total_rows t = {0};
+    struct group *g = ctx;
+    g->retried = g->nsteps > 0;
+    attempt_reset(g);
+    int rc = row_params(g);
     if (rc == 0)
-        rc = total_rows_of(all, n, &t);
-    g->total_params = t.params; /* the steps point into them until the group is freed */
-    g->numbers = t.numbers;
+        rc = add_step(g, NULL, "BEGIN", 0, NULL, NULL);
     if (rc == 0)
-        rc = insert_rows(g,
-                         "INSERT INTO shardgate_totals (epoch, shard, weight, capacity, received, "
-                         "load)",
-                         "ON CONFLICT (epoch, shard) DO UPDATE SET received = "
-                         "shardgate_totals.received + EXCLUDED.received, load = "
-                         "shardgate_totals.load + EXCLUDED.load",
-                         6, t.rows, t.params);
-    for (size_t e = 0; e < n; e++) {
-        free(all[e].received);
-        free(all[e].load);
-    }
-    free(all);
-    return rc;
-}
-
-/* The new last seq, and the NOTIFY "<last_seq> <shard_bits>" that wakes the other replicas'
- * feed watchers at COMMIT (docs/journal.md §10). */
-static int advance_sequencer(struct group *g)
-{
-    snprintf(g->seq_text, sizeof(g->seq_text), "%" PRIu64, g->last_seq);
-    snprintf(g->note, sizeof(g->note), "%" PRIu64 " %" PRIu64, g->last_seq, g->shard_bits);
-    g->seq_param[0] = g->seq_text;
-    g->note_param[0] = g->note;
-    int rc = add_step(g, NULL, "UPDATE shardgate_sequencer SET last_seq = $1", 1, g->seq_param);
-    return rc ? rc
-              : add_step(g, NULL, "SELECT pg_notify('shardgate_receipts', $1)", 1, g->note_param);
-}
-
-/* The second round trip: the new receipts, their totals, the sequencer and the NOTIFY, then
- * COMMIT (alone when nothing is new). */
-static int write_and_commit(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
-{
-    int rc = 0;
-    if (g->fresh && (rc = insert_receipts(g)) == 0 && (rc = add_totals(g)) == 0)
-        rc = advance_sequencer(g);
+        rc = insert_steps(g);
     if (rc == 0)
-        rc = add_step(g, NULL, "COMMIT", 0, NULL);
+        rc = add_step(g, NULL, "COMMIT", 0, NULL, NULL);
     if (rc != 0) {
         gw_error_set(err, "", "store: out of memory");
         return rc;
@@ -352,36 +229,111 @@ static int write_and_commit(struct gw_pg_conn *c, struct group *g, struct gw_err
     for (size_t i = 0; i < g->nsteps; i++)
         if (g->steps_sql[i].data)
             g->steps[i].sql = g->steps_sql[i].data;
-    return gw_pg_pipeline(c, g->steps, g->nsteps, err);
-}
-
-/* BEGIN, the lock and the ids: the first round trip, which commits nothing, so it runs once
- * more on a new connection when it finds the old one dead (gw_pg_once_more): the first commit
- * after the database is back is not refused while /readyz says ready. */
-static int begin_group(struct gw_pg_conn *c, void *ctx, struct gw_error *err)
-{
-    struct group *g = ctx;
-    PQclear(g->locked);
-    PQclear(g->stored);
-    g->locked = g->stored = NULL;
-    return lock_and_find(c, g, err);
-}
-
-/* One transaction for the group. Returns 0 once COMMIT returned, else a negative code (rolled
- * back, or the connection lost: then the outcome is unknown to this replica, and the client's
- * retry learns it as a replay or a first commit). */
-static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err)
-{
-    struct gw_pg_conn *c = &s->writer;
-    int rc = gw_pg_once_more(c, begin_group, g, err);
-    if (rc == 0) {
-        decide(g);
-        rc = write_and_commit(c, g, err);
-    }
+    rc = gw_pg_pipeline(c, g->steps, g->nsteps, err);
     if (rc != 0 && c->conn) {
         struct gw_error ignored;
         gw_pg_run(c, "ROLLBACK", &ignored);
     }
+    return rc;
+}
+
+/* The first items the INSERTs skipped: their batch_id was committed before (by this replica or
+ * another), so its row is there to read. Each is marked REUSED until the row says REPLAY. */
+static int mark_new(struct group *g)
+{
+    for (size_t k = 0; k < g->ninserts; k++)
+        for (int row = 0; row < PQntuples(g->inserted[k]); row++)
+            slot_of(g, PQgetvalue(g->inserted[k], row, 0))->first->verdict = GW_COMMIT_NEW;
+    return 0;
+}
+
+/* Reads the stored rows of the skipped ids: same fingerprint replays, another is reused. */
+static int read_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *err)
+{
+    struct gw_buf ids;
+    gw_buf_init(&ids);
+    gw_buf_puts(&ids, "{");
+    size_t skipped = 0;
+    for (size_t i = 0; i <= g->mask; i++) {
+        struct gw_commit_item *it = g->table[i].first;
+        if (!it || it->verdict == GW_COMMIT_NEW)
+            continue;
+        gw_buf_puts(&ids, skipped++ ? ",\"" : "\"");
+        gw_buf_puts(&ids, it->batch_id);
+        gw_buf_puts(&ids, "\"");
+    }
+    gw_buf_append(&ids, "}", 2);
+    if (skipped == 0 || ids.failed) {
+        gw_buf_free(&ids);
+        return ids.failed ? -ENOMEM : 0;
+    }
+    const char *params[] = {ids.data};
+    PGresult *res = gw_pg_exec(c,
+                               "SELECT batch_id, fingerprint, receipt FROM shardgate_receipts "
+                               "WHERE batch_id = ANY ($1::text[])",
+                               1, params, err);
+    gw_buf_free(&ids);
+    if (!res)
+        return -EIO;
+    for (int row = 0; row < PQntuples(res); row++) {
+        struct gw_commit_item *it = slot_of(g, PQgetvalue(res, row, 0))->first;
+        char hex[2 * GW_FINGERPRINT_LEN + 1];
+        gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, hex);
+        if (strcmp(PQgetvalue(res, row, 1), hex) != 0)
+            continue; /* REUSED */
+        if (g->retried && (size_t)PQgetlength(res, row, 2) == it->receipt_len &&
+            memcmp(PQgetvalue(res, row, 2), it->receipt, it->receipt_len) == 0) {
+            it->verdict = GW_COMMIT_NEW; /* the attempt on the dead connection had committed */
+            continue;
+        }
+        it->verdict = GW_COMMIT_REPLAY; /* its own receipt is not needed any more */
+        gw_buf_reset(it->stored);
+        gw_buf_append(it->stored, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2));
+    }
+    PQclear(res);
+    return 0;
+}
+
+/* A later item with the batch_id of an earlier one in the group: the first one's row decides. */
+static void decide_repeats(struct group *g)
+{
+    for (struct gw_commit_item *it = g->list; it; it = it->next) {
+        struct gw_commit_item *first = slot_of(g, it->batch_id)->first;
+        if (first == it)
+            continue;
+        if (memcmp(first->fingerprint, it->fingerprint, GW_FINGERPRINT_LEN) != 0 ||
+            first->verdict == GW_COMMIT_REUSED) {
+            it->verdict = GW_COMMIT_REUSED;
+            continue;
+        }
+        it->verdict = GW_COMMIT_REPLAY;
+        gw_buf_reset(it->stored);
+        if (first->verdict == GW_COMMIT_REPLAY)
+            gw_buf_append(it->stored, first->stored->data, first->stored->len);
+        else
+            gw_buf_append(it->stored, first->receipt, first->receipt_len);
+    }
+}
+
+/* One transaction for the group, then the verdicts. A connection found dead (the database
+ * restarted since the last commit) runs the transaction once more on a new one (gw_pg_once_more):
+ * the primary key makes that safe, since a row the first attempt may have committed is skipped
+ * and read back, and a row whose bytes are the item's own was this group's (docs/journal.md §10,
+ * Availability). Returns 0 once COMMIT returned, else a negative code (rolled back, or the
+ * connection lost again: the outcome is unknown to this replica, and the client's retry learns
+ * it as a replay or a first commit). */
+static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err)
+{
+    struct gw_pg_conn *c = &s->writer;
+    for (struct gw_commit_item *it = g->list; it; it = it->next)
+        it->verdict = GW_COMMIT_REUSED;
+    int rc = gw_pg_once_more(c, insert_and_commit, g, err);
+    if (rc == 0)
+        rc = mark_new(g);
+    if (rc == 0)
+        rc = read_stored(c, g, err);
+    if (rc == 0)
+        decide_repeats(g);
     return rc;
 }
 
@@ -397,8 +349,8 @@ static void commit_list(struct gw_pg_store *s, struct gw_commit_item *list)
         gw_error_set(&err, "", "store: out of memory");
     if (rc == 0)
         gw_metrics_commit(s->metrics, g.fresh, gw_now_ns() - start);
-    if (rc == 0 && g.fresh && s->hook.durable)
-        s->hook.durable(s->hook.ctx, g.last_seq, g.shard_bits);
+    if (rc == 0 && g.fresh)
+        gw_pg_sequencer_poke(s); /* the new rows wait for their seqs */
     atomic_store(&s->available, rc == 0 || rc == -ENOMEM);
     if (rc != 0) {
         pthread_mutex_lock(&s->worker.lock);

@@ -79,7 +79,8 @@ int gw_pg_store_catch_up(struct gw_pg_store *s, gw_pg_epoch_fn apply, void *ctx,
 }
 
 /* Under the locked sequencer row: the database's latest epoch must be `base` (NULL: none), and
- * so must the chain's. */
+ * so must the chain's. The receipts committed before now get their seqs first (a sequencer
+ * round in this transaction), so the epoch's first_seq comes after every one of them. */
 static int check_base(struct gw_pg_store *s, struct gw_pg_conn *c, const char *base,
                       uint64_t *last_seq, struct gw_error *err)
 {
@@ -91,8 +92,9 @@ static int check_base(struct gw_pg_store *s, struct gw_pg_conn *c, const char *b
                                      0, NULL, err)
                         : NULL;
     int rc = top ? 0 : -EIO;
+    if (rc == 0 && gw_pg_sequence_locked(c, last_seq, err) < 0)
+        rc = -EIO;
     if (rc == 0) {
-        *last_seq = strtoull(PQgetvalue(seq, 0, 0), NULL, 10);
         const char *db = PQntuples(top) ? PQgetvalue(top, 0, 0) : NULL;
         struct gw_epoch_entry mine;
         int has = gw_chain_latest(&s->chain, &mine);

@@ -50,6 +50,8 @@ int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct g
         rc = gw_pg_epochs_open(s, o->topo, o->adopt, o->adopt_ctx, err);
     if (rc == 0)
         rc = read_start_seq(s, err);
+    if (rc == 0) /* before the writer, which pokes it */
+        rc = gw_pg_sequencer_start(s, err);
     if (rc == 0)
         rc = gw_pg_store_start_writer(s, err);
     if (rc == 0)
@@ -117,15 +119,23 @@ static gw_u128 decimal(const char *digits)
     return v;
 }
 
+/* Every acknowledged receipt counts: the totals the sequencer added, and the tallies of the
+ * receipts still waiting for it, read in one snapshot (a round moves a receipt from one to the
+ * other in one transaction). */
 int gw_pg_store_totals(struct gw_pg_store *s, struct gw_ledger_entry **out, size_t *count,
                        struct gw_error *err)
 {
     PGresult *res = read_query(
         s,
+        "WITH a AS (SELECT epoch, shard, weight, capacity, received, load FROM shardgate_totals "
+        "UNION ALL SELECT r.epoch, x.shard, x.weight, x.capacity, x.received, x.load FROM "
+        "shardgate_receipts r, unnest(r.tally_shard, r.tally_weight, r.tally_capacity, "
+        "r.tally_received, r.tally_load) AS x(shard, weight, capacity, received, load) WHERE "
+        "r.seq IS NULL) "
         "SELECT t.shard, t.received, t.load, l.weight, l.capacity FROM "
-        "(SELECT shard, sum(received) AS received, sum(load) AS load FROM shardgate_totals "
+        "(SELECT shard, sum(received) AS received, sum(load) AS load FROM a "
         "GROUP BY shard) t JOIN (SELECT DISTINCT ON (shard) shard, weight, capacity FROM "
-        "shardgate_totals JOIN shardgate_epochs USING (epoch) ORDER BY shard, epoch_seq DESC) l "
+        "a JOIN shardgate_epochs USING (epoch) ORDER BY shard, epoch_seq DESC) l "
         "USING (shard) ORDER BY t.shard COLLATE \"C\"",
         0, NULL, err);
     if (!res)
@@ -154,6 +164,7 @@ int gw_pg_store_available(struct gw_pg_store *s)
 void gw_pg_store_close(struct gw_pg_store *s)
 {
     gw_pg_store_stop(s);
+    gw_pg_sequencer_stop(s);
     gw_pg_listener_stop(s);
     gw_worker_destroy(&s->worker);
     gw_pg_close(&s->writer);

@@ -1,8 +1,9 @@
 /* --store postgres:// (docs/journal.md §10): the receipts, totals and epochs of every replica in
  * one PostgreSQL database. A writer thread commits each group of receipts in one transaction
- * (group commit, as the file store's journal writer); request threads read through a second
- * connection. The database decides idempotency, so a retry that lands on another replica
- * replays (docs/api.md §3). */
+ * (group commit, as the file store's journal writer) that no other replica's waits for; the
+ * replica holding the sequencer's role gives the committed receipts their seqs afterwards;
+ * request threads read through another connection. The database decides idempotency, so a
+ * retry that lands on another replica replays (docs/api.md §3). */
 #ifndef SHARDGATE_GW_PG_STORE_H
 #define SHARDGATE_GW_PG_STORE_H
 
@@ -45,6 +46,13 @@ struct gw_pg_store {
     unsigned delay_ms; /* test only: as the file store's committer */
     struct gw_commit_hook hook;
     uint64_t start_seq; /* the sequencer's last_seq at open */
+    /* pg_sequencer.c: its thread and connection; poked by this replica's commits */
+    struct gw_pg_conn sequencer;
+    pthread_t seq_thread;
+    pthread_mutex_t seq_lock;
+    pthread_cond_t seq_wake;
+    int seq_poked, seq_stopping; /* under seq_lock */
+    int sequencing;
 };
 
 /* An epoch the database holds, handed over by the calls below: its contract, its members
@@ -65,7 +73,7 @@ struct gw_pg_open {
     void *adopt_ctx;
     struct gw_metrics *metrics;
     unsigned delay_ms;          /* test only: as the file store's committer */
-    struct gw_commit_hook hook; /* told of every commit, this replica's and (by NOTIFY) others' */
+    struct gw_commit_hook hook; /* told of every sequencing round, by NOTIFY (pg_listen.c) */
 };
 int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct gw_error *err);
 
@@ -98,8 +106,20 @@ int gw_pg_listener_start(struct gw_pg_store *s, gw_pg_changed_fn changed, void *
                          struct gw_error *err);
 void gw_pg_listener_stop(struct gw_pg_store *s);
 
+/* pg_sequencer.c: the thread that asks for the sequencer's role every second and, holding it,
+ * gives the committed receipts of every replica their seqs (a round after each poke, or polled
+ * every 1..50 ms). Stopping, it sequences what is left when it leads. */
+int gw_pg_sequencer_start(struct gw_pg_store *s, struct gw_error *err);
+/* One round on connection c, in a transaction of the caller's that holds the sequencer row
+ * (SELECT ... FOR UPDATE): an epoch change gives the receipts committed before it their seqs
+ * first, so its first_seq follows them. Returns how many, *last_seq after them; or -EIO. */
+long gw_pg_sequence_locked(struct gw_pg_conn *c, uint64_t *last_seq, struct gw_error *err);
+void gw_pg_sequencer_poke(struct gw_pg_store *s);
+void gw_pg_sequencer_stop(struct gw_pg_store *s);
+
 /* Queues a receipt; its `done` runs on the writer thread with rc 0 and a verdict once the
- * transaction committed, or -EIO when it did not (nothing acknowledged). */
+ * transaction committed, or -EIO when it did not (nothing acknowledged). The receipt has no seq
+ * yet: it is in the feed and the totals once the sequencer has given it one. */
 void gw_pg_store_submit(struct gw_pg_store *s, struct gw_commit_item *item);
 
 /* 1 when the last statement or the once-a-second check reached the database. */
