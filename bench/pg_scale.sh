@@ -14,9 +14,19 @@
 # the records in them and the time of each (shardgate_journal_fsync_duration_seconds: on the
 # file store write + fdatasync, on PostgreSQL the whole transaction, sequencer lock included).
 #
-# usage: bench/pg_scale.sh [--seconds N] [--rounds R] [--out FILE]
+#
+# --rtt-ms R: scaling with a round trip of R ms between each replica and PostgreSQL
+# (docs/performance.md §13.2). Every replica reaches PostgreSQL through a delaying proxy of its
+# own (bench/delay_proxy.py, R/2 ms each way: this kernel has no netem) and gets the same fixed
+# load, wrk straight at it with CONNS_PER_REPLICA connections (no HAProxy), so the CPUs are not
+# saturated; configurations B (1 replica) and D (3), ratios against B. While wrk runs,
+# pg_stat_activity is sampled every 100 ms: the share of the samples of active backends that
+# wait for a lock (wait_event_type Lock).
+#
+# usage: bench/pg_scale.sh [--seconds N] [--rounds R] [--rtt-ms R] [--out FILE]
 # env:   SECONDS_PER_PHASE (20), ROUNDS (2), CONNS (64), WRK_THREADS (2), SERVER_THREADS (2),
-#        BUILD (build/bench-rel), OUT (bench/results/pg_scale.json)
+#        BUILD (build/bench-rel), OUT (bench/results/pg_scale.json, or pg_scale_rtt.json),
+#        CONNS_PER_REPLICA (8, --rtt-ms), SHARDGATE_BIN (a built shardgate instead of BUILD's)
 # Needs root (or the postgres user): ops/pg.sh runs PostgreSQL as postgres. Everything listens
 # on 127.0.0.1. Fails on any non-200 answer, wrk error, or batch not answered as accepted.
 set -euo pipefail
@@ -30,7 +40,9 @@ CONNS=${CONNS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
 SERVER_THREADS=${SERVER_THREADS:-2}
 BUILD=${BUILD:-build/bench-rel}
-OUT=${OUT:-bench/results/pg_scale.json}
+OUT=${OUT:-}
+CONNS_PER_REPLICA=${CONNS_PER_REPLICA:-8}
+RTT_MS=
 SIZES=(1 100)
 CONFIGS=(A B C D)
 
@@ -44,18 +56,29 @@ while [ $# -gt 0 ]; do
     --seconds) [ $# -ge 2 ] || die "--seconds N"; PHASE_SECONDS=$2; shift 2 ;;
     --rounds) [ $# -ge 2 ] || die "--rounds R"; ROUNDS=$2; shift 2 ;;
     --out) [ $# -ge 2 ] || die "--out FILE"; OUT=$2; shift 2 ;;
-    *) echo "usage: bench/pg_scale.sh [--seconds N] [--rounds R] [--out FILE]" >&2; exit 64 ;;
+    --rtt-ms) [ $# -ge 2 ] || die "--rtt-ms R"; RTT_MS=$2; shift 2 ;;
+    *) echo "usage: bench/pg_scale.sh [--seconds N] [--rounds R] [--rtt-ms R] [--out FILE]" >&2; exit 64 ;;
     esac
 done
 [[ $PHASE_SECONDS =~ ^[1-9][0-9]*$ ]] || die "--seconds takes a positive integer"
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "--rounds takes a positive integer"
+[ -z "$RTT_MS" ] || [[ $RTT_MS =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--rtt-ms takes milliseconds"
+if [ -n "$RTT_MS" ]; then
+    CONFIGS=(B D)
+    OUT=${OUT:-bench/results/pg_scale_rtt.json}
+fi
+OUT=${OUT:-bench/results/pg_scale.json}
 
 for tool in wrk haproxy curl psql python3; do
     command -v "$tool" >/dev/null || sg_install_deps
 done
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_BENCH=ON >/dev/null
-cmake --build "$BUILD" -j 2 --target shardgate >/dev/null
-BIN="$BUILD/gateway/shardgate"
+if [ -n "${SHARDGATE_BIN:-}" ]; then
+    BIN=$SHARDGATE_BIN
+else
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_BENCH=ON >/dev/null
+    cmake --build "$BUILD" -j 2 --target shardgate >/dev/null
+    BIN="$BUILD/gateway/shardgate"
+fi
 
 # The temp dir holds PostgreSQL's data, which runs as postgres: it must be able to reach it.
 tmp=$(mktemp -d /tmp/pg_scale.XXXXXX)
@@ -116,10 +139,30 @@ fresh_schema() {
     "${PSQL[@]}" -c "CHECKPOINT" >/dev/null || die "CHECKPOINT failed"
 }
 
-# start_replica N: a gateway on the shared PostgreSQL; appends its base URL to GW_URLS.
+# start_delay_proxy N: bench/delay_proxy.py in front of PostgreSQL for replica N; sets
+# REPLICA_STORE to the store URL through it.
+start_delay_proxy() {
+    local log="$tmp/proxy-$1.log" pid i port=
+    rm -f "$log" # the last phase's names another port
+    python3 bench/delay_proxy.py 0 "$PG_PORT" "$(python3 -c "print($RTT_MS / 2)")" >"$log" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    for ((i = 0; i < 100; i++)); do
+        port=$(sed -n 's/^listening \([0-9]*\)$/\1/p' "$log" 2>/dev/null || true)
+        [ -z "$port" ] || break
+        sleep 0.05
+    done
+    [ -n "$port" ] || die "delay proxy $1 did not listen: $(cat "$log")"
+    REPLICA_STORE=${STORE/:$PG_PORT\//:$port/}
+}
+
+# start_replica N: a gateway on the shared PostgreSQL (through its own delay proxy with
+# --rtt-ms); appends its base URL to GW_URLS.
 start_replica() {
     local log="$tmp/gw-$1.log" pid port
-    "$BIN" serve --conf conf/dispatch.env --shards input/shards.json --store "$STORE" \
+    REPLICA_STORE=$STORE
+    [ -z "$RTT_MS" ] || start_delay_proxy "$1"
+    "$BIN" serve --conf conf/dispatch.env --shards input/shards.json --store "$REPLICA_STORE" \
         --listen 127.0.0.1:0 --threads "$SERVER_THREADS" </dev/null 2>"$log" &
     pid=$!
     PIDS+=("$pid")
@@ -142,6 +185,43 @@ start_haproxy() {
     wait_ready "$TARGET" "$pid" || die "HAProxy not ready: $(tail -n 5 "$tmp/haproxy.log")"
 }
 
+# load_per_replica ROUND CONFIG SIZE OUT: wrk at every replica at once, CONNS_PER_REPLICA
+# connections each, while pg_stat_activity is sampled into $tmp/locks; OUT gets one summary
+# line of them all (counts and rates summed, latencies the worst).
+load_per_replica() {
+    local round=$1 config=$2 size=$3 out=$4 u k=0 wpids=() spid
+    rm -f "$tmp/locks" "$tmp"/wrk-*.out
+    (while :; do
+        "${PSQL[@]}" -At -F '|' -c "SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'), \
+            count(*) FILTER (WHERE state = 'active') FROM pg_stat_activity WHERE \
+            datname = 'shardgate' AND pid <> pg_backend_pid() AND backend_type = 'client backend'" \
+            >>"$tmp/locks" 2>/dev/null || true
+        sleep 0.1
+    done) &
+    spid=$!
+    for u in "${GW_URLS[@]}"; do
+        k=$((k + 1))
+        wrk -t1 -c"$CONNS_PER_REPLICA" -d"${PHASE_SECONDS}s" --timeout 10s --latency \
+            -s bench/http_post.lua "$u" -- "$size" "r$round$config$size-$k" key \
+            >"$tmp/wrk-$k.out" 2>&1 &
+        wpids+=($!)
+    done
+    for u in "${wpids[@]}"; do wait "$u" || die "wrk failed: $(cat "$tmp"/wrk-*.out)"; done
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    python3 - "$tmp"/wrk-*.out >"$out" <<'PY'
+import json, sys
+rows = [[json.loads(l) for l in open(f) if l.startswith('{"changes_per_batch"')][-1]
+        for f in sys.argv[1:]]
+out = dict(rows[0])
+for k in ("requests", "non_200", "errors", "requests_per_s", "changes_per_s"):
+    out[k] = sum(r[k] for r in rows)
+for k in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "seconds"):
+    out[k] = max(r[k] for r in rows)
+print(json.dumps(out))
+PY
+}
+
 # run_phase ROUND CONFIG SIZE: one measurement; appends a JSON line to $tmp/phases.jsonl.
 run_phase() {
     local round=$1 config=$2 size=$3 replicas=0 n wrk_out="$tmp/wrk.out"
@@ -161,22 +241,29 @@ run_phase() {
         fresh_schema
         for ((n = 1; n <= replicas; n++)); do start_replica "$n"; done
         TARGET=${GW_URLS[0]}
-        [ "$config" = B ] || start_haproxy
+        [ "$config" = B ] || [ -n "$RTT_MS" ] || start_haproxy
         ;;
     esac
-    echo "== round $round, $config ($replicas replica(s)), $size change(s) per batch, ${PHASE_SECONDS}s -> $TARGET" >&2
-    wrk -t"$WRK_THREADS" -c"$CONNS" -d"${PHASE_SECONDS}s" --timeout 10s --latency \
-        -s bench/http_post.lua "$TARGET" -- "$size" "r$round$config$size" key >"$wrk_out" 2>&1 ||
-        die "wrk failed: $(cat "$wrk_out")"
+    if [ -n "$RTT_MS" ]; then
+        echo "== round $round, $config ($replicas replica(s), ${RTT_MS} ms round trip to the database), $size change(s) per batch, ${PHASE_SECONDS}s, $CONNS_PER_REPLICA connections each" >&2
+        load_per_replica "$round" "$config" "$size" "$wrk_out"
+    else
+        echo "== round $round, $config ($replicas replica(s)), $size change(s) per batch, ${PHASE_SECONDS}s -> $TARGET" >&2
+        wrk -t"$WRK_THREADS" -c"$CONNS" -d"${PHASE_SECONDS}s" --timeout 10s --latency \
+            -s bench/http_post.lua "$TARGET" -- "$size" "r$round$config$size" key >"$wrk_out" 2>&1 ||
+            die "wrk failed: $(cat "$wrk_out")"
+    fi
     if grep -q 'Non-2xx or 3xx responses' "$wrk_out"; then
         die "non-2xx answers: $(grep 'Non-2xx' "$wrk_out")"
     fi
     grep -q '^{"changes_per_batch"' "$wrk_out" || die "no summary from wrk: $(cat "$wrk_out")"
-    python3 - "$round" "$config" "$replicas" "$size" "$PHASE_SECONDS" "$wrk_out" "${GW_URLS[@]}" \
-        >>"$tmp/phases.jsonl" <<'PY' || die "phase check failed (see above)"
-import json, sys, urllib.request
-rnd, config, replicas, size, secs, wrk_out, urls = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
-    int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7:])
+    python3 - "$round" "$config" "$replicas" "$size" "$PHASE_SECONDS" "$wrk_out" "$tmp/locks" \
+        "${RTT_MS:-0}" "${GW_URLS[@]}" >>"$tmp/phases.jsonl" <<'PY' || die "phase check failed (see above)"
+import json, os, sys, urllib.request
+rnd, config, replicas, size, secs, wrk_out, locks, rtt, urls = (sys.argv[1], sys.argv[2],
+    int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7],
+    float(sys.argv[8]), sys.argv[9:])
+samples = [tuple(map(int, l.split("|"))) for l in open(locks)] if os.path.exists(locks) else []
 w = [json.loads(l) for l in open(wrk_out) if l.startswith('{"changes_per_batch"')][-1]
 def fail(msg):
     sys.exit("bench/pg_scale.sh: round %s %s %s: %s" % (rnd, config, size, msg))
@@ -205,7 +292,12 @@ commits, records = tot("shardgate_journal_commits_total"), tot("shardgate_journa
 tx_sum, tx_count = tot(h + "_sum"), tot(h + "_count")
 print(json.dumps({
     "round": int(rnd), "config": config, "store": "file" if config == "A" else "postgres",
-    "replicas": replicas, "haproxy": config in ("C", "D"), "changes_per_batch": size,
+    "replicas": replicas, "haproxy": config in ("C", "D") and not rtt, "changes_per_batch": size,
+    "rtt_ms": rtt,
+    # pg_stat_activity samples: backends waiting for a lock / active backends (with --rtt-ms)
+    "lock_wait_samples": sum(s[0] for s in samples), "active_samples": sum(s[1] for s in samples),
+    "lock_wait_share": (sum(s[0] for s in samples) / sum(s[1] for s in samples)
+                        if samples and sum(s[1] for s in samples) else None),
     "wrk": w, "accepted_per_replica": accepted,
     "group_commits": commits, "records": records,
     "commit_seconds_sum": tx_sum, "commit_count": tx_count,
@@ -229,7 +321,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
     if ((round % 2)); then
         order=("${CONFIGS[@]}") sizes=("${SIZES[@]}")
     else
-        order=(D C B A) sizes=("${SIZES[1]}" "${SIZES[0]}")
+        order=() sizes=("${SIZES[1]}" "${SIZES[0]}")
+        for ((k = ${#CONFIGS[@]} - 1; k >= 0; k--)); do order+=("${CONFIGS[k]}"); done
     fi
     for config in "${order[@]}"; do
         for size in "${sizes[@]}"; do run_phase "$round" "$config" "$size"; done
@@ -245,14 +338,19 @@ python3 - "$tmp/phases.jsonl" "$OUT" "$PHASE_SECONDS" "$ROUNDS" "$CONNS" "$WRK_T
 import json, os, statistics, sys
 src, out, secs, rounds, conns, wrk_threads, server_threads, load_before, load_after = sys.argv[1:]
 phases = [json.loads(l) for l in open(src)]
+rtt = phases[0]["rtt_ms"]
+base = "B" if rtt else "A"  # with --rtt-ms: against 1 replica with the same round trip
 by = {(p["round"], p["config"], p["changes_per_batch"]): p for p in phases}
 med = statistics.median
 rows = []
 for size in sorted({p["changes_per_batch"] for p in phases}):
     for config in ("A", "B", "C", "D"):
         ps = [p for p in phases if p["config"] == config and p["changes_per_batch"] == size]
-        ratios = [p["wrk"]["changes_per_s"] / by[(p["round"], "A", size)]["wrk"]["changes_per_s"]
+        if not ps:
+            continue
+        ratios = [p["wrk"]["changes_per_s"] / by[(p["round"], base, size)]["wrk"]["changes_per_s"]
                   for p in ps]
+        shares = [p["lock_wait_share"] for p in ps if p["lock_wait_share"] is not None]
         rows.append({
             "config": config, "store": ps[0]["store"], "replicas": ps[0]["replicas"],
             "haproxy": ps[0]["haproxy"], "changes_per_batch": size,
@@ -264,10 +362,11 @@ for size in sorted({p["changes_per_batch"] for p in phases}):
             "group_size_mean": med(p["group_size_mean"] for p in ps),
             "writer_busy": med(p["writer_busy"] for p in ps),
             "groups_per_s": med(p["groups_per_s"] for p in ps),
+            "lock_wait_share": med(shares) if shares else None,
             "changes_per_s_per_round": [p["wrk"]["changes_per_s"] for p in ps]})
 doc = {"bench": "pg_scale", "seconds_per_phase": int(secs), "rounds": int(rounds),
        "connections": int(conns), "wrk_threads": int(wrk_threads),
-       "server_threads": int(server_threads), "cpus": os.cpu_count(),
+       "server_threads": int(server_threads), "cpus": os.cpu_count(), "rtt_ms": rtt,
        "loadavg_before": load_before, "loadavg_after": load_after,
        "summary": rows, "phases": phases}
 with open(out, "w") as f:
@@ -275,16 +374,22 @@ with open(out, "w") as f:
     f.write("\n")
 print("medians of %s rounds, %s s per phase, wrk %s connections / %s threads; ratio: per round "
       "against A, then the median" % (rounds, secs, conns, wrk_threads))
-print("| config | changes/batch | changes/s | batches/s | p99 ms | vs file store | "
-      "commit ms/group | records/group | groups/s (all) | writer busy |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| config | changes/batch | changes/s | batches/s | p99 ms | vs %s | "
+      "commit ms/group | records/group | groups/s (all) | writer busy | lock waits |"
+      % ("1 replica" if rtt else "file store"))
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 names = {"A": "A file store, 1 gateway", "B": "B postgres, 1 replica",
          "C": "C postgres, 2 replicas + HAProxy", "D": "D postgres, 3 replicas + HAProxy"}
+if rtt:
+    names.update(B="B postgres, 1 replica, %g ms round trip" % rtt,
+                 D="D postgres, 3 replicas, %g ms round trip" % rtt)
 for r in rows:
-    print("| %s | %d | %.0f | %.0f | %.1f | %.2fx | %.2f | %.1f | %.0f | %.0f %% |" % (
+    share = r["lock_wait_share"]
+    print("| %s | %d | %.0f | %.0f | %.1f | %.2fx | %.2f | %.1f | %.0f | %.0f %% | %s |" % (
         names[r["config"]], r["changes_per_batch"], r["changes_per_s"], r["batches_per_s"],
         r["p99_ms"], r["ratio_vs_file"], r["commit_ms_mean"], r["group_size_mean"],
-        r["groups_per_s"], 100 * r["writer_busy"]))
+        r["groups_per_s"], 100 * r["writer_busy"],
+        "-" if share is None else "%.1f %%" % (100 * share)))
 print("load average before: %s, after: %s" % (load_before, load_after))
 print("wrote %s" % out, file=sys.stderr)
 PY
