@@ -5,8 +5,10 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
+import threading
 
 import sgtest
 from sgtest import eq, free_port, run, run_gateway, src, Failure
@@ -80,6 +82,75 @@ class StoreGateway(sgtest.Server):
     def command(self):
         return [sgtest.BIN, "serve", "--conf", self.conf, "--shards", self.shards, "--store",
                 self.url, "--listen", "127.0.0.1:0"] + self.args
+
+
+class CutProxy:
+    """A TCP proxy on 127.0.0.1 in front of a port, which the test can cut (every connection
+    through it closed, new ones closed at once) and mend: a replica cut off from the database
+    while the others are not (docs/journal.md §10)."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.lsock = socket.socket()
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.cut_off = threading.Event()
+        self.lock = threading.Lock()
+        self.open = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.lsock.accept()
+            except OSError:
+                return
+            if self.cut_off.is_set():
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _copy(src_sock, dst_sock):
+        try:
+            while True:
+                data = src_sock.recv(65536)
+                if not data:
+                    break
+                dst_sock.sendall(data)
+        except OSError:
+            pass
+        for s in (src_sock, dst_sock):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        self.cut_off.set()
+        with self.lock:
+            for s in self.open:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+            self.open = []
+
+    def mend(self):
+        self.cut_off.clear()
+
+    def url(self, pg):
+        return pg.url.replace(":%d/" % pg.port, ":%d/" % self.port)
 
 
 def admin_token(directory):

@@ -323,6 +323,36 @@ def shards_that_left_are_listed_in_id_order_with_their_totals():
         eq((got[1]["weight"], got[1]["capacity"]), (1, 20), "shard-b's last weight and capacity")
 
 
+@case("cutoff")
+def a_replica_cut_off_answers_503_and_comes_back_on_the_new_epoch():
+    """Replica B reaches the database through a proxy the test cuts: while cut off, a change
+    made through A is recorded, B answers POST and /readyz 503 (nothing recorded); once the
+    link is mended B serves the new epoch by itself, and the batch it refused is accepted."""
+    c = Cluster(2)
+    link = sgpg.CutProxy(c.pg.port)
+    c.gws[1].url = link.url(c.pg)
+    with c:
+        a, b = c.gws
+        eq(post(b, batch("via-b")).status, 200, "B commits through its link")
+        first = current_epoch(b)
+        link.cut()
+        new = put_membership(a, SHARDS_D_ONLINE, c.token).json()["epoch"]
+        wait_until(lambda: b.get("/readyz").status == 503, 10, "B not ready while cut off")
+        r = post(b, batch("refused"))
+        eq((r.status, r.error()[0]), (503, "store_unavailable"), "POST through B while cut off")
+        eq(c.sql("SELECT count(*) FROM shardgate_receipts WHERE batch_id = 'refused'"), [["0"]],
+           "nothing recorded")
+        link.mend()
+        wait_until(lambda: b.get("/readyz").status == 200 and current_epoch(b) == new, 15,
+                   "B ready again, on the new epoch")
+        ok(new != first, "a new epoch")
+        r = post(b, batch("refused"))
+        eq((r.status, r.json()["epoch"], "idempotent-replayed" in r.headers), (200, new, False),
+           "the refused batch, accepted now under the new epoch")
+        c.health(shards=write(os.path.join(c.pg.base, "d.json"),
+                              json.dumps({"shards": SHARDS_D_ONLINE})))
+
+
 # --- the feed, fed by other replicas ----------------------------------------------------------
 
 @case("feed")
