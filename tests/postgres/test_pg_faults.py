@@ -7,8 +7,10 @@ state. The heavy scenarios, run once (in the -Werror build, not again under the 
 
 Runs as `python3 test_pg_faults.py SHARDGATE HEALTH SOURCE_DIR [--group G]`.
 """
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -88,6 +90,88 @@ def the_database_crashes_under_load_and_comes_back():
            (len(acked), len(acked), list(range(1, last + 1))), "each once, seqs 1..last")
         ok(not any(b == "while-down" for b in stored), "the refused batch left no row")
         c.health()
+
+
+class Standby:
+    """A streaming standby of c.pg (pg_basebackup over the primary's socket, as postgres), on a
+    port of its own, made synchronous (synchronous_standby_names = '*')."""
+
+    def __init__(self, c):
+        self.pg = c.pg
+        self.port = free_port()
+        self.data = os.path.join(self.pg.base, "standby")
+        bin_dir = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+        self.pg_ctl = os.path.join(bin_dir, "pg_ctl")
+        as_pg = ["runuser", "-u", "postgres", "--"]
+        os.mkdir(self.data, 0o700)
+        shutil.chown(self.data, "postgres", "postgres")
+        r = subprocess.run(as_pg + [os.path.join(bin_dir, "pg_basebackup"), "-h", self.pg.dir,
+                                    "-p", str(self.pg.port), "-U", "postgres", "-D", self.data,
+                                    "-R", "-X", "stream", "-c", "fast"],
+                           capture_output=True, text=True, timeout=120, cwd="/")
+        eq(r.returncode, 0, "pg_basebackup: %s" % r.stderr)
+        r = subprocess.run(as_pg + [self.pg_ctl, "-D", self.data, "-o", "-p %d" % self.port,
+                                    "-l", os.path.join(self.pg.dir, "standby.log"), "-w",
+                                    "start"], capture_output=True, text=True, timeout=120, cwd="/")
+        eq(r.returncode, 0, "standby start: %s" % r.stderr)
+        self.pg.sql("postgres", "ALTER SYSTEM SET synchronous_standby_names = '*'",
+                    user="postgres")
+        self.pg.sql("postgres", "SELECT pg_reload_conf()", user="postgres")
+        wait_until(lambda: self.pg.sql("postgres", "SELECT sync_state FROM pg_stat_replication",
+                                       user="postgres") == [["sync"]], 30, "a synchronous standby")
+
+    def promote(self):
+        r = subprocess.run(["runuser", "-u", "postgres", "--", self.pg_ctl, "-D", self.data, "-w",
+                            "promote"], capture_output=True, text=True, timeout=60, cwd="/")
+        eq(r.returncode, 0, "pg_ctl promote: %s" % r.stderr)
+
+    def stop(self):
+        subprocess.run(["runuser", "-u", "postgres", "--", self.pg_ctl, "-D", self.data, "-m",
+                        "immediate", "-w", "stop"], capture_output=True, timeout=60, cwd="/")
+
+    def url(self, db, user):
+        return "postgres://%s@127.0.0.1:%d/%s?passfile=%s" % (user, self.port, db,
+                                                              self.pg.passfile(user))
+
+
+@case("failover")
+def the_database_fails_over_to_its_standby_under_load():
+    """A synchronous standby is promoted after the primary is killed -9 under load: both
+    replicas, on a two-host --store URL with target_session_attrs=read-write, go on with the
+    new primary by themselves; every acknowledged batch is there once, seqs gap-free, and
+    health passes on it (docs/operations.md §9.1)."""
+    c = Cluster(2)
+    standby = Standby(c)
+    try:
+        both = "postgres://shardgate@127.0.0.1:%d,127.0.0.1:%d/shardgate?passfile=%s&" \
+               "target_session_attrs=read-write" % (c.pg.port, standby.port,
+                                                    c.pg.passfile("shardgate"))
+        for gw in c.gws:
+            gw.url = both
+        with c:
+            acked, failures, stop = [], [], threading.Event()
+            threads = [threading.Thread(target=loader(c.gws[k % 2], "F%d" % k, acked, stop,
+                                                      failures)) for k in range(4)]
+            for t in threads:
+                t.start()
+            wait_until(lambda: len(acked) >= 50, 30, "50 batches acknowledged")
+            c.pg.crash()
+            before = len(acked)
+            standby.promote()
+            wait_until(lambda: len(acked) >= before + 50, 60, "50 more after the promotion")
+            stop.set()
+            for t in threads:
+                t.join(60)
+            eq(failures, [], "no answer but 200 and 503 store_unavailable")
+            c.pg.port = standby.port  # the cluster's SQL and health go to the new primary
+            receipts, last = c.receipts()
+            stored = sorted(b for b, _ in receipts.values())
+            eq(sorted(set(acked) - set(stored)), [], "every acknowledged batch survived")
+            eq((len(stored), len(set(stored)), sorted(receipts)),
+               (len(acked), len(acked), list(range(1, last + 1))), "each once, seqs 1..last")
+            c.health()
+    finally:
+        standby.stop()
 
 
 @case("store_read")
