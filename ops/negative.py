@@ -338,6 +338,10 @@ DEFECTS = [
     ("pg-no-catch-up-after-reconnect", "gateway:connect_and_listen",
      "        return -ENOTCONN;\n    s->changed(s->changed_ctx, &s->listener);\n",
      "        return -ENOTCONN;\n", ("tests",), "^pg_store_cutoff$"),
+    # --read-store (docs/operations.md §9.1): the reads on the writer's database all the same.
+    ("read-store-ignored", "gateway:gw_pg_store_open",
+     "    s->query.url = o->read_url ? o->read_url : o->url;", "    s->query.url = o->url;",
+     ("tests",), "^pg_store_cutoff$"),
     ("pg-epochs-not-listened", "gateway:connect_and_listen",
      '"LISTEN shardgate_epochs; LISTEN shardgate_receipts"', '"LISTEN shardgate_receipts"',
      ("tests",), "^pg_store_membership$"),

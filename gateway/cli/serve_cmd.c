@@ -24,12 +24,14 @@ const char gw_usage_serve[] =
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
     "                       [--idempotency-window DURATION] [--max-watchers N]\n"
     "                       [--scrub-rate BYTES] [--feed-memory BYTES]\n"
-    "       shardgate serve --conf FILE --shards FILE --store postgres://... [options]\n"
+    "       shardgate serve --conf FILE --shards FILE --store postgres://...\n"
+    "                       [--read-store postgres://...] [options]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl, or with\n"
     "--store postgres://USER@HOST:PORT/DB in PostgreSQL, shared by every replica\n"
     "(docs/journal.md §10; create the schema with `shardgate db init`). --store file (the\n"
     "default) is the journal in DIR. SIGHUP re-reads --conf and --shards (ignored with\n"
-    "--store postgres); PUT /v1/admin/membership needs --admin-token-file.\n"
+    "--store postgres); PUT /v1/admin/membership needs --admin-token-file. --read-store:\n"
+    "the database the reads of batches, totals and the feed go to (a standby), not --store.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
     "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
@@ -63,6 +65,7 @@ enum {
     OPT_IDEMPOTENCY_WINDOW,
     OPT_MAX_WATCHERS,
     OPT_STORE,
+    OPT_READ_STORE,
     OPT_SCRUB_RATE,
     OPT_FEED_MEMORY,
     OPT_HELP
@@ -200,6 +203,7 @@ static const struct option serve_options[] = {
     {"idempotency-window", required_argument, 0, OPT_IDEMPOTENCY_WINDOW},
     {"max-watchers", required_argument, 0, OPT_MAX_WATCHERS},
     {"store", required_argument, 0, OPT_STORE},
+    {"read-store", required_argument, 0, OPT_READ_STORE},
     {"scrub-rate", required_argument, 0, OPT_SCRUB_RATE},
     {"feed-memory", required_argument, 0, OPT_FEED_MEMORY},
     {"help", no_argument, 0, OPT_HELP},
@@ -215,6 +219,8 @@ static int check_store(struct gw_serve_options *o)
         return usage_error("--store must be file or a postgres:// URL");
     if (!o->store && !o->state_dir)
         return usage_error("--state-dir DIR is required");
+    if (o->read_store && (!o->store || !gw_pg_is_url(o->read_store)))
+        return usage_error("--read-store takes a postgres:// URL, with --store postgres://");
     if (o->store && (o->state_dir || o->idempotency_window_ms || o->scrub_rate != UINT64_MAX))
         return usage_error(
             "--state-dir, --idempotency-window and --scrub-rate are for --store file only");
@@ -237,6 +243,7 @@ static int parse_pass(int argc, char **argv, struct gw_serve_options *o)
                             : c == OPT_TOKEN       ? &o->token_file
                             : c == OPT_ADMIN_TOKEN ? &o->admin_token_file
                             : c == OPT_STORE       ? &o->store
+                            : c == OPT_READ_STORE  ? &o->read_store
                                                    : NULL;
         if (c == OPT_HELP) {
             fputs(gw_usage_serve, stdout);

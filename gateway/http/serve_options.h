@@ -34,7 +34,8 @@ struct gw_serve_options {
     unsigned max_watchers;           /* feed requests at once (docs/api.md §17) */
     uint64_t scrub_rate;             /* journal bytes the scrub reads a second, 0: none */
     size_t feed_memory;              /* bytes of feed pages held at once (docs/api.md §17) */
-    const char *store; /* NULL or "file": the journal in state_dir; else a postgres:// URL */
+    const char *store;      /* NULL or "file": the journal in state_dir; else a postgres:// URL */
+    const char *read_store; /* --store postgres: the reads' database (a standby), else NULL */
 };
 
 #endif

@@ -250,6 +250,7 @@ static int setup(struct gw_server *s)
     gw_metrics_init(&s->metrics);
     struct gw_error err;
     struct gw_store_options o = {.url = s->opt.store,
+                                 .read_url = s->opt.read_store,
                                  .state_dir = s->opt.state_dir,
                                  .segment_bytes = s->opt.segment_bytes,
                                  .checkpoint_interval_ms = s->opt.checkpoint_interval_ms,

@@ -49,6 +49,7 @@ int gw_store_init(struct gw_store *s);
 /* What the store is opened with (`shardgate serve`'s options). */
 struct gw_store_options {
     const char *url; /* NULL: the state dir's store; else the postgres:// URL of the database's */
+    const char *read_url; /* postgres: where the reads of batches, totals and the feed go */
     const char *state_dir;
     uint64_t segment_bytes;          /* rotate the journal at this size (docs/journal.md §6) */
     uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */

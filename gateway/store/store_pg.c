@@ -45,6 +45,7 @@ static int open_pg(struct gw_store *s, const struct gw_store_options *o, struct 
                    struct gw_metrics *metrics, struct gw_error *err)
 {
     struct gw_pg_open po = {.url = o->url,
+                            .read_url = o->read_url,
                             .topo = topo,
                             .adopt = o->adopt,
                             .adopt_ctx = o->adopt_ctx,

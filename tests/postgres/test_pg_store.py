@@ -95,7 +95,11 @@ def store_usage_errors():
                        (["--store", "postgres://x", "--scrub-rate", "0"],
                         "--state-dir, --idempotency-window and --scrub-rate are for --store file "
                         "only"),
-                       (["--store", "file"], "--state-dir DIR is required")):
+                       (["--store", "file"], "--state-dir DIR is required"),
+                       (["--state-dir", "/tmp", "--read-store", "postgres://x"],
+                        "--read-store takes a postgres:// URL, with --store postgres://"),
+                       (["--store", "postgres://x", "--read-store", "file"],
+                        "--read-store takes a postgres:// URL, with --store postgres://")):
         r = run_gateway("serve", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, *args)
         eq((r.returncode, r.stderr.splitlines()[0]), (64, "shardgate: " + what), "usage %r" % args)
     for args in (["status"], ["drop", "--store", "postgres://x"], ["init", "--store", "x"]):
@@ -351,6 +355,31 @@ def a_replica_cut_off_answers_503_and_comes_back_on_the_new_epoch():
            "the refused batch, accepted now under the new epoch")
         c.health(shards=write(os.path.join(c.pg.base, "d.json"),
                               json.dumps({"shards": SHARDS_D_ONLINE})))
+
+
+@case("cutoff")
+def reads_go_to_the_read_store():
+    """--read-store: the reads of batches, totals and the feed go to its database (here the
+    same one through a proxy the test cuts), the commits to --store. Cut, the reads are 503
+    and a POST is still answered; mended, the reads answer again, the new batch included."""
+    c = Cluster(1)
+    link = sgpg.CutProxy(c.pg.port)
+    c.gws[0].args += ["--read-store", link.url(c.pg)]
+    with c:
+        gw = c.gws[0]
+        eq(post(gw, batch("read-1")).status, 200, "POST")
+        c.sequenced()
+        eq(gw.get("/v1/batches/read-1").status, 200, "GET /v1/batches through the read store")
+        link.cut()
+        reads = ("/v1/batches/read-1", "/v1/shards", "/v1/receipts?after=0")
+        eq([gw.get(path).status for path in reads], [503, 503, 503], "the reads while it is cut")
+        eq(post(gw, batch("read-2")).status, 200, "a POST commits through --store meanwhile")
+        link.mend()
+        c.sequenced()
+        wait_until(lambda: gw.get("/v1/batches/read-2").status == 200, 10, "reads again")
+        feed = gw.get("/v1/receipts?after=0", headers={"Accept": "application/json"}).json()
+        eq([i["receipt"]["batch_id"] for i in feed["items"] if i["type"] == "receipt"],
+           ["read-1", "read-2"], "the feed through the read store")
 
 
 # --- the feed, fed by other replicas ----------------------------------------------------------

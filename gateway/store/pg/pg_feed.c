@@ -34,7 +34,7 @@ static PGresult *epochs_between(struct gw_pg_store *s, uint64_t after, uint64_t 
     snprintf(a, sizeof(a), "%" PRIu64, after);
     snprintf(t, sizeof(t), "%" PRIu64, through);
     const char *params[] = {a, t};
-    return gw_pg_exec(&s->reader,
+    return gw_pg_exec(&s->query,
                       "SELECT record, first_seq FROM shardgate_epochs WHERE first_seq > $1 AND "
                       "first_seq <= $2 ORDER BY epoch_seq",
                       2, params, err);
@@ -47,7 +47,7 @@ static PGresult *receipts_after(struct gw_pg_store *s, uint64_t after, size_t ma
     snprintf(a, sizeof(a), "%" PRIu64, after);
     snprintf(n, sizeof(n), "%zu", max);
     const char *params[] = {a, n};
-    return gw_pg_exec(&s->reader,
+    return gw_pg_exec(&s->query,
                       "SELECT seq, fingerprint, receipt FROM shardgate_receipts WHERE seq > $1 "
                       "ORDER BY seq LIMIT $2",
                       2, params, err);
@@ -82,7 +82,7 @@ int gw_pg_feed_read(struct gw_pg_store *s, uint64_t after, size_t max, gw_feed_v
 {
     *last = after;
     pthread_mutex_lock(&s->read_lock);
-    PGresult *rec = gw_pg_ensure(&s->reader, err) == 0 ? receipts_after(s, after, max, err) : NULL;
+    PGresult *rec = gw_pg_ensure(&s->query, err) == 0 ? receipts_after(s, after, max, err) : NULL;
     int n = rec ? PQntuples(rec) : 0;
     PGresult *ep =
         n ? epochs_between(s, after, strtoull(PQgetvalue(rec, n - 1, 0), NULL, 10), err) : NULL;

@@ -38,6 +38,7 @@ int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct g
 {
     memset(s, 0, sizeof(*s));
     s->writer.url = s->reader.url = s->listener.url = o->url;
+    s->query.url = o->read_url ? o->read_url : o->url;
     s->metrics = o->metrics;
     s->delay_ms = o->delay_ms;
     s->hook = o->hook;
@@ -83,7 +84,7 @@ static PGresult *read_query(struct gw_pg_store *s, const char *sql, int n,
 {
     struct read q = {sql, n, params, NULL};
     pthread_mutex_lock(&s->read_lock);
-    gw_pg_once_more(&s->reader, exec_read, &q, err);
+    gw_pg_once_more(&s->query, exec_read, &q, err);
     pthread_mutex_unlock(&s->read_lock);
     return q.res;
 }
@@ -169,6 +170,7 @@ void gw_pg_store_close(struct gw_pg_store *s)
     gw_worker_destroy(&s->worker);
     gw_pg_close(&s->writer);
     gw_pg_close(&s->reader);
+    gw_pg_close(&s->query);
     gw_pg_close(&s->listener);
     gw_chain_free(&s->chain);
     pthread_mutex_destroy(&s->read_lock);

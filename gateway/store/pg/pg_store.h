@@ -29,7 +29,9 @@ typedef void (*gw_pg_changed_fn)(void *ctx, struct gw_pg_conn *c);
 
 struct gw_pg_store {
     struct gw_pg_conn writer; /* the writer thread's */
-    struct gw_pg_conn reader; /* request threads', under read_lock */
+    struct gw_pg_conn reader; /* request threads' epoch reads and changes, under read_lock */
+    struct gw_pg_conn query;  /* request threads' reads of receipts, totals and the feed, under
+                                 read_lock: on --read-store's database when given */
     pthread_mutex_t read_lock;
     struct gw_worker worker; /* its lock guards head and tail */
     struct gw_commit_item *head, *tail;
@@ -68,6 +70,7 @@ typedef int (*gw_pg_epoch_fn)(void *ctx, const struct gw_contract *contract,
  * chain rules refuse) with err->msg, or -ENOMEM. */
 struct gw_pg_open {
     const char *url;
+    const char *read_url;           /* NULL: url (docs/operations.md §9.1, reads on a standby) */
     const struct gw_topology *topo; /* the files' */
     gw_pg_epoch_fn adopt;
     void *adopt_ctx;
