@@ -45,7 +45,6 @@ struct group {
     PGresult **inserted; /* per INSERT: the batch_ids it inserted */
     size_t nsteps, steps_cap, ninserts;
     size_t fresh; /* items new in this group */
-    int retried;  /* the transaction ran again on a new connection (see transact) */
 };
 
 static struct seen *slot_of(struct group *g, const char *batch_id)
@@ -213,7 +212,6 @@ static int insert_steps(struct group *g)
 static int insert_and_commit(struct gw_pg_conn *c, void *ctx, struct gw_error *err)
 {
     struct group *g = ctx;
-    g->retried = g->nsteps > 0;
     attempt_reset(g);
     int rc = row_params(g);
     if (rc == 0)
@@ -280,12 +278,7 @@ static int read_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *e
         char hex[2 * GW_FINGERPRINT_LEN + 1];
         gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, hex);
         if (strcmp(PQgetvalue(res, row, 1), hex) != 0)
-            continue; /* REUSED */
-        if (g->retried && (size_t)PQgetlength(res, row, 2) == it->receipt_len &&
-            memcmp(PQgetvalue(res, row, 2), it->receipt, it->receipt_len) == 0) {
-            it->verdict = GW_COMMIT_NEW; /* the attempt on the dead connection had committed */
-            continue;
-        }
+            continue;                   /* REUSED */
         it->verdict = GW_COMMIT_REPLAY; /* its own receipt is not needed any more */
         gw_buf_reset(it->stored);
         gw_buf_append(it->stored, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2));
@@ -318,10 +311,9 @@ static void decide_repeats(struct group *g)
 /* One transaction for the group, then the verdicts. A connection found dead (the database
  * restarted since the last commit) runs the transaction once more on a new one (gw_pg_once_more):
  * the primary key makes that safe, since a row the first attempt may have committed is skipped
- * and read back, and a row whose bytes are the item's own was this group's (docs/journal.md §10,
- * Availability). Returns 0 once COMMIT returned, else a negative code (rolled back, or the
- * connection lost again: the outcome is unknown to this replica, and the client's retry learns
- * it as a replay or a first commit). */
+ * and read back as stored before: a replay (docs/journal.md §10, Availability). Returns 0 once
+ * COMMIT returned, else a negative code (rolled back, or the connection lost again: the outcome is
+ * unknown to this replica, and the client's retry learns it as a replay or a first commit). */
 static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err)
 {
     struct gw_pg_conn *c = &s->writer;
