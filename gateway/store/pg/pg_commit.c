@@ -235,14 +235,14 @@ static int insert_and_commit(struct gw_pg_conn *c, void *ctx, struct gw_error *e
     return rc;
 }
 
-/* The first items the INSERTs skipped: their batch_id was committed before (by this replica or
- * another), so its row is there to read. Each is marked REUSED until the row says REPLAY. */
-static int mark_new(struct group *g)
+/* The first items whose rows the INSERTs inserted are NEW; the others (their batch_id was
+ * committed before, by this replica or another) keep REUSED until read_stored finds their
+ * fingerprint in the stored row. */
+static void mark_new(struct group *g)
 {
     for (size_t k = 0; k < g->ninserts; k++)
         for (int row = 0; row < PQntuples(g->inserted[k]); row++)
             slot_of(g, PQgetvalue(g->inserted[k], row, 0))->first->verdict = GW_COMMIT_NEW;
-    return 0;
 }
 
 /* Reads the stored rows of the skipped ids: same fingerprint replays, another is reused. */
@@ -320,10 +320,10 @@ static int transact(struct gw_pg_store *s, struct group *g, struct gw_error *err
     for (struct gw_commit_item *it = g->list; it; it = it->next)
         it->verdict = GW_COMMIT_REUSED;
     int rc = gw_pg_once_more(c, insert_and_commit, g, err);
-    if (rc == 0)
-        rc = mark_new(g);
-    if (rc == 0)
+    if (rc == 0) {
+        mark_new(g);
         rc = read_stored(c, g, err);
+    }
     if (rc == 0)
         decide_repeats(g);
     return rc;
