@@ -432,6 +432,10 @@ DEFECTS = [
     ("pg-dead-connection-not-retried", "gateway:gw_pg_once_more",
      "        if (rc == 0 || !(was_open && c->conn == NULL))", "        if (1)", ("tests",),
      "^pg_faults_store_read$"),
+    # A membership change's catch-up on a readers' connection the database's restart ended.
+    ("pg-catch-up-on-dead-connection", "gateway:gw_pg_store_catch_up",
+     "    int rc = gw_pg_once_more(&s->reader, catch_up_on, &u, err);",
+     "    int rc = catch_up_on(&s->reader, &u, err);", ("tests",), "^pg_faults_store_read$"),
     ("legacy-repeat-not-adopted-after-an-archive", "gateway:adopt_repeat",
      "    if (k + wl > n && !(n > ll && memcmp(data + at, legacy, ll) == 0))",
      "    if (k + wl > n)", ("tests",), "^http_state_mix$"),

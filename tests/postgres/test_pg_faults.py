@@ -19,6 +19,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import sgpg  # noqa: E402
+import sgtest  # noqa: E402
 from sgpg import Cluster, batch, free_port, post, sums  # noqa: E402
 from sgtest import case, eq, ok, src, wait_until, write  # noqa: E402
 
@@ -208,6 +209,26 @@ def the_first_commit_on_a_dead_connection_is_answered():
         r = post(gw, batch("after"))
         eq(r.status, 200, "the first POST on the dead connection: %r" % (r.body,))
         eq(gw.get("/v1/batches/after").body, r.body, "read back")
+
+
+@case("store_read")
+def the_first_membership_change_on_a_dead_connection_is_answered():
+    """A membership change runs on the readers' connection, which the listener does not use:
+    after the database ended every backend, the change finds its connection dead at BEGIN,
+    before anything of it was sent, and begins once more on a new one (docs/journal.md §10):
+    200 and the new epoch, not 503."""
+    shards = json.load(open(sgtest.SHARDS, encoding="utf-8"))["shards"]
+    d_online = [dict(s, state="online") if s["id"] == "shard-d" else s for s in shards]
+    with Cluster(1) as c:
+        gw = c.gws[0]
+        before = sgpg.put_membership(gw, d_online, c.token).json()["epoch"]  # connection open
+        killed = c.sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                       "application_name = 'shardgate' AND pid <> pg_backend_pid()")
+        ok(int(killed[0][0]) >= 1, "the gateway's connections terminated (%s)" % killed)
+        b_draining = [dict(s, state="draining") if s["id"] == "shard-b" else s for s in d_online]
+        r = sgpg.put_membership(gw, b_draining, c.token, if_match=before)
+        ok(r.json()["epoch"] != before, "a new epoch: %r" % (r.body,))
+        eq(sgpg.current_epoch(gw), r.json()["epoch"], "served")
 
 
 # --- a replica killed under load behind HAProxy ---------------------------------------------

@@ -4,7 +4,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "record.h"
 #include "timing.h"
@@ -144,16 +143,9 @@ static size_t count_group(const struct gw_commit_item *list, const struct gw_com
  * timeout (the lock is held either way). */
 static int wait_for_work(struct gw_committer *c)
 {
-    if (!c->checkpointer) {
-        pthread_cond_wait(&c->worker.wake, &c->worker.lock);
-        return 0;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* the worker's condition clock */
-    uint64_t ns = (uint64_t)ts.tv_nsec + gw_checkpointer_due_ms(c->checkpointer) * 1000000;
-    ts.tv_sec += (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    return pthread_cond_timedwait(&c->worker.wake, &c->worker.lock, &ts) == ETIMEDOUT;
+    uint64_t due =
+        c->checkpointer ? gw_now_ns() + gw_checkpointer_due_ms(c->checkpointer) * 1000000u : 0;
+    return gw_worker_wait_until(&c->worker, due);
 }
 
 static void *writer_main(void *arg)

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -35,18 +34,13 @@ struct pass_file {
 static int pace(struct gw_scrub *sc, uint64_t t0, uint64_t bytes)
 {
     uint64_t due = t0 + (uint64_t)((double)bytes / (double)sc->rate * 1e9);
-    pthread_mutex_lock(&sc->lock);
-    while (!sc->stop && gw_now_ns() < due) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        uint64_t wait = due - gw_now_ns();
-        wait = wait > 1000000000ull ? 1000000000ull : wait;
-        until.tv_sec += (time_t)((until.tv_nsec + wait) / 1000000000ull);
-        until.tv_nsec = (long)((until.tv_nsec + wait) % 1000000000ull);
-        pthread_cond_timedwait(&sc->wake, &sc->lock, &until);
+    pthread_mutex_lock(&sc->worker.lock);
+    while (!sc->worker.stopping && gw_now_ns() < due) {
+        uint64_t second = gw_now_ns() + 1000000000u;
+        gw_worker_wait_until(&sc->worker, due < second ? due : second);
     }
-    int stop = sc->stop;
-    pthread_mutex_unlock(&sc->lock);
+    int stop = sc->worker.stopping;
+    pthread_mutex_unlock(&sc->worker.lock);
     return stop;
 }
 
@@ -141,10 +135,10 @@ static int scrub_segment(struct gw_scrub *sc, const struct gw_feed_segment *seg,
                           .name = name,
                           .checked = seg->first_seq >= sc->checked_from,
                           .prev_seq = seg->first_seq - 1};
-    pthread_mutex_lock(&sc->lock);
+    pthread_mutex_lock(&sc->worker.lock);
     int durable = seg->active && seg->first_seq == sc->active_first;
     f.end = sc->active_bytes;
-    pthread_mutex_unlock(&sc->lock);
+    pthread_mutex_unlock(&sc->worker.lock);
     if (seg->active && !durable)
         return 0; /* rotating: the next pass reads it under its sealed name */
     int fd = gw_io.open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -194,14 +188,12 @@ static void *scrub_main(void *arg)
 {
     struct gw_scrub *sc = arg;
     while (scrub_pass(sc) == 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += GW_SCRUB_PAUSE_S;
-        pthread_mutex_lock(&sc->lock);
-        while (!sc->stop && pthread_cond_timedwait(&sc->wake, &sc->lock, &until) == 0)
+        uint64_t until = gw_now_ns() + GW_SCRUB_PAUSE_S * 1000000000ull;
+        pthread_mutex_lock(&sc->worker.lock);
+        while (!sc->worker.stopping && !gw_worker_wait_until(&sc->worker, until))
             ;
-        int stop = sc->stop;
-        pthread_mutex_unlock(&sc->lock);
+        int stop = sc->worker.stopping;
+        pthread_mutex_unlock(&sc->worker.lock);
         if (stop)
             break;
     }
@@ -220,44 +212,32 @@ int gw_scrub_start(struct gw_scrub *sc, const char *dir, uint64_t rate, uint64_t
     sc->rate = rate;
     sc->checked_from = checked_from;
     sc->metrics = m;
-    pthread_mutex_init(&sc->lock, NULL);
-    pthread_cond_init(&sc->wake, NULL);
     struct gw_buf fields;
     gw_buf_init(&fields);
     gw_log_u64(&fields, "rate", rate);
     gw_log_event("scrub_started", &fields);
-    int rc = pthread_create(&sc->thread, NULL, scrub_main, sc);
-    if (rc != 0) {
+    struct gw_error err;
+    int rc = gw_worker_start(&sc->worker, scrub_main, sc, "scrub", &err);
+    if (rc != 0)
         gw_scrub_stop(sc);
-        return -rc;
-    }
-    sc->started = 1;
-    return 0;
+    return rc;
 }
 
 void gw_scrub_durable(struct gw_scrub *sc, uint64_t active_first, uint64_t bytes)
 {
     if (!sc->dir)
         return;
-    pthread_mutex_lock(&sc->lock);
+    pthread_mutex_lock(&sc->worker.lock);
     sc->active_first = active_first;
     sc->active_bytes = bytes;
-    pthread_mutex_unlock(&sc->lock);
+    pthread_mutex_unlock(&sc->worker.lock);
 }
 
 void gw_scrub_stop(struct gw_scrub *sc)
 {
     if (!sc->dir)
         return;
-    if (sc->started) {
-        pthread_mutex_lock(&sc->lock);
-        sc->stop = 1;
-        pthread_cond_broadcast(&sc->wake);
-        pthread_mutex_unlock(&sc->lock);
-        pthread_join(sc->thread, NULL);
-    }
-    pthread_cond_destroy(&sc->wake);
-    pthread_mutex_destroy(&sc->lock);
+    gw_worker_destroy(&sc->worker);
     free(sc->dir);
     memset(sc, 0, sizeof(*sc));
 }

@@ -4,10 +4,10 @@
 #ifndef SHARDGATE_GW_SCRUB_H
 #define SHARDGATE_GW_SCRUB_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include "metrics.h"
+#include "worker.h"
 
 #define GW_SCRUB_RATE_DEFAULT 8388608ull /* bytes a second */
 #define GW_SCRUB_PAUSE_S 60              /* between two passes */
@@ -17,11 +17,7 @@ struct gw_scrub {
     uint64_t rate;         /* bytes a second */
     uint64_t checked_from; /* segments from this first_seq on carry line checksums */
     struct gw_metrics *metrics;
-    pthread_t thread;
-    int started;
-    pthread_mutex_t lock; /* stop and the durable point */
-    pthread_cond_t wake;
-    int stop;
+    struct gw_worker worker;             /* its lock guards the durable point */
     uint64_t active_first, active_bytes; /* the active segment's durable bytes */
 };
 

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fnv.h"
 #include "timing.h"
@@ -375,21 +374,13 @@ static void check_database(struct gw_pg_store *s)
     }
 }
 
-static int wait_a_second(struct gw_pg_store *s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += 1;
-    return pthread_cond_timedwait(&s->worker.wake, &s->worker.lock, &ts) == ETIMEDOUT;
-}
-
 static void *writer_main(void *arg)
 {
     struct gw_pg_store *s = arg;
     pthread_mutex_lock(&s->worker.lock);
     for (;;) {
         int idle = 0;
-        while (!s->head && !s->worker.stopping && !(idle = wait_a_second(s)))
+        while (!s->head && !s->worker.stopping && !(idle = gw_worker_wait_ms(&s->worker, 1000)))
             ;
         if (!s->head && s->worker.stopping)
             break;

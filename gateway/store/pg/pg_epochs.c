@@ -69,11 +69,26 @@ int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_pg_epo
     return rc;
 }
 
+struct catch_up {
+    struct gw_pg_store *s;
+    gw_pg_epoch_fn apply;
+    void *ctx;
+};
+
+static int catch_up_on(struct gw_pg_conn *c, void *arg, struct gw_error *err)
+{
+    struct catch_up *u = arg;
+    return gw_pg_epochs_catch_up(u->s, c, u->apply, u->ctx, err);
+}
+
+/* Before a membership change, on the readers' connection: one the database's restart left dead
+ * is found by this read, which runs once more on a new one (gw_pg_once_more). */
 int gw_pg_store_catch_up(struct gw_pg_store *s, gw_pg_epoch_fn apply, void *ctx,
                          struct gw_error *err)
 {
+    struct catch_up u = {s, apply, ctx};
     pthread_mutex_lock(&s->read_lock);
-    int rc = gw_pg_epochs_catch_up(s, &s->reader, apply, ctx, err);
+    int rc = gw_pg_once_more(&s->reader, catch_up_on, &u, err);
     pthread_mutex_unlock(&s->read_lock);
     return rc;
 }

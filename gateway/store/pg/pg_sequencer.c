@@ -17,7 +17,7 @@
 #include "timing.h"
 
 #define SEQUENCER_LOCK "7239861041" /* pg_try_advisory_lock key: the sequencer's role */
-#define ROUND_MAX "10000"           /* receipts per round */
+#define ROUND_MAX 10000             /* receipts per round */
 #define TICK_MS 1000                /* a follower asks for the role, a lost connection retries */
 #define ROUND_GAP_MS 2              /* between rounds that found receipts: one WAL flush a round */
 #define POLL_MAX_MS 50              /* idle: other replicas' commits are found within this */
@@ -27,7 +27,7 @@
  * sequencer row is locked by the statement before it in the same transaction. */
 static const char round_sql[] =
     "WITH p AS (SELECT batch_id, committed_at FROM shardgate_receipts WHERE seq IS NULL "
-    "ORDER BY committed_at, batch_id LIMIT " ROUND_MAX " FOR UPDATE), "
+    "ORDER BY committed_at, batch_id LIMIT $1 FOR UPDATE), "
     "n AS (SELECT batch_id, row_number() OVER (ORDER BY committed_at, batch_id) AS k FROM p), "
     "b AS (SELECT last_seq FROM shardgate_sequencer), "
     "u AS (UPDATE shardgate_receipts r SET seq = b.last_seq + n.k FROM n, b "
@@ -45,15 +45,33 @@ static const char round_sql[] =
     "SELECT c.n, coalesce((SELECT last_seq FROM s), (SELECT last_seq FROM b)), "
     "(SELECT pg_notify('shardgate_receipts', s.last_seq || ' ' || c.bits) FROM s) FROM c";
 
+/* round_sql's $1. */
+struct round_limit {
+    char text[24];
+    const char *params[1];
+};
+
+static void round_limit_init(struct round_limit *l)
+{
+    snprintf(l->text, sizeof(l->text), "%d", ROUND_MAX);
+    l->params[0] = l->text;
+}
+
 long gw_pg_sequence_locked(struct gw_pg_conn *c, uint64_t *last_seq, struct gw_error *err)
 {
-    PGresult *res = gw_pg_exec(c, round_sql, 0, NULL, err);
-    if (!res)
-        return -EIO;
-    long n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
-    *last_seq = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
-    PQclear(res);
-    return n;
+    struct round_limit limit;
+    round_limit_init(&limit);
+    long total = 0, n;
+    do {
+        PGresult *res = gw_pg_exec(c, round_sql, 1, limit.params, err);
+        if (!res)
+            return -EIO;
+        n = strtol(PQgetvalue(res, 0, 0), NULL, 10);
+        *last_seq = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+        PQclear(res);
+        total += n;
+    } while (n == ROUND_MAX);
+    return total;
 }
 
 /* 1 once this replica holds the role, 0 when another does, negative on error. */
@@ -70,23 +88,30 @@ static int try_lead(struct gw_pg_store *s, struct gw_error *err)
     return lead;
 }
 
-/* Gives seqs to the receipts waiting; returns how many (0: none waited), or a negative code. */
+/* 1 when receipts wait for their seqs: asked before a polled round, so that an idle poll
+ * neither locks the sequencer row nor writes. */
+static int any_waiting(struct gw_pg_store *s, struct gw_error *err)
+{
+    PGresult *res = gw_pg_exec(&s->sequencer,
+                               "SELECT EXISTS (SELECT 1 FROM shardgate_receipts WHERE seq IS NULL)",
+                               0, NULL, err);
+    if (!res)
+        return -EIO;
+    int any = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return any;
+}
+
+/* Gives seqs to up to ROUND_MAX receipts waiting; returns how many, or a negative code. */
 static long sequence_round(struct gw_pg_store *s, struct gw_error *err)
 {
-    PGresult *waiting = gw_pg_exec(
-        &s->sequencer, "SELECT EXISTS (SELECT 1 FROM shardgate_receipts WHERE seq IS NULL)", 0,
-        NULL, err);
-    if (!waiting)
-        return -EIO;
-    int any = strcmp(PQgetvalue(waiting, 0, 0), "t") == 0;
-    PQclear(waiting);
-    if (!any)
-        return 0;
+    struct round_limit limit;
+    round_limit_init(&limit);
     PGresult *done = NULL;
     const struct gw_pg_stmt stmts[] = {
         {"BEGIN", 0, NULL, NULL},
         {"SELECT last_seq FROM shardgate_sequencer FOR UPDATE", 0, NULL, NULL},
-        {round_sql, 0, NULL, &done},
+        {round_sql, 1, limit.params, &done},
         {"COMMIT", 0, NULL, NULL}};
     int rc = gw_pg_pipeline(&s->sequencer, stmts, 4, err);
     long n =
@@ -99,61 +124,64 @@ static long sequence_round(struct gw_pg_store *s, struct gw_error *err)
     return rc == 0 ? n : rc;
 }
 
-/* Waits up to ms, or until poked or stopped (under seq_lock). */
-static void wait_ms(struct gw_pg_store *s, unsigned ms)
+/* Waits up to ms or until stopped; a poke (this replica committed) ends it only when
+ * `poke_ends`, as a follower has nothing to do with its commits. Returns 1 when poked. */
+static int wait_ms(struct gw_pg_store *s, unsigned ms, int poke_ends)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&s->seq_lock);
-    while (!s->seq_poked && !s->seq_stopping &&
-           pthread_cond_timedwait(&s->seq_wake, &s->seq_lock, &ts) == 0)
+    uint64_t until = gw_now_ns() + (uint64_t)ms * 1000000u;
+    pthread_mutex_lock(&s->seq_worker.lock);
+    while (!(poke_ends && s->seq_poked) && !s->seq_worker.stopping &&
+           !gw_worker_wait_until(&s->seq_worker, until))
         ;
+    int poked = s->seq_poked;
     s->seq_poked = 0;
-    pthread_mutex_unlock(&s->seq_lock);
+    pthread_mutex_unlock(&s->seq_worker.lock);
+    return poked;
 }
 
 static int stopping(struct gw_pg_store *s)
 {
-    pthread_mutex_lock(&s->seq_lock);
-    int stop = s->seq_stopping;
-    pthread_mutex_unlock(&s->seq_lock);
+    pthread_mutex_lock(&s->seq_worker.lock);
+    int stop = s->seq_worker.stopping;
+    pthread_mutex_unlock(&s->seq_worker.lock);
     return stop;
 }
 
-/* Leads when it can; a lost connection loses the role (the lock was the session's). */
+/* Leads when it can; a lost connection loses the role (the lock was the session's). A round
+ * runs at once after a poke (this replica's commit) or a round that found receipts; a poll asks
+ * first whether any wait. */
 static void *sequencer_main(void *arg)
 {
     struct gw_pg_store *s = arg;
     struct gw_error err;
     unsigned poll = ROUND_GAP_MS;
-    int lead = 0;
+    int lead = 0, ask = 1;
     while (!stopping(s)) {
         if (!lead && (lead = try_lead(s, &err)) != 1) {
             lead = 0;
-            wait_ms(s, TICK_MS);
+            wait_ms(s, TICK_MS, 0);
             continue;
         }
-        long n = sequence_round(s, &err);
+        long n = ask ? any_waiting(s, &err) : 1;
+        if (n > 0)
+            n = sequence_round(s, &err);
         if (n < 0) {
             gw_pg_close(&s->sequencer);
             lead = 0;
-            wait_ms(s, TICK_MS);
+            ask = 1;
+            wait_ms(s, TICK_MS, 0);
             continue;
         }
-        if (n >= atol(ROUND_MAX))
+        ask = n == 0;
+        if (n == ROUND_MAX)
             continue;
         if (n > 0) { /* the commits of the next ROUND_GAP_MS share one round (and its flush) */
             gw_sleep_ms(ROUND_GAP_MS);
             poll = ROUND_GAP_MS;
             continue;
         }
-        wait_ms(s, poll); /* nothing waited: a poke, or the next poll, whichever is first */
+        /* nothing waited: a poke, or the next poll, whichever is first */
+        ask = !wait_ms(s, poll, 1);
         poll = poll * 2 > POLL_MAX_MS ? POLL_MAX_MS : poll * 2;
     }
     /* Stopping: what this replica committed gets its seqs now when it leads (else the leader's
@@ -167,42 +195,21 @@ static void *sequencer_main(void *arg)
 int gw_pg_sequencer_start(struct gw_pg_store *s, struct gw_error *err)
 {
     s->sequencer.url = s->writer.url;
-    pthread_mutex_init(&s->seq_lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->seq_wake, &attr);
-    pthread_condattr_destroy(&attr);
-    s->seq_stopping = s->seq_poked = 0;
-    int rc = pthread_create(&s->seq_thread, NULL, sequencer_main, s);
-    if (rc != 0) {
-        gw_error_set(err, "", "store sequencer: %s", strerror(rc));
-        return -rc;
-    }
-    s->sequencing = 1;
-    return 0;
+    s->seq_poked = 0;
+    return gw_worker_start(&s->seq_worker, sequencer_main, s, "store sequencer", err);
 }
 
 void gw_pg_sequencer_poke(struct gw_pg_store *s)
 {
-    if (!s->sequencing)
+    if (!s->seq_worker.started)
         return;
-    pthread_mutex_lock(&s->seq_lock);
+    pthread_mutex_lock(&s->seq_worker.lock);
     s->seq_poked = 1;
-    pthread_cond_signal(&s->seq_wake);
-    pthread_mutex_unlock(&s->seq_lock);
+    pthread_cond_signal(&s->seq_worker.wake);
+    pthread_mutex_unlock(&s->seq_worker.lock);
 }
 
 void gw_pg_sequencer_stop(struct gw_pg_store *s)
 {
-    if (!s->sequencing)
-        return;
-    pthread_mutex_lock(&s->seq_lock);
-    s->seq_stopping = 1;
-    pthread_cond_signal(&s->seq_wake);
-    pthread_mutex_unlock(&s->seq_lock);
-    pthread_join(s->seq_thread, NULL);
-    pthread_cond_destroy(&s->seq_wake);
-    pthread_mutex_destroy(&s->seq_lock);
-    s->sequencing = 0;
+    gw_worker_destroy(&s->seq_worker);
 }

@@ -50,11 +50,8 @@ struct gw_pg_store {
     uint64_t start_seq; /* the sequencer's last_seq at open */
     /* pg_sequencer.c: its thread and connection; poked by this replica's commits */
     struct gw_pg_conn sequencer;
-    pthread_t seq_thread;
-    pthread_mutex_t seq_lock;
-    pthread_cond_t seq_wake;
-    int seq_poked, seq_stopping; /* under seq_lock */
-    int sequencing;
+    struct gw_worker seq_worker;
+    int seq_poked; /* under seq_worker.lock */
 };
 
 /* An epoch the database holds, handed over by the calls below: its contract, its members
@@ -113,9 +110,10 @@ void gw_pg_listener_stop(struct gw_pg_store *s);
  * gives the committed receipts of every replica their seqs (a round after each poke, or polled
  * every 1..50 ms). Stopping, it sequences what is left when it leads. */
 int gw_pg_sequencer_start(struct gw_pg_store *s, struct gw_error *err);
-/* One round on connection c, in a transaction of the caller's that holds the sequencer row
- * (SELECT ... FOR UPDATE): an epoch change gives the receipts committed before it their seqs
- * first, so its first_seq follows them. Returns how many, *last_seq after them; or -EIO. */
+/* Rounds on connection c until no receipt waits, in a transaction of the caller's that holds
+ * the sequencer row (SELECT ... FOR UPDATE): an epoch change gives the receipts committed before
+ * it their seqs first, so its first_seq follows them. Returns how many, *last_seq after them; or
+ * -EIO. */
 long gw_pg_sequence_locked(struct gw_pg_conn *c, uint64_t *last_seq, struct gw_error *err);
 void gw_pg_sequencer_poke(struct gw_pg_store *s);
 void gw_pg_sequencer_stop(struct gw_pg_store *s);

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "fnv.h"
 #include "timing.h"
@@ -50,17 +49,6 @@ static uint64_t wake_due(struct gw_feed_watch *w)
     return earliest;
 }
 
-/* The worker's condition uses CLOCK_MONOTONIC, as gw_now_ns does. */
-static void wait_until(struct gw_feed_watch *w, uint64_t deadline_ns)
-{
-    if (!deadline_ns) {
-        pthread_cond_wait(&w->worker.wake, &w->worker.lock);
-        return;
-    }
-    struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
-    pthread_cond_timedwait(&w->worker.wake, &w->worker.lock, &ts);
-}
-
 static void *watch_main(void *arg)
 {
     struct gw_feed_watch *w = arg;
@@ -69,7 +57,7 @@ static void *watch_main(void *arg)
         uint64_t earliest = wake_due(w);
         if (w->worker.stopping)
             break;
-        wait_until(w, earliest);
+        gw_worker_wait_until(&w->worker, earliest);
     }
     pthread_mutex_unlock(&w->worker.lock);
     return NULL;

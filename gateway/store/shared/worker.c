@@ -1,8 +1,11 @@
 /* One start, wake and stop for the store's and the server's background threads. */
 #include "worker.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
+
+#include "timing.h"
 
 int gw_worker_start(struct gw_worker *w, void *(*fn)(void *), void *arg, const char *what,
                     struct gw_error *err)
@@ -23,6 +26,21 @@ int gw_worker_start(struct gw_worker *w, void *(*fn)(void *), void *arg, const c
     }
     w->started = 1;
     return 0;
+}
+
+int gw_worker_wait_until(struct gw_worker *w, uint64_t deadline_ns)
+{
+    if (!deadline_ns) {
+        pthread_cond_wait(&w->wake, &w->lock);
+        return 0;
+    }
+    struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+    return pthread_cond_timedwait(&w->wake, &w->lock, &ts) == ETIMEDOUT;
+}
+
+int gw_worker_wait_ms(struct gw_worker *w, uint64_t ms)
+{
+    return gw_worker_wait_until(w, gw_now_ns() + ms * 1000000u);
 }
 
 void gw_worker_join(struct gw_worker *w)

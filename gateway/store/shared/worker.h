@@ -4,6 +4,7 @@
 #define SHARDGATE_GW_WORKER_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -20,6 +21,13 @@ struct gw_worker {
  * err->msg "<what>: <reason>" (nothing left initialised). */
 int gw_worker_start(struct gw_worker *w, void *(*fn)(void *), void *arg, const char *what,
                     struct gw_error *err);
+
+/* With w->lock held: waits for a wake until deadline_ns (gw_now_ns's clock; 0: no deadline).
+ * Returns 1 when the deadline passed, 0 when woken (or spuriously: callers check their state). */
+int gw_worker_wait_until(struct gw_worker *w, uint64_t deadline_ns);
+
+/* With w->lock held: gw_worker_wait_until now + ms. */
+int gw_worker_wait_ms(struct gw_worker *w, uint64_t ms);
 
 /* Sets `stopping`, wakes the thread and joins it; the lock and condition stay valid. Safe to
  * call again, and on a worker never started. */
