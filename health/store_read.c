@@ -37,16 +37,22 @@ static int hc_store_schema(struct hc_pg *c, struct hc_err *err)
     return 0;
 }
 
+/* Each epoch id with the epoch_seq of its first row: totals are kept by epoch id, so the
+ * receipts of every occurrence of an epoch that came back (docs/contract.md §7) are summed
+ * under its first (docs/journal.md §10). */
+#define HC_EPOCH_FIRST                                                                             \
+    "(SELECT epoch, min(epoch_seq) AS epoch_seq FROM shardgate_epochs GROUP BY epoch)"
+
 static const char *const hc_store_queries[] = {
     "SELECT epoch_seq, epoch, first_seq, record FROM shardgate_epochs ORDER BY epoch_seq",
     /* a receipt waiting for its seq is not in the totals or the feed yet: judged once it has
      * one (docs/journal.md §10) */
     "SELECT r.seq, r.batch_id, r.fingerprint, r.epoch, r.receipt, e.epoch_seq FROM "
-    "shardgate_receipts r LEFT JOIN shardgate_epochs e ON e.epoch = r.epoch WHERE r.seq IS NOT "
+    "shardgate_receipts r LEFT JOIN " HC_EPOCH_FIRST " e ON e.epoch = r.epoch WHERE r.seq IS NOT "
     "NULL ORDER BY r.seq",
     /* in the order of hc_totals: epoch_seq, then shard ids byte by byte */
     "SELECT t.epoch, t.shard, t.weight, t.capacity, t.received, t.load, e.epoch_seq FROM "
-    "shardgate_totals t LEFT JOIN shardgate_epochs e ON e.epoch = t.epoch "
+    "shardgate_totals t LEFT JOIN " HC_EPOCH_FIRST " e ON e.epoch = t.epoch "
     "ORDER BY e.epoch_seq, t.shard COLLATE \"C\"",
     "SELECT last_seq FROM shardgate_sequencer",
 };

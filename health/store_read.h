@@ -9,11 +9,12 @@
 /* The schema versions this health reads (db/migrations, docs/operations.md §1.7): 2 lets receipts
  * wait for their seq (those are not judged until they have one); 1 gave the seq at commit. */
 #define HC_STORE_SCHEMA_MIN 1
-#define HC_STORE_SCHEMA 2
+#define HC_STORE_SCHEMA 3
 
 /* Columns of each result, in the order of the SELECTs of store_read.c. */
 enum { HC_EP_SEQ, HC_EP_EPOCH, HC_EP_FIRST_SEQ, HC_EP_RECORD };
-/* HC_RC_EPOCH_SEQ and HC_TT_EPOCH_SEQ: the epoch_seq of the row's epoch, NULL when none. */
+/* HC_RC_EPOCH_SEQ and HC_TT_EPOCH_SEQ: the epoch_seq of the first row of the row's epoch, NULL
+ * when none. */
 enum { HC_RC_SEQ, HC_RC_BATCH_ID, HC_RC_FINGERPRINT, HC_RC_EPOCH, HC_RC_RECEIPT, HC_RC_EPOCH_SEQ };
 enum {
     HC_TT_EPOCH,

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 REPLICAS = 2
-STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "pg_kills": 0}
+STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "pg_kills": 0,
+         "epochs_back": 0}
 PG = []  # the run's one PostgreSQL, started by the first sequence
 replicas = st.integers(0, REPLICAS - 1)
 
@@ -61,8 +62,8 @@ class StoreModel(RuleBasedStateMachine):
         self.dir = tempfile.mkdtemp(prefix="shardgate-model-store-")
         self.shards = os.path.join(self.dir, "shards.json")
         self.states = ["online"] * 3 + ["offline", "draining"]
-        self.recorded = {tuple(self.states)}  # the memberships the epoch chain holds
         write(self.shards, json.dumps(membership(self.states)))
+        self.epochs = {}  # epoch id -> the membership states it was recorded with
         self.token = sgpg.admin_token(self.dir)
         self.gws = [sgpg.StoreGateway(self.url, shards=self.shards,
                                       args=["--admin-token-file", self.token])
@@ -75,6 +76,7 @@ class StoreModel(RuleBasedStateMachine):
     def begin(self):
         for i in range(REPLICAS):
             self.start(i)
+        self.epochs[sgpg.current_epoch(self.gws[0])] = tuple(self.states)
 
     # --- the replicas and the database -------------------------------------------------------
 
@@ -159,11 +161,21 @@ class StoreModel(RuleBasedStateMachine):
 
     @rule(i=replicas, states=memberships, stale=st.booleans())
     def put_membership(self, i, states, stale):
-        """PUT on one replica; every replica then serves the new epoch (LISTEN/NOTIFY). Not back
-        to an earlier membership: the schema keys epochs by id, so that PUT fails (docs/journal.md
-        §10, Known limits)."""
-        if not stale and states != self.states and tuple(states) in self.recorded:
-            return
+        """PUT on one replica; every replica then serves the new epoch (LISTEN/NOTIFY)."""
+        self.change(i, states, stale)
+
+    @precondition(lambda self: len(self.epochs) > 1)
+    @rule(i=replicas, pick=st.integers(0, 10**6))
+    def membership_back(self, i, pick):
+        """Back to an earlier membership: its epoch comes back under its own id, and the
+        receipts after it add to that epoch's totals (docs/journal.md §10)."""
+        earlier = sorted(self.epochs)[pick % len(self.epochs)]
+        before = self.epochs[earlier]
+        STATS["epochs_back"] += 1
+        self.change(i, list(before), False)
+        eq(sgpg.current_epoch(self.gws[i]), earlier, "the epoch of %s again" % (before,))
+
+    def change(self, i, states, stale):
         gw = self.gws[i]
         current = sgpg.current_epoch(gw)
         sgpg.put_membership(gw, membership(states)["shards"], self.token,
@@ -171,9 +183,9 @@ class StoreModel(RuleBasedStateMachine):
         if stale:
             return
         self.states = states
-        self.recorded.add(tuple(states))
         write(self.shards, json.dumps(membership(states)))  # health reads the files in force
         epoch = sgpg.current_epoch(gw)
+        self.epochs[epoch] = tuple(states)
         for other in self.gws:
             sgtest.wait_until(lambda: sgpg.current_epoch(other) == epoch, 30,
                               "every replica serves epoch %s" % epoch)

@@ -61,24 +61,24 @@ def db_init_migrate_status():
     pg = Postgres("shardgate-pg-db-")
     try:
         r = run_gateway("db", "status", "--store", pg.url)
-        eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version 2\n"), "empty: status")
+        eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version 3\n"), "empty: status")
         r = run_gateway("serve", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, "--store",
                         pg.url, "--listen", "127.0.0.1:0")
         eq((r.returncode, r.stderr.strip()), (3, "store: the database schema is version 0, this "
-           "shardgate needs 2: run `shardgate db init --store URL`"), "serve on no schema")
+           "shardgate needs 3: run `shardgate db init --store URL`"), "serve on no schema")
         r = run_gateway("db", "init", "--store", pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 2\n"), "init")
+        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 3\n"), "init")
         r = run_gateway("db", "init", "--store", pg.url)
         eq((r.returncode, r.stderr), (3, "store: the database already holds shardgate's schema "
-           "(version 2): use `shardgate db migrate`\n"), "second init")
+           "(version 3): use `shardgate db migrate`\n"), "second init")
         r = run_gateway("db", "migrate", "--store", pg.url)
-        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 2 -> 2\n", ""), "migrate")
+        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 3 -> 3\n", ""), "migrate")
         r = run_gateway("db", "status", "--store", pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 2\nbinary_version 2\n"), "status")
-        pg.sql("shardgate", "INSERT INTO shardgate_schema (version, name) VALUES (3, 'x')")
+        eq((r.returncode, r.stdout), (0, "schema_version 3\nbinary_version 3\n"), "status")
+        pg.sql("shardgate", "INSERT INTO shardgate_schema (version, name) VALUES (4, 'x')")
         r = run_gateway("db", "migrate", "--store", pg.url)
-        eq((r.returncode, r.stderr), (3, "store: the database schema is version 3, newer than "
-           "this shardgate's 2\n"), "newer schema")
+        eq((r.returncode, r.stderr), (3, "store: the database schema is version 4, newer than "
+           "this shardgate's 3\n"), "newer schema")
         r = run_gateway("db", "status", "--store", "postgres://nobody@127.0.0.1:%d/x" % free_port())
         eq(r.returncode, 3, "unreachable: status")
         ok(r.stderr.startswith("store: cannot connect: "), "unreachable: %r" % r.stderr)
@@ -137,9 +137,9 @@ def a_version_1_database_migrates_with_its_receipts():
         pg.sql("old", "UPDATE shardgate_sequencer SET last_seq = 4")
         url = pg.db_url("old", "shardgate")
         r = run_gateway("db", "status", "--store", url)
-        eq((r.returncode, r.stdout), (2, "schema_version 1\nbinary_version 2\n"), "status")
+        eq((r.returncode, r.stdout), (2, "schema_version 1\nbinary_version 3\n"), "status")
         r = run_gateway("db", "migrate", "--store", url)
-        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 1 -> 2\n", ""), "migrate")
+        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 1 -> 3\n", ""), "migrate")
         with StoreGateway(url) as gw:
             for k in range(4, 6):
                 eq(post(gw, batch("v1-%d" % k, n=4, seed=k)).status, 200, "POST %d" % k)
@@ -303,6 +303,44 @@ def a_change_through_one_replica_is_applied_by_all_within_a_second():
             eq(len(again.events("epoch_from_store")), 1, "it says so")
         c.health(shards=write(os.path.join(c.pg.base, "d.json"),
                               json.dumps({"shards": SHARDS_D_ONLINE})))
+
+
+@case("membership")
+def an_epoch_comes_back_under_its_own_id():
+    """A -> B -> A (docs/contract.md §7: an epoch may come back later under its own id): the
+    third epoch has the first's id and its own epoch_seq and first_seq; the receipts under
+    either occurrence of A add to A's totals; a replica started afterwards serves it; health
+    passes."""
+    with Cluster(2) as c:
+        gw = c.gws[0]
+        first = current_epoch(gw)
+        eq(post(gw, batch("a-1", n=6, seed=1)).status, 200, "POST under A")
+        put_membership(gw, SHARDS_D_ONLINE, c.token)
+        eq(post(gw, batch("b-1", n=6, seed=2)).status, 200, "POST under B")
+        back = put_membership(gw, SHARDS, c.token).json()["epoch"]
+        eq(back, first, "A again, under its own id")
+        wait_until(lambda: current_epoch(c.gws[1]) == first, 20, "the other replica applies it")
+        again = post(c.gws[1], batch("a-2", n=6, seed=3))
+        eq((again.status, again.json()["epoch"]), (200, first), "POST under A again")
+        c.sequenced()
+        epochs = c.sql("SELECT epoch_seq, epoch, first_seq FROM shardgate_epochs ORDER BY 1")
+        eq(epochs, [["1", first, "1"], ["2", epochs[1][1], "2"], ["3", first, "3"]],
+           "the chain in the database")
+        receipts, _ = c.receipts()
+        want = sums(receipts)
+        got = gw.get("/v1/shards").json()["shards"]
+        eq({s["id"]: [s["load_total"], s["received_total"]] for s in got if s["id"] in want},
+           want, "totals of all three receipts")
+        rows = c.sql("SELECT shard, received FROM shardgate_totals WHERE epoch = '%s' "
+                     "ORDER BY 1" % first)
+        a_only = sums({k: v for k, v in receipts.items() if v[0] != "b-1"})
+        eq([[k, str(v[1])] for k, v in sorted(a_only.items())], rows,
+           "A's rows hold the receipts of both its occurrences")
+        for g in c.gws:
+            eq(g.stop(), 0, "replica exit")
+        with StoreGateway(c.pg.url) as fresh:
+            eq(current_epoch(fresh), first, "a restarted replica serves A")
+        c.health()
 
 
 @case("membership")
