@@ -357,6 +357,11 @@ DEFECTS = [
     # batch dispatched on the first A lands after the second A's record: the latest record
     # before it with that id (docs/decisions.md §4), in each of the three; and a legacy epoch
     # record's epoch_seq (its position) in a checkpoint; and journal verify's resume check.
+    # The example worker under spill: a change placed on another shard, accepted without
+    # recomputing its batch's receipt.
+    ("example-worker-spill-unchecked", "examples:check",
+     "        if placed != [args.shard]:", "        if False:", ("tests",),
+     "^client_python_package$"),
     # On PostgreSQL an epoch that comes back is two rows with one id (docs/journal.md §10):
     # joined row by row, its receipts and totals rows would count twice.
     ("health-store-receipts-per-epoch-row", "health/store_read.c",

@@ -211,8 +211,9 @@ def follow(server, shard, cursor, *extra):
 def the_example_worker_checks_each_assignment():
     """examples/python/worker.py on the worked example hands shard-c its four assignments;
     under spill, every shard gets exactly the receipt's placements on it, the spilled ones
-    judged through the batch's receipt; started past the epoch record, it reads the record
-    from the journal."""
+    judged through the batch's receipt, and a spilled change offered to the shard that is
+    neither its home nor where it spilled is refused; started past the epoch record, it reads
+    the record from the journal."""
     d = tmpdir()
     with Server() as server:
         eq(server.post(json.loads(read(src("input", "changes.json")))).status, 200, "post")
@@ -241,6 +242,20 @@ def the_example_worker_checks_each_assignment():
             want = [("spill-%d" % i, p["id"]) for i, rec in enumerate(receipts)
                     for p in rec["placements"] if p["shard"] == sid]
             eq(got, want, "shard %s: the receipt's placements on it" % sid)
+        feed = [json.loads(line) for line in server.get(
+            "/v1/shards/c/assignments?after=0",
+            headers={"Accept": "application/x-ndjson"}).body.decode().splitlines()]
+        epoch = next(i for i in feed if i["type"] == "epoch")
+        moved = next(i for i in feed if i["type"] == "assignment" and (
+            int(i["batch_id"][-1]), i["id"], "c") in spilled)
+        home = next(p["home"] for p in receipts[int(moved["batch_id"][-1])]["placements"]
+                    if p["id"] == moved["id"])
+        third = ({"a", "b"} - {home}).pop()
+        r = in_venv(OFFER, src("examples", "python"), json.dumps(epoch), json.dumps(moved),
+                    str(server.port), third)
+        eq((r.returncode, r.stdout.strip()), (0, "refused: change %s of the batch is placed on "
+           "['c'], not here (home %s)" % (moved["id"], home)),
+           "a change spilled to c, offered to %s: the batch's receipt recomputed says c" % third)
         cursor = write(os.path.join(d, "late.cursor"),
                        '{"after":1,"seq":0,"done":[],"pending":null}\n')
         r = follow(server, "c", cursor)
@@ -249,6 +264,21 @@ def the_example_worker_checks_each_assignment():
            ["spill-1"] * sum(p["shard"] == "c" for p in receipts[1]["placements"]),
            "only the second batch, judged with the epoch read from the journal")
 
+
+OFFER = """import json, sys
+sys.path.insert(0, sys.argv[1])
+import worker
+epoch, assignment = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+class Args:
+    host, port, base, token, wait_ms, shard = "127.0.0.1", int(sys.argv[4]), "", None, 0, sys.argv[5]
+checker = worker.Checker()
+checker.learn(epoch)
+try:
+    checker.check(Args, assignment)
+    print("accepted")
+except worker.Refused as e:
+    print("refused:", e)
+"""
 
 REFUSE = """import json, sys
 sys.path.insert(0, sys.argv[1])
