@@ -50,15 +50,42 @@ def loader(gw, prefix, acked, stop, failures):
     return go
 
 
+class Load:
+    """Four loaders (above) on the cluster's first two replicas, started at once."""
+
+    def __init__(self, c, prefix):
+        self.c = c
+        self.acked, self.failures, self.stop = [], [], threading.Event()
+        self.threads = [threading.Thread(target=loader(c.gws[k % 2], "%s%d" % (prefix, k),
+                                                       self.acked, self.stop, self.failures))
+                        for k in range(4)]
+        for t in self.threads:
+            t.start()
+
+    def more(self, n, timeout, what):
+        base = len(self.acked)
+        wait_until(lambda: len(self.acked) >= base + n, timeout, what)
+
+    def end(self):
+        """Stops the loaders, then: no answer but 200 and 503, every acknowledged batch stored
+        once, seqs 1..last. Returns the stored batch ids."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(60)
+        eq(self.failures, [], "no answer but 200 and 503 store_unavailable")
+        receipts, last = self.c.receipts()
+        stored = sorted(b for b, _ in receipts.values())
+        eq(sorted(set(self.acked) - set(stored)), [], "every acknowledged batch is stored")
+        eq((len(stored), len(set(stored)), sorted(receipts)),
+           (len(self.acked), len(self.acked), list(range(1, last + 1))), "each once, seqs 1..last")
+        return stored
+
+
 @case("store_restart")
 def the_database_crashes_under_load_and_comes_back():
     with Cluster(2) as c:
-        acked, failures, stop = [], [], threading.Event()
-        threads = [threading.Thread(target=loader(c.gws[k % 2], "L%d" % k, acked, stop,
-                                                  failures)) for k in range(4)]
-        for t in threads:
-            t.start()
-        wait_until(lambda: len(acked) >= 50, 30, "50 batches acknowledged")
+        load = Load(c, "L")
+        load.more(50, 30, "50 batches acknowledged")
         c.pg.crash()
         for gw in c.gws:
             wait_until(lambda gw=gw: gw.get("/readyz").status == 503, 5, "/readyz 503")
@@ -70,25 +97,16 @@ def the_database_crashes_under_load_and_comes_back():
             eq((m.status, "shardgate_store_up 0" in lines,
                 [l for l in lines if l.startswith("shardgate_shard_load_total")]),
                (200, True, []), "/metrics while the database is down")
-        down_acked = len(acked)
+        down_acked = len(load.acked)
         time.sleep(1)
-        eq(len(acked), down_acked, "nothing acknowledged while the database is down")
+        eq(len(load.acked), down_acked, "nothing acknowledged while the database is down")
         c.pg.start()
         for gw in c.gws:
             wait_until(lambda gw=gw: gw.get("/readyz").status == 200, 10, "/readyz 200 again")
             ok("shardgate_store_up 1" in gw.get("/metrics").body.decode().splitlines(),
                "shardgate_store_up 1 again")
-        wait_until(lambda: len(acked) >= down_acked + 50, 30, "50 more after the restart")
-        stop.set()
-        for t in threads:
-            t.join(60)
-        eq(failures, [], "no answer but 200 and 503 store_unavailable")
-        receipts, last = c.receipts()
-        stored = sorted(b for b, _ in receipts.values())
-        missing = sorted(set(acked) - set(stored))
-        eq(missing, [], "every acknowledged batch is in the database")
-        eq((len(stored), len(set(stored)), sorted(receipts)),
-           (len(acked), len(acked), list(range(1, last + 1))), "each once, seqs 1..last")
+        load.more(50, 30, "50 more after the restart")
+        stored = load.end()
         ok(not any(b == "while-down" for b in stored), "the refused batch left no row")
         c.health()
 
@@ -150,26 +168,13 @@ def the_database_fails_over_to_its_standby_under_load():
         for gw in c.gws:
             gw.url = both
         with c:
-            acked, failures, stop = [], [], threading.Event()
-            threads = [threading.Thread(target=loader(c.gws[k % 2], "F%d" % k, acked, stop,
-                                                      failures)) for k in range(4)]
-            for t in threads:
-                t.start()
-            wait_until(lambda: len(acked) >= 50, 30, "50 batches acknowledged")
+            load = Load(c, "F")
+            load.more(50, 30, "50 batches acknowledged")
             c.pg.crash()
-            before = len(acked)
             standby.promote()
-            wait_until(lambda: len(acked) >= before + 50, 60, "50 more after the promotion")
-            stop.set()
-            for t in threads:
-                t.join(60)
-            eq(failures, [], "no answer but 200 and 503 store_unavailable")
+            load.more(50, 60, "50 more after the promotion")
             c.pg.port = standby.port  # the cluster's SQL and health go to the new primary
-            receipts, last = c.receipts()
-            stored = sorted(b for b, _ in receipts.values())
-            eq(sorted(set(acked) - set(stored)), [], "every acknowledged batch survived")
-            eq((len(stored), len(set(stored)), sorted(receipts)),
-               (len(acked), len(acked), list(range(1, last + 1))), "each once, seqs 1..last")
+            load.end()
             c.health()
     finally:
         standby.stop()
