@@ -26,7 +26,8 @@
 # usage: bench/pg_scale.sh [--seconds N] [--rounds R] [--rtt-ms R] [--out FILE]
 # env:   SECONDS_PER_PHASE (20), ROUNDS (2), CONNS (64), WRK_THREADS (2), SERVER_THREADS (2),
 #        BUILD (build/bench-rel), OUT (bench/results/pg_scale.json, or pg_scale_rtt.json),
-#        CONNS_PER_REPLICA (8, --rtt-ms), SHARDGATE_BIN (a built shardgate instead of BUILD's)
+#        CONNS_PER_REPLICA (8, --rtt-ms), SHARDGATE_BIN (a built shardgate instead of BUILD's),
+#        PG_SCALE_CONFIGS (the configurations to run, "A B C D"; A is every ratio's baseline)
 # Needs root (or the postgres user): ops/pg.sh runs PostgreSQL as postgres. Everything listens
 # on 127.0.0.1. Fails on any non-200 answer, wrk error, or batch not answered as accepted.
 set -euo pipefail
@@ -44,7 +45,7 @@ OUT=${OUT:-}
 CONNS_PER_REPLICA=${CONNS_PER_REPLICA:-8}
 RTT_MS=
 SIZES=(1 100)
-CONFIGS=(A B C D)
+read -r -a CONFIGS <<<"${PG_SCALE_CONFIGS:-A B C D}"
 
 die() {
     echo "bench/pg_scale.sh: $*" >&2

@@ -9,7 +9,7 @@
 /* The schema versions this health reads (db/migrations, docs/operations.md §1.7): 2 lets receipts
  * wait for their seq (those are not judged until they have one); 1 gave the seq at commit. */
 #define HC_STORE_SCHEMA_MIN 1
-#define HC_STORE_SCHEMA 3
+#define HC_STORE_SCHEMA 4
 
 /* Columns of each result, in the order of the SELECTs of store_read.c. */
 enum { HC_EP_SEQ, HC_EP_EPOCH, HC_EP_FIRST_SEQ, HC_EP_RECORD };

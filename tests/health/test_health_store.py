@@ -273,8 +273,8 @@ def store_no_schema():
 @case("cannot_judge")
 def store_schema_version():
     db = copy_db()
-    pg().sql(db, "INSERT INTO shardgate_schema (version, name) VALUES (4, '0004_next.sql')")
-    expect_input(db, "shardgate_schema: version 4, this health reads versions 1 to 3")
+    pg().sql(db, "INSERT INTO shardgate_schema (version, name) VALUES (5, '0005_next.sql')")
+    expect_input(db, "shardgate_schema: version 5, this health reads versions 1 to 4")
 
 
 @case("cannot_judge")

@@ -21,6 +21,7 @@ from sgpg import (Cluster, Postgres, StoreGateway, batch, current_epoch,  # noqa
                   free_port, post, put_membership, sums)
 from sgtest import case, eq, ok, run_gateway, wait_until, write  # noqa: E402
 
+V = sgpg.SCHEMA_VERSION  # db/migrations' last
 SHARDS = json.load(open(sgtest.SHARDS, encoding="utf-8"))["shards"]
 SHARDS_D_ONLINE = [dict(s, state="online") if s["id"] == "shard-d" else s for s in SHARDS]
 
@@ -61,24 +62,25 @@ def db_init_migrate_status():
     pg = Postgres("shardgate-pg-db-")
     try:
         r = run_gateway("db", "status", "--store", pg.url)
-        eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version 3\n"), "empty: status")
+        eq((r.returncode, r.stdout), (2, "schema_version 0\nbinary_version %d\n" % V),
+           "empty: status")
         r = run_gateway("serve", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, "--store",
                         pg.url, "--listen", "127.0.0.1:0")
         eq((r.returncode, r.stderr.strip()), (3, "store: the database schema is version 0, this "
-           "shardgate needs 3: run `shardgate db init --store URL`"), "serve on no schema")
+           "shardgate needs %d: run `shardgate db init --store URL`" % V), "serve on no schema")
         r = run_gateway("db", "init", "--store", pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 0 -> 3\n"), "init")
+        eq((r.returncode, r.stdout), (0, "schema_version 0 -> %d\n" % V), "init")
         r = run_gateway("db", "init", "--store", pg.url)
         eq((r.returncode, r.stderr), (3, "store: the database already holds shardgate's schema "
-           "(version 3): use `shardgate db migrate`\n"), "second init")
+           "(version %d): use `shardgate db migrate`\n" % V), "second init")
         r = run_gateway("db", "migrate", "--store", pg.url)
-        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 3 -> 3\n", ""), "migrate")
+        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version %d -> %d\n" % (V, V), ""), "migrate")
         r = run_gateway("db", "status", "--store", pg.url)
-        eq((r.returncode, r.stdout), (0, "schema_version 3\nbinary_version 3\n"), "status")
-        pg.sql("shardgate", "INSERT INTO shardgate_schema (version, name) VALUES (4, 'x')")
+        eq((r.returncode, r.stdout), (0, "schema_version %d\nbinary_version %d\n" % (V, V)), "status")
+        pg.sql("shardgate", "INSERT INTO shardgate_schema (version, name) VALUES (%d, 'x')" % (V + 1))
         r = run_gateway("db", "migrate", "--store", pg.url)
-        eq((r.returncode, r.stderr), (3, "store: the database schema is version 4, newer than "
-           "this shardgate's 3\n"), "newer schema")
+        eq((r.returncode, r.stderr), (3, "store: the database schema is version %d, newer than "
+           "this shardgate's %d\n" % (V + 1, V)), "newer schema")
         r = run_gateway("db", "status", "--store", "postgres://nobody@127.0.0.1:%d/x" % free_port())
         eq(r.returncode, 3, "unreachable: status")
         ok(r.stderr.startswith("store: cannot connect: "), "unreachable: %r" % r.stderr)
@@ -104,6 +106,30 @@ def store_usage_errors():
         eq((r.returncode, r.stderr.splitlines()[0]), (64, "shardgate: " + what), "usage %r" % args)
     for args in (["status"], ["drop", "--store", "postgres://x"], ["init", "--store", "x"]):
         eq(run_gateway("db", *args).returncode, 64, "db usage %r" % args)
+
+
+@case("db_command")
+def a_long_receipt_is_stored_compressed_with_lz4():
+    """Schema version 4 (docs/decisions.md §43): a 300-change receipt is stored lz4-compressed,
+    and read back byte for byte by GET /v1/batches/{id} and the feed; a 3-change one is too
+    short to be compressed at all."""
+    with Cluster(1) as c:
+        gw = c.gws[0]
+        long, short = post(gw, batch("long", n=300)), post(gw, batch("short"))
+        eq((long.status, short.status), (200, 200), "POSTs")
+        ok(len(long.body) > 30000, "a long receipt: %d bytes" % len(long.body))
+        c.sequenced()
+        eq(c.sql("SELECT batch_id, pg_column_compression(receipt), octet_length(receipt) FROM "
+                 "shardgate_receipts ORDER BY seq"),
+           [["long", "lz4", str(len(long.body) - 1)], ["short", "", str(len(short.body) - 1)]],
+           "how each is stored (without the answer's newline)")
+        ok(int(c.sql("SELECT pg_column_size(receipt) FROM shardgate_receipts WHERE batch_id = "
+                     "'long'")[0][0]) < len(long.body) // 3, "compressed to under a third")
+        eq(gw.get("/v1/batches/long").body, long.body, "read back")
+        feed = gw.get("/v1/receipts?after=0", headers={"Accept": "application/json"}).json()
+        eq([json.dumps(i["receipt"], separators=(",", ":")).encode() + b"\n"
+            for i in feed["items"] if i["type"] == "receipt"], [long.body, short.body],
+           "the feed's receipts")
 
 
 @case("db_command")
@@ -137,9 +163,9 @@ def a_version_1_database_migrates_with_its_receipts():
         pg.sql("old", "UPDATE shardgate_sequencer SET last_seq = 4")
         url = pg.db_url("old", "shardgate")
         r = run_gateway("db", "status", "--store", url)
-        eq((r.returncode, r.stdout), (2, "schema_version 1\nbinary_version 3\n"), "status")
+        eq((r.returncode, r.stdout), (2, "schema_version 1\nbinary_version %d\n" % V), "status")
         r = run_gateway("db", "migrate", "--store", url)
-        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 1 -> 3\n", ""), "migrate")
+        eq((r.returncode, r.stdout, r.stderr), (0, "schema_version 1 -> %d\n" % V, ""), "migrate")
         with StoreGateway(url) as gw:
             for k in range(4, 6):
                 eq(post(gw, batch("v1-%d" % k, n=4, seed=k)).status, 200, "POST %d" % k)
