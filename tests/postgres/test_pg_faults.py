@@ -115,7 +115,7 @@ class Standby:
     """A streaming standby of c.pg (pg_basebackup over the primary's socket, as postgres), on a
     port of its own, made synchronous (synchronous_standby_names = '*')."""
 
-    def __init__(self, c):
+    def __init__(self, c, apply_delay_ms=0):
         self.pg = c.pg
         self.port = free_port()
         self.data = os.path.join(self.pg.base, "standby")
@@ -129,6 +129,9 @@ class Standby:
                                     "-R", "-X", "stream", "-c", "fast"],
                            capture_output=True, text=True, timeout=120, cwd="/")
         eq(r.returncode, 0, "pg_basebackup: %s" % r.stderr)
+        if apply_delay_ms:  # replays each commit that long after the primary wrote it
+            with open(os.path.join(self.data, "postgresql.auto.conf"), "a") as f:
+                f.write("recovery_min_apply_delay = '%dms'\n" % apply_delay_ms)
         r = subprocess.run(as_pg + [self.pg_ctl, "-D", self.data, "-o", "-p %d" % self.port,
                                     "-l", os.path.join(self.pg.dir, "standby.log"), "-w",
                                     "start"], capture_output=True, text=True, timeout=120, cwd="/")
@@ -176,6 +179,46 @@ def the_database_fails_over_to_its_standby_under_load():
             c.pg.port = standby.port  # the cluster's SQL and health go to the new primary
             load.end()
             c.health()
+    finally:
+        standby.stop()
+
+
+@case("failover")
+def reads_on_a_standby_with_remote_apply_see_every_acknowledged_batch():
+    """--read-store on a real streaming standby that replays each commit 300 ms late, the
+    primary at synchronous_commit = remote_apply (docs/operations.md §9.1): a batch read back
+    through the standby right after its 200 is there every time (at synchronous_commit = on it
+    would be 404 for those 300 ms), the feed read there lists every receipt once it has its
+    seq, and the reads are the standby's (its backends serve them; stopped, they are 503)."""
+    c = Cluster(1)
+    standby = Standby(c, apply_delay_ms=300)
+    try:
+        c.pg.sql("postgres", "ALTER SYSTEM SET synchronous_commit = 'remote_apply'",
+                 user="postgres")
+        c.pg.sql("postgres", "SELECT pg_reload_conf()", user="postgres")
+        c.gws[0].args += ["--read-store", standby.url("shardgate", "shardgate")]
+        with c:
+            gw = c.gws[0]
+            got = []
+            for i in range(8):
+                r = post(gw, batch("sb-%d" % i, n=4, seed=i))
+                eq(r.status, 200, "POST sb-%d" % i)
+                back = gw.get("/v1/batches/sb-%d" % i)
+                got.append((back.status, back.body == r.body))
+            eq(got, [(200, True)] * 8, "each batch read back through the standby at once")
+            c.sequenced()
+            feed = gw.get("/v1/receipts?after=0&limit=100",
+                          headers={"Accept": "application/json"}).json()
+            eq([i["receipt"]["batch_id"] for i in feed["items"] if i["type"] == "receipt"],
+               ["sb-%d" % i for i in range(8)], "the feed through the standby")
+            primary = c.pg.port
+            c.pg.port = standby.port
+            readers = c.pg.sql("shardgate", "SELECT count(*) FROM pg_stat_activity WHERE "
+                               "application_name = 'shardgate'", user="postgres")
+            c.pg.port = primary
+            ok(int(readers[0][0]) >= 1, "the gateway reads on the standby (%s)" % readers)
+            standby.stop()
+            eq(gw.get("/v1/batches/sb-0").status, 503, "the standby stopped: reads 503")
     finally:
         standby.stop()
 
