@@ -17,7 +17,7 @@
 #
 # --rtt-ms R: scaling with a round trip of R ms between each replica and PostgreSQL
 # (docs/performance.md §13.2). Every replica reaches PostgreSQL through a delaying proxy of its
-# own (bench/delay_proxy.py, R/2 ms each way: this kernel has no netem) and gets the same fixed
+# own (bench/delay_proxy.c, R/2 ms each way: this kernel has no netem) and gets the same fixed
 # load, wrk straight at it with CONNS_PER_REPLICA connections (no HAProxy), so the CPUs are not
 # saturated; configurations B (1 replica) and D (3), ratios against B. While wrk runs,
 # pg_stat_activity is sampled every 100 ms: the share of the samples of active backends that
@@ -73,13 +73,10 @@ OUT=${OUT:-bench/results/pg_scale.json}
 for tool in wrk haproxy curl psql python3; do
     command -v "$tool" >/dev/null || sg_install_deps
 done
-if [ -n "${SHARDGATE_BIN:-}" ]; then
-    BIN=$SHARDGATE_BIN
-else
-    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_BENCH=ON >/dev/null
-    cmake --build "$BUILD" -j 2 --target shardgate >/dev/null
-    BIN="$BUILD/gateway/shardgate"
-fi
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_BENCH=ON >/dev/null
+cmake --build "$BUILD" -j 2 --target shardgate delay_proxy >/dev/null
+BIN=${SHARDGATE_BIN:-$BUILD/gateway/shardgate}
+DELAY_PROXY=$BUILD/bench/delay_proxy
 
 # The temp dir holds PostgreSQL's data, which runs as postgres: it must be able to reach it.
 tmp=$(mktemp -d /tmp/pg_scale.XXXXXX)
@@ -140,12 +137,12 @@ fresh_schema() {
     "${PSQL[@]}" -c "CHECKPOINT" >/dev/null || die "CHECKPOINT failed"
 }
 
-# start_delay_proxy N: bench/delay_proxy.py in front of PostgreSQL for replica N; sets
+# start_delay_proxy N: bench/delay_proxy.c in front of PostgreSQL for replica N; sets
 # REPLICA_STORE to the store URL through it.
 start_delay_proxy() {
     local log="$tmp/proxy-$1.log" pid i port=
     rm -f "$log" # the last phase's names another port
-    python3 bench/delay_proxy.py 0 "$PG_PORT" "$(python3 -c "print($RTT_MS / 2)")" >"$log" 2>&1 &
+    "$DELAY_PROXY" 0 "$PG_PORT" "$(python3 -c "print(int($RTT_MS * 500))")" >"$log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
     for ((i = 0; i < 100; i++)); do
