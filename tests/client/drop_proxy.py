@@ -14,10 +14,14 @@ Usage: drop_proxy.py --upstream 127.0.0.1:8080 [--listen-port 0] [--drop 1]
 """
 
 import argparse
+import os
 import signal
 import socket
 import sys
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sgtest import pump  # noqa: E402
 
 TIMEOUT = 10.0
 
@@ -55,23 +59,6 @@ def drop_one(client, upstream_addr, number):
         answer = read_http_message(upstream)
     log("connection %d: forwarded %d request bytes, dropped the %d-byte answer"
         % (number, len(request), len(answer)))
-
-
-def pump(src, dst):
-    try:
-        while True:
-            chunk = src.recv(65536)
-            if not chunk:
-                break
-            dst.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        for s in (dst, src):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def relay(client, upstream_addr, number):

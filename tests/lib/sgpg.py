@@ -118,23 +118,7 @@ class CutProxy:
             with self.lock:
                 self.open += [client, server]
             for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _copy(src_sock, dst_sock):
-        try:
-            while True:
-                data = src_sock.recv(65536)
-                if not data:
-                    break
-                dst_sock.sendall(data)
-        except OSError:
-            pass
-        for s in (src_sock, dst_sock):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+                threading.Thread(target=sgtest.pump, args=(a, b), daemon=True).start()
 
     def cut(self):
         self.cut_off.set()

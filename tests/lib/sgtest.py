@@ -152,6 +152,25 @@ def run_server(args, timeout=START_TIMEOUT, binary=None, **kw):
 
 # --- the gateway's inputs and journal ------------------------------------------------------
 
+def pump(src, dst):
+    """Copies src to dst until either ends, then shuts both down: one direction of a test's
+    TCP proxy (tests/client/drop_proxy.py, sgpg.CutProxy)."""
+    try:
+        while True:
+            chunk = src.recv(65536)
+            if not chunk:
+                break
+            dst.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for s in (dst, src):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
     """A port free now and below the kernel's ephemeral range, so no bind to port 0 and no
     outgoing connection takes it while a server that listens there restarts."""
