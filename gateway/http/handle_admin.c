@@ -218,7 +218,7 @@ static enum MHD_Result finish_body(struct gw_req *r)
                            .shards_len = r->body.len,
                            .plan = &plan};
     read_parameters(r, &rl);
-    rc = gw_reload_apply(r->srv, NULL, &m, &rl, &err);
+    rc = gw_reload_apply(r->srv, &m, &rl, &err);
     gw_body_done(r);
     if (rl.exceeded)
         return too_much_movement(r, &plan, err.msg);

@@ -163,10 +163,10 @@ void gw_reload_refused(struct gw_server *s, enum gw_epoch_source source, const s
     reload_outcome(s, &rl, -EINVAL, err);
 }
 
-int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
-                    struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
+/* The apply path under reload_lock: `contract` is SIGHUP's, or NULL for the contract in force. */
+static int apply_locked(struct gw_server *s, const struct gw_contract *contract,
+                        struct gw_membership *members, struct gw_reload *rl, struct gw_error *err)
 {
-    pthread_mutex_lock(&s->reload_lock);
     int rc = gw_serve_catch_up(s, err);
     struct gw_view *cur = gw_view_acquire(&s->views);
     if (!contract)
@@ -185,7 +185,8 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
         gw_shards_write_start(&early, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
         rc = gw_topology_build_from(contract, members, cur->topo.ring, &next, err);
-    if (rc == 0 && (rl->dry_run || rl->max_movement >= 0))
+    /* The membership in force again changes nothing, whatever the parameters: no plan. */
+    if (rc == 0 && (rl->dry_run || (rl->max_movement >= 0 && rl->verdict == GW_RELOAD_APPLIED)))
         rc = check_plan(cur, &next, rl, err);
     if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
         rc = switch_to(s, &next, cur->topo.epoch, rl, overlap ? &early : NULL, err);
@@ -198,10 +199,32 @@ int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
     if (rl->verdict != GW_RELOAD_APPLIED)
         gw_chain_latest(gw_store_chain(&s->store), &rl->entry);
     gw_view_unref(cur);
+    return rc;
+}
+
+int gw_reload_apply(struct gw_server *s, struct gw_membership *members, struct gw_reload *rl,
+                    struct gw_error *err)
+{
+    pthread_mutex_lock(&s->reload_lock);
+    int rc = apply_locked(s, NULL, members, rl, err);
     pthread_mutex_unlock(&s->reload_lock);
     gw_membership_free(members);
     if (!rl->dry_run && !rl->stale) /* a stale If-Match is the client's, not a reload */
         reload_outcome(s, rl, rc, err);
+    return rc;
+}
+
+/* SIGHUP's documents, read under reload_lock so that no change applied meanwhile is reverted by
+ * files read before it. Returns 0 with both loaded, or as the loaders with err set. */
+static int read_files(struct gw_server *s, struct gw_contract *contract,
+                      struct gw_membership *members, struct gw_error *err)
+{
+    int rc = gw_contract_load(s->opt.conf, contract, err);
+    if (rc == 0)
+        rc = gw_membership_load(s->opt.shards, members, err);
+    if (rc == 0 &&
+        (rc = gw_membership_check_ring(members, contract->vnodes, s->opt.shards, err)) != 0)
+        gw_membership_free(members);
     return rc;
 }
 
@@ -211,14 +234,15 @@ void gw_reload_from_files(struct gw_server *s)
     struct gw_reload rl = {.source = GW_SOURCE_SIGHUP, .max_movement = -1};
     struct gw_contract contract;
     struct gw_membership members;
-    int rc = gw_contract_load(s->opt.conf, &contract, &err);
-    if (rc == 0)
-        rc = gw_membership_load(s->opt.shards, &members, &err);
-    if (rc == 0 &&
-        (rc = gw_membership_check_ring(&members, contract.vnodes, s->opt.shards, &err)) != 0)
+    pthread_mutex_lock(&s->reload_lock);
+    int rc = read_files(s, &contract, &members, &err);
+    if (rc == 0) {
+        rc = apply_locked(s, &contract, &members, &rl, &err);
         gw_membership_free(&members);
-    if (rc == 0)
-        gw_reload_apply(s, &contract, &members, &rl, &err);
-    else
-        gw_reload_refused(s, GW_SOURCE_SIGHUP, &err);
+    } else {
+        rl.verdict = GW_RELOAD_REFUSED;
+        gw_chain_latest(gw_store_chain(&s->store), &rl.entry);
+    }
+    pthread_mutex_unlock(&s->reload_lock);
+    reload_outcome(s, &rl, rc, &err);
 }

@@ -274,19 +274,19 @@ void gw_shards_write_start(struct gw_shards_write *w, const char *path, const ch
 /* Joins the write; returns 0 or its -errno. */
 int gw_shards_write_wait(struct gw_shards_write *w);
 
-/* Validates, builds the new ring, writes the shards file (PUT), journals and syncs the epoch
- * record through the writer, then publishes; everything under reload_lock. Takes `members`
- * (freed) and `contract` (SIGHUP: the files'; NULL for a PUT: the contract of the view current
- * under the lock, the one If-Match is compared with, so a PUT never reverts a SIGHUP's). Returns 0
- * (verdict applied or unchanged), -EINVAL/-ESTALE refused (err says why; the old view keeps
- * serving), or -errno of the file or the journal. */
-int gw_reload_apply(struct gw_server *s, const struct gw_contract *contract,
-                    struct gw_membership *members, struct gw_reload *rl, struct gw_error *err);
+/* A PUT's change: validates `members` (taken, freed) against the view in force under
+ * reload_lock, on its contract (the one If-Match is compared with, so a PUT never reverts a
+ * SIGHUP's), builds the new ring, records the epoch and publishes it in the order of
+ * docs/api.md §15. Returns 0 (verdict applied or unchanged), -EINVAL/-ESTALE refused (err
+ * says why; the old view keeps serving), or -errno of the file or the store, with every file and
+ * the view as before. */
+int gw_reload_apply(struct gw_server *s, struct gw_membership *members, struct gw_reload *rl,
+                    struct gw_error *err);
 /* A reload refused before gw_reload_apply (its documents do not read): counted and logged as
  * gw_reload_apply does every outcome but a dry run's and a stale If-Match's. */
 void gw_reload_refused(struct gw_server *s, enum gw_epoch_source source,
                        const struct gw_error *err);
-/* SIGHUP: re-reads --conf and --shards and applies them. */
+/* SIGHUP: under reload_lock, re-reads --conf and --shards and applies them as a PUT is. */
 void gw_reload_from_files(struct gw_server *s);
 /* Starts and stops the thread that runs SIGHUP reloads. */
 int gw_reloader_start(struct gw_server *s, struct gw_error *err);

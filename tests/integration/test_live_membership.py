@@ -346,6 +346,98 @@ def put_applies_writes_the_file_and_journals_the_epoch():
        [(1, "start", 1), (2, "admin", 2)], "journal chain")
 
 
+PARAMETERS = ("", "?max_movement=0.5", "?max_movement=0", "?force=1", "?max_movement=0&force=1",
+              "?dry_run=1", "?dry_run=1&max_movement=0", "?dry_run=1&force=1")
+
+
+@case("live_repeat")
+def every_parameter_on_an_unchanged_a_changed_and_a_refused_membership():
+    """Repeating a change is a no-op whatever its parameters (docs/api.md §15): the membership in
+    force PUT again with max_movement, force, dry_run or none is 200 "changed":false, writes
+    nothing and counts as unchanged (a dry run plans no move and counts nothing); a change
+    (0.218 of the hash space) applies unless max_movement=0 refuses it without force; a
+    membership with no online shard is 422 whatever the parameters. The server stays up."""
+    path = shards_file()
+    doc = changed_shards(shard_d="online")
+    empty = changed_shards(shard_a="offline", shard_b="offline", shard_c="offline")
+    counted = {"applied": 0, "unchanged": 0, "refused": 0}
+    with admin_server(shards=path) as s:
+        size = os.path.getsize(os.path.join(s.state_dir, "journal.jsonl"))
+        in_force = {"changed": False, "epoch": EPOCH0, "epoch_seq": 1, "prev": None,
+                    "ring": RING0, "source": "start"}
+        for q in PARAMETERS:
+            dry = "dry_run" in q
+            r = put(s, base_shards(), if_match=EPOCH0, query=q)
+            if dry:
+                eq((r.status, r.json()["moved_points"], r.json()["to_epoch"]), (200, 0, EPOCH0),
+                   "the dry run of the membership in force, %r" % q)
+            else:
+                eq((r.status, r.json()), (200, in_force), "the membership in force again, %r" % q)
+                counted["unchanged"] += 1
+            eq(os.path.getsize(os.path.join(s.state_dir, "journal.jsonl")), size,
+               "nothing journaled, %r" % q)
+            r = put(s, doc, if_match=EPOCH0, query=q)
+            if dry:
+                eq((r.status, r.json()["to_epoch"]), (200, epoch_of(doc)), "dry run %r" % q)
+            elif q in ("?max_movement=0",):
+                eq((r.status, r.json()["error"]["code"]), (422, "movement_exceeds_limit"), q)
+                counted["refused"] += 1
+            else:
+                eq((r.status, r.json()["epoch"]), (200, epoch_of(doc)), "the change, %r" % q)
+                counted["applied"] += 1
+                r = put(s, base_shards(), if_match=epoch_of(doc))
+                eq((r.status, r.json()["epoch"]), (200, EPOCH0), "back, after %r" % q)
+                counted["applied"] += 1
+                in_force = dict(r.json(), changed=False)
+                size = os.path.getsize(os.path.join(s.state_dir, "journal.jsonl"))
+            r = put(s, empty, if_match=EPOCH0, query=q)
+            eq((r.status, r.error()), (422, ("no_online_shard", "shards")), "no online shard %r" % q)
+            counted["refused"] += not dry
+            eq(current_epoch(s), EPOCH0, "in force after %r" % q)
+            eq(json.loads(read(path)), base_shards(), "the shards file after %r" % q)
+        eq({k: int(metric(s, 'shardgate_reloads_total{result="%s"}' % k)) for k in counted},
+           counted, "every PUT counted by its outcome, dry runs not")
+        eq(s.proc.poll(), None, "the server is up")
+
+
+@case("live_repeat")
+def a_sighup_racing_two_puts_reverts_neither():
+    """PUT A, then PUT B while A's epoch record is held (each group commit delayed 1.5 s), then
+    a SIGHUP while B's is: SIGHUP reads --shards under the lock every change takes
+    (docs/api.md §15), after B is applied, so it finds B's file and changes nothing; B stays in
+    force, the file holds B, the chain is start, A, B."""
+    path = shards_file()
+    a = with_capacity(base_shards(), "shard-a", 21)
+    b = with_capacity(base_shards(), "shard-a", 22)
+    with Server(shards=path, args=["--admin-token-file", secret(ADMIN), "--threads", "4"],
+                env={"SHARDGATE_TEST_COMMIT_DELAY_MS": "1500"}) as s:
+        answers = {}
+
+        def put_in_thread(name, doc):
+            t = threading.Thread(target=lambda: answers.update(
+                {name: put(s, doc, raw_if_match="*")}))
+            t.start()
+            return t
+        ta = put_in_thread("a", a)
+        time.sleep(0.4)
+        tb = put_in_thread("b", b)
+        time.sleep(1.6)  # A applied at 1.5 s; B holds the lock, its record held till 3 s
+        s.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: [e for e in reload_events(s) if e["source"] == "sighup"], 20,
+                   "the SIGHUP's reload event")
+        event = [e for e in reload_events(s) if e["source"] == "sighup"][0]
+        ta.join(30)
+        tb.join(30)
+        eq([(answers[k].status, answers[k].json()["epoch"]) for k in "ab"],
+           [(200, epoch_of(a)), (200, epoch_of(b))], "both PUTs applied")
+        eq((event["event"], event["epoch"]), ("reload_unchanged", epoch_of(b)), "SIGHUP found B")
+        eq(current_epoch(s), epoch_of(b), "B in force")
+        eq(json.loads(read(path)), b, "the file holds B")
+        eq(s.events("reload_applied")[-1]["source"], "admin", "the last change applied is B's")
+    eq([(e["epoch"], e["source"]) for e in epoch_records(s.state_dir)],
+       [(EPOCH0, "start"), (epoch_of(a), "admin"), (epoch_of(b), "admin")], "the chain")
+
+
 @case("live_admin")
 def shards_lists_removed_shards_with_totals_across_epochs():
     with admin_server() as s:
