@@ -9,7 +9,7 @@
 
 struct gw_admin_args {
     const char *url, *token_file, *admin_file, *to, *max_movement, *shard;
-    int json;
+    int json, force;
     uint64_t after;
 };
 

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "fileio.h"
+#include "membership.h"
 
 #define HASH_SPACE 4294967296.0
 #define MEMBERSHIP "/v1/admin/membership"
@@ -48,17 +49,26 @@ static void print_plan(json_t *plan)
     fflush(stdout);
 }
 
-/* The membership file's bytes; GW_EXIT_UNUSABLE when it cannot be read. */
+/* The membership file's bytes, read as the start reads --shards so that its errors name this
+ * file, not the server's; GW_EXIT_UNUSABLE when it cannot be read or is no membership. */
 static int read_membership(const char *cmd, const char *path, struct gw_buf *out)
 {
     char *data = NULL;
     size_t len = 0;
+    struct gw_membership m;
+    struct gw_error err;
     int rc = gw_file_read(path, &data, &len);
     if (rc != 0) {
         fprintf(stderr, "shardgate: admin %s: --to %s: cannot read: %s\n", cmd, path,
                 strerror(-rc));
         return gw_exit_for(rc, GW_EXIT_UNUSABLE);
     }
+    if ((rc = gw_membership_parse(data, len, path, &m, &err)) != 0) {
+        fprintf(stderr, "shardgate: admin %s: %s\n", cmd, err.msg);
+        free(data);
+        return gw_exit_for(rc, GW_EXIT_UNUSABLE);
+    }
+    gw_membership_free(&m);
     gw_buf_init(out);
     gw_buf_append(out, data, len);
     free(data);
@@ -130,9 +140,12 @@ static int put_if_match(struct gw_admin_client *c, const struct gw_admin_args *a
                         const struct gw_buf *body, const char *etag, struct gw_admin_answer *a)
 {
     char path[200];
-    snprintf(path, sizeof(path), "%s%s%.40s", MEMBERSHIP,
+    snprintf(path, sizeof(path), "%s%s%.40s%s", MEMBERSHIP,
              args->max_movement ? "?max_movement=" : "",
-             args->max_movement ? args->max_movement : "");
+             args->max_movement ? args->max_movement : "",
+             !args->force         ? ""
+             : args->max_movement ? "&force=1"
+                                  : "?force=1");
     int rc = gw_admin_call(c, "apply", "PUT", path, c->admin_token, etag, body, a);
     if (rc == GW_EXIT_NOT_OK && a->status == 412)
         fprintf(stderr,

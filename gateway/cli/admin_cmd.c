@@ -20,14 +20,15 @@ const char gw_usage_admin[] =
     "usage: shardgate admin status [--url URL] [--token-file FILE] [--json]\n"
     "       shardgate admin epochs [--url URL] [--token-file FILE] [--json]\n"
     "       shardgate admin plan   --to FILE [--url URL] [--admin-token-file FILE] [--json]\n"
-    "       shardgate admin apply  --to FILE [--max-movement F] [--url URL]\n"
+    "       shardgate admin apply  --to FILE [--max-movement F [--force]] [--url URL]\n"
     "                              [--admin-token-file FILE] [--json]\n"
     "       shardgate admin tail   --shard ID [--after N] [--url URL] [--token-file FILE]\n"
     "                              [--json]\n"
     "A client of a running `shardgate serve`. status: the epoch, readiness and every shard with\n"
     "its loads and share of the ring; epochs: the epoch chain; plan: what a PUT of the\n"
     "membership FILE would move (the server's dry run); apply: the plan, then the change, made\n"
-    "only if the membership is still the one planned against (If-Match); tail: a shard's\n"
+    "only if the membership is still the one planned against (If-Match), past --max-movement\n"
+    "only with --force; the membership in force again changes nothing; tail: a shard's\n"
     "assignments from cursor N (default 0), followed until interrupted. Text for people,\n"
     "--json for scripts (the server's JSON).\n"
     "--url defaults to $SHARDGATE_URL, else http://127.0.0.1:8080. The token comes from\n"
@@ -46,6 +47,7 @@ enum {
     OPT_MAX = 'm',
     OPT_SHARD = 's',
     OPT_AFTER = 'A',
+    OPT_FORCE = 'f',
     OPT_HELP = 'h'
 };
 
@@ -76,6 +78,8 @@ static const char *take_option(int c, struct gw_admin_args *a)
         *slot = optarg;
     else if (c == OPT_JSON)
         a->json = 1;
+    else if (c == OPT_FORCE)
+        a->force = 1;
     else if (c == OPT_AFTER && gw_parse_u64(optarg, 0, UINT64_MAX, &a->after) != 0)
         return "--after must be a cursor: digits, 0..18446744073709551615";
     if (c == OPT_SHARD && !gw_name_valid(optarg, strlen(optarg), GW_SHARD_ID_MAX))
@@ -97,6 +101,7 @@ static int parse_admin_args(int argc, char **argv, const struct subcommand *sub,
                                             {"max-movement", required_argument, 0, OPT_MAX},
                                             {"shard", required_argument, 0, OPT_SHARD},
                                             {"after", required_argument, 0, OPT_AFTER},
+                                            {"force", no_argument, 0, OPT_FORCE},
                                             {"help", no_argument, 0, OPT_HELP},
                                             {0, 0, 0, 0}};
     char msg[200];
@@ -190,7 +195,7 @@ static const char *base_url(const char *option, char *buf, size_t cap)
 
 static const struct subcommand subcommands[] = {
     {"status", "utj", gw_admin_status}, {"epochs", "utj", gw_admin_epochs},
-    {"plan", "uajT", gw_admin_plan},    {"apply", "uajTm", gw_admin_apply},
+    {"plan", "uajT", gw_admin_plan},    {"apply", "uajTmf", gw_admin_apply},
     {"tail", "utjsA", gw_admin_tail},
 };
 

@@ -39,8 +39,19 @@ static void say_refused(const char *cmd, const char *method, const char *path,
     json_t *err = json_object_get(doc, "error");
     const char *code = json_string_value(json_object_get(err, "code"));
     const char *message = json_string_value(json_object_get(err, "message"));
-    fprintf(stderr, "shardgate: admin %s: %s %s: HTTP %ld %s: %s\n", cmd, method, path, a->status,
-            code ? code : "error", message ? message : "(no message)");
+    const char *hint = "";
+    char said[1200];
+    snprintf(said, sizeof(said), "%s", message ? message : "(no message)");
+    char *force = strstr(said, "(add force=1 ");
+    if (force && strcmp(cmd, "apply") == 0) /* the server's hint, as this command takes it */
+        snprintf(force, sizeof(said) - (size_t)(force - said), "(add --force to apply it anyway)");
+    if (a->status == 401)
+        hint = strcmp(cmd, "plan") == 0 || strcmp(cmd, "apply") == 0
+                   ? " (the admin token comes from --admin-token-file FILE, else "
+                     "$SHARDGATE_ADMIN_TOKEN)"
+                   : " (the token comes from --token-file FILE, else $SHARDGATE_TOKEN)";
+    fprintf(stderr, "shardgate: admin %s: %s %s: HTTP %ld %s: %s%s\n", cmd, method, path, a->status,
+            code ? code : "error", said, hint);
     json_decref(doc);
 }
 

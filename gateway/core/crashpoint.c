@@ -1,4 +1,4 @@
-/* Named kill -9 points for the model-based operation test (docs/tools.md §9). */
+/* Named kill -9 and pause points for the model-based operation test (docs/tools.md §9). */
 #include "crashpoint.h"
 
 #ifdef SHARDGATE_CRASH_POINTS
@@ -8,16 +8,31 @@
 
 #include "buf.h"
 #include "log.h"
+#include "timing.h"
 
-void gw_crash_point(const char *point)
+static int named(const char *env, const char *point)
 {
-    const char *want = getenv("SHARDGATE_TEST_CRASH_AT");
-    if (!want || strcmp(want, point) != 0)
-        return;
+    const char *want = getenv(env);
+    return want && strcmp(want, point) == 0;
+}
+
+static void log_point(const char *event, const char *point)
+{
     struct gw_buf f;
     gw_buf_init(&f);
     gw_log_str(&f, "point", point);
-    gw_log_event("test_crash_point", &f);
-    raise(SIGKILL);
+    gw_log_event(event, &f);
+}
+
+void gw_crash_point(const char *point)
+{
+    if (named("SHARDGATE_TEST_PAUSE_AT", point)) {
+        log_point("test_pause_point", point);
+        gw_sleep_ms(1000);
+    }
+    if (named("SHARDGATE_TEST_CRASH_AT", point)) {
+        log_point("test_crash_point", point);
+        raise(SIGKILL);
+    }
 }
 #endif

@@ -100,8 +100,10 @@ int gw_durable_install(struct gw_durable_file *f)
     if (gw_io.rename(f->tmp, f->path) != 0) {
         int rc = -errno;
         gw_io.unlink(f->tmp);
+        f->tmp[0] = '\0';
         return rc;
     }
+    f->tmp[0] = '\0'; /* nothing to abandon from here on */
     char *slash = strrchr(f->path, '/');
     if (!slash)
         return gw_sync_dir(".");
@@ -142,13 +144,32 @@ int gw_durable_write(const char *path, const char *tmp, const void *data, size_t
     return gw_durable_commit(&f);
 }
 
-int gw_file_replace(const char *path, const char *data, size_t len, mode_t mode)
+int gw_file_stage(struct gw_durable_file *f, const char *path, const char *data, size_t len,
+                  mode_t mode)
 {
     char tmp[4096];
+    f->fd = -1;
+    f->tmp[0] = '\0';
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
         return -ENAMETOOLONG;
     struct stat st;
     if (stat(path, &st) == 0)
         mode = st.st_mode & 07777; /* the file keeps its permissions */
-    return gw_durable_write(path, tmp, data, len, mode);
+    int rc = gw_durable_open(f, path, tmp, mode);
+    if (rc == 0)
+        rc = gw_file_write_all(f->fd, data, len);
+    if (rc == 0)
+        rc = gw_durable_sync(f); /* on failure, the temporary file is removed */
+    else
+        gw_durable_abandon(f);
+    if (rc != 0)
+        f->tmp[0] = '\0';
+    return rc;
+}
+
+int gw_file_replace(const char *path, const char *data, size_t len, mode_t mode)
+{
+    struct gw_durable_file f;
+    int rc = gw_file_stage(&f, path, data, len, mode);
+    return rc != 0 ? rc : gw_durable_install(&f);
 }

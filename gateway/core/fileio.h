@@ -29,7 +29,7 @@ int gw_durable_open(struct gw_durable_file *f, const char *path, const char *tmp
 int gw_durable_sync(struct gw_durable_file *f);
 
 /* Renames the synced temporary file to its name and fsyncs the directory. Returns 0, or -errno
- * with the temporary file removed. */
+ * with the temporary file removed; either way there is no temporary file to abandon after. */
 int gw_durable_install(struct gw_durable_file *f);
 
 /* gw_durable_sync, then gw_durable_install. */
@@ -46,8 +46,14 @@ int gw_sync_dir(const char *dir);
  * gw_durable_commit. Returns 0, or -errno with the temporary file removed. */
 int gw_durable_write(const char *path, const char *tmp, const void *data, size_t len, mode_t mode);
 
-/* Replaces the file at `path` with `len` bytes, as a gw_durable_file named `path`.tmp.<pid>
- * (docs/api.md §15). The file keeps its mode (`mode` when new). Returns 0, or -errno. */
+/* The first half of gw_file_replace: `len` bytes written to `path`.tmp.<pid> and synced, for
+ * gw_durable_install (or gw_durable_abandon) to finish. The file keeps its mode (`mode` when
+ * new). Returns 0, or -errno with nothing left behind (f is safe to abandon either way). */
+int gw_file_stage(struct gw_durable_file *f, const char *path, const char *data, size_t len,
+                  mode_t mode);
+
+/* Replaces the file at `path` with `len` bytes: gw_file_stage, then gw_durable_install
+ * (docs/api.md §15). Returns 0, or -errno. */
 int gw_file_replace(const char *path, const char *data, size_t len, mode_t mode);
 
 #endif

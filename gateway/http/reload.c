@@ -1,7 +1,7 @@
-/* The one apply path of a membership change (docs/api.md §15): SIGHUP and PUT
- * /v1/admin/membership validate, build the new ring off the request path, write the shards file
- * (PUT), journal and sync the epoch record through the journal writer, then publish the view.
- * Refused or failed: the old view keeps serving. */
+/* The one apply path of a membership change (docs/api.md §15, docs/journal.md §11): SIGHUP and
+ * PUT /v1/admin/membership validate, build the new ring off the request path while a PUT's
+ * shards file is staged, journal and sync the epoch record through the journal writer, install
+ * the file, then publish the view. Refused or failed: every file and the view as before. */
 #include "request.h"
 
 #include <errno.h>
@@ -10,19 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fileio.h"
+#include "crashpoint.h"
 #include "if_match.h"
 #include "log.h"
 #include "plan.h"
 #include "ring_svg.h"
-
-/* Test only (docs/api.md §14): dies right after the epoch record is durable, before the switch. */
-static void crash_after_epoch(void)
-{
-    const char *v = getenv("SHARDGATE_TEST_CRASH_AFTER_EPOCH");
-    if (v && strcmp(v, "1") == 0)
-        _exit(70);
-}
 
 static int has_online(const struct gw_membership *m)
 {
@@ -80,54 +72,65 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
     return rc;
 }
 
-/* The shards file of a PUT, when the membership lives in it (the state dir's store): written
- * only while the store takes records; `early` (may be NULL) is its write already started. */
-static int write_shards(struct gw_server *s, struct gw_reload *rl, struct gw_shards_write *early,
-                        struct gw_error *err)
+/* A store that takes no record (the journal failed): the change touches no file. 0 or -EIO. */
+static int store_refuses(struct gw_server *s, struct gw_error *err)
 {
-    int rc = 0, file_rc = 0;
-    if (!gw_store_writable(&s->store)) { /* no record can be written: touch no file */
-        struct gw_store_refusal why;
-        gw_store_refusal(&s->store, &why);
-        *err = why.error;
-        rc = -EIO;
-    }
-    if (early)
-        file_rc = gw_shards_write_wait(early);
-    else if (rc == 0 && rl->shards_text)
-        file_rc = gw_file_replace(s->opt.shards, rl->shards_text, rl->shards_len, 0640);
-    if (rc == 0 && (rc = file_rc) != 0)
-        gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
+    if (gw_store_writable(&s->store))
+        return 0;
+    struct gw_store_refusal why;
+    gw_store_refusal(&s->store, &why);
+    *err = why.error;
+    return -EIO;
+}
+
+static int shards_error(struct gw_server *s, int rc, struct gw_error *err)
+{
+    gw_error_set(err, "", "shards: %s: cannot replace: %s", s->opt.shards, strerror(-rc));
     return rc;
 }
 
-/* Records the epoch: the shards file (PUT) when the membership lives there, then the epoch in
- * the store, where with --store postgres the base epoch must still be the latest
- * (docs/journal.md §10). */
-static int record(struct gw_server *s, const struct gw_topology *next, const char *base,
-                  struct gw_reload *rl, struct gw_shards_write *early, struct gw_error *err)
+/* The epoch record is durable and the PUT's file could not be put in place: the epoch in force is
+ * recorded again after it, so the journal, the file and the view name one membership. A failure
+ * here leaves the store failed (unready): the next start reads the file, the old membership. */
+static void record_back(struct gw_server *s, const struct gw_view *cur, const char *failed,
+                        struct gw_reload *rl)
 {
-    int rc = gw_store_holds_membership(&s->store) ? 0 : write_shards(s, rl, early, err);
-    if (rc == 0)
-        rc = gw_store_record_epoch(&s->store, next, rl->source, base, &rl->entry, err);
-    rl->stale = rc == -ESTALE;
-    return rc;
+    struct gw_error ignored;
+    struct gw_epoch_entry back;
+    if (gw_store_record_epoch(&s->store, &cur->topo, rl->source, failed, &back, &ignored) == 0)
+        atomic_store(&s->metrics.epoch_seq, back.epoch_seq);
 }
 
-/* Records the epoch of `next` (taken over), then publishes it. */
-static int switch_to(struct gw_server *s, struct gw_topology *next_in, const char *base,
-                     struct gw_reload *rl, struct gw_shards_write *early, struct gw_error *err)
+/* Records the epoch of `next` (taken over) and publishes it, in the order of docs/journal.md §11:
+ * the PUT's file `staged` (synced under its temporary name), the epoch record durable, the file
+ * installed, the view published. Each failure leaves every file and the view as before. */
+static int switch_to(struct gw_server *s, struct gw_view *cur, struct gw_topology *next_in,
+                     struct gw_reload *rl, struct gw_shards_write *staged, struct gw_error *err)
 {
     struct gw_topology next = *next_in;
     memset(next_in, 0, sizeof(*next_in));
-    int rc = record(s, &next, base, rl, early, err);
-    if (rc != 0) {
-        gw_topology_free(&next);
-        return rc;
+    int rc = store_refuses(s, err);
+    if (rc == 0 && staged && (rc = gw_shards_write_wait(staged)) != 0)
+        shards_error(s, rc, err);
+    if (rc == 0) {
+        gw_crash_point("shards-staged");
+        rc = gw_store_record_epoch(&s->store, &next, rl->source, cur->topo.epoch, &rl->entry, err);
+        rl->stale = rc == -ESTALE;
     }
-    crash_after_epoch();
+    if (rc == 0) {
+        gw_crash_point("epoch-recorded");
+        if (staged && (rc = gw_shards_write_install(staged)) != 0) {
+            shards_error(s, rc, err);
+            record_back(s, cur, next.epoch, rl);
+        }
+    }
     struct gw_view *v;
-    rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, &s->store.ledger, &v, err);
+    if (rc == 0) {
+        gw_crash_point("shards-installed");
+        rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, &s->store.ledger, &v, err);
+    } else {
+        gw_topology_free(&next);
+    }
     if (rc == 0) {
         gw_view_publish(&s->views, v);
         atomic_store(&s->metrics.epoch_seq, rl->entry.epoch_seq);
@@ -176,22 +179,21 @@ static int apply_locked(struct gw_server *s, const struct gw_contract *contract,
     memset(&next, 0, sizeof(next));
     if (rc == 0)
         rc = decide(cur, contract, members, rl, err);
-    /* No plan can refuse it: the PUT's file is written while the ring is built. */
-    struct gw_shards_write early;
-    int overlap = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
-                  rl->max_movement < 0 && gw_store_writable(&s->store) &&
-                  !gw_store_holds_membership(&s->store);
-    if (overlap)
-        gw_shards_write_start(&early, s->opt.shards, rl->shards_text, rl->shards_len);
+    /* The PUT's file is staged while the ring is built; installed only after the record. */
+    struct gw_shards_write staged;
+    int stage = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
+                gw_store_writable(&s->store) && !gw_store_holds_membership(&s->store);
+    if (stage)
+        gw_shards_write_start(&staged, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
         rc = gw_topology_build_from(contract, members, cur->topo.ring, &next, err);
     /* The membership in force again changes nothing, whatever the parameters: no plan. */
     if (rc == 0 && (rl->dry_run || (rl->max_movement >= 0 && rl->verdict == GW_RELOAD_APPLIED)))
         rc = check_plan(cur, &next, rl, err);
     if (rc == 0 && !rl->dry_run && rl->verdict == GW_RELOAD_APPLIED)
-        rc = switch_to(s, &next, cur->topo.epoch, rl, overlap ? &early : NULL, err);
-    else if (overlap) /* the build failed (out of memory): the file is new, the view is not */
-        gw_shards_write_wait(&early);
+        rc = switch_to(s, cur, &next, rl, stage ? &staged : NULL, err);
+    if (stage) /* refused, failed or installed: no temporary file stays */
+        gw_shards_write_abandon(&staged);
     if (next.ring)
         gw_topology_free(&next);
     if (rc != 0)

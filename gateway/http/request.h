@@ -12,6 +12,7 @@
 #include "batch.h"
 #include "buf.h"
 #include "feed_cache.h"
+#include "fileio.h"
 #include "listener.h"
 #include "metrics.h"
 #include "notify.h"
@@ -258,26 +259,31 @@ struct gw_reload {
     int no_online;               /* refused because no shard is online */
     struct gw_epoch_entry entry; /* the epoch in force after the call */
 };
-/* A PUT's shards file replacement (gw_file_replace) on its own thread, started while the ring
- * is built (docs/decisions.md §6). */
+/* A PUT's shards file staged (gw_file_stage) on its own thread while the ring is built
+ * (docs/decisions.md §6), installed after the epoch record (docs/journal.md §11). */
 struct gw_shards_write {
     pthread_t thread;
     int threaded; /* 0: the write ran on the caller's thread (or was joined) */
     const char *path, *text;
     size_t len;
-    int rc; /* gw_file_replace's */
+    struct gw_durable_file file;
+    int rc; /* gw_file_stage's */
 };
-/* Starts replacing `path` with `text` (kept alive by the caller until the wait); when no thread
- * can be started, writes it before returning. */
+/* Starts staging `text` (kept alive by the caller until the abandon) for `path`; when no thread
+ * can be started, stages it before returning. */
 void gw_shards_write_start(struct gw_shards_write *w, const char *path, const char *text,
                            size_t len);
-/* Joins the write; returns 0 or its -errno. */
+/* Joins the staging; returns 0 (the temporary file synced) or its -errno (none left). */
 int gw_shards_write_wait(struct gw_shards_write *w);
+/* Renames the staged file over `path` and syncs the directory. 0 or -errno. */
+int gw_shards_write_install(struct gw_shards_write *w);
+/* Joins the staging and removes the temporary file unless it was installed. */
+void gw_shards_write_abandon(struct gw_shards_write *w);
 
 /* A PUT's change: validates `members` (taken, freed) against the view in force under
  * reload_lock, on its contract (the one If-Match is compared with, so a PUT never reverts a
  * SIGHUP's), builds the new ring, records the epoch and publishes it in the order of
- * docs/api.md §15. Returns 0 (verdict applied or unchanged), -EINVAL/-ESTALE refused (err
+ * docs/journal.md §11. Returns 0 (verdict applied or unchanged), -EINVAL/-ESTALE refused (err
  * says why; the old view keeps serving), or -errno of the file or the store, with every file and
  * the view as before. */
 int gw_reload_apply(struct gw_server *s, struct gw_membership *members, struct gw_reload *rl,

@@ -1,14 +1,12 @@
-/* The shards file replacement of a PUT on its own thread (docs/decisions.md §6): the file's
- * fsyncs run while the new ring is built, and the reload joins it before the epoch record, so
- * the order file, record, switch (docs/decisions.md §21) is kept. */
+/* A PUT's shards file staged on its own thread (docs/decisions.md §6): written under its temporary
+ * name and synced while the new ring is built; the reload installs it only once the epoch record
+ * is durable, or abandons it (docs/journal.md §11). */
 #include "request.h"
 
-#include "fileio.h"
-
-static void *write_main(void *arg)
+static void *stage_main(void *arg)
 {
     struct gw_shards_write *w = arg;
-    w->rc = gw_file_replace(w->path, w->text, w->len, 0640);
+    w->rc = gw_file_stage(&w->file, w->path, w->text, w->len, 0640);
     return NULL;
 }
 
@@ -19,9 +17,9 @@ void gw_shards_write_start(struct gw_shards_write *w, const char *path, const ch
     w->text = text;
     w->len = len;
     w->rc = 0;
-    w->threaded = pthread_create(&w->thread, NULL, write_main, w) == 0;
+    w->threaded = pthread_create(&w->thread, NULL, stage_main, w) == 0;
     if (!w->threaded) /* no thread: the same write, here */
-        write_main(w);
+        stage_main(w);
 }
 
 int gw_shards_write_wait(struct gw_shards_write *w)
@@ -30,4 +28,15 @@ int gw_shards_write_wait(struct gw_shards_write *w)
         pthread_join(w->thread, NULL);
     w->threaded = 0;
     return w->rc;
+}
+
+int gw_shards_write_install(struct gw_shards_write *w)
+{
+    return gw_durable_install(&w->file);
+}
+
+void gw_shards_write_abandon(struct gw_shards_write *w)
+{
+    gw_shards_write_wait(w);
+    gw_durable_abandon(&w->file);
 }

@@ -146,14 +146,20 @@ static int member_totals_file(struct gw_store *s, const struct gw_membership *m,
 /* Waits for one epoch record to be durable (the writer's completion). */
 struct epoch_wait {
     struct gw_commit_item item;
+    struct gw_ledger *ledger;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int done, rc;
 };
 
+/* On the writer's thread, before it offers a checkpoint: the record's weights and capacities join
+ * the ledger at the record's place in the journal, so a checkpoint taken after the record holds
+ * them, whenever the reload publishes its view (docs/journal.md §7). */
 static void epoch_synced(struct gw_commit_item *item, int rc)
 {
     struct epoch_wait *w = (struct epoch_wait *)item;
+    if (rc == 0 && item->chained && gw_ledger_register(w->ledger, &item->epoch_of->members, NULL))
+        rc = -ENOMEM;
     pthread_mutex_lock(&w->lock);
     w->rc = rc;
     w->done = 1;
@@ -166,7 +172,8 @@ static int journal_epoch(struct gw_store *s, const struct gw_topology *t,
                          enum gw_epoch_source source, struct gw_epoch_entry *out,
                          struct gw_error *err)
 {
-    struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced}};
+    struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced},
+                           .ledger = &s->ledger};
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
     gw_committer_submit(&s->committer, &w.item);

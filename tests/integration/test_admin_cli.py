@@ -174,7 +174,48 @@ def apply_past_max_movement_is_refused():
         eq(r.returncode, 2, "exit 2")
         eq(r.stderr, "shardgate: admin apply: PUT /v1/admin/membership?max_movement=0.1: HTTP 422 "
            "movement_exceeds_limit: the change moves 0.218417150 of the hash space, more than "
-           "max_movement 0.100000000 (add force=1 to apply it anyway)\n", "the server's refusal")
+           "max_movement 0.100000000 (add --force to apply it anyway)\n", "the server's refusal")
+        eq(a.get("/v1/ring").json()["epoch"], EPOCH0, "nothing changed")
+        r = a.run("apply", "--to", shard_d_online(), "--admin-token-file", a.admin,
+                  "--max-movement", "0.1", "--force")
+        eq((r.returncode, r.stderr, r.stdout.splitlines()[-1]),
+           (0, "", "applied: epoch %s (epoch_seq 2)" % EPOCH_D), "--force applies it")
+
+
+@case("admin_cli")
+def apply_again_changes_nothing_whatever_its_options():
+    """A deploy script that runs its last step again (docs/api.md §15): the membership in force
+    applied again, with --max-movement, --force or neither, is "unchanged", exit 0, and the
+    server stays up with one epoch recorded for it."""
+    with Admin() as a:
+        eq(a.run("apply", "--to", shard_d_online(), "--admin-token-file", a.admin).returncode, 0,
+           "the change")
+        for extra in ([], ["--max-movement", "0.5"], ["--max-movement", "0"],
+                      ["--max-movement", "0", "--force"], ["--force"]):
+            r = a.run("apply", "--to", shard_d_online(), "--admin-token-file", a.admin, *extra)
+            eq((r.returncode, r.stderr, r.stdout.splitlines()[-1]),
+               (0, "", "unchanged: epoch %s (epoch_seq 2)" % EPOCH_D), "again with %r" % extra)
+        eq([e["epoch_seq"] for e in a.get("/v1/epochs").json()["epochs"]], [1, 2], "the chain")
+        eq(a.server.proc.poll(), None, "the server is up")
+
+
+@case("admin_cli")
+def apply_names_its_own_file_and_the_token_options():
+    """A --to document the start would refuse is named as its own file, before any request; a
+    401 says where each token comes from."""
+    with Admin() as a:
+        bad = os.path.join(tmpdir(), "next.json")
+        write(bad, json.dumps({"shards": [{"id": "shard-a", "state": "asleep", "capacity": 1}]}))
+        for cmd in ("plan", "apply"):
+            r = a.run(cmd, "--to", bad, "--admin-token-file", a.admin)
+            eq((r.returncode, r.stdout, r.stderr),
+               (3, "", "shardgate: admin %s: shards: %s: shards[0].state: must be one of online, "
+                "draining, offline\n" % (cmd, bad)), "%s of a bad --to" % cmd)
+        r = a.run("apply", "--to", shard_d_online())
+        eq((r.returncode, r.stderr), (2, "shardgate: admin apply: GET /v1/admin/membership: HTTP "
+           "401 unauthorized: /v1/admin/membership needs Authorization: Bearer <admin token> (the "
+           "admin token comes from --admin-token-file FILE, else $SHARDGATE_ADMIN_TOKEN)\n"),
+           "apply without the admin token")
         eq(a.get("/v1/ring").json()["epoch"], EPOCH0, "nothing changed")
 
 
@@ -292,7 +333,8 @@ def refusals_and_exit_codes():
     with Admin() as a:
         r = a.run("status")
         eq((r.returncode, r.stdout, r.stderr), (2, "", "shardgate: admin status: GET /v1/ring: "
-           "HTTP 401 unauthorized: /v1/ring needs Authorization: Bearer <token>\n"), "no token")
+           "HTTP 401 unauthorized: /v1/ring needs Authorization: Bearer <token> (the token comes "
+           "from --token-file FILE, else $SHARDGATE_TOKEN)\n"), "no token")
         r = a.run("plan", "--to", shard_d_online(), "--admin-token-file", a.client)
         eq((r.returncode, r.stderr.split(": HTTP ")[1][:16]), (2, "401 unauthorized"),
            "the client token is not the admin token")

@@ -572,28 +572,103 @@ def a_batch_in_flight_keeps_its_epoch():
 
 # ---------------------------------------------------------------- crashes
 
+def temp_files(path):
+    d = os.path.dirname(path)
+    return sorted(f for f in os.listdir(d) if f.startswith(os.path.basename(path) + ".tmp."))
+
+
 @case("live_crash")
-def a_crash_between_the_epoch_record_and_the_switch_loses_nothing():
-    path = shards_file()
-    d = os.path.join(tmpdir(), "state")
+def a_kill_at_each_step_of_a_put_starts_on_the_old_or_the_new_membership():
+    """kill -9 at each durable step of a PUT (docs/journal.md §11): after the file is staged, the
+    restart has the old membership and writes nothing; after the epoch record, the file is still
+    the old one and the restart records it again (source start); after the file is installed,
+    the restart has the new one and writes nothing. Each time the membership in force is the
+    file's and the chain's latest, and the batch acknowledged before reads back."""
     doc = changed_shards(shard_e="online")
-    with admin_server(shards=path, state_dir=d,
-                      env={"SHARDGATE_TEST_CRASH_AFTER_EPOCH": "1"}) as s:
-        first = s.post(batch("c1"))
-        eq(first.status, 200, "POST")
-        try:
-            put(s, doc, if_match=EPOCH0)
-        except (ConnectionError, OSError, Exception):  # the process dies mid-request
-            pass
-        eq(s.proc.wait(20), 70, "exit 70 right after the epoch record is synced")
-    eq(epoch_records(d)[-1]["epoch"], epoch_of(doc), "the epoch record is durable")
-    size = os.path.getsize(os.path.join(d, "journal.jsonl"))
+    for point, now, chain in (("shards-staged", EPOCH0, [EPOCH0]),
+                              ("epoch-recorded", EPOCH0, [EPOCH0, epoch_of(doc), EPOCH0]),
+                              ("shards-installed", epoch_of(doc), [EPOCH0, epoch_of(doc)])):
+        path = shards_file()
+        before = read(path)
+        d = os.path.join(tmpdir(), "state")
+        with admin_server(shards=path, state_dir=d, env={"SHARDGATE_TEST_CRASH_AT": point}) as s:
+            first = s.post(batch("c1"))
+            eq(first.status, 200, "POST")
+            try:
+                put(s, doc, if_match=EPOCH0)
+            except (OSError, Exception):  # the process dies mid-request
+                pass
+            eq((s.proc.wait(20), s.events("test_crash_point")),
+               (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
+               "killed at %s" % point)
+        eq(read(path), before if now == EPOCH0 else json.dumps(doc).encode(),
+           "the shards file after a kill at %s" % point)
+        with Server(state_dir=d, shards=path) as s:
+            eq(current_epoch(s), now, "the restart after %s" % point)
+            eq(current_epoch(s), epoch_of(json.loads(read(path))), "the file's, after %s" % point)
+            r = s.get("/v1/batches/c1")
+            eq((r.status, r.body), (200, first.body), "the stored receipt after %s" % point)
+        eq([e["epoch"] for e in epoch_records(d)], chain, "the chain after %s" % point)
+
+
+@case("live_crash")
+def a_put_whose_epoch_record_fails_changes_no_file():
+    """The journal refuses the epoch record (a file size limit, EFBIG): the PUT is 503
+    reload_failed naming it, --shards is byte for byte as before with no temporary file beside
+    it, the old membership serves; the journal is unavailable (/readyz 503), and the restart
+    keeps the old membership without a record."""
+    path = shards_file()
+    before = read(path)
+    d = os.path.join(tmpdir(), "state")
+    with admin_server(shards=path, state_dir=d) as s:
+        eq(s.post(batch("r1")).status, 200, "POST")
+        size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)
+                   if f == "journal.jsonl")
+        sgtest.run(["prlimit", "--pid", str(s.proc.pid), "--fsize=%d" % (size + 100)])
+        r = put(s, changed_shards(shard_d="online"), if_match=EPOCH0)
+        eq((r.status, r.error()[0]), (503, "reload_failed"), "the PUT")
+        ok("File too large" in r.json()["error"]["message"], r.json()["error"]["message"])
+        eq((read(path), temp_files(path)), (before, []), "--shards untouched")
+        eq(current_epoch(s), EPOCH0, "the old membership serves")
+        r = s.get("/readyz")
+        eq((r.status, r.json()["checks"]["journal"]), (503, "unavailable"), "/readyz")
     with Server(state_dir=d, shards=path) as s:
-        eq(current_epoch(s), epoch_of(doc), "restart serves the new epoch")
-        eq(os.path.getsize(os.path.join(d, "journal.jsonl")), size, "no record added")
-        r = s.get("/v1/batches/c1")
-        eq((r.status, r.body), (200, first.body), "the stored receipt, byte for byte")
-        eq(s.post(batch("c2")).json()["epoch"], epoch_of(doc), "new batches on it")
+        eq(current_epoch(s), EPOCH0, "the restart keeps the old membership")
+        eq(s.get("/v1/batches/r1").status, 200, "r1 reads back")
+    eq([(e["epoch"], e["source"]) for e in epoch_records(d)], [(EPOCH0, "start")], "the chain")
+
+
+@case("live_crash")
+def a_put_whose_file_cannot_be_installed_records_the_old_epoch_back():
+    """The epoch record is durable but --shards cannot be replaced (it became a directory): the
+    epoch in force is recorded again after it, the PUT is 503 reload_failed naming the file, the
+    old membership serves and /readyz stays 200; the restart on the file keeps it, writing
+    nothing."""
+    path = shards_file()
+    before = read(path)
+    d = os.path.join(tmpdir(), "state")
+    doc = changed_shards(shard_d="online")
+    with admin_server(shards=path, state_dir=d) as s:
+        os.unlink(path)
+        os.mkdir(path)
+        r = put(s, doc, if_match=EPOCH0)
+        eq((r.status, r.error()), (503, ("reload_failed", "")), "the PUT")
+        eq(r.json()["error"]["message"], "shards: %s: cannot replace: Is a directory" % path,
+           "the message")
+        eq((current_epoch(s), temp_files(path)), (EPOCH0, []), "the old membership, no temp file")
+        eq(s.get("/readyz").status, 200, "/readyz")
+        eq(s.post(batch("after")).json()["epoch"], EPOCH0, "batches on the old membership")
+        eq(metric(s, "shardgate_epoch_seq"), "3", "shardgate_epoch_seq: the record back")
+    eq([(e["epoch"], e["epoch_seq"], e["source"]) for e in epoch_records(d)],
+       [(EPOCH0, 1, "start"), (epoch_of(doc), 2, "admin"), (EPOCH0, 3, "admin")], "the chain")
+    os.rmdir(path)
+    write(path, before, "wb")
+    with Server(state_dir=d, shards=path) as s:
+        eq(current_epoch(s), EPOCH0, "the restart")
+        eq(s.get("/v1/batches/after").status, 200, "the batch reads back")
+    eq(len(epoch_records(d)), 3, "no record at the restart")
+    r = run_server(["journal", "verify", "--state-dir", d])
+    eq((r.returncode, r.stderr), (0, ""), "journal verify")
 
 
 @case("live_kill9")

@@ -166,6 +166,40 @@ def stopped_after_a_reload(n=3, args=()):
 
 
 @case("state_mix")
+def a_checkpoint_beside_a_membership_change_holds_the_state_at_its_position():
+    """A checkpoint taken while a membership change is between its durable epoch record and its
+    view (SHARDGATE_TEST_PAUSE_AT=epoch-recorded holds it 1 s; checkpoints every 100 ms): the
+    batches committed meanwhile, on the old view, bring a checkpoint whose position follows the
+    record, and its ledger holds the record's weight for shard-a, 2 (docs/journal.md §7), so
+    health finds it agreeing with its position."""
+    d = tmpdir()
+    path = shards_file(shards_doc())
+    doc = shards_doc()
+    doc["shards"][0]["weight"] = 2
+    with Server(state_dir=d, shards=path, args=SMALL + ["--checkpoint-interval", "100ms"],
+                env={"SHARDGATE_TEST_PAUSE_AT": "epoch-recorded"}) as s:
+        bodies = fill(s, 3, "a")
+        write(path, json.dumps(doc))
+        s.proc.send_signal(signal.SIGHUP)
+        sgtest.wait_until(lambda: s.events("test_pause_point"), 10, "the pause after the record")
+        time.sleep(0.3)  # past the checkpoint interval, within the 1 s pause
+        written = len(s.events("checkpoint_written"))
+        bodies.update(fill(s, 2, "p"))
+        sgtest.wait_until(lambda: len(s.events("checkpoint_written")) > written, 10,
+                          "a checkpoint during the pause")
+        ck = s.events("checkpoint_written")[-1]
+        sgtest.wait_until(lambda: s.events("reload_applied"), 10, "the reload")
+        s.kill()  # no shutdown checkpoint after it
+    eq(ck["last_seq"], 5, "the checkpoint follows the batches of the pause")
+    ledger = {e["id"]: e["weight"] for e in json.loads(read(ck["file"]))["ledger"]}
+    eq(ledger["shard-a"], 2, "the checkpoint's weight of shard-a: the record's")
+    r = run([sgtest.HEALTH, "check", "--conf", src("conf", "dispatch.env"), "--shards", path,
+             "--journal", os.path.join(d, "journal.jsonl")])
+    eq((r.returncode, json.loads(r.stdout)["status"]), (0, "pass"), "health: " + r.stdout[:2000])
+    all_agree(d, path, bodies)
+
+
+@case("state_mix")
 def checkpoint_after_an_epoch_record_is_used():
     """A checkpoint whose offset follows an epoch record is used (docs/journal.md §7): the
     replay resumes after its last receipt and reads the epoch record again."""

@@ -28,6 +28,7 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -46,7 +47,8 @@ ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
 SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
 STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
-         "damaged": 0, "points": 0, "failed": 0}
+         "damaged": 0, "points": 0, "repeats": 0, "beside_sighup": 0, "failed_puts": 0,
+         "failed": 0}
 # Named kill -9 points of the server's multi-step writes (gateway/core/crashpoint.h).
 SERVER_POINTS = ["rotation-sealed", "rotation-renamed", "checkpoint-written", "index-flushed"]
 MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
@@ -284,9 +286,17 @@ class GatewayModel(RuleBasedStateMachine):
 
     def check_epoch(self):
         """The ring served is the epoch of the model's membership and policy (docs/contract.md
-        §7, computed by sgtest.epoch_of)."""
-        eq(self.current_epoch(), sgtest.epoch_of(membership(self.states), self.policy),
+        §7, computed by sgtest.epoch_of); the membership in force, the --shards file and the
+        chain's latest epoch are one (docs/journal.md §11)."""
+        epoch = sgtest.epoch_of(membership(self.states), self.policy)
+        eq(self.current_epoch(), epoch,
            "GET /v1/ring's epoch: membership %s, policy %s" % (self.states, self.policy))
+        r = self.server.get("/v1/admin/membership", headers={"Authorization": "Bearer " + ADMIN})
+        eq((json.loads(r.body), json.loads(read(self.shards))),
+           (membership(self.states), membership(self.states)),
+           "the membership in force and the --shards file")
+        eq(self.server.get("/v1/epochs").json()["epochs"][-1]["epoch"], epoch,
+           "the chain's latest epoch")
         text = self.server.get("/metrics").body.decode()
         eq({k: int(sgtest.metric_value(text, 'shardgate_reloads_total{result="%s"}' % k))
             for k in self.reloads}, self.reloads,
@@ -400,6 +410,122 @@ class GatewayModel(RuleBasedStateMachine):
         eq((status, json.loads(payload).get("epoch")),
            (200, sgtest.epoch_of(membership(states), policy)), "the PUT across a SIGHUP")
         self.check_epoch()
+
+    @rule(query=st.sampled_from(["", "?max_movement=0.5", "?max_movement=0", "?force=1",
+                                 "?max_movement=0&force=1", "?dry_run=1"]),
+          cli=st.booleans())
+    def put_again(self, query, cli):
+        """The membership in force PUT again, or `shardgate admin apply` of it, with any
+        parameters: unchanged, nothing written (docs/api.md §15)."""
+        epoch = self.current_epoch()
+        STATS["repeats"] += 1
+        if cli:
+            path = os.path.join(self.dir, "again.json")
+            write(path, json.dumps(membership(self.states)))
+            extra = ["--max-movement", query.split("=")[1].split("&")[0]] \
+                if "max_movement" in query else []
+            extra += ["--force"] if "force" in query else []
+            r = run([sgtest.BIN, "admin", "apply", "--to", path, "--url",
+                     "http://127.0.0.1:%d" % self.server.port, "--admin-token-file",
+                     os.path.join(self.dir, "admin")] + extra)
+            eq((r.returncode, r.stderr, r.stdout.splitlines()[-1:]),
+               (0, "", ["unchanged: epoch %s (epoch_seq %d)" % (epoch, self.epoch_seq())]),
+               "admin apply of the membership in force %r" % extra)
+            self.reloads["unchanged"] += 1
+        else:
+            r = self.put(membership(self.states), '"%s"' % epoch, query)
+            eq((r.status, r.json().get("changed"), r.json().get("moved_points")),
+               (200, None, 0) if "dry_run" in query else (200, False, None),
+               "PUT of the membership in force %r" % query)
+            self.reloads["unchanged"] += "dry_run" not in query
+        self.check_epoch()
+
+    def epoch_seq(self):
+        return self.server.get("/v1/epochs").json()["epochs"][-1]["epoch_seq"]
+
+    def put(self, doc, if_match, query=""):
+        return self.server.request("PUT", "/v1/admin/membership" + query,
+                                   body=json.dumps(doc).encode(),
+                                   headers={"Content-Type": "application/json",
+                                            "Authorization": "Bearer " + ADMIN,
+                                            "If-Match": if_match})
+
+    @rule(states=memberships, edited=memberships)
+    def put_beside_sighup(self, states, edited):
+        """A PUT (If-Match: *) and a SIGHUP of an edited file at once: SIGHUP reads the file
+        under the lock the PUT holds (docs/journal.md §11), so whichever runs first, the PUT's
+        membership is in force and in the file at the end."""
+        write(self.shards, json.dumps(membership(edited)))
+        STATS["beside_sighup"] += 1
+        before = {k: len(self.server.events(k)) for k in
+                  ("reload_applied", "reload_unchanged", "reload_refused")}
+        got = []
+        t = threading.Thread(target=lambda: got.append(self.put(membership(states), "*")))
+        t.start()
+        self.server.proc.send_signal(signal.SIGHUP)
+        t.join(60)
+        eq((got[0].status, got[0].json()["epoch"]),
+           (200, sgtest.epoch_of(membership(states), self.policy)), "the PUT beside a SIGHUP")
+        sgtest.wait_until(lambda: sum(len(self.server.events(k)) for k in before)
+                          >= sum(before.values()) + 2, 30, "both reloads' events")
+        for k in before:
+            self.reloads[k.split("_")[1]] += len(self.server.events(k)) - before[k]
+        self.states = states
+        self.check_epoch()
+
+    @rule(states=memberships, install=st.booleans())
+    def put_that_fails(self, states, install):
+        """A PUT whose epoch record the journal refuses (a file size limit: EFBIG), or whose file
+        cannot be installed after it (--shards became a directory): 503, --shards as before, the
+        membership in force as before (docs/journal.md §11). The journal that refused is
+        unavailable: the server is restarted."""
+        if sgtest.epoch_of(membership(states), self.policy) == self.current_epoch():
+            return
+        before = read(self.shards)
+        STATS["failed_puts"] += 1
+        if install:
+            os.unlink(self.shards)
+            os.mkdir(self.shards)
+        else:
+            size = os.path.getsize(os.path.join(self.state, "journal.jsonl"))
+            run(["prlimit", "--pid", str(self.server.proc.pid), "--fsize=%d" % (size + 100)])
+        r = self.put(membership(states), '"%s"' % self.current_epoch())
+        eq((r.status, r.error()[0]), (503, "reload_failed"), "the failing PUT")
+        self.reloads["refused"] += 1
+        if install:
+            os.rmdir(self.shards)
+            write(self.shards, before, "wb")
+            self.check_epoch()
+        else:
+            eq(read(self.shards), before, "--shards after a refused record")
+            self.stop(kill=True)
+            self.start()
+
+    @rule(states=memberships, point=st.sampled_from(["shards-staged", "epoch-recorded",
+                                                     "shards-installed"]))
+    def kill_during_put(self, states, point):
+        """kill -9 at a step of a PUT (SHARDGATE_TEST_CRASH_AT, docs/journal.md §11): the start
+        has the old membership before the file is installed, the new one after."""
+        if sgtest.epoch_of(membership(states), self.policy) == self.current_epoch():
+            return
+        self.stop()
+        self.server = Server(state_dir=self.state, conf=self.conf, shards=self.shards,
+                             args=self.args, env={"SHARDGATE_TEST_CRASH_AT": point}).start()
+        try:
+            self.put(membership(states), "*")
+        except (OSError, http.client.HTTPException):
+            pass
+        self.server.proc.wait(30)
+        self.server._reader.join(5)
+        eq((self.server.proc.returncode, self.server.events("test_crash_point")),
+           (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
+           "killed at %s" % point)
+        STATS["kills"] += 1
+        STATS["points"] += 1
+        if point == "shards-installed":
+            self.states = states
+        self.server = None
+        self.start()
 
     @rule(states=memberships, policy=st.sampled_from(["report", "reject"]))
     def sighup(self, states, policy):
