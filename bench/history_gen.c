@@ -66,7 +66,7 @@ static int add_batch(struct gen *g, uint64_t i, uint64_t seq, struct gw_error *e
         gw_receipt_write(&g->receipt, t, &b, &d);
         size_t line = g->group.len;
         gw_records_receipt_prefix(&g->group, seq, b.fingerprint);
-        struct gw_idem_ref ref = {g->j.segment, g->j.size + g->group.len, g->receipt.len, seq};
+        struct gw_idem_ref ref = {g->j.segment, g->j.size + g->group.len, g->receipt.len, seq, 0};
         gw_buf_append(&g->group, g->receipt.data, g->receipt.len);
         gw_buf_puts(&g->group, "}");
         gw_record_end(&g->group, line); /* the line's crc32 (docs/journal.md §2.1) */

@@ -111,7 +111,7 @@ static void bench_close(struct gw_idem *t)
 }
 static struct gw_idem_ref ref_for(uint64_t seq)
 {
-    struct gw_idem_ref ref = {1, 100 * seq, 50, seq};
+    struct gw_idem_ref ref = {1, 100 * seq, 50, seq, 0};
     return ref;
 }
 static void bench_persist(struct gw_idem *t, uint64_t seq)

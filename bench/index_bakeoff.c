@@ -108,7 +108,7 @@ static int index_put(struct db *d, uint64_t first, size_t n)
         val_of(i, v);
         memcpy(w, v, sizeof w);
         memcpy(fp, &w[0], 8);
-        struct gw_idem_ref ref = {w[1], w[2], w[5], w[3]};
+        struct gw_idem_ref ref = {w[1], w[2], w[5], w[3], 0};
         if (gw_idem_insert(&r->t, id, id_of(i, 0, id, sizeof id), fp, ref) != 0)
             return -1;
     }

@@ -2,6 +2,7 @@
 journal's changes it moves."""
 
 import json
+import os
 from typing import Any, Iterable
 
 from .contract import Shard, Unreadable, is_int, parse_json_bytes
@@ -79,35 +80,55 @@ def batch_spills(ring: Ring, shards: list[Shard], placements: list[dict[str, Any
     return spilled
 
 
+def state_dir_lines(path: str) -> list[tuple[str, int, bytes, bool | None]]:
+    """(file, line number, record bytes, checksum verdict) of every complete line of the state
+    dir of journal `path`: its sealed segments present (journal-<F>.jsonl, in order), then
+    `path` (docs/journal.md §6). In a file whose first line carries a crc32 member every line
+    must carry one that matches (docs/journal.md §2.1): one without counts as a mismatch."""
+    d = os.path.dirname(path) or "."
+    try:
+        sealed = sorted(n for n in os.listdir(d)
+                        if n.startswith("journal-") and n.endswith(".jsonl"))
+    except OSError:
+        sealed = []
+    out = []
+    for name in [os.path.join(d, n) for n in sealed] + [path]:
+        lines = journal_lines(name)
+        checked = bool(lines) and lines[0][2] is not None
+        out += [(name, n, line, False if checked and verdict is None else verdict)
+                for n, line, verdict in lines]
+    return out
+
+
 def journal_movement(path: str, ring_from: Ring, ring_to: Ring,
                      shards_to: list[Shard] | None = None) -> dict[str, int]:
     """The journal block: changes, moved_changes, moved_load over every receipt record, and
     `spilled` when `shards_to` is given (the new contract's policy is spill)."""
     changes = moved = load = spilled = 0
-    for number, line, checked in journal_lines(path):
+    for name, number, line, checked in state_dir_lines(path):
         if checked is False:
-            raise Unreadable("plan: journal: %s:%d: crc32: checksum mismatch" % (path, number))
+            raise Unreadable("plan: journal: %s:%d: crc32: checksum mismatch" % (name, number))
         try:
             record = parse_json_bytes(line)
         except ValueError:
-            raise Unreadable("plan: journal: %s:%d: not JSON" % (path, number))
+            raise Unreadable("plan: journal: %s:%d: not JSON" % (name, number))
         kind = record.get("type") if isinstance(record, dict) else None
-        if kind == "epoch":
+        if kind in ("epoch", "segment", "seal"):
             continue
         if kind != "receipt":
             raise Unreadable("plan: journal: %s:%d: type: must be epoch or receipt"
-                             % (path, number))
+                             % (name, number))
         receipt = record.get("receipt")
         placements = receipt.get("placements") if isinstance(receipt, dict) else None
         if not isinstance(placements, list):
             raise Unreadable("plan: journal: %s:%d: receipt.placements: must be an array"
-                             % (path, number))
+                             % (name, number))
         for p in placements:
             key = p.get("key") if isinstance(p, dict) else None
             size = p.get("size") if isinstance(p, dict) else None
             if not isinstance(key, str) or not is_int(size, 0, 2**63 - 1):
                 raise Unreadable("plan: journal: %s:%d: receipt.placements: each needs a string"
-                                 " key and an integer size >= 0" % (path, number))
+                                 " key and an integer size >= 0" % (name, number))
             kb = key.encode("utf-8", "surrogatepass")
             changes += 1
             if ring_from.lookup(kb)[3] != ring_to.lookup(kb)[3]:

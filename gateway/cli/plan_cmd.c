@@ -4,13 +4,18 @@
 #include "options.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "plan.h"
+#include "record.h"
+#include "segment.h"
 #include "ring_svg.h"
 #include "spill.h"
 #include "topology.h"
@@ -133,7 +138,8 @@ static const char *count_receipt(struct gw_plan *p, const struct gw_topology *fr
     return p->counts_spills ? count_spills(p, to, placements) : NULL;
 }
 
-/* One complete journal line: receipt records are counted, epoch records skipped. */
+/* One complete journal line: receipt records are counted; epoch records, segment headers and
+ * seals skipped. */
 static const char *count_line(struct gw_plan *p, const struct gw_topology *from,
                               const struct gw_topology *to, const char *line, size_t len)
 {
@@ -145,33 +151,35 @@ static const char *count_line(struct gw_plan *p, const struct gw_topology *from,
     const char *bad = NULL;
     if (type && strcmp(type, "receipt") == 0)
         bad = count_receipt(p, from, to, json_object_get(root, "receipt"));
-    else if (!type || strcmp(type, "epoch") != 0)
+    else if (!type || (strcmp(type, "epoch") != 0 && strcmp(type, "segment") != 0 &&
+                       strcmp(type, "seal") != 0))
         bad = "type: must be epoch or receipt";
     json_decref(root);
     return bad;
 }
 
-/* Reads J line by line (docs/journal.md §2). An unterminated last line is an append in
- * progress and is not counted (docs/decisions.md §8). */
-static int count_journal(struct gw_plan *p, const struct gw_topology *from,
-                         const struct gw_topology *to, const char *path)
+/* Counts one journal file's complete lines (docs/journal.md §2); in a file whose lines carry
+ * checksums (`checked`) each line's crc32 is checked before it is read. An unterminated last
+ * line is an append in progress and is not counted (docs/decisions.md §8). */
+static int count_file(struct gw_plan *p, const struct gw_topology *from,
+                      const struct gw_topology *to, const char *path, int checked)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "plan: journal: %s: cannot read: %s\n", path, strerror(errno));
         return GW_EXIT_NOT_OK;
     }
-    p->has_journal = 1;
-    p->counts_spills = to->contract.policy == GW_POLICY_SPILL;
     char *line = NULL;
-    size_t cap = 0, number = 0;
+    size_t cap = 0, number = 0, body;
     ssize_t n;
     int rc = GW_EXIT_OK;
     while (rc == GW_EXIT_OK && (n = getline(&line, &cap, f)) > 0) {
         number++;
         if (line[n - 1] != '\n')
             break;
-        const char *bad = count_line(p, from, to, line, (size_t)n - 1);
+        const char *bad = checked && gw_record_check(line, (size_t)n - 1, &body) != 0
+                              ? "crc32: checksum mismatch"
+                              : count_line(p, from, to, line, (size_t)n - 1);
         if (bad == OUT_OF_MEMORY) {
             fprintf(stderr, "plan: out of memory\n");
             rc = GW_EXIT_INTERNAL;
@@ -183,6 +191,52 @@ static int count_journal(struct gw_plan *p, const struct gw_topology *from,
         rc = journal_error(path, number + 1, "read error");
     free(line);
     fclose(f);
+    return rc;
+}
+
+/* Whether the active journal J's lines carry checksums, as its first line decides. */
+static int active_checked(const char *path, const struct gw_segments *segs)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int checked = fd >= 0 && fstat(fd, &st) == 0 &&
+                  gw_segment_file_checked(fd, gw_segments_next_first(segs), (uint64_t)st.st_size);
+    if (fd >= 0)
+        close(fd);
+    return checked;
+}
+
+/* Reads the state dir of J as `journal verify` does (docs/journal.md §8): the sealed segments
+ * present, in order, then J, every line of a checked segment checked. Archived segments are not
+ * at hand and not counted. */
+static int count_journal(struct gw_plan *p, const struct gw_topology *from,
+                         const struct gw_topology *to, const char *path)
+{
+    char dir[4096], seg[4200], name[GW_SEGMENT_NAME_MAX];
+    struct gw_segments segs = {0};
+    struct gw_error err;
+    p->has_journal = 1;
+    p->counts_spills = to->contract.policy == GW_POLICY_SPILL;
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        slash[slash == dir] = '\0'; /* "/journal.jsonl": the root */
+    if (gw_segments_scan(dir, &segs, &err) != 0) {
+        fprintf(stderr, "plan: %s\n", err.msg);
+        gw_segments_free(&segs);
+        return GW_EXIT_NOT_OK;
+    }
+    int rc = GW_EXIT_OK;
+    for (size_t i = 0; rc == GW_EXIT_OK && i < segs.count; i++) {
+        gw_segment_name(name, segs.sealed[i].first_seq);
+        snprintf(seg, sizeof(seg), "%s/%s", dir, name);
+        rc = count_file(p, from, to, seg, segs.sealed[i].checked);
+    }
+    if (rc == GW_EXIT_OK)
+        rc = count_file(p, from, to, path, active_checked(path, &segs));
+    gw_segments_free(&segs);
     return rc;
 }
 

@@ -26,3 +26,24 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
              (unsigned long long)seq, file, (unsigned long long)offset, gw_store_damage_what(rc));
     return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "record_corrupt", msg, "", NULL, NULL);
 }
+
+enum MHD_Result gw_serve_index_mismatch(struct gw_req *r, const char *id,
+                                        const struct gw_store_miss *miss)
+{
+    char file[GW_SEGMENT_NAME_MAX], msg[600];
+    gw_store_segment_file(&r->srv->store, miss->segment, file);
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "batch_id", id);
+    gw_log_str(&f, "file", file);
+    gw_log_u64(&f, "offset", miss->line);
+    gw_log_u64(&f, "seq", miss->seq);
+    gw_log_event("index_mismatch", &f);
+    snprintf(msg, sizeof(msg),
+             "idempotency index: it places batch_id \"%.128s\" at seq %llu in %s (the line at "
+             "offset %llu), whose record is another batch's; nothing of it is served. Stop the "
+             "server and remove the state dir's index/ directory: the next start rebuilds it from "
+             "the journal (docs/journal.md §9)",
+             id, (unsigned long long)miss->seq, file, (unsigned long long)miss->line);
+    return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt", msg, "", NULL, NULL);
+}

@@ -193,7 +193,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
 static enum MHD_Result replay(struct gw_req *r, struct gw_idem_ref ref)
 {
     r->result = GW_RESULT_REPLAYED; /* counted only if the answer is 200 */
-    return gw_answer_stored_receipt(r, ref, "Idempotent-Replayed", "true");
+    return gw_answer_stored_receipt(r, ref, r->post->fingerprint, "Idempotent-Replayed", "true");
 }
 
 static enum MHD_Result reused(struct gw_req *r)

@@ -187,6 +187,8 @@ static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, str
     case -EUCLEAN:
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt",
                               GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);
+    case -EXDEV:
+        return gw_serve_index_mismatch(r, id, miss);
     case -EAGAIN:
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", miss->error.msg,
                               "", "Retry-After", "1");
@@ -197,12 +199,14 @@ static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, str
 }
 
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
-                                         const char *header, const char *value)
+                                         const unsigned char *fingerprint, const char *header,
+                                         const char *value)
 {
     struct gw_buf body;
     struct gw_store_miss miss;
     gw_buf_init(&body);
-    int rc = gw_store_read_ref(&r->srv->store, ref, &body, &miss);
+    int rc = gw_store_read_ref(&r->srv->store, ref, r->batch_id, strlen(r->batch_id), fingerprint,
+                               &body, &miss);
     return answer_read(r, r->batch_id, rc, &body, &miss, header, value);
 }
 

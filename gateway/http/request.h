@@ -214,7 +214,8 @@ void gw_post_free(struct gw_req *r);
 /* Queues a stored receipt (read from the journal) and a newline with status 200 and one
  * optional header, or the 500 that says it cannot be read (handle_read.c). */
 enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
-                                         const char *header, const char *value);
+                                         const unsigned char *fingerprint, const char *header,
+                                         const char *value);
 
 /* --store postgres (pg_serve.c, docs/journal.md §10): `o`'s adopt (the database's latest epoch
  * replaces `topo` at start) and publish (another replica's epochs, under reload_lock). */
@@ -231,6 +232,12 @@ int gw_serve_catch_up(struct gw_server *s, struct gw_error *err);
  * (-EBADMSG, -ENOMSG, -EILSEQ). */
 enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint64_t offset,
                                        uint64_t seq, int rc);
+
+/* The index placed a batch at a sound journal record of another batch or fingerprint (damage.c,
+ * docs/journal.md §9): logs `index_mismatch` and answers 500 index_corrupt naming the batch, the
+ * seq and the line, and the repair. */
+enum MHD_Result gw_serve_index_mismatch(struct gw_req *r, const char *id,
+                                        const struct gw_store_miss *miss);
 
 /* 1 when /readyz answers 200: journal replayed and writable, no damaged line met, ring
  * non-empty. */

@@ -172,14 +172,17 @@ struct gw_store_miss {
  *   -EBADMSG, -ENOMSG or -EILSEQ  its journal line failed its check (docs/journal.md §2.1):
  *            miss->segment, line and seq;
  *   -EUCLEAN the idempotency index failed a block's checksum (docs/journal.md §9);
+ *   -EXDEV   the index places it at a sound record of another batch or fingerprint;
  *   -EAGAIN  the store cannot be reached (--store postgres), miss->error;
  *   -ENOMEM or another -errno: the bytes could not be read. */
 int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
                           struct gw_store_miss *miss);
 
-/* The same for the receipt the index placed at `ref` (a replayed POST has it from its claim;
- * the state dir's store only). */
-int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
+/* The same for the receipt of batch `id` the index placed at `ref` (a replayed POST has it from
+ * its claim, and its `fingerprint`; the state dir's store only). A record there of another batch
+ * or fingerprint is -EXDEV: the index is wrong, never another batch's bytes served. */
+int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id, size_t len,
+                      const unsigned char *fingerprint, struct gw_buf *out,
                       struct gw_store_miss *miss);
 
 /* The feed (docs/api.md §17): visits the durable records after cursor `after` in journal order,

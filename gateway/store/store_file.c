@@ -61,8 +61,10 @@ static void journaled(struct gw_commit_item *item, int rc)
     struct gw_store *s = item->store;
     size_t len = strlen(item->batch_id);
     if (rc == 0) {
-        struct gw_idem_ref ref = {item->segment, item->receipt_offset, item->receipt_len,
-                                  item->seq};
+        struct gw_idem_ref ref = {.segment = item->segment,
+                                  .offset = item->receipt_offset,
+                                  .len = item->receipt_len,
+                                  .seq = item->seq};
         gw_idem_commit(&s->idem, item->batch_id, len, ref);
         /* Out of memory for the per-epoch totals only: this process writes no more
          * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
@@ -85,16 +87,18 @@ static void submit_file(struct gw_store *s, struct gw_commit_item *item)
     gw_committer_submit(&s->committer, item);
 }
 
-int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, struct gw_buf *out,
+int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id, size_t len,
+                      const unsigned char *fingerprint, struct gw_buf *out,
                       struct gw_store_miss *miss)
 {
+    struct gw_receipt_name name = {ref.seq, id, len, fingerprint, ref.fp_prefix};
     miss->seq = ref.seq;
     miss->segment = ref.segment;
     miss->line = gw_journal_receipt_line(ref.seq, ref.offset);
     if (gw_segments_archived(&s->journal.segs, ref.segment))
         return -ESTALE;
     /* appends nothing on an error */
-    return gw_journal_read_receipt(&s->journal, ref.segment, ref.seq, ref.offset, (size_t)ref.len,
+    return gw_journal_read_receipt(&s->journal, ref.segment, &name, ref.offset, (size_t)ref.len,
                                    out);
 }
 
@@ -105,7 +109,7 @@ static int read_receipt_file(struct gw_store *s, const char *id, size_t len, str
     int rc = gw_idem_find(&s->idem, id, len, &ref);
     if (rc == -EIO)
         return -EUCLEAN;
-    return rc != 0 ? -ENOENT : gw_store_read_ref(s, ref, out, miss);
+    return rc != 0 ? -ENOENT : gw_store_read_ref(s, ref, id, len, NULL, out, miss);
 }
 
 static int feed_read_file(struct gw_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,

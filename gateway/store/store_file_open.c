@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "fileio.h"
+#include "io.h"
 #include "journal_ids.h"
 #include "ledger_replay.h"
 #include "log.h"
@@ -32,7 +34,10 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
         return rc;
     if (rec->seq <= s->index_durable_seq)
         return 0; /* the index files hold it already */
-    struct gw_idem_ref ref = {rec->segment, rec->receipt_offset, rec->receipt_len, rec->seq};
+    struct gw_idem_ref ref = {.segment = rec->segment,
+                              .offset = rec->receipt_offset,
+                              .len = rec->receipt_len,
+                              .seq = rec->seq};
     rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id), rec->fingerprint,
                         ref);
     if (rc == -EEXIST)
@@ -194,23 +199,88 @@ static int open_index(struct gw_store *s, const struct gw_store_options *o, stru
     return rc;
 }
 
-int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
-                       const struct gw_topology *topo, struct gw_error *err)
+/* The index holds receipts past the journal's end (a journal cut by a repair, restored from a
+ * backup, or that lost its tail): what it says of them is not the journal's, so it is emptied and
+ * the start runs again on the journal alone, as after `rm -rf index/` (docs/journal.md §9). */
+static void drop_index_ahead(struct gw_store *s, const struct gw_store_options *o)
 {
-    struct gw_journal_repair rep = {0};
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "dir", s->journal.dir);
+    gw_log_u64(&f, "index_seq", s->index_durable_seq);
+    gw_log_u64(&f, "journal_seq", s->journal.last_seq);
+    gw_log_event("index_ahead_of_journal", &f);
+    gw_idem_close(&s->idem);
+    s->idem_open = 0;
+    gw_journal_close(&s->journal);
+    gw_ledger_free(&s->ledger);
+    gw_ledger_init(&s->ledger);
+    s->index_durable_seq = s->checkpoint_seq = 0;
+    gw_idem_discard(o->state_dir);
+}
+
+/* Checkpoints past the journal's end (it was cut or restored after they were written): the start
+ * passed them by, as their position does not check out; they are removed, so that none stays as
+ * the "newest" over the ones written from now on (docs/journal.md §7). */
+static void drop_checkpoints_ahead(struct gw_store *s)
+{
+    char name[GW_CHECKPOINT_NAME_MAX], path[4096];
+    uint64_t *seqs = NULL;
+    long n = gw_checkpoint_list(s->journal.dir, &seqs);
+    int dropped = 0;
+    for (long i = 0; i < n && seqs[i] > s->journal.last_seq; i++) {
+        gw_checkpoint_name(name, seqs[i]);
+        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+        if (gw_io.unlink(path) != 0)
+            continue;
+        dropped = 1;
+        struct gw_buf f;
+        gw_buf_init(&f);
+        gw_log_str(&f, "file", path);
+        gw_log_u64(&f, "journal_seq", s->journal.last_seq);
+        gw_log_event("checkpoint_removed", &f);
+    }
+    if (dropped)
+        gw_sync_dir(s->journal.dir);
+    free(seqs);
+}
+
+/* The journal and the index read back (every receipt in the index and the totals). Returns 0, 1
+ * when the index is ahead of the journal, or a negative code with err set. */
+static int replay_state(struct gw_store *s, const struct gw_store_options *o,
+                        struct gw_journal_repair *rep, struct start_log *log, struct gw_error *err)
+{
     struct gw_journal_resume from;
-    struct start_log log = {0};
     int rc = gw_journal_prepare(&s->journal, o->state_dir, o->segment_bytes, 0, err);
     if (rc == 0) /* inside the state dir's lock: one server's index at a time */
         rc = open_index(s, o, err);
-    int resumed = rc == 0 ? use_checkpoint(s, &from, &log, err) : 0;
+    int resumed = rc == 0 ? use_checkpoint(s, &from, log, err) : 0;
     if (rc == 0)
         rc = resumed < 0 ? resumed : 0;
     if (rc == 0)
-        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, &rep, err);
+        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, rep, err);
+    if (rc == 0 && s->index_durable_seq > s->journal.last_seq)
+        return 1;
+    return rc;
+}
+
+int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
+                       const struct gw_topology *topo, struct gw_error *err)
+{
+    struct gw_journal_repair rep = {0}, again = {0};
+    struct start_log log = {0};
+    int rc = replay_state(s, o, &rep, &log, err);
+    if (rc == 1) {
+        drop_index_ahead(s, o);
+        memset(&log, 0, sizeof(log));
+        rc = replay_state(s, o, &again, &log, err);
+        rc = rc == 1 ? -EIO : rc; /* an empty index is never ahead */
+    }
     log_skips(s, &log);
     if (rc == -EINVAL)
         return rc;
+    if (rc == 0)
+        drop_checkpoints_ahead(s);
     int written = 0;
     if (rc == 0)
         rc = gw_journal_seal_unchecked(&s->journal, err);

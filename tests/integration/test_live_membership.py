@@ -433,7 +433,9 @@ def a_sighup_racing_two_puts_reverts_neither():
         eq((event["event"], event["epoch"]), ("reload_unchanged", epoch_of(b)), "SIGHUP found B")
         eq(current_epoch(s), epoch_of(b), "B in force")
         eq(json.loads(read(path)), b, "the file holds B")
-        eq(s.events("reload_applied")[-1]["source"], "admin", "the last change applied is B's")
+        wait_until(lambda: len(s.events("reload_applied")) == 2, 10, "both PUTs' events")
+        eq([e["source"] for e in s.events("reload_applied")], ["admin", "admin"],
+           "the changes applied are the PUTs'")
     eq([(e["epoch"], e["source"]) for e in epoch_records(s.state_dir)],
        [(EPOCH0, "start"), (epoch_of(a), "admin"), (epoch_of(b), "admin")], "the chain")
 
@@ -598,7 +600,9 @@ def a_kill_at_each_step_of_a_put_starts_on_the_old_or_the_new_membership():
                 put(s, doc, if_match=EPOCH0)
             except (OSError, Exception):  # the process dies mid-request
                 pass
-            eq((s.proc.wait(20), s.events("test_crash_point")),
+            s.proc.wait(20)
+            s._reader.join(5)  # every line it wrote read
+            eq((s.proc.returncode, s.events("test_crash_point")),
                (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
                "killed at %s" % point)
         eq(read(path), before if now == EPOCH0 else json.dumps(doc).encode(),

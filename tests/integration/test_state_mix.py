@@ -199,6 +199,144 @@ def a_checkpoint_beside_a_membership_change_holds_the_state_at_its_position():
     all_agree(d, path, bodies)
 
 
+def posted(d, ids, keys=None):
+    """A state dir with one 3-change batch per id posted (its keys those of batch `keys[i]`),
+    stopped cleanly: {id: body}."""
+    with Server(state_dir=d) as s:
+        bodies = {}
+        for i, bid in enumerate(ids):
+            r = s.post(batch(bid, prefix=keys[i] if keys else None))
+            eq(r.status, 200, "POST %s" % bid)
+            bodies[bid] = r.body
+        eq(s.stop(), 0, "clean stop")
+    return bodies
+
+
+def cut_after(d, seq):
+    """The repair of docs/operations.md §5.2: journal.jsonl moved aside, its lines through the
+    receipt with `seq` kept."""
+    path = os.path.join(d, "journal.jsonl")
+    lines = read(path).split(b"\n")[:-1]
+    keep = next(i for i, l in enumerate(lines)
+                if l.startswith(b'{"type":"receipt","seq":%d,' % seq)) + 1
+    os.rename(path, path + ".bad-1")
+    write(path, b"".join(l + b"\n" for l in lines[:keep]), "wb")
+
+
+@case("state_derived")
+def an_index_ahead_of_the_journal_is_rebuilt_at_the_start():
+    """The journal cut back to seq 5 (docs/operations.md §5.2), index/ kept with b-0001 .. b-0008:
+    the start logs index_ahead_of_journal and rebuilds the index from the journal, so the cut
+    batches are never acknowledged here: GET is 404, a POST of b-0006's body dispatches it anew,
+    and no read serves another batch's bytes."""
+    d = tmpdir()
+    bodies = posted(d, ["b-%04d" % i for i in range(1, 9)])
+    cut_after(d, 5)
+    past = sorted(f for f in os.listdir(d) if f.startswith("checkpoint-") and int(f[11:31]) > 5)
+    ok("checkpoint-%020d.json" % 8 in past, "the shutdown checkpoint is past the cut: %r" % past)
+    with Server(state_dir=d) as s:
+        eq([(e["index_seq"], e["journal_seq"]) for e in s.events("index_ahead_of_journal")],
+           [(8, 5)], "the start says the index was ahead")
+        eq(sorted((os.path.basename(e["file"]), e["journal_seq"])
+                  for e in s.events("checkpoint_removed")),
+           [(f, 5) for f in past], "the checkpoints past the journal removed")
+        r = s.post(batch("n-0006"))
+        eq((r.status, r.json()["batch_id"]), (200, "n-0006"), "a new batch takes seq 6")
+        for i in range(1, 6):
+            r = s.get("/v1/batches/b-%04d" % i)
+            eq((r.status, r.body), (200, bodies["b-%04d" % i]), "b-%04d reads back" % i)
+        for i in (6, 7, 8):
+            r = s.get("/v1/batches/b-%04d" % i)
+            eq((r.status, r.error()[0]), (404, "not_found"), "b-%04d was cut" % i)
+        r = s.post(batch("b-0006"))
+        eq((r.status, r.headers.get("idempotent-replayed"), r.json()["batch_id"]),
+           (200, None, "b-0006"), "b-0006 dispatched anew")
+        eq(s.get("/v1/batches/b-0006").body, r.body, "and read back")
+        eq(s.post(batch("b-0007")).status, 200, "b-0007 too")
+        eq(s.stop(), 0, "clean stop")
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr), (0, ""), "journal verify after the repair")
+    r = run([sgtest.HEALTH, "check", "--conf", src("conf", "dispatch.env"), "--shards",
+             src("input", "shards.json"), "--journal", os.path.join(d, "journal.jsonl")])
+    eq((r.returncode, json.loads(r.stdout)["status"]), (0, "pass"), "health: " + r.stdout[:2000])
+
+
+@case("state_derived")
+def an_index_of_another_history_never_serves_its_batches():
+    """index/ of one history (b-0001 .. b-0008) beside the journal of another of the same shape
+    (x-0001 .. x-0010 with the same keys, so every line has the same length; no checkpoint): a read names its receipt by seq, batch id and fingerprint
+    (docs/journal.md §9), so GET b-0003 and a retry of b-0003 are 500 index_corrupt naming the
+    batch, the seq and the repair, never x-0003's bytes; after the repair (index/ removed) b-0003
+    is unknown and x-0003 reads back."""
+    d, other = tmpdir(), tmpdir()
+    posted(d, ["b-%04d" % i for i in range(1, 9)])
+    theirs = posted(other, ["x-%04d" % i for i in range(1, 11)],
+                    keys=["b-%04d" % i for i in range(1, 11)])  # lines of the same lengths
+    for name in os.listdir(d):
+        if name.startswith("checkpoint-") or name.startswith("journal"):
+            os.unlink(os.path.join(d, name))
+    shutil.copy(os.path.join(other, "journal.jsonl"), os.path.join(d, "journal.jsonl"))
+    with Server(state_dir=d) as s:
+        eq(s.events("index_ahead_of_journal"), [], "the index is not ahead")
+        for r in (s.get("/v1/batches/b-0003"), s.post(batch("b-0003"))):
+            eq((r.status, r.error()[0]), (500, "index_corrupt"), "b-0003")
+            msg = r.json()["error"]["message"]
+            ok(msg.startswith('idempotency index: it places batch_id "b-0003" at seq 3 in '
+                              'journal.jsonl (the line at offset ') and "remove the state dir's "
+               "index/ directory" in msg, msg)
+        sgtest.wait_until(lambda: len(s.events("index_mismatch")) == 2, 10, "both logged")
+        eq([e["batch_id"] for e in s.events("index_mismatch")], ["b-0003", "b-0003"], "logged")
+        eq(s.stop(), 0, "clean stop")
+    shutil.rmtree(os.path.join(d, "index"))
+    with Server(state_dir=d) as s:
+        eq(s.get("/v1/batches/b-0003").status, 404, "b-0003 unknown after the repair")
+        eq(s.get("/v1/batches/x-0003").body, theirs["x-0003"], "x-0003 reads back")
+
+
+@case("state_derived")
+def archive_refuses_a_damaged_segment_and_writes_nothing():
+    """One changed byte in a sealed segment (a-0003 -> a-9003): `journal verify` and
+    `journal archive` both exit 3 with the same message naming the line (docs/journal.md §8);
+    archive writes no copy, no archive.jsonl and no ids file, and removes nothing. Put back, the
+    archive goes through."""
+    d = tmpdir()
+    with Server(state_dir=d, args=SMALL + ["--checkpoint-interval", "200ms"]) as s:
+        for i in range(40):
+            eq(s.post(batch("a-%04d" % i, n=60)).status, 200, "POST a-%04d" % i)
+        eq(s.stop(), 0, "clean stop")
+    first = sorted(f for f in os.listdir(d) if f.startswith("journal-"))[0]
+    path = os.path.join(d, first)
+    good = read(path)
+    write(path, good.replace(b'"batch_id":"a-0003"', b'"batch_id":"a-9003"', 1), "wb")
+    before = sorted(os.listdir(d))
+    number = good[:good.index(b'"batch_id":"a-0003"')].count(b"\n") + 1
+    want = "journal: %s:%d: checksum mismatch: the line's crc32 is not that of its bytes\n" % (
+        path, number)
+    r = journal_verify(d)
+    eq((r.returncode, r.stderr), (3, want), "journal verify")
+    adir = os.path.join(tmpdir(), "archive")
+    os.mkdir(adir)
+    r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+    eq((r.returncode, r.stdout, r.stderr), (3, "", want), "journal archive refuses")
+    eq((os.listdir(adir), sorted(os.listdir(d))), ([], before), "nothing written or removed")
+    # A line changed with its crc32 made again: only the seal's sha256 tells (docs/journal.md §6).
+    lines = good.split(b"\n")
+    k = number - 1
+    lines[k] = sgtest.with_crc(sgtest.record_of(lines[k]).replace(b'"a-0003"', b'"a-9003"'))
+    write(path, b"\n".join(lines), "wb")
+    r = journal_verify(d)
+    eq(r.returncode, 3, "journal verify on a sound line under a wrong seal")
+    ok(r.stderr.startswith("journal: %s: " % path) and "sha256" in r.stderr, r.stderr)
+    said = r.stderr
+    r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+    eq((r.returncode, r.stdout, r.stderr), (3, "", said), "journal archive refuses it too")
+    eq((os.listdir(adir), sorted(os.listdir(d))), ([], before), "nothing written or removed")
+    write(path, good, "wb")
+    r = run_server(["journal", "archive", "--state-dir", d, "--dir", adir, "--plain"])
+    eq(r.returncode, 0, "the archive after the repair: " + r.stderr)
+    ok(first in os.listdir(adir), "the segment archived")
+
+
 @case("state_mix")
 def checkpoint_after_an_epoch_record_is_used():
     """A checkpoint whose offset follows an epoch record is used (docs/journal.md §7): the

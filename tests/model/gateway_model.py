@@ -48,7 +48,7 @@ SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
 STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
          "damaged": 0, "points": 0, "repeats": 0, "beside_sighup": 0, "failed_puts": 0,
-         "failed": 0}
+         "repairs": 0, "index_rebuilt": 0, "archives_refused": 0, "failed": 0}
 # Named kill -9 points of the server's multi-step writes (gateway/core/crashpoint.h).
 SERVER_POINTS = ["rotation-sealed", "rotation-renamed", "checkpoint-written", "index-flushed"]
 MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
@@ -684,6 +684,85 @@ class GatewayModel(RuleBasedStateMachine):
            (500, "record_corrupt", True), "the feed at the damaged line: %r" % r.body)
         r = self.server.get("/readyz")
         eq((r.status, r.json()["checks"]["journal"]), (503, "damaged"), "/readyz")
+
+    def forget_after(self, lines, keep):
+        """The receipts of the active segment's lines past `keep` are gone from the journal (a
+        repair cut them): never acknowledged here from now on, their totals taken back."""
+        for line in lines[keep:]:
+            if line.startswith(b'{"type":"receipt"'):
+                body = line[line.index(b'"receipt":') + 10:line.rindex(b',"crc32"')] + b"\n"
+                bid = json.loads(body)["batch_id"]
+                for sid, t in json.loads(body)["shards"].items():
+                    self.totals[sid][0] -= t["load"]
+                    self.totals[sid][1] -= t["received"]
+                del self.acked[bid]
+
+    def receipt_lines(self, lines):
+        return [i for i, l in enumerate(lines) if l.startswith(b'{"type":"receipt"')]
+
+    @precondition(lambda self: not self.archived_through)
+    @rule(pick=st.integers(0, 10**6), damaged=st.booleans())
+    def repair_journal_tail(self, pick, damaged):
+        """An operator's repair of journal.jsonl (docs/operations.md §5.2), index/ kept: a line
+        damaged, the start refusing it, then the file moved aside and the lines before the bad
+        one kept; or journal.jsonl restored from an older copy (its first lines). Either way the
+        receipts cut are never acknowledged here again, and the index, ahead of the journal, is
+        rebuilt (docs/journal.md §9). `journal verify` is what names the bad line. Not after an
+        archive: a cut past the checkpoint that covers the archived segments leaves none, and
+        the start refuses until they are restored (docs/operations.md §5.2)."""
+        self.stop()
+        path = os.path.join(self.state, "journal.jsonl")
+        lines = read(path).split(b"\n")[:-1]
+        at = self.receipt_lines(lines)
+        if not at:
+            self.start()
+            return
+        k = at[pick % len(at)]
+        if damaged:
+            bad = lines[:k] + [lines[k].replace(b'"receipt_version"', b'"receipt_versiox"', 1)] \
+                + lines[k + 1:]
+            write(path, b"".join(l + b"\n" for l in bad), "wb")
+            r = run_server(["journal", "verify", "--state-dir", self.state])
+            eq((r.returncode, r.stderr), (3, "journal: %s:%d: %s\n" % (path, k + 1, MISMATCH)),
+               "journal verify names the bad line")
+            os.rename(path, path + ".bad-%d" % STATS["repairs"])
+        STATS["repairs"] += 1
+        write(path, b"".join(l + b"\n" for l in lines[:k]), "wb")
+        self.forget_after(lines, k)
+        self.start()
+        if self.server.events("index_ahead_of_journal"):
+            STATS["index_rebuilt"] += 1
+
+    @rule(pick=st.integers(0, 10**6))
+    def archive_damaged(self, pick):
+        """`journal archive` on a state dir with one changed byte in a sealed segment (a checked
+        line's crc32 or, in a segment written before checksums, its seal's sha256 tells):
+        refused with verify's message, nothing written or removed (docs/journal.md §8); the byte
+        put back."""
+        sealed = sorted(n for n in os.listdir(self.state) if n.startswith("journal-"))
+        if not sealed:
+            return
+        self.stop()
+        path = os.path.join(self.state, sealed[pick % len(sealed)])
+        good = read(path)
+        lines = good.split(b"\n")[:-1]
+        at = self.receipt_lines(lines)
+        if at:
+            k = at[pick % len(at)]
+            lines[k] = lines[k].replace(b'"receipt_version"', b'"receipt_versiox"', 1)
+            write(path, b"".join(l + b"\n" for l in lines), "wb")
+            before = (sorted(os.listdir(self.state)), sorted(os.listdir(self.adir)))
+            said = run_server(["journal", "verify", "--state-dir", self.state])
+            eq(said.returncode, 3, "journal verify of a damaged segment")
+            r = run_server(["journal", "archive", "--state-dir", self.state, "--dir", self.adir,
+                            "--plain"])
+            eq((r.returncode, r.stdout, r.stderr), (3, "", said.stderr),
+               "journal archive of a damaged segment: verify's answer")
+            eq((sorted(os.listdir(self.state)), sorted(os.listdir(self.adir))), before,
+               "nothing written or removed")
+            STATS["archives_refused"] += 1
+            write(path, good, "wb")
+        self.start()
 
     @precondition(lambda self: not self.flipped)
     @rule(point=st.sampled_from(SERVER_POINTS))

@@ -232,6 +232,46 @@ def journal_counts_dispatch_receipts():
 
 
 @case("plan_journal")
+def journal_of_a_rotated_state_dir_checked_line_by_line():
+    """--journal reads the state dir of J as `journal verify` does (docs/journal.md §8): every
+    sealed segment present, then J, so a rotated state dir counts all its receipts; a line of a
+    checked segment whose crc32 fails is exit 2 naming its file and line, in both
+    implementations, never counted."""
+    import sgtest
+    d = tmpdir()
+    batches = []
+    with sgtest.Server(state_dir=d, args=["--segment-bytes", "65536"]) as s:
+        for i in range(30):
+            b = sgtest.batch("r-%d" % i, n=40)
+            eq(s.post(b).status, 200, "POST r-%d" % i)
+            batches.append(b)
+        eq(s.stop(), 0, "clean stop")
+    sealed = sorted(f for f in os.listdir(d) if f.startswith("journal-"))
+    ok(len(sealed) >= 2, "rotated: %r" % sealed)
+    base = json.load(open(src("input", "shards.json")))["shards"]
+    to = json.load(open(D_ONLINE))["shards"]
+    args = ("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+            "--to", D_ONLINE, "--journal", os.path.join(d, "journal.jsonl"))
+    eq(plan_ok(*args)["journal"],
+       expected_journal_block(batches, ketama.Ring("sha1", 160, base),
+                              ketama.Ring("sha1", 160, to)), "every segment counted")
+    path = os.path.join(d, sealed[0])
+    data = read_bytes(path)
+    at = data.index(b'"batch_id":"r-3"')
+    write(path, (data[:at] + b'"batch_id":"r-9"' + data[at + 16:]).decode())
+    number = data[:at].count(b"\n") + 1
+    r = both(*args)
+    eq((r.returncode, r.stdout, r.stderr),
+       (2, "", "plan: journal: %s:%d: crc32: checksum mismatch\n" % (path, number)),
+       "a damaged line is refused")
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@case("plan_journal")
 def journal_spills_under_a_spill_contract():
     """With a spill contract on the to side, the journal block ends with `spilled`: each
     receipt's changes replayed in order on the to ring with loads from 0 (docs/contract.md §9).

@@ -29,7 +29,7 @@ static inline void fixture_fp(unsigned char fp[GW_FINGERPRINT_LEN], uint64_t n, 
 
 static inline struct gw_idem_ref fixture_ref(uint64_t seq)
 {
-    struct gw_idem_ref ref = {1 + seq / 1000, 100 * seq, 50 + seq % 7, seq};
+    struct gw_idem_ref ref = {1 + seq / 1000, 100 * seq, 50 + seq % 7, seq, 0};
     return ref;
 }
 

@@ -46,7 +46,7 @@ static void test_verdicts(void)
     uint64_t durable_seq = 99;
     CHECK_EQ_U64(open_dir(&t, dir, NULL, 0, &durable_seq), 0);
     CHECK_EQ_U64(durable_seq, 0);
-    struct gw_idem_ref ref = {0}, stored = {3, 4096, 321, 17};
+    struct gw_idem_ref ref = {0}, stored = {3, 4096, 321, 17, 0};
     CHECK_EQ_U64(claim(&t, "a", 0, &ref), GW_IDEM_NEW);
     CHECK_EQ_U64(claim(&t, "a", 0, &ref), GW_IDEM_IN_FLIGHT);
     CHECK_EQ_U64(claim(&t, "a", 1, &ref), GW_IDEM_IN_FLIGHT);
@@ -65,6 +65,12 @@ static void test_verdicts(void)
     CHECK_EQ_U64(gw_idem_find(&t, "b", 1, &ref), -ENOENT);
     CHECK_EQ_U64(gw_idem_find(&t, "a", 1, &ref), 0);
     CHECK_EQ_U64(ref.offset, 4096);
+    unsigned char fp[GW_FINGERPRINT_LEN]; /* the claim's: its first 8 bytes come with the ref */
+    fixture_fp(fp, 7, 0);
+    uint64_t prefix = 0;
+    for (int i = 0; i < 8; i++)
+        prefix = prefix << 8 | fp[i];
+    CHECK_EQ_U64(ref.fp_prefix, prefix);
     gw_idem_close(&t);
     fixture_rmtree(dir);
 }

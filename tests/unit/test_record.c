@@ -4,7 +4,11 @@
 
 #include "buf.h"
 #include "check.h"
+#include "error.h"
+#include "journal_ids.h"
 #include "record.h"
+
+#define FP "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
 static const char *ended(struct gw_buf *b, const char *prefix, const char *record)
 {
@@ -72,8 +76,48 @@ static void test_check(void)
     CHECK_EQ_U64(check("", &body), -ENOMSG);
 }
 
+/* A segment's lines, each ended with its checksum: a header and two receipts. */
+static void segment_lines(struct gw_buf *b)
+{
+    static const char *records[] = {
+        "{\"type\":\"segment\",\"first_seq\":1}",
+        "{\"type\":\"receipt\",\"seq\":1,\"fingerprint\":\"" FP "\",\"receipt\":{"
+        "\"receipt_version\":2,\"batch_id\":\"a-0001\"}}",
+        "{\"type\":\"receipt\",\"seq\":2,\"fingerprint\":\"" FP "\",\"receipt\":{"
+        "\"receipt_version\":2,\"batch_id\":\"a-0003\"}}",
+    };
+    gw_buf_reset(b);
+    for (size_t i = 0; i < 3; i++) {
+        size_t start = b->len;
+        gw_buf_puts(b, records[i]);
+        gw_record_end(b, start);
+    }
+}
+
+/* The archived ids come from checked lines only (docs/journal.md §8): a changed byte in a
+ * receipt's batch_id is refused with the line named, never turned into an id. */
+static void test_ids_from_checked_lines(void)
+{
+    struct gw_buf seg, ids;
+    struct gw_error err;
+    gw_buf_init(&seg);
+    gw_buf_init(&ids);
+    segment_lines(&seg);
+    CHECK_EQ_U64(gw_archived_ids_build(seg.data, seg.len, "seg", 2, &ids, &err), 0);
+    gw_buf_append(&ids, "", 1);
+    CHECK_TRUE(strstr(ids.data, "{\"batch_id\":\"a-0003\"}") != NULL);
+    char *at = strstr(seg.data, "a-0003");
+    at[2] = '9'; /* a-9003 */
+    CHECK_EQ_U64(gw_archived_ids_build(seg.data, seg.len, "seg", 2, &ids, &err), -EINVAL);
+    CHECK_EQ_STR(err.msg, "journal: seg:3: checksum mismatch: the line's crc32 is not that of its "
+                          "bytes");
+    gw_buf_free(&seg);
+    gw_buf_free(&ids);
+}
+
 int main(void)
 {
+    test_ids_from_checked_lines();
     test_golden();
     test_end_after();
     test_check();

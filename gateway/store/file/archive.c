@@ -232,6 +232,42 @@ static int listed(const struct gw_segment *list, size_t n, uint64_t first_seq)
     return 0;
 }
 
+/* The ids file of every archived segment that lacks a good one, from its checked copy. */
+static int restore_all_ids(const char *dir, const char *adir, struct gw_journal *j,
+                           const struct gw_segment *list, char **as, size_t n, struct gw_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (gw_segments_archived(&j->segs, list[i].first_seq))
+            rc = restore_ids(dir, adir, &list[i], as[i], err);
+    return rc;
+}
+
+static void free_list(struct gw_segment *list, char **as, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(as[i]);
+    free(as);
+    free(list);
+}
+
+int gw_journal_archive_ids(const char *dir, const char *adir, struct gw_error *err)
+{
+    struct gw_journal j;
+    struct gw_segment *list = NULL;
+    char **as = NULL;
+    size_t n = 0;
+    int rc = gw_journal_prepare(&j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, err);
+    if (rc != 0)
+        return rc;
+    rc = gw_archive_list_read(dir, &list, &n, &as, err);
+    if (rc == 0)
+        rc = restore_all_ids(dir, adir, &j, list, as, n, err);
+    free_list(list, as, n);
+    gw_journal_close(&j);
+    return rc;
+}
+
 int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_archive_result *out,
                        struct gw_error *err)
 {
@@ -244,9 +280,8 @@ int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_a
     if (rc != 0)
         return rc;
     rc = gw_archive_list_read(dir, &list, &n, &as, err);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        if (gw_segments_archived(&j.segs, list[i].first_seq))
-            rc = restore_ids(dir, adir, &list[i], as[i], err);
+    if (rc == 0)
+        rc = restore_all_ids(dir, adir, &j, list, as, n, err);
     struct coverage cov = {0, 0, 0};
     if (rc == 0)
         cov = covered_through(&j);
@@ -260,10 +295,7 @@ int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_a
         if (rc == 0)
             again ? out->completed++ : out->archived++;
     }
-    for (size_t i = 0; i < n; i++)
-        free(as[i]);
-    free(as);
-    free(list);
+    free_list(list, as, n);
     gw_journal_close(&j);
     return rc;
 }

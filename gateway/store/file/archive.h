@@ -18,4 +18,10 @@ struct gw_archive_result {
 int gw_journal_archive(const char *state_dir, const char *archive_dir, int plain,
                        struct gw_archive_result *out, struct gw_error *err);
 
+/* The first step of gw_journal_archive alone: the ids file of every archived segment that lacks
+ * a good one written from its copy in `archive_dir`, checked against archive.jsonl's sha256
+ * (docs/journal.md §8), so that the state dir verifies before anything more is archived. Returns
+ * as gw_journal_archive. */
+int gw_journal_archive_ids(const char *state_dir, const char *archive_dir, struct gw_error *err);
+
 #endif

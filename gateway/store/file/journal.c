@@ -978,15 +978,48 @@ static int check_receipt_line(const char *line, size_t len, size_t prefix, uint6
     return gw_record_check(line, len - 1, &body);
 }
 
+/* Whether the sound record line names the batch and fingerprint the read expects: the prefix's
+ * fingerprint (lowercase hex, docs/journal.md §2) and the receipt's batch_id, which both receipt
+ * versions write second, after receipt_version. 0 or -EXDEV. */
+static int names_the_batch(const char *line, size_t prefix, size_t len,
+                           const struct gw_receipt_name *name)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *fp = line + prefix - sizeof("\",\"receipt\":") + 1 - 2 * GW_FINGERPRINT_LEN;
+    size_t known = name->fingerprint ? GW_FINGERPRINT_LEN : 8;
+    for (size_t i = 0; i < known; i++) {
+        unsigned byte = name->fingerprint ? name->fingerprint[i]
+                                          : (unsigned)(name->fp_prefix >> (56 - 8 * i)) & 0xff;
+        if (fp[2 * i] != hex[byte >> 4] || fp[2 * i + 1] != hex[byte & 15])
+            return -EXDEV;
+    }
+    const char *r = line + prefix, *end = r + len;
+    static const char head[] = "{\"receipt_version\":";
+    static const char key[] = ",\"batch_id\":\"";
+    if (len < sizeof(head) || memcmp(r, head, sizeof(head) - 1) != 0)
+        return -EXDEV;
+    r += sizeof(head) - 1;
+    while (r < end && *r >= '0' && *r <= '9')
+        r++;
+    if ((size_t)(end - r) < sizeof(key) - 1 + name->id_len + 1 ||
+        memcmp(r, key, sizeof(key) - 1) != 0 ||
+        memcmp(r + sizeof(key) - 1, name->id, name->id_len) != 0 ||
+        r[sizeof(key) - 1 + name->id_len] != '"')
+        return -EXDEV;
+    return 0;
+}
+
 uint64_t gw_journal_receipt_line(uint64_t seq, uint64_t receipt_offset)
 {
     size_t prefix = receipt_prefix_len(seq);
     return receipt_offset >= prefix ? receipt_offset - prefix : 0;
 }
 
-int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment, uint64_t seq, uint64_t offset,
-                            size_t len, struct gw_buf *out)
+int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment,
+                            const struct gw_receipt_name *name, uint64_t offset, size_t len,
+                            struct gw_buf *out)
 {
+    uint64_t seq = name->seq;
     int checked = segment >= j->checked_from;
     size_t prefix = receipt_prefix_len(seq);
     size_t whole = prefix + len + (checked ? GW_RECORD_TAIL : 1) + 1;
@@ -1006,6 +1039,8 @@ int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment, uint64_t seq
         rc = read_sealed(j, segment, offset - prefix, whole, line.data);
     if (rc == 0)
         rc = check_receipt_line(line.data, whole, prefix, seq, checked);
+    if (rc == 0)
+        rc = names_the_batch(line.data, prefix, len, name);
     if (rc == 0)
         gw_buf_append(out, line.data + prefix, len);
     gw_buf_free(&line);

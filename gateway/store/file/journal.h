@@ -150,13 +150,26 @@ void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err);
 
-/* Appends the stored receipt of record `seq` (its `len` bytes at `offset` of segment `segment`)
+/* The receipt record a read expects at a place the index gave (docs/journal.md §9): its seq, its
+ * batch id and its fingerprint, whole (a replayed POST's) or the index's first 8 bytes. */
+struct gw_receipt_name {
+    uint64_t seq;
+    const char *id;
+    size_t id_len;
+    const unsigned char *fingerprint; /* GW_FINGERPRINT_LEN bytes, or NULL: fp_prefix */
+    uint64_t fp_prefix;               /* big-endian first 8 bytes */
+};
+
+/* Appends the stored receipt of record `name` (its `len` bytes at `offset` of segment `segment`)
  * to `out`, once its whole line has been read and checked: its checksum when its segment's lines
- * carry one (docs/journal.md §2.1), and that it is that record's line. Thread-safe. Returns 0,
- * -EBADMSG (the checksum does not match), -ENOMSG (no checksum where one is due), -EILSEQ (the
- * line is not that record's), -ENOMEM or a read error. Nothing is appended on an error. */
-int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment, uint64_t seq, uint64_t offset,
-                            size_t len, struct gw_buf *out);
+ * carry one (docs/journal.md §2.1), that it is that seq's record line, and that the record names
+ * that batch id and fingerprint. Thread-safe. Returns 0, -EBADMSG (the checksum does not match),
+ * -ENOMSG (no checksum where one is due), -EILSEQ (the line is not that seq's record), -EXDEV
+ * (a sound record of another batch or fingerprint: the index is wrong), -ENOMEM or a read error.
+ * Nothing is appended on an error. */
+int gw_journal_read_receipt(struct gw_journal *j, uint64_t segment,
+                            const struct gw_receipt_name *name, uint64_t offset, size_t len,
+                            struct gw_buf *out);
 
 /* Where the line of receipt record `seq` starts, from where its receipt bytes start. */
 uint64_t gw_journal_receipt_line(uint64_t seq, uint64_t receipt_offset);

@@ -101,8 +101,10 @@ static int take_line(struct scan *s, const char *p, const char *end, uint64_t at
         return bad(err, s, p, at, "receipt record: its seq is not the one after the previous");
     if (r.seq <= s->after_seq)
         return 0;
-    struct gw_idem_ref ref = {s->segment, at + (uint64_t)(r.receipt - p),
-                              (uint64_t)(p + body - r.receipt), r.seq};
+    struct gw_idem_ref ref = {.segment = s->segment,
+                              .offset = at + (uint64_t)(r.receipt - p),
+                              .len = (uint64_t)(p + body - r.receipt),
+                              .seq = r.seq};
     rc = gw_idem_insert(s->idem, r.id, r.id_len, r.fp, ref);
     if (rc == -EEXIST)
         return bad(err, s, p, at, "receipt record: its batch_id was already journaled");
@@ -179,6 +181,7 @@ int gw_archived_ids_build(const char *data, size_t len, const char *path, uint64
                           struct gw_buf *out, struct gw_error *err)
 {
     struct scan s = {.path = path};
+    int checked = -1; /* the segment's first line decides (docs/journal.md §2.1) */
     gw_buf_reset(out);
     for (size_t pos = 0; pos < len;) {
         const char *nl = memchr(data + pos, '\n', len - pos);
@@ -186,6 +189,12 @@ int gw_archived_ids_build(const char *data, size_t len, const char *path, uint64
         const char *line = data + pos;
         struct receipt_ids r;
         const char *what = NULL;
+        size_t body;
+        int crc = nl ? gw_record_check(line, (size_t)(nl - line), &body) : -ENOMSG;
+        if (checked < 0)
+            checked = crc == 0;
+        if (checked && crc != 0) /* only checked lines give ids */
+            return bad(err, &s, line, pos, gw_record_fault(crc));
         if (nl && (size_t)(nl - line) > sizeof(PREFIX) &&
             memcmp(line, PREFIX, sizeof(PREFIX) - 1) == 0 && !(what = parse_ids(line, nl, &r))) {
             gw_buf_append(out, line, (size_t)(r.receipt - line));

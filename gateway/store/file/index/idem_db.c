@@ -123,8 +123,7 @@ static void set_options(struct gw_idem_db *d)
     rocksdb_flushoptions_set_wait(d->flush, 1);
 }
 
-/* Removes every file of `dir` but the lock: what an unusable index held is derived. */
-static void sweep(const char *dir)
+void gw_idem_db_sweep(const char *dir)
 {
     DIR *dh = opendir(dir);
     struct dirent *e;
@@ -210,7 +209,7 @@ struct gw_idem_db *gw_idem_db_open(const char *dir, uint64_t *durable_seq, char 
     const char *unusable = try_open(d, durable_seq, why, sizeof(why));
     if (unusable) { /* derived files: start empty, the caller re-inserts from the journal */
         gw_idem_log_unusable(dir, unusable);
-        sweep(dir);
+        gw_idem_db_sweep(dir);
         if (try_open(d, durable_seq, why, sizeof(why))) {
             snprintf(msg, n, "index: %s: %s", dir, why);
             free_options(d);

@@ -32,4 +32,8 @@ int gw_idem_db_persist(struct gw_idem_db *db, uint64_t durable_seq, char *msg, s
 /* Logs {"event":"index_unusable","dir":...,"reason":...}. */
 void gw_idem_log_unusable(const char *dir, const char *why);
 
+/* Removes every file of `dir` but the lock, with no database open on it: what an index held is
+ * derived, and the next open starts it empty. */
+void gw_idem_db_sweep(const char *dir);
+
 #endif

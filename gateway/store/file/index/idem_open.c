@@ -174,3 +174,10 @@ void gw_idem_close(struct gw_idem *t)
     free(s);
     t->s = NULL;
 }
+
+void gw_idem_discard(const char *state_dir)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/index", state_dir);
+    gw_idem_db_sweep(dir);
+}

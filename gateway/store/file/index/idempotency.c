@@ -61,7 +61,7 @@ static enum gw_idem_verdict verdict_of(struct gw_idem_state *s, const struct gw_
 
 static struct gw_idem_ref ref_of(const struct gw_idem_rec *r)
 {
-    struct gw_idem_ref ref = {r->segment, r->offset, r->len, r->seq};
+    struct gw_idem_ref ref = {r->segment, r->offset, r->len, r->seq, r->fp_prefix};
     return ref;
 }
 

@@ -17,6 +17,7 @@ struct gw_idem_ref {  /* where a durable receipt's bytes are */
     uint64_t offset;  /* of the receipt bytes in that segment file */
     uint64_t len;
     uint64_t seq;
+    uint64_t fp_prefix; /* the batch fingerprint's first 8 bytes, big-endian */
 };
 
 struct gw_idem_options {
@@ -78,6 +79,10 @@ int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_r
  * before. Called from the checkpoint thread, never a request thread. Returns 0 or -errno with
  * err filled. */
 int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
+
+/* Removes the files of <state_dir>/index/ (closed) but its lock: the next gw_idem_open starts it
+ * empty, durable_seq 0, as after `rm -rf index/` (docs/journal.md §9). */
+void gw_idem_discard(const char *state_dir);
 
 /* gw_idem_open with `tune` (NULL: the defaults). */
 int gw_idem_open_tuned(struct gw_idem *t, const char *state_dir, const struct gw_idem_options *o,
