@@ -34,8 +34,9 @@ init_cluster() {
     data=$(data_dir "$dir")
     mkdir -p "$dir"
     chown postgres: "$dir" 2>/dev/null || true
+    # --data-checksums: every page a read brings from disk is checked (docs/decisions.md §44).
     as_postgres "$PG_BIN/initdb" -D "$data" -U postgres --auth-local=peer \
-        --auth-host=scram-sha-256 --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
+        --auth-host=scram-sha-256 --data-checksums --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
         { echo "ops/pg.sh: initdb failed; its log, $dir/initdb.log:" >&2; cat "$dir/initdb.log" >&2; exit 1; }
     # Loopback only; the socket in DIR, not in /var/run; durability as production has it.
     cat >>"$data/postgresql.conf" <<EOF

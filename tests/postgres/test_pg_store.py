@@ -68,6 +68,8 @@ def db_init_migrate_status():
                         pg.url, "--listen", "127.0.0.1:0")
         eq((r.returncode, r.stderr.strip()), (3, "store: the database schema is version 0, this "
            "shardgate needs %d: run `shardgate db init --store URL`" % V), "serve on no schema")
+        eq(pg.sql("shardgate", "SHOW data_checksums"), [["on"]],
+           "ops/pg.sh initialises with --data-checksums (docs/decisions.md §44)")
         r = run_gateway("db", "init", "--store", pg.url)
         eq((r.returncode, r.stdout), (0, "schema_version 0 -> %d\n" % V), "init")
         r = run_gateway("db", "init", "--store", pg.url)
