@@ -501,6 +501,16 @@ class GatewayModel(RuleBasedStateMachine):
             self.stop(kill=True)
             self.start()
 
+    def killed_at(self, point):
+        """The server, started with SHARDGATE_TEST_CRASH_AT=point, died there by SIGKILL."""
+        self.server.proc.wait(30)
+        self.server._reader.join(5)  # every line it wrote read
+        eq((self.server.proc.returncode, self.server.events("test_crash_point")),
+           (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
+           "killed at %s" % point)
+        STATS["kills"] += 1
+        STATS["points"] += 1
+
     @rule(states=memberships, point=st.sampled_from(["shards-staged", "epoch-recorded",
                                                      "shards-installed"]))
     def kill_during_put(self, states, point):
@@ -515,13 +525,7 @@ class GatewayModel(RuleBasedStateMachine):
             self.put(membership(states), "*")
         except (OSError, http.client.HTTPException):
             pass
-        self.server.proc.wait(30)
-        self.server._reader.join(5)
-        eq((self.server.proc.returncode, self.server.events("test_crash_point")),
-           (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
-           "killed at %s" % point)
-        STATS["kills"] += 1
-        STATS["points"] += 1
+        self.killed_at(point)
         if point == "shards-installed":
             self.states = states
         self.server = None
@@ -792,13 +796,7 @@ class GatewayModel(RuleBasedStateMachine):
             else:
                 eq((r.status, r.error()[0]), (422, "over_capacity"), "POST %s" % bid)
             time.sleep(0.05)
-        self.server.proc.wait(30)
-        self.server._reader.join(5)
-        eq((self.server.proc.returncode, self.server.events("test_crash_point")),
-           (-signal.SIGKILL, [{"event": "test_crash_point", "point": point}]),
-           "killed at %s" % point)
-        STATS["kills"] += 1
-        STATS["points"] += 1
+        self.killed_at(point)
         self.server = None
         self.start()
 

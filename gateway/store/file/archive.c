@@ -232,70 +232,65 @@ static int listed(const struct gw_segment *list, size_t n, uint64_t first_seq)
     return 0;
 }
 
-/* The ids file of every archived segment that lacks a good one, from its checked copy. */
-static int restore_all_ids(const char *dir, const char *adir, struct gw_journal *j,
-                           const struct gw_segment *list, char **as, size_t n, struct gw_error *err)
+/* An archive run's state dir: its journal taken (its lock held), archive.jsonl read, and the ids
+ * file of every archived segment that lacks a good one written from its checked copy. */
+struct archive_run {
+    struct gw_journal j;
+    struct gw_segment *list;
+    char **as;
+    size_t n;
+};
+
+static int open_run(struct archive_run *r, const char *dir, const char *adir, struct gw_error *err)
 {
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        if (gw_segments_archived(&j->segs, list[i].first_seq))
-            rc = restore_ids(dir, adir, &list[i], as[i], err);
+    memset(r, 0, sizeof(*r));
+    int rc = gw_journal_prepare(&r->j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, err);
+    if (rc != 0)
+        return rc;
+    rc = gw_archive_list_read(dir, &r->list, &r->n, &r->as, err);
+    for (size_t i = 0; rc == 0 && i < r->n; i++)
+        if (gw_segments_archived(&r->j.segs, r->list[i].first_seq))
+            rc = restore_ids(dir, adir, &r->list[i], r->as[i], err);
     return rc;
 }
 
-static void free_list(struct gw_segment *list, char **as, size_t n)
+static void close_run(struct archive_run *r)
 {
-    for (size_t i = 0; i < n; i++)
-        free(as[i]);
-    free(as);
-    free(list);
+    for (size_t i = 0; i < r->n; i++)
+        free(r->as[i]);
+    free(r->as);
+    free(r->list);
+    if (r->j.path)
+        gw_journal_close(&r->j);
 }
 
 int gw_journal_archive_ids(const char *dir, const char *adir, struct gw_error *err)
 {
-    struct gw_journal j;
-    struct gw_segment *list = NULL;
-    char **as = NULL;
-    size_t n = 0;
-    int rc = gw_journal_prepare(&j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, err);
-    if (rc != 0)
-        return rc;
-    rc = gw_archive_list_read(dir, &list, &n, &as, err);
-    if (rc == 0)
-        rc = restore_all_ids(dir, adir, &j, list, as, n, err);
-    free_list(list, as, n);
-    gw_journal_close(&j);
+    struct archive_run r;
+    int rc = open_run(&r, dir, adir, err);
+    close_run(&r);
     return rc;
 }
 
 int gw_journal_archive(const char *dir, const char *adir, int plain, struct gw_archive_result *out,
                        struct gw_error *err)
 {
-    struct gw_journal j;
-    struct gw_segment *list = NULL;
-    char **as = NULL;
-    size_t n = 0;
+    struct archive_run r;
     memset(out, 0, sizeof(*out));
-    int rc = gw_journal_prepare(&j, dir, GW_SEGMENT_BYTES_DEFAULT, GW_JOURNAL_VERIFY, err);
-    if (rc != 0)
-        return rc;
-    rc = gw_archive_list_read(dir, &list, &n, &as, err);
-    if (rc == 0)
-        rc = restore_all_ids(dir, adir, &j, list, as, n, err);
+    int rc = open_run(&r, dir, adir, err);
     struct coverage cov = {0, 0, 0};
     if (rc == 0)
-        cov = covered_through(&j);
+        cov = covered_through(&r.j);
     out->through_seq = cov.bound;
-    for (size_t i = 0; rc == 0 && i < j.segs.count; i++) {
-        const struct gw_segment *seg = &j.segs.sealed[i];
+    for (size_t i = 0; rc == 0 && i < r.j.segs.count; i++) {
+        const struct gw_segment *seg = &r.j.segs.sealed[i];
         if (!covers(&cov, seg))
             break;
-        int again = listed(list, n, seg->first_seq);
+        int again = listed(r.list, r.n, seg->first_seq);
         rc = archive_one(dir, adir, seg, plain, again, err);
         if (rc == 0)
             again ? out->completed++ : out->archived++;
     }
-    free_list(list, as, n);
-    gw_journal_close(&j);
+    close_run(&r);
     return rc;
 }
