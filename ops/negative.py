@@ -722,6 +722,11 @@ DEFECTS = [
     ("checkpoint-past-the-journal-kept", "gateway:gw_store_open_file",
      "    if (rc == 0)\n        drop_checkpoints_ahead(s);", "", ("tests",),
      "^http_state_derived$"),
+    # Hostile bytes on the wire (docs/api.md §2): a path seen before it is decoded.
+    ("path-cut-at-nul", "gateway:gw_serve_path_seen", "            return gw_bad_path;",
+     "            return NULL;", ("tests",), "^http_limits$"),
+    ("te-with-cl-read-as-chunked", "gateway:gw_framing_fault", "    if (te && l.count) {",
+     "    if (0 && te && l.count) {", ("tests",), "^http_limits$"),
     ("plan-reads-unchecked", "gateway:count_file",
      "        const char *bad = checked && gw_record_check(",
      "        const char *bad = 0 && gw_record_check(", ("tests",), "^plan_plan_journal$"),

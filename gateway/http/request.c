@@ -71,7 +71,7 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     struct gw_server *s = cls;
     struct gw_req *r = *con_cls;
-    if (!r)
+    if (!r || r == gw_bad_path)
         return;
     uint64_t now = gw_now_ns();
     /* The timeout that ended a body is its deadline when that is what the connection's timeout

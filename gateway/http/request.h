@@ -84,6 +84,16 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
                                 size_t *size, void **con_cls);
 void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe);
+/* The request's framing (framing.c, docs/api.md §1): 0 when it may be read, else the status to
+ * refuse it with (501 a Transfer-Encoding other than chunked; 400 Transfer-Encoding beside
+ * Content-Length, Content-Lengths that differ, one that is not digits) and *msg. */
+unsigned gw_framing_fault(struct MHD_Connection *conn, const char **msg);
+/* MHD's URI log callback (routes.c): sees the request target before it is percent-decoded, and
+ * returns gw_bad_path as the request's first state when its path holds an encoded NUL or control
+ * byte, which decoding would cut short or smuggle into a route; the request is answered 400
+ * invalid_path (docs/api.md §1). NULL otherwise. */
+void *gw_serve_path_seen(void *cls, const char *uri, struct MHD_Connection *conn);
+extern void *const gw_bad_path;
 
 /* The ring drawn (docs/tools.md §1.3): GET /v1/ring?format=svg and a dry run's. */
 #define GW_SVG_TYPE "image/svg+xml"

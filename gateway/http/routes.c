@@ -131,17 +131,62 @@ static const struct gw_route *stream_route(const char *url, const char *method)
     return route && route->stream ? route : NULL;
 }
 
+/* What gw_serve_path_seen returns for a path that must not be decoded: a mark, not a request. */
+static char bad_path_mark;
+void *const gw_bad_path = &bad_path_mark;
+
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+void *gw_serve_path_seen(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls, (void)conn;
+    const char *end = uri + strcspn(uri, "?");
+    for (const char *p = uri; p + 2 < end; p++) {
+        int hi = *p == '%' ? hex_value(p[1]) : -1, lo = hi >= 0 ? hex_value(p[2]) : -1;
+        if (lo >= 0 && (hi < 2 || (hi == 7 && lo == 15)))
+            return gw_bad_path;
+    }
+    return NULL;
+}
+
+/* 400 for a path holding an encoded NUL or control byte (docs/api.md §1). */
+static enum MHD_Result bad_path(struct gw_req *r)
+{
+    return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_path",
+                          "the path holds a percent-encoded NUL or control byte (%00-%1F, %7F): "
+                          "no endpoint, batch_id or shard id has one",
+                          "", NULL, NULL);
+}
+
 enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const char *url,
                                 const char *method, const char *version, const char *data,
                                 size_t *size, void **con_cls)
 {
     (void)version;
     struct gw_req *r = *con_cls;
+    if (r == gw_bad_path) {
+        r = gw_req_new(cls, conn, url, method);
+        *con_cls = r;
+        return r ? bad_path(r) : MHD_NO;
+    }
     if (!r) {
         r = gw_req_new(cls, conn, url, method);
         if (!r)
             return MHD_NO;
         *con_cls = r;
+        const char *why;
+        unsigned refused = gw_framing_fault(conn, &why);
+        if (refused) /* before any byte of its body: the connection is closed after it */
+            return gw_serve_error(r, refused,
+                                  refused == MHD_HTTP_NOT_IMPLEMENTED ? "not_implemented"
+                                                                      : "invalid_framing",
+                                  why, "", MHD_HTTP_HEADER_CONNECTION, "close");
         r->route = stream_route(url, method);
         if (!r->route)
             return MHD_YES; /* answered once the request is complete */

@@ -154,8 +154,8 @@ static int start_daemon(struct gw_server *s)
         MHD_OPTION_THREAD_POOL_SIZE, s->opt.threads, MHD_OPTION_CONNECTION_LIMIT, daemon_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->opt.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
         s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONNECTION_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-        connection_closed, s, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_URI_LOG_CALLBACK,
+        gw_serve_path_seen, s, MHD_OPTION_NOTIFY_CONNECTION, connection_closed, s, MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "shardgate: cannot start the HTTP threads\n");
         return GW_EXIT_INTERNAL;

@@ -86,6 +86,75 @@ def bytes_that_are_not_utf8_are_never_echoed():
 
 
 @case("limits")
+def a_path_with_an_encoded_nul_or_control_byte_is_400():
+    """%00 in a path would cut it short once decoded (/v1/batches/ctl-1%00x read as ctl-1's):
+    seen before decoding, it is 400 invalid_path, as is any encoded control byte; a GET, a POST
+    (its body left unread) and an admin path alike, each logged; %2d and %20 decode as before
+    (docs/api.md §2)."""
+    with Server() as s:
+        eq(s.post(batch("ctl-1")).status, 200, "POST ctl-1")
+        msg = ("the path holds a percent-encoded NUL or control byte (%00-%1F, %7F): no "
+               "endpoint, batch_id or shard id has one")
+        for path in ("/v1/batches/ctl-1%00x", "/v1/ring%00x", "/v1/ring%1F", "/v1/ring%7f",
+                     "/v1/shards/shard-a%0a/assignments", "/v1/admin/membership%00"):
+            r = s.get(path)
+            eq((r.status, r.error(), r.json()["error"]["message"]),
+               (400, ("invalid_path", ""), msg), path)
+        r = s.request("POST", "/v1/batches%00", body=json.dumps(batch("ctl-2")).encode(),
+                      headers={"Content-Type": "application/json"})
+        eq((r.status, r.error()[0]), (400, "invalid_path"), "POST")
+        eq(s.get("/v1/batches/ctl-2").status, 404, "nothing dispatched")
+        eq(s.get("/v1/batches/ctl%2d1").status, 200, "%2d is '-'")
+        eq(s.get("/v1/ring%20").status, 404, "%20 is a space: no such endpoint")
+        wait_until(lambda: sum(e["status"] == 400 for e in s.request_log()) == 7, 10,
+                   "each logged")
+
+
+def whole_exchange(port, data):
+    """Sends `data` and reads to the end of the connection (a 10 s bound): every byte answered."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        sock.sendall(data)
+        got = b""
+        while True:
+            part = sock.recv(65536)
+            if not part:
+                return got
+            got += part
+    finally:
+        sock.close()
+
+
+@case("limits")
+def framing_other_than_chunked_or_one_length_is_refused_and_closed():
+    """RFC 9112 framing as docs/api.md §1 reads it: a Transfer-Encoding other than exactly
+    chunked is 501; Transfer-Encoding with Content-Length, or two different Content-Lengths, is
+    400 invalid_framing; each is one status line, then the connection is closed, so a request
+    smuggled after it is never answered and nothing is dispatched."""
+    doc = json.dumps(batch("fr-1")).encode()
+    get = b"GET /v1/ring HTTP/1.1\r\nHost: x\r\n\r\n"
+    post = b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(doc), doc)
+    with Server() as s:
+        for head, body, status, code in (
+                (b"Transfer-Encoding: gzip\r\n", doc, 501, "not_implemented"),
+                (b"Transfer-Encoding: identity, chunked\r\n", chunked, 501, "not_implemented"),
+                (b"Transfer-Encoding: chunked\r\nContent-Length: %d\r\n" % len(chunked),
+                 chunked, 400, "invalid_framing"),
+                (b"Content-Length: %d\r\nContent-Length: %d\r\n" % (len(doc), len(doc) + 1),
+                 doc, 400, "invalid_framing")):
+            got = whole_exchange(s.port, post + head + b"\r\n" + body + get)
+            what = head.decode().strip()
+            eq((got.count(b"HTTP/1.1 "), got.split(b" ", 2)[1]), (1, b"%d" % status),
+               "one answer: " + what)
+            eq(json.loads(got.split(b"\r\n\r\n", 1)[1])["error"]["code"], code, what)
+        eq(s.get("/v1/batches/fr-1").status, 404, "nothing dispatched")
+        got = whole_exchange(s.port, post + b"Transfer-Encoding: chunked\r\nConnection: close"
+                             b"\r\n\r\n" + chunked)
+        eq(got.split(b" ", 2)[1], b"200", "chunked alone is read")
+
+
+@case("limits")
 def body_over_max_body_is_413():
     with Server(args=["--max-body", "1000"]) as s:
         head = (b"POST /v1/batches HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"

@@ -264,8 +264,8 @@ def an_index_ahead_of_the_journal_is_rebuilt_at_the_start():
 @case("state_derived")
 def an_index_of_another_history_never_serves_its_batches():
     """index/ of one history (b-0001 .. b-0008) beside the journal of another of the same shape
-    (x-0001 .. x-0010 with the same keys, so every line has the same length; no checkpoint): a read names its receipt by seq, batch id and fingerprint
-    (docs/journal.md §9), so GET b-0003 and a retry of b-0003 are 500 index_corrupt naming the
+    (x-0001 .. x-0010 with the same keys, so every line has the same length; no checkpoint): a
+    read names its receipt by seq, batch id and fingerprint (docs/journal.md §9), so GET b-0003 and a retry of b-0003 are 500 index_corrupt naming the
     batch, the seq and the repair, never x-0003's bytes; after the repair (index/ removed) b-0003
     is unknown and x-0003 reads back."""
     d, other = tmpdir(), tmpdir()
