@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "digest.h"
 #include "store_facts.h"
 #include "verify.h"
 
@@ -104,6 +105,38 @@ static void hc_store_columns(const PGresult *res, struct hc_report *rep)
     }
 }
 
+/* Schema version 5 on: each row's receipt_sha256 is the SHA-256 of its receipt's bytes, as the
+ * gateway wrote it with them (docs/journal.md §10). */
+static void hc_store_sha256(const PGresult *res, struct hc_report *rep)
+{
+    struct hc_digest *d = NULL;
+    struct hc_err err;
+    if (hc_digest_open("SHA256", &d, &err) != 0) {
+        hc_report_issue(rep, HC_SLOT_STORE, "store_receipt_sha256", "shardgate_receipts", "%s",
+                        err.msg);
+        return;
+    }
+    for (int row = 0; row < PQntuples(res); row++) {
+        unsigned char bytes[HC_DIGEST_MAX];
+        char want[2 * HC_DIGEST_MAX + 1] = "";
+        if (hc_digest_once(d, PQgetvalue(res, row, HC_RC_RECEIPT),
+                           (size_t)PQgetlength(res, row, HC_RC_RECEIPT), bytes) == 0)
+            hc_hex(bytes, hc_digest_size(d), want);
+        const char *have = PQgetvalue(res, row, HC_RC_SHA256);
+        hc_store_count(rep, 1);
+        if (strcmp(have, want) == 0)
+            continue;
+        char subject[64];
+        snprintf(subject, sizeof subject, "shardgate_receipts seq %" PRId64,
+                 hc_store_int(res, row, HC_RC_SEQ));
+        hc_report_issue(rep, HC_SLOT_STORE, "store_receipt_sha256", subject,
+                        "receipt_sha256: %s != %s (the column's, then the SHA-256 of the "
+                        "receipt's bytes)",
+                        have, want);
+    }
+    hc_digest_close(d);
+}
+
 void hc_store_facts(const struct hc_store_snap *s, struct hc_report *rep)
 {
     hc_store_newlines(s->epochs, HC_EP_RECORD, HC_EP_SEQ, "shardgate_epochs epoch_seq", "record",
@@ -113,4 +146,6 @@ void hc_store_facts(const struct hc_store_snap *s, struct hc_report *rep)
     hc_store_seqs(s->receipts, rep);
     hc_store_sequencer(s, rep);
     hc_store_columns(s->receipts, rep);
+    if (s->version >= HC_STORE_SCHEMA_SHA256)
+        hc_store_sha256(s->receipts, rep);
 }

@@ -12,7 +12,7 @@ int64_t hc_store_int(const PGresult *res, int row, int col)
 
 /* shardgate_schema must exist and say a version HC_STORE_SCHEMA_MIN..HC_STORE_SCHEMA
  * (docs/operations.md §1.7). */
-static int hc_store_schema(struct hc_pg *c, struct hc_err *err)
+static int hc_store_schema(struct hc_pg *c, long *out, struct hc_err *err)
 {
     int code = 0;
     PGresult *res =
@@ -30,6 +30,7 @@ static int hc_store_schema(struct hc_pg *c, struct hc_err *err)
         return code;
     long version = strtol(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
+    *out = version;
     if (version < HC_STORE_SCHEMA_MIN || version > HC_STORE_SCHEMA)
         return hc_err_set(err, -EPROTO,
                           "shardgate_schema: version %ld, this health reads versions %d to %d",
@@ -43,26 +44,33 @@ static int hc_store_schema(struct hc_pg *c, struct hc_err *err)
 #define HC_EPOCH_FIRST                                                                             \
     "(SELECT epoch, min(epoch_seq) AS epoch_seq FROM shardgate_epochs GROUP BY epoch)"
 
+/* The receipts with their seq, and receipt_sha256 (schema version 5 on) or NULL: a receipt
+ * waiting for its seq is not in the totals or the feed yet, judged once it has one
+ * (docs/journal.md §10). */
+#define HC_RECEIPTS(sha256)                                                                        \
+    "SELECT r.seq, r.batch_id, r.fingerprint, r.epoch, r.receipt, e.epoch_seq, " sha256 " FROM "   \
+    "shardgate_receipts r LEFT JOIN " HC_EPOCH_FIRST " e ON e.epoch = r.epoch WHERE r.seq IS "     \
+    "NOT NULL ORDER BY r.seq"
+
 static const char *const hc_store_queries[] = {
     "SELECT epoch_seq, epoch, first_seq, record FROM shardgate_epochs ORDER BY epoch_seq",
-    /* a receipt waiting for its seq is not in the totals or the feed yet: judged once it has
-     * one (docs/journal.md §10) */
-    "SELECT r.seq, r.batch_id, r.fingerprint, r.epoch, r.receipt, e.epoch_seq FROM "
-    "shardgate_receipts r LEFT JOIN " HC_EPOCH_FIRST " e ON e.epoch = r.epoch WHERE r.seq IS NOT "
-    "NULL ORDER BY r.seq",
+    HC_RECEIPTS("NULL"),
     /* in the order of hc_totals: epoch_seq, then shard ids byte by byte */
     "SELECT t.epoch, t.shard, t.weight, t.capacity, t.received, t.load, e.epoch_seq FROM "
     "shardgate_totals t LEFT JOIN " HC_EPOCH_FIRST " e ON e.epoch = t.epoch "
     "ORDER BY e.epoch_seq, t.shard COLLATE \"C\"",
     "SELECT last_seq FROM shardgate_sequencer",
 };
+static const char hc_receipts_sha256[] = HC_RECEIPTS("encode(r.receipt_sha256, 'hex')");
 
 static int hc_store_tables(struct hc_pg *c, struct hc_store_snap *s, struct hc_err *err)
 {
     PGresult **slots[] = {&s->epochs, &s->receipts, &s->totals, &s->sequencer};
     for (size_t i = 0; i < 4; i++) {
         int code = 0;
-        *slots[i] = hc_pg_select(c, hc_store_queries[i], &code, err);
+        const char *sql = i == 1 && s->version >= HC_STORE_SCHEMA_SHA256 ? hc_receipts_sha256
+                                                                         : hc_store_queries[i];
+        *slots[i] = hc_pg_select(c, sql, &code, err);
         if (*slots[i] == NULL)
             return code;
     }
@@ -74,7 +82,7 @@ int hc_store_read(struct hc_pg *c, const char *url, struct hc_store_snap *s, str
     memset(s, 0, sizeof *s);
     int rc = hc_pg_connect(c, url, err);
     rc = rc ? rc : hc_pg_begin(c, err);
-    rc = rc ? rc : hc_store_schema(c, err);
+    rc = rc ? rc : hc_store_schema(c, &s->version, err);
     rc = rc ? rc : hc_store_tables(c, s, err);
     hc_pg_end(c);
     if (rc != 0)

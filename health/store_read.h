@@ -6,16 +6,26 @@
 
 #include "pg.h"
 
-/* The schema versions this health reads (db/migrations, docs/operations.md §1.7): 2 lets receipts
- * wait for their seq (those are not judged until they have one); 1 gave the seq at commit. */
+/* The schema versions this health reads (db/migrations, docs/operations.md §1.7): 5 gives each
+ * receipt row its receipt_sha256; 2 lets receipts wait for their seq (those are not judged until
+ * they have one); 1 gave the seq at commit. */
 #define HC_STORE_SCHEMA_MIN 1
-#define HC_STORE_SCHEMA 4
+#define HC_STORE_SCHEMA 5
+#define HC_STORE_SCHEMA_SHA256 5
 
 /* Columns of each result, in the order of the SELECTs of store_read.c. */
 enum { HC_EP_SEQ, HC_EP_EPOCH, HC_EP_FIRST_SEQ, HC_EP_RECORD };
 /* HC_RC_EPOCH_SEQ and HC_TT_EPOCH_SEQ: the epoch_seq of the first row of the row's epoch, NULL
- * when none. */
-enum { HC_RC_SEQ, HC_RC_BATCH_ID, HC_RC_FINGERPRINT, HC_RC_EPOCH, HC_RC_RECEIPT, HC_RC_EPOCH_SEQ };
+ * when none. HC_RC_SHA256: receipt_sha256 in hex, NULL before schema version 5. */
+enum {
+    HC_RC_SEQ,
+    HC_RC_BATCH_ID,
+    HC_RC_FINGERPRINT,
+    HC_RC_EPOCH,
+    HC_RC_RECEIPT,
+    HC_RC_EPOCH_SEQ,
+    HC_RC_SHA256
+};
 enum {
     HC_TT_EPOCH,
     HC_TT_SHARD,
@@ -27,6 +37,7 @@ enum {
 };
 
 struct hc_store_snap {
+    long version;        /* shardgate_schema's */
     PGresult *epochs;    /* shardgate_epochs by epoch_seq */
     PGresult *receipts;  /* shardgate_receipts by seq */
     PGresult *totals;    /* shardgate_totals by epoch_seq, shard */

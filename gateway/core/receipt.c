@@ -2,6 +2,7 @@
 #include "receipt.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "spill.h"
 
@@ -141,4 +142,19 @@ void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const str
     if (t->contract.policy == GW_POLICY_SPILL) /* docs/contract.md §9 rule 4 */
         gw_buf_field_u64(out, ",\"spilled\":", d->spilled);
     gw_buf_puts(out, d->ok ? "},\"ok\":true}" : "},\"ok\":false}");
+}
+
+int gw_receipt_names_batch(const char *receipt, size_t len, const char *id, size_t id_len)
+{
+    static const char head[] = "{\"receipt_version\":";
+    static const char key[] = ",\"batch_id\":\"";
+    const char *r = receipt, *end = receipt + len;
+    if (len < sizeof(head) || memcmp(r, head, sizeof(head) - 1) != 0)
+        return 0;
+    r += sizeof(head) - 1;
+    while (r < end && *r >= '0' && *r <= '9')
+        r++;
+    return (size_t)(end - r) >= sizeof(key) - 1 + id_len + 1 &&
+           memcmp(r, key, sizeof(key) - 1) == 0 && memcmp(r + sizeof(key) - 1, id, id_len) == 0 &&
+           r[sizeof(key) - 1 + id_len] == '"';
 }

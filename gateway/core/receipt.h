@@ -13,6 +13,11 @@
 void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const struct gw_batch *b,
                       const struct gw_dispatch *d);
 
+/* Whether the stored receipt bytes (`len`, no newline) name batch `id` (`id_len` bytes): both
+ * receipt versions write batch_id second, after receipt_version (docs/contract.md §5). A read
+ * checks it, so that it never serves another batch's receipt (docs/journal.md §9, §10). */
+int gw_receipt_names_batch(const char *receipt, size_t len, const char *id, size_t id_len);
+
 /* Appends the ring summary {"id",...,"online":[...]}; with `points`, also every point. */
 void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points);
 

@@ -1,5 +1,5 @@
-/* A journal line that failed its check when read for an answer (docs/journal.md §2.1): counted,
- * logged, and answered as an error, never as its bytes. */
+/* A journal line or a database row that failed its check when read for an answer
+ * (docs/journal.md §2.1, §10): counted, logged, and answered as an error, never as its bytes. */
 #include <errno.h>
 #include <stdio.h>
 
@@ -24,6 +24,17 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
              "journal record damaged: seq %llu in %s (the line at offset %llu): %s; nothing of it "
              "is served (docs/operations.md §5.2)",
              (unsigned long long)seq, file, (unsigned long long)offset, gw_store_damage_what(rc));
+    return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "record_corrupt", msg, "", NULL, NULL);
+}
+
+enum MHD_Result gw_serve_row_damage(struct gw_req *r, const char *msg)
+{
+    atomic_fetch_add(&r->srv->metrics.row_damage, 1); /* not /readyz's: docs/journal.md §10 */
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "table", "shardgate_receipts");
+    gw_log_str(&f, "message", msg);
+    gw_log_event("record_checksum_failed", &f);
     return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "record_corrupt", msg, "", NULL, NULL);
 }
 

@@ -197,6 +197,10 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
         gw_feed_out_free(&c.out);
         return gw_serve_record_damage(r, miss.segment, miss.line, miss.seq, rc);
     }
+    if (rc == -EBADE) { /* a damaged database row (--store postgres) */
+        gw_feed_out_free(&c.out);
+        return gw_serve_row_damage(r, miss.error.msg);
+    }
     if (rc == -EAGAIN) {
         gw_feed_out_free(&c.out);
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", miss.error.msg,

@@ -291,6 +291,11 @@ static enum MHD_Result answer(struct gw_req *r)
         return unavailable(r);
     if (r->post->item.verdict == GW_COMMIT_REUSED)
         return reused(r);
+    if (r->post->item.verdict == GW_COMMIT_DAMAGED) {
+        struct gw_error err;
+        gw_pg_receipt_refused(r->batch_id, r->post->item.damage, &err);
+        return gw_serve_row_damage(r, err.msg);
+    }
     int replayed = r->post->item.verdict == GW_COMMIT_REPLAY;
     if (replayed)
         r->result = GW_RESULT_REPLAYED;

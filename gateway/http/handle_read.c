@@ -189,6 +189,8 @@ static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, str
                               GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);
     case -EXDEV:
         return gw_serve_index_mismatch(r, id, miss);
+    case -EBADE:
+        return gw_serve_row_damage(r, miss->error.msg);
     case -EAGAIN:
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", miss->error.msg,
                               "", "Retry-After", "1");

@@ -6,9 +6,7 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "crashpoint.h"
 #include "if_match.h"

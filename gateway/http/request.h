@@ -243,6 +243,10 @@ int gw_serve_catch_up(struct gw_server *s, struct gw_error *err);
 enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint64_t offset,
                                        uint64_t seq, int rc);
 
+/* A --store postgres receipt row that failed its check when read (docs/journal.md §10): counted,
+ * logged and answered 500 record_corrupt with `msg` (gw_pg_receipt_refused's), never its bytes. */
+enum MHD_Result gw_serve_row_damage(struct gw_req *r, const char *msg);
+
 /* The index placed a batch at a sound journal record of another batch or fingerprint (damage.c,
  * docs/journal.md §9): logs `index_mismatch` and answers 500 index_corrupt naming the batch, the
  * seq and the line, and the repair. */

@@ -299,9 +299,10 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
                       "Receipt records journaled.");
     put_f(out, "shardgate_journal_records_total %llu\n", atomic_load(&m->records));
     gw_metrics_header(out, "shardgate_record_checksum_failures_total", "counter",
-                      "Journal lines read for an answer or a scrub that failed their check "
-                      "(docs/journal.md §2.1).");
-    put_f(out, "shardgate_record_checksum_failures_total %llu\n", atomic_load(&m->record_damage));
+                      "Journal lines read for an answer or a scrub, and receipt rows read "
+                      "(--store postgres), that failed their check (docs/journal.md §2.1, §10).");
+    put_f(out, "shardgate_record_checksum_failures_total %llu\n",
+          atomic_load(&m->record_damage) + atomic_load(&m->row_damage));
     gw_metrics_header(out, "shardgate_scrub_passes_total", "counter",
                       "Complete passes of the journal scrub (--scrub-rate).");
     put_f(out, "shardgate_scrub_passes_total %llu\n", atomic_load(&m->scrub_passes));

@@ -67,6 +67,7 @@ struct gw_metrics {
     _Atomic double reload_success_s; /* Unix time of the start or the last reload that passed */
     atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
     atomic_ullong record_damage;   /* journal lines read that failed their check */
+    atomic_ullong row_damage;      /* receipt rows read that failed theirs (--store postgres) */
     atomic_ullong scrub_passes;    /* complete passes of the scrub */
     atomic_ullong scrub_last_pass; /* Unix time the last one ended, 0: none */
     atomic_ullong scrub_bytes;     /* bytes the scrub read */

@@ -173,6 +173,7 @@ struct gw_store_miss {
  *            miss->segment, line and seq;
  *   -EUCLEAN the idempotency index failed a block's checksum (docs/journal.md §9);
  *   -EXDEV   the index places it at a sound record of another batch or fingerprint;
+ *   -EBADE   --store postgres: its row failed its check (docs/journal.md §10), miss->error;
  *   -EAGAIN  the store cannot be reached (--store postgres), miss->error;
  *   -ENOMEM or another -errno: the bytes could not be read. */
 int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
@@ -192,6 +193,7 @@ int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id
  * visitor's code;
  *   -ESTALE  `after` lies in an archived segment: miss->earliest;
  *   -EBADMSG or -ENOMSG  a journal line failed its check: miss->segment, line and seq;
+ *   -EBADE   --store postgres: a receipt row failed its check, miss->error;
  *   -EAGAIN  the store cannot be reached (--store postgres), miss->error;
  *   -ENOMEM or another -errno: the records could not be read. */
 int gw_store_feed_read(struct gw_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,

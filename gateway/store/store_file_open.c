@@ -212,11 +212,11 @@ static void drop_index_ahead(struct gw_store *s, const struct gw_store_options *
     gw_log_event("index_ahead_of_journal", &f);
     gw_idem_close(&s->idem);
     s->idem_open = 0;
+    gw_idem_discard(o->state_dir); /* while the journal holds the state dir's lock */
     gw_journal_close(&s->journal);
     gw_ledger_free(&s->ledger);
     gw_ledger_init(&s->ledger);
     s->index_durable_seq = s->checkpoint_seq = 0;
-    gw_idem_discard(o->state_dir);
 }
 
 /* Checkpoints past the journal's end (it was cut or restored after they were written): the start

@@ -5,6 +5,7 @@
 on its own copy of that database (CREATE DATABASE ... TEMPLATE), tampers with it as the owner
 role and asserts the exact verdict. The database is stopped when the script ends, pass or fail.
 """
+import hashlib
 import json
 import os
 import socket
@@ -124,9 +125,9 @@ def sums(receipts):
 
 
 def store_checks(receipts, totals):
-    """Evaluations of the store facts: seq, batch_id and epoch per row, the sequencer, one per
-    totals row or sum."""
-    return 3 * len(receipts) + 1 + len(set(totals) | set(sums(receipts)))
+    """Evaluations of the store facts: seq, batch_id, epoch and receipt_sha256 per row, the
+    sequencer, one per totals row or sum."""
+    return 4 * len(receipts) + 1 + len(set(totals) | set(sums(receipts)))
 
 
 def totals_issue(epoch, shard, have, want):
@@ -177,9 +178,28 @@ def store_placement_shard():
     receipts[1][4] = tampered
     want = sums(receipts)
     expect_fail(db, ["placement_shard: %s: %s shard: expected %s, got %s"
-                     % (batch_id, first["id"], first["shard"], other)] +
+                     % (batch_id, first["id"], first["shard"], other),
+                     sha256_issue(seq, text, tampered)] +
                 [totals_issue(epoch, s, totals[(epoch, s)], want[(epoch, s)])
                  for s in sorted((first["shard"], other))])
+
+
+def sha256_issue(seq, written, now):
+    return ("store_receipt_sha256: shardgate_receipts seq %s: receipt_sha256: %s != %s (the "
+            "column's, then the SHA-256 of the receipt's bytes)"
+            % (seq, hashlib.sha256(written.encode()).hexdigest(),
+               hashlib.sha256(now.encode()).hexdigest()))
+
+
+@case("check")
+def store_receipt_sha256():
+    """docs/operations.md §1.7: a row's receipt_sha256 is the SHA-256 of its receipt's bytes;
+    only the column changed, the one issue names both."""
+    db = copy_db()
+    _, receipts, _, _ = rows(db)
+    seq, text = receipts[3][0], receipts[3][4]
+    pg().sql(db, "UPDATE shardgate_receipts SET receipt_sha256 = sha256('x') WHERE seq = %s" % seq)
+    expect_fail(db, [sha256_issue(seq, "x", text)])
 
 
 @case("check")
@@ -273,8 +293,8 @@ def store_no_schema():
 @case("cannot_judge")
 def store_schema_version():
     db = copy_db()
-    pg().sql(db, "INSERT INTO shardgate_schema (version, name) VALUES (5, '0005_next.sql')")
-    expect_input(db, "shardgate_schema: version 5, this health reads versions 1 to 4")
+    pg().sql(db, "INSERT INTO shardgate_schema (version, name) VALUES (6, '0006_next.sql')")
+    expect_input(db, "shardgate_schema: version 6, this health reads versions 1 to 5")
 
 
 @case("cannot_judge")

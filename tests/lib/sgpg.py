@@ -14,7 +14,7 @@ import sgtest
 from sgtest import eq, free_port, run, run_gateway, src, Failure
 
 
-SCHEMA_VERSION = 4  # what `shardgate db init` creates: db/migrations' last
+SCHEMA_VERSION = 5  # what `shardgate db init` creates: db/migrations' last
 DATABASES = []  # every Postgres a script started: finish() stops them
 
 

@@ -185,6 +185,63 @@ def a_version_1_database_migrates_with_its_receipts():
         eq((code, (sgtest.parse_line(out) or {}).get("status")), (0, "pass"), "health: %s" % out)
 
 
+# --- a row read back is the row written -----------------------------------------------------
+
+def damaged(r, batch_id, what):
+    """r is the 500 record_corrupt of a damaged receipt row (docs/operations.md §5.2)."""
+    eq((r.status, r.error(), r.json()["error"]["message"]),
+       (500, ("record_corrupt", ""), "stored receipt damaged: the shardgate_receipts row of batch_id "
+        "\"%s\": %s; nothing of it is served (docs/operations.md §5.2)" % (batch_id, what)),
+       "a damaged row: %r" % r)
+
+
+@case("damage")
+def a_changed_receipt_row_is_answered_500_never_served():
+    """docs/journal.md §10: the receipt_sha256 the gateway wrote with each row is checked by
+    every read. A byte changed in d-1's receipt: GET, the POST of its batch again and the feed
+    through it answer 500 record_corrupt; d-2 given d-3's receipt (and its digest): GET names
+    another batch. Putting the bytes back repairs it, and health --store, which reported both
+    rows, passes again."""
+    with Cluster(1) as c:
+        gw = c.gws[0]
+        docs = [batch("d-%d" % k, n=3, seed=k) for k in (1, 2, 3)]
+        bodies = [post(gw, d).body for d in docs]
+        c.sequenced()
+        c.sql("UPDATE shardgate_receipts SET receipt = regexp_replace(receipt, '\"size\":', "
+              "'\"size\":1') WHERE batch_id = 'd-1'")
+        c.sql("UPDATE shardgate_receipts SET (receipt, receipt_sha256) = (SELECT receipt, "
+              "receipt_sha256 FROM shardgate_receipts WHERE batch_id = 'd-3') WHERE batch_id = "
+              "'d-2'")
+        sha = "its receipt does not hash to its receipt_sha256"
+        damaged(gw.get("/v1/batches/d-1"), "d-1", sha)
+        damaged(post(gw, docs[0]), "d-1", sha)
+        damaged(gw.get("/v1/receipts?after=0", headers={"Accept": "application/json"}), "d-1",
+                sha)
+        damaged(gw.get("/v1/batches/d-2"), "d-2", "its receipt names another batch_id")
+        eq(gw.get("/v1/batches/d-3").body, bodies[2], "d-3 is sound")
+        counted = [line for line in gw.get("/metrics").body.decode().splitlines()
+                   if line.startswith("shardgate_record_checksum_failures_total ")]
+        eq(counted, ["shardgate_record_checksum_failures_total 4"], "each counted")
+        eq(gw.get("/readyz").status, 200, "ready still: the row is the database's (docs/api.md §1)")
+        code, out, err = sgtest.run_tool(sgtest.HEALTH, [
+            "check", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, "--store",
+            c.pg.db_url("shardgate")])
+        eq((code, [i.split(":")[0] for i in sgtest.parse_line(out)["issues"]
+                   if i.startswith("store_")]),
+           (2, ["store_batch_id", "store_receipt_sha256"] + ["store_totals"] * 3),
+           "health sees both rows (%s)" % out)
+        for doc, body in zip(docs[:2], bodies[:2]):
+            c.sql("UPDATE shardgate_receipts SET receipt = $q$%s$q$ WHERE batch_id = '%s'"
+                  % (body.decode().rstrip("\n"), doc["batch_id"]))
+        c.sql("UPDATE shardgate_receipts SET receipt_sha256 = sha256(convert_to(receipt, 'UTF8')) "
+              "WHERE batch_id = 'd-2'")
+        eq([gw.get("/v1/batches/%s" % d["batch_id"]).body for d in docs], bodies, "repaired")
+        r = post(gw, docs[0])
+        eq((r.status, r.headers.get("idempotent-replayed"), r.body), (200, "true", bodies[0]),
+           "the POST again replays")
+        c.health()
+
+
 # --- exactly once across replicas ------------------------------------------------------------
 
 @case("replicas")

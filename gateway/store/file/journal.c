@@ -17,6 +17,7 @@
 #include <sys/file.h>
 
 #include "fileio.h"
+#include "receipt.h"
 #include "record.h"
 #include "ring.h"
 #include "state_format.h"
@@ -979,8 +980,7 @@ static int check_receipt_line(const char *line, size_t len, size_t prefix, uint6
 }
 
 /* Whether the sound record line names the batch and fingerprint the read expects: the prefix's
- * fingerprint (lowercase hex, docs/journal.md §2) and the receipt's batch_id, which both receipt
- * versions write second, after receipt_version. 0 or -EXDEV. */
+ * fingerprint (lowercase hex, docs/journal.md §2) and the receipt's batch_id. 0 or -EXDEV. */
 static int names_the_batch(const char *line, size_t prefix, size_t len,
                            const struct gw_receipt_name *name)
 {
@@ -993,20 +993,7 @@ static int names_the_batch(const char *line, size_t prefix, size_t len,
         if (fp[2 * i] != hex[byte >> 4] || fp[2 * i + 1] != hex[byte & 15])
             return -EXDEV;
     }
-    const char *r = line + prefix, *end = r + len;
-    static const char head[] = "{\"receipt_version\":";
-    static const char key[] = ",\"batch_id\":\"";
-    if (len < sizeof(head) || memcmp(r, head, sizeof(head) - 1) != 0)
-        return -EXDEV;
-    r += sizeof(head) - 1;
-    while (r < end && *r >= '0' && *r <= '9')
-        r++;
-    if ((size_t)(end - r) < sizeof(key) - 1 + name->id_len + 1 ||
-        memcmp(r, key, sizeof(key) - 1) != 0 ||
-        memcmp(r + sizeof(key) - 1, name->id, name->id_len) != 0 ||
-        r[sizeof(key) - 1 + name->id_len] != '"')
-        return -EXDEV;
-    return 0;
+    return gw_receipt_names_batch(line + prefix, len, name->id, name->id_len) ? 0 : -EXDEV;
 }
 
 uint64_t gw_journal_receipt_line(uint64_t seq, uint64_t receipt_offset)

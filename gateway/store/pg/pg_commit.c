@@ -16,8 +16,8 @@
 #include "fnv.h"
 #include "timing.h"
 
-#define RECEIPT_COLUMNS 10
-#define ROWS_PER_INSERT 6000 /* RECEIPT_COLUMNS parameters a row, under libpq's 65535 */
+#define RECEIPT_COLUMNS 11
+#define ROWS_PER_INSERT 5000 /* RECEIPT_COLUMNS parameters a row, under libpq's 65535 */
 
 /* A batch_id met in this group: its first item's. */
 struct seen {
@@ -28,6 +28,7 @@ struct seen {
 /* The text parameters of one new receipt's row that are not the item's own strings. */
 struct row_text {
     char hex[2 * GW_FINGERPRINT_LEN + 1];
+    char digest[GW_PG_DIGEST_TEXT]; /* receipt_sha256 (pg_receipt.c) */
     char bits[24];
     struct gw_buf tally[5]; /* array literals: shard, weight, capacity, received, load */
 };
@@ -168,10 +169,11 @@ static int row_params(struct group *g)
         snprintf(r->bits, sizeof(r->bits), "%" PRId64, (int64_t)it->shard_bits);
         if (tally_arrays(r, it) != 0)
             return -ENOMEM;
+        gw_pg_receipt_digest(it->receipt, it->receipt_len, r->digest);
         const char *row[RECEIPT_COLUMNS] = {it->batch_id,     r->hex,           it->epoch,
-                                            it->receipt,      r->bits,          r->tally[0].data,
-                                            r->tally[1].data, r->tally[2].data, r->tally[3].data,
-                                            r->tally[4].data};
+                                            it->receipt,      r->digest,        r->bits,
+                                            r->tally[0].data, r->tally[1].data, r->tally[2].data,
+                                            r->tally[3].data, r->tally[4].data};
         memcpy(p, row, sizeof(row));
         p += RECEIPT_COLUMNS;
         g->fresh++;
@@ -189,7 +191,7 @@ static int insert_steps(struct group *g)
         struct gw_buf sql;
         gw_buf_init(&sql);
         gw_buf_puts(&sql, "INSERT INTO shardgate_receipts (batch_id, fingerprint, epoch, receipt, "
-                          "shard_bits, tally_shard, tally_weight, tally_capacity, "
+                          "receipt_sha256, shard_bits, tally_shard, tally_weight, tally_capacity, "
                           "tally_received, tally_load)");
         for (size_t r = 0; r < rows; r++)
             for (int k = 0; k < RECEIPT_COLUMNS; k++) {
@@ -266,8 +268,8 @@ static int read_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *e
     }
     const char *params[] = {ids.data};
     PGresult *res = gw_pg_exec(c,
-                               "SELECT batch_id, fingerprint, receipt FROM shardgate_receipts "
-                               "WHERE batch_id = ANY ($1::text[])",
+                               "SELECT batch_id, fingerprint, receipt, encode(receipt_sha256, "
+                               "'hex') FROM shardgate_receipts WHERE batch_id = ANY ($1::text[])",
                                1, params, err);
     gw_buf_free(&ids);
     if (!res)
@@ -277,8 +279,14 @@ static int read_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *e
         char hex[2 * GW_FINGERPRINT_LEN + 1];
         gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, hex);
         if (strcmp(PQgetvalue(res, row, 1), hex) != 0)
-            continue;                   /* REUSED */
-        it->verdict = GW_COMMIT_REPLAY; /* its own receipt is not needed any more */
+            continue; /* REUSED */
+        it->damage =
+            gw_pg_receipt_damage(it->batch_id, PQgetvalue(res, row, 2),
+                                 (size_t)PQgetlength(res, row, 2), PQgetvalue(res, row, 3));
+        it->verdict = it->damage ? GW_COMMIT_DAMAGED : GW_COMMIT_REPLAY;
+        if (it->damage)
+            continue;
+        /* its own receipt is not needed any more */
         gw_buf_reset(it->stored);
         gw_buf_append(it->stored, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2));
     }
@@ -294,8 +302,9 @@ static void decide_repeats(struct group *g)
         if (first == it)
             continue;
         if (memcmp(first->fingerprint, it->fingerprint, GW_FINGERPRINT_LEN) != 0 ||
-            first->verdict == GW_COMMIT_REUSED) {
-            it->verdict = GW_COMMIT_REUSED;
+            first->verdict == GW_COMMIT_REUSED || first->verdict == GW_COMMIT_DAMAGED) {
+            it->verdict = first->verdict == GW_COMMIT_DAMAGED ? first->verdict : GW_COMMIT_REUSED;
+            it->damage = first->damage;
             continue;
         }
         it->verdict = GW_COMMIT_REPLAY;

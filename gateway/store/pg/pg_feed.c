@@ -12,9 +12,16 @@
 
 #include "records.h"
 
-/* The journal's receipt record line of one row (docs/journal.md §2). */
-static int receipt_line(PGresult *res, int row, struct gw_buf *line)
+/* The journal's receipt record line of one row (docs/journal.md §2), once the row passed its
+ * check (pg_receipt.c). */
+static int receipt_line(PGresult *res, int row, struct gw_buf *line, struct gw_error *err)
 {
+    const char *batch_id = PQgetvalue(res, row, 3);
+    const char *damage =
+        gw_pg_receipt_damage(batch_id, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2),
+                             PQgetvalue(res, row, 4));
+    if (damage)
+        return gw_pg_receipt_refused(batch_id, damage, err);
     unsigned char fp[GW_FINGERPRINT_LEN];
     const char *hex = PQgetvalue(res, row, 1);
     if (strlen(hex) != 2 * GW_FINGERPRINT_LEN || gw_hex_decode(hex, fp, GW_FINGERPRINT_LEN) != 0)
@@ -48,14 +55,14 @@ static PGresult *receipts_after(struct gw_pg_store *s, uint64_t after, size_t ma
     snprintf(n, sizeof(n), "%zu", max);
     const char *params[] = {a, n};
     return gw_pg_exec(&s->query,
-                      "SELECT seq, fingerprint, receipt FROM shardgate_receipts WHERE seq > $1 "
-                      "ORDER BY seq LIMIT $2",
+                      "SELECT seq, fingerprint, receipt, batch_id, encode(receipt_sha256, 'hex') "
+                      "FROM shardgate_receipts WHERE seq > $1 ORDER BY seq LIMIT $2",
                       2, params, err);
 }
 
 /* Visits the rows in journal order: each epoch just before the receipt with its first_seq. */
 static int visit_rows(PGresult *rec, PGresult *ep, gw_feed_visit_fn visit, void *ctx,
-                      uint64_t *last)
+                      uint64_t *last, struct gw_error *err)
 {
     struct gw_buf line;
     gw_buf_init(&line);
@@ -67,7 +74,7 @@ static int visit_rows(PGresult *rec, PGresult *ep, gw_feed_visit_fn visit, void 
                                        (size_t)PQgetlength(ep, e, 0), NULL};
             rc = visit(ctx, &r);
         }
-        if (rc == 0 && (rc = receipt_line(rec, row, &line)) == 0) {
+        if (rc == 0 && (rc = receipt_line(rec, row, &line, err)) == 0) {
             struct gw_feed_record r = {GW_FEED_RECEIPT, seq, line.data, line.len, NULL};
             rc = visit(ctx, &r);
             *last = seq;
@@ -87,7 +94,7 @@ int gw_pg_feed_read(struct gw_pg_store *s, uint64_t after, size_t max, gw_feed_v
     PGresult *ep =
         n ? epochs_between(s, after, strtoull(PQgetvalue(rec, n - 1, 0), NULL, 10), err) : NULL;
     pthread_mutex_unlock(&s->read_lock);
-    int rc = !rec || (n && !ep) ? -EIO : visit_rows(rec, ep, visit, ctx, last);
+    int rc = !rec || (n && !ep) ? -EIO : visit_rows(rec, ep, visit, ctx, last, err);
     PQclear(rec);
     PQclear(ep);
     return rc;

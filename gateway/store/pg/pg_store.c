@@ -93,11 +93,19 @@ int gw_pg_store_find(struct gw_pg_store *s, const char *batch_id, struct gw_buf 
                      struct gw_error *err)
 {
     const char *params[] = {batch_id};
-    PGresult *res =
-        read_query(s, "SELECT receipt FROM shardgate_receipts WHERE batch_id = $1", 1, params, err);
+    PGresult *res = read_query(s,
+                               "SELECT receipt, encode(receipt_sha256, 'hex') FROM "
+                               "shardgate_receipts WHERE batch_id = $1",
+                               1, params, err);
     if (!res)
         return -EIO;
     int rc = PQntuples(res) == 0 ? -ENOENT : 0;
+    const char *damage =
+        rc ? NULL
+           : gw_pg_receipt_damage(batch_id, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0),
+                                  PQgetvalue(res, 0, 1));
+    if (damage)
+        rc = gw_pg_receipt_refused(batch_id, damage, err);
     if (rc == 0) {
         gw_buf_append(out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
         rc = out->failed ? -ENOMEM : 0;

@@ -126,8 +126,8 @@ void gw_pg_store_submit(struct gw_pg_store *s, struct gw_commit_item *item);
 /* 1 when the last statement or the once-a-second check reached the database. */
 int gw_pg_store_available(struct gw_pg_store *s);
 
-/* The stored receipt of batch_id into `out` (appended). Returns 0, -ENOENT, -ENOMEM or -EIO
- * (the database cannot be read; err set). */
+/* The stored receipt of batch_id into `out` (appended). Returns 0, -ENOENT, -ENOMEM, -EIO
+ * (the database cannot be read; err set) or -EBADE (the row failed its check; err says how). */
 int gw_pg_store_find(struct gw_pg_store *s, const char *batch_id, struct gw_buf *out,
                      struct gw_error *err);
 
@@ -141,9 +141,21 @@ int gw_pg_store_totals(struct gw_pg_store *s, struct gw_ledger_entry **out, size
 /* Starts the writer thread (pg_commit.c; gw_pg_store_open calls it). Returns 0 or -errno. */
 int gw_pg_store_start_writer(struct gw_pg_store *s, struct gw_error *err);
 
+/* pg_receipt.c. GW_PG_DIGEST_TEXT: a SHA-256 as bytea text: \x, 64 hex digits, NUL. */
+#define GW_PG_DIGEST_TEXT 67
+/* The receipt_sha256 of a receipt row as the INSERT's text parameter. */
+void gw_pg_receipt_digest(const char *receipt, size_t len, char out[GW_PG_DIGEST_TEXT]);
+/* What is wrong with a receipt row read back (its receipt, and encode(receipt_sha256, 'hex')),
+ * or NULL when it is the row written. */
+const char *gw_pg_receipt_damage(const char *batch_id, const char *receipt, size_t len,
+                                 const char *digest_hex);
+/* Fills err with the answer to a damaged row (`what`, from gw_pg_receipt_damage); -EBADE. */
+int gw_pg_receipt_refused(const char *batch_id, const char *what, struct gw_error *err);
+
 /* pg_feed.c: visits the records after `after` in journal order, as gw_feed_read does (feed.h),
  * at most `max` receipts; *last: the seq of the last receipt visited (`after` when none).
- * Returns 0, -EIO (err set), -EINVAL (a row not in the journal's form) or the visitor's code. */
+ * Returns 0, -EIO (err set), -EINVAL (a row not in the journal's form), -EBADE (a row failed its
+ * check; err says how) or the visitor's code. */
 int gw_pg_feed_read(struct gw_pg_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,
                     void *ctx, uint64_t *last, struct gw_error *err);
 

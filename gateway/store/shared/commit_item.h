@@ -18,9 +18,10 @@ struct gw_commit_item;
  * says NEW; the PostgreSQL store decides in the transaction, where another replica may have
  * committed the same batch_id first (docs/api.md §3). */
 enum gw_commit_verdict {
-    GW_COMMIT_NEW,    /* journaled now, with `seq` */
-    GW_COMMIT_REPLAY, /* the batch_id was committed before with the same fingerprint */
-    GW_COMMIT_REUSED, /* the batch_id was committed before with another fingerprint */
+    GW_COMMIT_NEW,     /* journaled now, with `seq` */
+    GW_COMMIT_REPLAY,  /* the batch_id was committed before with the same fingerprint */
+    GW_COMMIT_REUSED,  /* the batch_id was committed before with another fingerprint */
+    GW_COMMIT_DAMAGED, /* committed before with the same fingerprint; its row fails its check */
 };
 
 /* Called once per item from the writer thread: rc 0 when the record is durable, else a
@@ -47,6 +48,7 @@ struct gw_commit_item {
     const struct gw_tally *tally;
     enum gw_commit_verdict verdict; /* set before `done` with rc 0 */
     struct gw_buf *stored;          /* GW_COMMIT_REPLAY: receives the stored receipt */
+    const char *damage;             /* GW_COMMIT_DAMAGED: what is wrong with the row */
     /* the state dir's store: the view's epoch_seq and ledger slots, for the totals it adds */
     uint64_t view_epoch_seq;
     const size_t *slots;
