@@ -19,7 +19,8 @@ const char gw_usage_serve[] =
     "                       [--token-file FILE] [--admin-token-file FILE]\n"
     "                       [--max-body BYTES] [--max-changes N]\n"
     "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
-    "                       [--timeout SECONDS] [--max-body-inflight BYTES]\n"
+    "                       [--timeout SECONDS] [--header-timeout SECONDS]\n"
+    "                       [--max-body-inflight BYTES]\n"
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
     "                       [--idempotency-window DURATION] [--max-watchers N]\n"
@@ -34,7 +35,8 @@ const char gw_usage_serve[] =
     "the database the reads of batches, totals and the feed go to (a standby), not --store.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
-    "          --max-connections-per-ip 256, --timeout 30, --max-body-inflight 268435456,\n"
+    "          --max-connections-per-ip 256, --timeout 30, --header-timeout 10,\n"
+    "          --max-body-inflight 268435456,\n"
     "          --body-timeout 60, --segment-bytes 67108864, --checkpoint-interval 10s,\n"
     "          --max-watchers 256, --scrub-rate 8388608 (bytes a second; 0: no scrub),\n"
     "          --feed-memory 67108864,\n"
@@ -57,6 +59,7 @@ enum {
     OPT_MAX_CONN,
     OPT_MAX_PER_IP,
     OPT_TIMEOUT,
+    OPT_HEADER_TIMEOUT,
     OPT_MAX_BODY_INFLIGHT,
     OPT_BODY_TIMEOUT,
     OPT_METRICS_OPEN,
@@ -135,6 +138,8 @@ static const struct number_option_spec {
     {OPT_MAX_PER_IP, "max-connections-per-ip", 1, 100000, KIND_UINT,
      offsetof(struct gw_serve_options, max_per_ip)},
     {OPT_TIMEOUT, "timeout", 1, 3600, KIND_UINT, offsetof(struct gw_serve_options, timeout_s)},
+    {OPT_HEADER_TIMEOUT, "header-timeout", 1, 3600, KIND_UINT,
+     offsetof(struct gw_serve_options, header_timeout_s)},
     {OPT_SEGMENT_BYTES, "segment-bytes", GW_SEGMENT_BYTES_MIN, GW_SEGMENT_BYTES_MAX, KIND_U64,
      offsetof(struct gw_serve_options, segment_bytes)},
     {OPT_MAX_WATCHERS, "max-watchers", 1, 100000, KIND_UINT,
@@ -195,6 +200,7 @@ static const struct option serve_options[] = {
     {"max-connections", required_argument, 0, OPT_MAX_CONN},
     {"max-connections-per-ip", required_argument, 0, OPT_MAX_PER_IP},
     {"timeout", required_argument, 0, OPT_TIMEOUT},
+    {"header-timeout", required_argument, 0, OPT_HEADER_TIMEOUT},
     {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
     {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
     {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
@@ -324,6 +330,7 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
                                    .max_connections = GW_MAX_CONNECTIONS_DEFAULT,
                                    .max_per_ip = GW_MAX_PER_IP_DEFAULT,
                                    .timeout_s = GW_TIMEOUT_DEFAULT,
+                                   .header_timeout_s = GW_HEADER_TIMEOUT_DEFAULT,
                                    .max_body_inflight = GW_MAX_BODY_INFLIGHT_DEFAULT,
                                    .body_timeout_s = GW_BODY_TIMEOUT_DEFAULT,
                                    .segment_bytes = GW_SEGMENT_BYTES_DEFAULT,

@@ -66,7 +66,9 @@ static void accept_failed(int e, uint64_t *said_ns)
  * total is therefore counted here, and the daemon's own limit never binds. */
 static void hand_over(struct gw_listener *l, int fd, struct sockaddr_storage *peer, socklen_t len)
 {
-    if (atomic_fetch_add(&l->open_now, 1) >= l->max_open) {
+    /* Full: the one waiting longest for a head is shut down and this one takes its place; the
+     * count is one over until libmicrohttpd has closed it, a moment later. */
+    if (atomic_fetch_add(&l->open_now, 1) >= l->max_open && !gw_heads_evict_oldest(l->heads)) {
         atomic_fetch_sub(&l->open_now, 1);
         close(fd);
         struct gw_buf f;
@@ -102,9 +104,11 @@ static void *accept_loop(void *arg)
     return NULL;
 }
 
-int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned max_open)
+int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned max_open,
+                      struct gw_heads *heads)
 {
     l->daemon = daemon;
+    l->heads = heads;
     l->max_open = max_open;
     if (listen(l->fd, SOMAXCONN) != 0)
         return -errno;

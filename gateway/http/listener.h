@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "error.h"
+#include "heads.h"
 
 struct gw_listener {
     int fd;
@@ -20,8 +21,9 @@ struct gw_listener {
     pthread_t thread;
     int started;
     atomic_int stop;
-    unsigned max_open;    /* --max-connections: open at once, every worker thread together */
-    atomic_uint open_now; /* handed to the daemon and not yet closed by it */
+    unsigned max_open;      /* --max-connections: open at once, every worker thread together */
+    atomic_uint open_now;   /* handed to the daemon and not yet closed by it */
+    struct gw_heads *heads; /* when full, the connection waiting longest for a head makes room */
 };
 
 /* Binds `addr` and writes the bound address back into it (the port the kernel picked for port
@@ -31,9 +33,11 @@ struct gw_listener {
 int gw_listener_open(struct gw_listener *l, struct sockaddr_storage *addr, struct gw_error *err);
 
 /* Listens, and starts the thread that accepts connections and adds them to `daemon`, at most
- * `max_open` open at once: a connection beyond them is closed at accept (docs/api.md §1). 0 or
- * a negative errno code. */
-int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned max_open);
+ * `max_open` open at once: when they are, the one that has waited longest for a request head
+ * is shut down to make room (heads.h), and with none waiting a new connection is closed at
+ * accept (docs/api.md §1). 0 or a negative errno code. */
+int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned max_open,
+                      struct gw_heads *heads);
 
 /* The daemon closed a connection this listener handed it (MHD_CONNECTION_NOTIFY_CLOSED). */
 void gw_listener_closed(struct gw_listener *l);

@@ -68,9 +68,9 @@ static void log_request(const struct gw_req *r, uint64_t ns)
 void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     struct gw_server *s = cls;
     struct gw_req *r = *con_cls;
+    gw_heads_request_ended(&s->heads, conn); /* the next head's clock starts */
     if (!r || r == gw_bad_path)
         return;
     uint64_t now = gw_now_ns();

@@ -36,6 +36,7 @@ struct gw_server {
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];
     struct gw_listener listener;  /* accepts connections for the daemon (docs/api.md §13) */
+    struct gw_heads heads;        /* the request-head deadline (--header-timeout, heads.h) */
     struct sockaddr_storage addr; /* where it listens, once bound */
     struct MHD_Daemon *daemon;
     struct gw_notify notify;        /* the service manager's READY/STOPPING/WATCHDOG (sd_notify) */

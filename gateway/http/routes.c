@@ -170,6 +170,8 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
 {
     (void)version;
     struct gw_req *r = *con_cls;
+    if (!r || r == gw_bad_path) /* a head complete: no deadline until its request ends */
+        gw_heads_request_began(&((struct gw_server *)cls)->heads, conn);
     if (r == gw_bad_path) {
         r = gw_req_new(cls, conn, url, method);
         *con_cls = r;

@@ -12,6 +12,7 @@
 #define GW_MAX_CONNECTIONS_DEFAULT 1024
 #define GW_MAX_PER_IP_DEFAULT 256
 #define GW_TIMEOUT_DEFAULT 30
+#define GW_HEADER_TIMEOUT_DEFAULT 10
 #define GW_DRAIN_TIMEOUT_S 30
 #define GW_MAX_BODY_INFLIGHT_DEFAULT (256ull << 20)
 #define GW_BODY_TIMEOUT_DEFAULT 60
@@ -25,6 +26,7 @@ struct gw_serve_options {
     size_t max_changes;
     unsigned threads;
     unsigned max_connections, max_per_ip, timeout_s;
+    unsigned header_timeout_s;       /* a request head not complete this long is cut (heads.h) */
     uint64_t max_body_inflight;      /* body bytes all requests may hold at once */
     unsigned body_timeout_s;         /* a body not complete this long after its headers is cut */
     int metrics_open;                /* 1: /metrics needs no token */

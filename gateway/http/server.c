@@ -115,14 +115,16 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     gw_log_event("mhd", &f);
 }
 
-static void connection_closed(void *cls, struct MHD_Connection *conn, void **socket_context,
-                              enum MHD_ConnectionNotificationCode code)
+static void connection_notified(void *cls, struct MHD_Connection *conn, void **socket_context,
+                                enum MHD_ConnectionNotificationCode code)
 {
-    (void)conn;
-    (void)socket_context;
     struct gw_server *s = cls;
-    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
-        gw_listener_closed(&s->listener);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        gw_heads_opened(&s->heads, conn, socket_context);
+        return;
+    }
+    gw_heads_closed(&s->heads, socket_context);
+    gw_listener_closed(&s->listener);
 }
 
 /* Binds the listening socket first of all, so that an address in use writes nothing to the
@@ -147,6 +149,10 @@ static int start_daemon(struct gw_server *s)
     /* Connections come from the listener's thread (listener.h says why), which counts them
      * against --max-connections; every worker may hold all of them (docs/decisions.md §20). */
     unsigned daemon_limit = s->opt.max_connections * s->opt.threads;
+    if (gw_heads_start(&s->heads, s->opt.header_timeout_s, &s->metrics) != 0) {
+        fprintf(stderr, "shardgate: cannot start the request-head deadline's thread\n");
+        return GW_EXIT_INTERNAL;
+    }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     s->daemon = MHD_start_daemon(
@@ -155,12 +161,13 @@ static int start_daemon(struct gw_server *s)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->opt.max_per_ip, MHD_OPTION_CONNECTION_TIMEOUT,
         s->opt.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, gw_serve_completed, s, MHD_OPTION_URI_LOG_CALLBACK,
-        gw_serve_path_seen, s, MHD_OPTION_NOTIFY_CONNECTION, connection_closed, s, MHD_OPTION_END);
+        gw_serve_path_seen, s, MHD_OPTION_NOTIFY_CONNECTION, connection_notified, s,
+        MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "shardgate: cannot start the HTTP threads\n");
         return GW_EXIT_INTERNAL;
     }
-    int rc = gw_listener_start(&s->listener, s->daemon, s->opt.max_connections);
+    int rc = gw_listener_start(&s->listener, s->daemon, s->opt.max_connections, &s->heads);
     if (rc != 0) {
         fprintf(stderr, "shardgate: cannot listen on %s: %s\n", s->opt.listen, strerror(-rc));
         return GW_EXIT_INTERNAL;
@@ -285,6 +292,7 @@ static void teardown(struct gw_server *s)
     gw_listener_close(&s->listener);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
+    gw_heads_stop(&s->heads); /* every connection closed */
     gw_feed_cache_free(&s->feed_cache);
     gw_store_close(&s->store); /* its listener publishes views until then */
     gw_view_slot_free(&s->views);

@@ -303,6 +303,13 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
                       "(--store postgres), that failed their check (docs/journal.md §2.1, §10).");
     put_f(out, "shardgate_record_checksum_failures_total %llu\n",
           atomic_load(&m->record_damage) + atomic_load(&m->row_damage));
+    gw_metrics_header(out, "shardgate_connections_cut_total", "counter",
+                      "Connections shut down before a complete request head: past "
+                      "--header-timeout, or to make room for a new one (docs/api.md §1).");
+    put_f(out, "shardgate_connections_cut_total{reason=\"header_timeout\"} %llu\n",
+          atomic_load(&m->cut_head_timeout));
+    put_f(out, "shardgate_connections_cut_total{reason=\"evicted\"} %llu\n",
+          atomic_load(&m->cut_evicted));
     gw_metrics_header(out, "shardgate_scrub_passes_total", "counter",
                       "Complete passes of the journal scrub (--scrub-rate).");
     put_f(out, "shardgate_scrub_passes_total %llu\n", atomic_load(&m->scrub_passes));

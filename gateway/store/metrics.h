@@ -66,11 +66,13 @@ struct gw_metrics {
     atomic_ullong reloads[GW_RELOAD_RESULT_COUNT];
     _Atomic double reload_success_s; /* Unix time of the start or the last reload that passed */
     atomic_ullong feed_pages[GW_FEED_SOURCE_COUNT];
-    atomic_ullong record_damage;   /* journal lines read that failed their check */
-    atomic_ullong row_damage;      /* receipt rows read that failed theirs (--store postgres) */
-    atomic_ullong scrub_passes;    /* complete passes of the scrub */
-    atomic_ullong scrub_last_pass; /* Unix time the last one ended, 0: none */
-    atomic_ullong scrub_bytes;     /* bytes the scrub read */
+    atomic_ullong record_damage;    /* journal lines read that failed their check */
+    atomic_ullong row_damage;       /* receipt rows read that failed theirs (--store postgres) */
+    atomic_ullong cut_head_timeout; /* connections shut down past --header-timeout */
+    atomic_ullong cut_evicted;      /* shut down to make room for a new one (docs/api.md §1) */
+    atomic_ullong scrub_passes;     /* complete passes of the scrub */
+    atomic_ullong scrub_last_pass;  /* Unix time the last one ended, 0: none */
+    atomic_ullong scrub_bytes;      /* bytes the scrub read */
     struct gw_histogram request[GW_ROUTE_SLOTS][GW_STATUS_CLASSES]; /* HTTP requests, seconds */
     struct gw_histogram fsync;                                      /* journal fdatasync, seconds */
 };
