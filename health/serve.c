@@ -13,11 +13,13 @@
 
 #include "journal.h"
 #include "metrics.h"
+#include "heads.h"
 #include "serve.h"
 #include "store.h"
 
 struct hc_server {
     struct MHD_Daemon *daemon;
+    struct hc_heads heads;   /* the request-head deadline (heads.h) */
     pthread_mutex_t lock;    /* one /healthz verifies at a time; /livez never waits for it */
     struct hc_report report; /* cumulative over the journal lines read so far */
     struct hc_verifier verifier;
@@ -314,6 +316,7 @@ static enum MHD_Result hc_handle(void *cls, struct MHD_Connection *conn, const c
     (void)upload;
     if (*con_cls == NULL) { /* first call: headers only */
         *con_cls = s;
+        hc_heads_began(&s->heads, conn);
         return MHD_YES;
     }
     if (*upload_size != 0) { /* ignore any body */
@@ -354,6 +357,14 @@ static enum MHD_Result hc_handle(void *cls, struct MHD_Connection *conn, const c
     return hc_healthz(s, conn);
 }
 
+static void hc_request_ended(void *cls, struct MHD_Connection *conn, void **con_cls,
+                             enum MHD_RequestTerminationCode toe)
+{
+    (void)con_cls;
+    (void)toe;
+    hc_heads_ended(cls, conn);
+}
+
 int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, struct hc_err *err)
 {
     struct sockaddr_storage addr;
@@ -392,12 +403,19 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
     unsigned v6 = addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+    rc = hc_heads_start(&s->heads);
+    if (rc != 0) {
+        hc_serve_stop(s);
+        return hc_err_set(err, rc, "cannot start the request-head deadline's thread");
+    }
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | v6, 0,
         NULL, NULL, hc_handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(64 * 1024), MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(HC_HEADS_MAX + HC_HEADS_SPARE),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+        MHD_OPTION_NOTIFY_CONNECTION, hc_heads_notify, &s->heads, MHD_OPTION_NOTIFY_COMPLETED,
+        hc_request_ended, &s->heads, MHD_OPTION_END);
     if (s->daemon == NULL) {
         int e = errno ? errno : EADDRINUSE;
         hc_serve_stop(s);
@@ -419,6 +437,7 @@ void hc_serve_stop(struct hc_server *s)
         return;
     if (s->daemon != NULL)
         MHD_stop_daemon(s->daemon);
+    hc_heads_stop(&s->heads); /* every connection closed */
     if (s->reverifier_started) {
         pthread_mutex_lock(&s->lock);
         s->stopping = 1;

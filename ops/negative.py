@@ -708,6 +708,12 @@ DEFECTS = [
      "^http_live_crash$"),
     # Nothing derived is trusted (docs/journal.md §9): a read names its record by seq, batch id
     # and fingerprint; an index ahead of the journal is rebuilt at the start.
+    ("health-head-deadline-never-enforced", "health:hc_heads_loop",
+     "        while (h->first && now - h->first->since >= HC_HEAD_TIMEOUT_S)",
+     "        while (0 && h->first)", ("tests",), "^health_serve_hostile$"),
+    ("health-full-evicts-nothing", "health:hc_heads_opened",
+     "    if (h->open > HC_HEADS_MAX && h->first && h->first != e)", "    if (0)", ("tests",),
+     "^health_serve_hostile$"),
     ("header-deadline-never-enforced", "gateway:reaper",
      "        while (h->first && now - h->first->since >= h->timeout_ns) {",
      "        while (0 && h->first) {", ("tests",), "^reliability_slow_clients$"),
