@@ -8,7 +8,7 @@
 /* Generated from ui/ (ui/embed.cmake): the asset at /ui/URL. Returns 0, or -1. */
 int hc_ui_asset(const char *url, const char **type, const unsigned char **data, size_t *len);
 
-#define HC_UI_CSP "default-src 'self'; frame-ancestors 'none'"
+#define HC_UI_CSP "default-src 'self'; form-action 'none'; frame-ancestors 'none'"
 
 char *hc_metrics_text(const struct hc_verdict *v)
 {

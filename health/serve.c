@@ -233,6 +233,7 @@ static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, ch
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Cache-Control", "no-store");
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);

@@ -10,13 +10,11 @@
 
 #include "http.h"
 
-int gw_serve_authorized(struct gw_req *r)
+int gw_serve_bearer_is(struct gw_req *r, const unsigned char want[32])
 {
     const char *token;
     size_t len;
     unsigned char digest[32];
-    if (!r->srv->auth)
-        return 1;
     const char *value =
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (gw_http_bearer(value, &token, &len) != 0)
@@ -24,7 +22,12 @@ int gw_serve_authorized(struct gw_req *r)
     /* Comparing digests keeps the compare constant-time whatever the token lengths. */
     if (!EVP_Digest(token, len, digest, NULL, EVP_sha256(), NULL))
         return 0;
-    return CRYPTO_memcmp(digest, r->srv->token_digest, sizeof(digest)) == 0;
+    return CRYPTO_memcmp(digest, want, sizeof(digest)) == 0;
+}
+
+int gw_serve_authorized(struct gw_req *r)
+{
+    return !r->srv->auth || gw_serve_bearer_is(r, r->srv->token_digest);
 }
 
 /* Endpoints anyone may read while a token is configured: the probes, and /metrics with

@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include "http.h"
 #include "if_match.h"
 #include "number.h"
@@ -28,13 +25,7 @@ static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code,
 /* 1 when the request carries the admin bearer token (the client token is not accepted). */
 static int admin_authorized(struct gw_req *r)
 {
-    const char *token;
-    size_t len;
-    unsigned char digest[32];
-    if (gw_http_bearer(header(r, MHD_HTTP_HEADER_AUTHORIZATION), &token, &len) != 0 ||
-        !EVP_Digest(token, len, digest, NULL, EVP_sha256(), NULL))
-        return 0;
-    return CRYPTO_memcmp(digest, r->srv->admin_digest, sizeof(digest)) == 0;
+    return gw_serve_bearer_is(r, r->srv->admin_digest);
 }
 
 /* ?dry_run=1 (&format=svg), ?max_movement=F (0..1) and &force=1 into rl; a message when one

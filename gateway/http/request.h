@@ -106,7 +106,7 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
 
 /* The status page's policy (docs/api.md §19): its own scripts, styles and API only; never
  * framed. */
-#define GW_UI_CSP "default-src 'self'; frame-ancestors 'none'"
+#define GW_UI_CSP "default-src 'self'; form-action 'none'; frame-ancestors 'none'"
 
 /* Queues a 200 of static bytes compiled into the program (the status page's assets), with the
  * page's Content-Security-Policy, nosniff, no referrer and Cache-Control: no-cache. */
@@ -147,6 +147,10 @@ int gw_param_u64(struct gw_req *r, const char *name, uint64_t min, uint64_t max,
 int gw_param_flag(struct gw_req *r, const char *name);
 /* ?format=json (or absent) 0, svg 1 (the ring drawn, docs/tools.md §1.3), else -1. */
 int gw_param_svg(struct gw_req *r);
+
+/* 1 when the Authorization header is "Bearer <token>" whose SHA-256 is `want` (auth.c): the
+ * client token's and the admin token's one check. */
+int gw_serve_bearer_is(struct gw_req *r, const unsigned char want[32]);
 
 /* 1 when the request may proceed: no token is configured, or its bearer token is right. */
 int gw_serve_authorized(struct gw_req *r);

@@ -34,6 +34,8 @@ static enum MHD_Result queue(struct gw_req *r, unsigned status, struct MHD_Respo
                              const char *content_type, const char *header, const char *value)
 {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    MHD_add_response_header(resp, "X-Content-Type-Options",
+                            "nosniff"); /* JSON, SVG: never a page */
     if (header)
         MHD_add_response_header(resp, header, value);
     if (atomic_load(&r->srv->draining))
@@ -76,7 +78,6 @@ enum MHD_Result gw_serve_static(struct gw_req *r, const char *content_type, cons
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, "Content-Security-Policy", GW_UI_CSP);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     return queue(r, MHD_HTTP_OK, resp, content_type, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 }

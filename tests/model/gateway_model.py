@@ -454,7 +454,9 @@ class GatewayModel(RuleBasedStateMachine):
     def put_beside_sighup(self, states, edited):
         """A PUT (If-Match: *) and a SIGHUP of an edited file at once: SIGHUP reads the file
         under the lock the PUT holds (docs/journal.md §11), so whichever runs first, the PUT's
-        membership is in force and in the file at the end."""
+        membership is in force and in the file at the end — unless the PUT repeats the
+        membership in force and runs first: then it changes nothing and the SIGHUP applies the
+        edit."""
         write(self.shards, json.dumps(membership(edited)))
         STATS["beside_sighup"] += 1
         before = {k: len(self.server.events(k)) for k in
@@ -471,6 +473,15 @@ class GatewayModel(RuleBasedStateMachine):
         for k in before:
             self.reloads[k.split("_")[1]] += len(self.server.events(k)) - before[k]
         self.states = states
+        if got[0].json()["changed"] is False:
+            # The PUT repeated the membership in force, so it changed nothing, the file's edit
+            # included (docs/api.md §15); the SIGHUP read that edit after it, and applied it
+            # unless it refused it. A refused edit stays in the file: the operator puts the
+            # file back, as after any refused SIGHUP.
+            if self.current_epoch() == sgtest.epoch_of(membership(edited), self.policy):
+                self.states = edited
+            else:
+                write(self.shards, json.dumps(membership(states)))
         self.check_epoch()
 
     @rule(states=memberships, install=st.booleans())

@@ -30,7 +30,7 @@ EPOCH0 = "f60a5fb19effc4cfa95aed0af45997f72905f6ae"  # docs/contract.md §7
 EPOCH_D = "e3f360d5dc73a734c643cc9685c3ed725155a47c"  # shard-d online
 CLIENT, ADMIN = "client-s3cret", "admin-s3cret"
 SPACE = 2**32
-CSP = "default-src 'self'; frame-ancestors 'none'"
+CSP = "default-src 'self'; form-action 'none'; frame-ancestors 'none'"
 REFRESH_S = 5  # gateway.js REFRESH_MS
 
 
@@ -99,6 +99,11 @@ def pages_hold_no_inline_script_or_style():
     eq(re.findall(r"<script\b[^>]*>\s*[^<\s]", html), [], "no inline script body")
     eq(re.findall(r"\s(on[a-z]+|style)=", html), [], "no handler or style attribute")
     eq(re.findall(r"<style\b", html), [], "no style element")
+    # the token form submits nowhere without its script: CSP form-action 'none', and a POST,
+    # never a GET that would put the tokens in the URL (history, proxy logs)
+    forms = re.findall(r"<form\b[^>]*>", html)
+    ok(forms and all(' method="post"' in f and " action=" not in f for f in forms),
+       "every form posts, to nowhere: %r" % forms)
 
 
 @case("ui_http")
@@ -108,7 +113,11 @@ def ring_svg_is_the_offline_drawing():
     d = tmpdir()
     with gateway() as s:
         r = s.get("/v1/ring?format=svg", headers=auth())
-        eq((r.status, r.headers.get("content-type")), (200, "image/svg+xml"), "ring svg")
+        eq((r.status, r.headers.get("content-type"), r.headers.get("x-content-type-options")),
+           (200, "image/svg+xml", "nosniff"), "ring svg")
+        j = s.get("/v1/ring", headers=auth())
+        eq((j.headers.get("content-type"), j.headers.get("x-content-type-options")),
+           ("application/json", "nosniff"), "a JSON answer")
         off = run_gateway("ring", "--conf", src("conf", "dispatch.env"), "--shards", s.shards,
                           "--svg", os.path.join(d, "ring.svg"))
         eq(off.returncode, 0, "shardgate ring --svg")
