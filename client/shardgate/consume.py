@@ -27,7 +27,9 @@ that one assignment is handed over again with SHARDGATE_REDELIVERY=1 in CMD's en
 so CMD can check its own effect (docs/decisions.md §22); every other one exactly once.
 
 CMD runs with `sh -c`, the assignment's JSON line on stdin and SHARDGATE_SEQ,
-SHARDGATE_BATCH_ID, SHARDGATE_CHANGE_ID, SHARDGATE_KEY, SHARDGATE_SIZE in its environment.
+SHARDGATE_BATCH_ID, SHARDGATE_CHANGE_ID, SHARDGATE_KEY, SHARDGATE_SIZE in its environment;
+an id or a key holding a NUL (U+0000) cannot be an environment variable and is left out there:
+the JSON line on stdin always holds it whole.
 Connection errors and 5xx/503 are retried (backoff 0.1 s doubling to 2 s) for --retry-for
 seconds in a row.
 
@@ -160,7 +162,12 @@ def fetch(args, after):
 
 def run_cmd(args, raw, a, redelivery):
     env = dict(os.environ, SHARDGATE_SEQ=str(a["seq"]), SHARDGATE_BATCH_ID=a["batch_id"],
-               SHARDGATE_CHANGE_ID=a["id"], SHARDGATE_KEY=a["key"], SHARDGATE_SIZE=str(a["size"]))
+               SHARDGATE_SIZE=str(a["size"]))
+    # An id or key holding a NUL cannot be an environment variable: it is left out there, and
+    # the JSON line on stdin holds it whole, as it holds every one (docs/tools.md §8).
+    for name, value in (("SHARDGATE_CHANGE_ID", a["id"]), ("SHARDGATE_KEY", a["key"])):
+        if "\0" not in value:
+            env[name] = value
     if redelivery:
         env["SHARDGATE_REDELIVERY"] = "1"
     rc = subprocess.run(["sh", "-c", args.cmd], input=raw + b"\n", env=env).returncode

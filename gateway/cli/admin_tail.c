@@ -9,18 +9,38 @@
 
 #define WAIT_MS 30000
 
+/* A string of the feed as it may reach a terminal: every byte of a key or an id is data
+ * (docs/contract.md §4), so a control character — C0, DEL, or C1 (U+0080..U+009F, which some
+ * terminals obey too) — and the backslash are written as escapes: no key can move the cursor,
+ * retitle the window or start a line of its own. NUL included: the length is jansson's. */
+static void print_text(const char *name, const json_t *s)
+{
+    const unsigned char *p = (const unsigned char *)json_string_value(s);
+    size_t len = json_string_length(s);
+    printf("%s=", name);
+    for (size_t i = 0; p && i < len; i++) {
+        if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
+            printf("\\u%04x", p[++i]);
+        else if (p[i] < 0x20 || p[i] == 0x7f)
+            printf("\\x%02x", p[i]);
+        else if (p[i] == '\\')
+            fputs("\\\\", stdout);
+        else
+            putchar(p[i]);
+    }
+}
+
 /* One feed item as people read it. */
 static void print_item(json_t *item)
 {
     const char *type = json_string_value(json_object_get(item, "type"));
-    if (type && strcmp(type, "assignment") == 0)
-        printf("seq=%lld batch=%s id=%s key=%s size=%lld\n",
-               json_integer_value(json_object_get(item, "seq")),
-               json_string_value(json_object_get(item, "batch_id")),
-               json_string_value(json_object_get(item, "id")),
-               json_string_value(json_object_get(item, "key")),
-               json_integer_value(json_object_get(item, "size")));
-    else if (type && strcmp(type, "epoch") == 0)
+    if (type && strcmp(type, "assignment") == 0) {
+        printf("seq=%lld ", json_integer_value(json_object_get(item, "seq")));
+        print_text("batch", json_object_get(item, "batch_id"));
+        print_text(" id", json_object_get(item, "id"));
+        print_text(" key", json_object_get(item, "key"));
+        printf(" size=%lld\n", json_integer_value(json_object_get(item, "size")));
+    } else if (type && strcmp(type, "epoch") == 0)
         printf("epoch=%s epoch_seq=%lld source=%s\n",
                json_string_value(json_object_get(item, "epoch")),
                json_integer_value(json_object_get(item, "epoch_seq")),
@@ -34,7 +54,7 @@ static int follow_page(const struct gw_admin_answer *a, int json, uint64_t *afte
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        json_t *item = json_loadb(p, len, 0, NULL);
+        json_t *item = json_loadb(p, len, JSON_ALLOW_NUL, NULL); /* a key may hold \u0000 */
         const char *type = json_string_value(json_object_get(item, "type"));
         if (!item || !type) {
             json_decref(item);

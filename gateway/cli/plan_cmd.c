@@ -144,7 +144,7 @@ static const char *count_line(struct gw_plan *p, const struct gw_topology *from,
                               const struct gw_topology *to, const char *line, size_t len)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!root)
         return "not JSON";
     const char *type = json_string_value(json_object_get(root, "type"));

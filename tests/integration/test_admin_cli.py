@@ -328,6 +328,67 @@ def tail_follows_a_shards_assignments():
         eq(got, page[:-1], "--json: the feed's items, the bookmark left out")
 
 
+HOSTILE = {"batch_id": "ctl-1", "changes": [
+    {"id": "c1", "key": "k\u0000x", "size": 1},
+    {"id": "c2", "key": "k\u001b]0;pwned\u0007\n seq=999 batch=forged", "size": 2},
+    {"id": "c\u0000\u009b", "key": "back\\slash\u0085", "size": 3}]}
+SHOWN = {"c1": "id=c1 key=k\\x00x size=1",
+         "c2": "id=c2 key=k\\x1b]0;pwned\\x07\\x0a seq=999 batch=forged size=2",
+         "c\u0000\u009b": "id=c\\x00\\u009b key=back\\\\slash\\u0085 size=3"}
+
+
+def tail_lines(a, shard, n):
+    p = subprocess.Popen([sgtest.BIN, "admin", "tail", "--shard", shard, "--url", a.url,
+                          "--token-file", a.client], stdout=subprocess.PIPE)
+    try:
+        return [p.stdout.readline() for _ in range(n)]
+    finally:
+        p.kill()
+        p.wait()
+
+
+@case("admin_cli")
+def keys_with_control_characters_break_no_tool():
+    """docs/contract.md §4: an id or a key may hold any character, NUL and terminal escapes
+    included. `admin tail` prints each control character escaped (no key moves the cursor,
+    retitles the window or forges a line of its own); consume.py --exec hands every assignment
+    over, a NUL-holding id or key on stdin only (not an environment variable), and moves its
+    cursor past it; `shardgate plan --journal` reads the journal."""
+    with Admin() as a:
+        r = a.server.post(HOSTILE, headers={"Authorization": "Bearer " + CLIENT})
+        eq(r.status, 200, "POST")
+        placed = {p["id"]: p["shard"] for p in r.json()["placements"]}
+        for shard in sorted(set(placed.values())):
+            mine = [c["id"] for c in HOSTILE["changes"] if placed[c["id"]] == shard]
+            got = tail_lines(a, shard, 1 + len(mine))[1:]
+            eq(got, [("seq=1 batch=ctl-1 " + SHOWN[i] + "\n").encode() for i in mine],
+               "admin tail of %s: escaped" % shard)
+            d = tmpdir()
+            cmd = ('printf "%s|%s|" "${SHARDGATE_CHANGE_ID-unset}" "${SHARDGATE_KEY-unset}" '
+                   '>> "$OUT"; cat >> "$OUT"')
+            r = subprocess.run([sys.executable, src("client", "consume.py"), "--url", a.url,
+                                "--shard", shard, "--token-file", a.client, "--cursor-file",
+                                os.path.join(d, "cursor"), "--exec", cmd, "--exit-idle",
+                                "--wait-ms", "0"], capture_output=True,
+                               env=dict(os.environ, OUT=os.path.join(d, "out")), timeout=60)
+            eq((r.returncode, r.stderr), (0, b""), "consume.py --exec on %s" % shard)
+            lines = a.get("/v1/shards/%s/assignments?after=0" % shard).body.splitlines()
+            items = [l for l in lines if json.loads(l)["type"] == "assignment"]
+            want = b"".join(
+                ("%s|%s|" % (c["id"] if "\0" not in c["id"] else "unset",
+                             c["key"] if "\0" not in c["key"] else "unset")).encode() + line + b"\n"
+                for c, line in zip([c for c in HOSTILE["changes"] if placed[c["id"]] == shard],
+                                   items))
+            eq(read(os.path.join(d, "out")), want, "CMD got each assignment once, %s" % shard)
+            eq(json.loads(read(os.path.join(d, "cursor")))["after"], 1, "the cursor moved on")
+        eq(a.server.stop(), 0, "clean stop")
+        r = subprocess.run([sgtest.BIN, "plan", "--conf", src("conf", "dispatch.env"), "--shards",
+                            src("input", "shards.json"), "--to", shard_d_online(), "--journal",
+                            os.path.join(a.server.state_dir, "journal.jsonl")], capture_output=True, text=True, timeout=60)
+        eq((r.returncode, r.stderr, json.loads(r.stdout)["journal"]["changes"]), (0, "", 3),
+           "plan --journal reads it")
+
+
 @case("admin_cli")
 def refusals_and_exit_codes():
     with Admin() as a:
