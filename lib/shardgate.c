@@ -32,6 +32,22 @@ static shardgate_status fail(shardgate_error *err, int rc, shardgate_status othe
     return status;
 }
 
+/* A NULL where the API needs a pointer: SHARDGATE_INVALID, naming the function and the
+ * argument, never a crash (shardgate.h). */
+static shardgate_status null_argument(shardgate_error *err, const char *function,
+                                      const char *argument)
+{
+    char msg[120];
+    snprintf(msg, sizeof(msg), "%s: %s is NULL", function, argument);
+    return fail(err, -EINVAL, SHARDGATE_INVALID, msg);
+}
+
+#define NEED(arg)                                                                                  \
+    do {                                                                                           \
+        if (!(arg))                                                                                \
+            return null_argument(err, __func__, #arg);                                             \
+    } while (0)
+
 static shardgate_status done(shardgate_error *err)
 {
     if (err) {
@@ -55,6 +71,9 @@ static shardgate_status new_topology(shardgate_topology **out, shardgate_error *
 EXPORT shardgate_status shardgate_topology_load(const char *contract_path, const char *shards_path,
                                                 shardgate_topology **out, shardgate_error *err)
 {
+    NEED(contract_path);
+    NEED(shards_path);
+    NEED(out);
     struct gw_error e;
     shardgate_status status = new_topology(out, err);
     if (status != SHARDGATE_OK)
@@ -73,6 +92,9 @@ EXPORT shardgate_status shardgate_topology_parse(const char *contract, size_t co
                                                  const char *shards, size_t shards_len,
                                                  shardgate_topology **out, shardgate_error *err)
 {
+    NEED(contract);
+    NEED(shards);
+    NEED(out);
     struct gw_error e;
     struct gw_contract c;
     struct gw_membership m;
@@ -103,17 +125,22 @@ EXPORT void shardgate_topology_free(shardgate_topology *t)
 
 EXPORT const char *shardgate_ring_id(const shardgate_topology *t)
 {
-    return ring_id(t->t.ring);
+    return t ? ring_id(t->t.ring) : NULL;
 }
 
 EXPORT const char *shardgate_epoch_id(const shardgate_topology *t)
 {
-    return t->t.epoch;
+    return t ? t->t.epoch : NULL;
 }
 
 EXPORT shardgate_status shardgate_lookup(const shardgate_topology *t, const void *key, size_t len,
                                          shardgate_placement *out)
 {
+    shardgate_error *err = NULL; /* lookup has none: the status says it */
+    NEED(t);
+    if (!key && len != 0)
+        return null_argument(err, __func__, "key");
+    NEED(out);
     struct ring_placement p;
     if (ring_lookup(t->t.ring, key, len, &p) != 0)
         return SHARDGATE_NO_SHARD;
@@ -141,6 +168,10 @@ static shardgate_status give(struct gw_buf *b, char **out, size_t *out_len, shar
 EXPORT shardgate_status shardgate_place(const shardgate_topology *t, const char *batch, size_t len,
                                         char **receipt, size_t *receipt_len, shardgate_error *err)
 {
+    NEED(t);
+    NEED(batch);
+    NEED(receipt);
+    NEED(receipt_len);
     struct gw_batch b;
     struct gw_dispatch d;
     struct gw_error e;
@@ -172,6 +203,10 @@ EXPORT shardgate_status shardgate_place(const shardgate_topology *t, const char 
 EXPORT shardgate_status shardgate_plan(const shardgate_topology *from, const shardgate_topology *to,
                                        char **plan, size_t *plan_len, shardgate_error *err)
 {
+    NEED(from);
+    NEED(to);
+    NEED(plan);
+    NEED(plan_len);
     struct gw_plan p;
     struct gw_error e;
     int rc = gw_plan_compute(&from->t, &to->t, &p, &e);

@@ -5,7 +5,13 @@
  * answers. A topology is the contract (docs/contract.md §1) and the membership (docs/contract.md
  * §2) loaded together, with its ring built; once loaded it is never changed, so any number of
  * threads may read it at once. Every call that can fail returns a shardgate_status and, when given
- * an error, fills its message, which names the file and line or the JSON path. */
+ * an error, fills its message, which names the file and line or the JSON path.
+ *
+ * Preconditions: every pointer argument is non-NULL, except `err` (may be NULL: no message),
+ * `key` when `len` is 0, and the `t`/`p` of the two free functions (NULL frees nothing). A NULL
+ * elsewhere is SHARDGATE_INVALID with the message "<function>: <argument> is NULL" (the error's
+ * own `status` set alike), never a crash; shardgate_ring_id and shardgate_epoch_id of NULL are
+ * NULL. */
 #ifndef SHARDGATE_H
 #define SHARDGATE_H
 

@@ -714,6 +714,8 @@ DEFECTS = [
     ("health-full-evicts-nothing", "health:hc_heads_opened",
      "    if (h->open > HC_HEADS_MAX && h->first && h->first != e)", "    if (0)", ("tests",),
      "^health_serve_hostile$"),
+    ("lib-null-unchecked", "lib/shardgate.c", "        if (!(arg))   ", "        if (0)        ",
+     ("tests",), "^library_library$"),
     ("admin-tail-prints-controls-raw", "gateway:print_text",
      "        else if (p[i] < 0x20 || p[i] == 0x7f)", "        else if (0)", ("tests",),
      "^http_admin_cli$"),

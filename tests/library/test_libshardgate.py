@@ -46,7 +46,8 @@ def installed():
             for v in ("libdir", "includedir")}
     bindir = tmpdir()
     for name, source in (("lookup", src("examples", "c", "lookup.c")),
-                         ("place", os.path.join(HERE, "place.c"))):
+                         ("place", os.path.join(HERE, "place.c")),
+                         ("nulls", os.path.join(HERE, "nulls.c"))):
         out = os.path.join(bindir, name)
         r = run([os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror", source,
                  "-o", out, "-pthread"] + CFLAGS + flags.stdout.split(), env=env)
@@ -186,6 +187,37 @@ def refusals_and_errors_are_statuses_with_messages():
     p = tool("place", src("conf", "dispatch.env"), src("input", "shards.json"), batch)
     eq(p.returncode, 1, "an invalid batch")
     ok("changes[0].size" in p.stderr, "the batch's JSON path: %s" % p.stderr)
+
+
+@case("library")
+def a_null_argument_is_an_error_never_a_crash():
+    """lib/shardgate.h: each pointer argument NULL in turn is SHARDGATE_INVALID (1) naming the
+    function and the argument, never a crash; a NULL key of length 0 is a key."""
+    r = tool("nulls", src("conf", "dispatch.env"), src("input", "shards.json"))
+    eq((r.returncode, r.stderr), (0, ""), "the driver ran to its end")
+    eq(r.stdout.splitlines(), [
+        "load(NULL, shards): 1 shardgate_topology_load: contract_path is NULL",
+        "load(contract, NULL): 1 shardgate_topology_load: shards_path is NULL",
+        "load(out NULL): 1 shardgate_topology_load: out is NULL",
+        "parse(NULL, shards): 1 shardgate_topology_parse: contract is NULL",
+        "parse(contract, NULL): 1 shardgate_topology_parse: shards is NULL",
+        "parse(out NULL): 1 shardgate_topology_parse: out is NULL",
+        "parse(err NULL): 1 ",
+        "ring_id(NULL): NULL",
+        "epoch_id(NULL): NULL",
+        "lookup(t NULL): 1 ",
+        "lookup(key NULL, 1): 1 ",
+        "lookup(key NULL, 0): 0 ",
+        "lookup(out NULL): 1 ",
+        "place(t NULL): 1 shardgate_place: t is NULL",
+        "place(batch NULL): 1 shardgate_place: batch is NULL",
+        "place(receipt NULL): 1 shardgate_place: receipt is NULL",
+        "place(receipt_len NULL): 1 shardgate_place: receipt_len is NULL",
+        "plan(from NULL): 1 shardgate_plan: from is NULL",
+        "plan(to NULL): 1 shardgate_plan: to is NULL",
+        "plan(plan NULL): 1 shardgate_plan: plan is NULL",
+        "plan(plan_len NULL): 1 shardgate_plan: plan_len is NULL",
+        "done"], "each call's status and message")
 
 
 @case("library")
