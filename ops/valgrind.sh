@@ -37,16 +37,28 @@ for t in json.load(open(sys.argv[1]))["tests"]:
         print(t["name"] + "\t" + " ".join(shlex.quote(c) for c in cmd))
 EOF
 [ -s "$TMP/unit.cmds" ] || { echo "valgrind: no C unit tests found" >&2; exit 1; }
+# Two at a time (the machine's cores; ctest runs them two at a time too), each with its own
+# output, reported in the listing's order once all have run.
+n=0
+names=()
 while IFS=$'\t' read -r name cmd; do
-    echo "-- valgrind $name"
-    if ! eval timeout 600 "${VG[*]}" "$cmd" >"$TMP/out" 2>&1; then
-        cat "$TMP/out"
-        echo "FAIL valgrind $name" >&2
+    n=$((n + 1))
+    names[n]=$name
+    (if eval timeout 600 "${VG[*]}" "$cmd" >"$TMP/out.$n" 2>&1; then echo 0; else echo 1; fi \
+        >"$TMP/rc.$n") </dev/null &
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
+done <"$TMP/unit.cmds"
+wait
+for i in $(seq 1 "$n"); do
+    echo "-- valgrind ${names[i]}"
+    if [ "$(cat "$TMP/rc.$i")" != 0 ]; then
+        cat "$TMP/out.$i"
+        echo "FAIL valgrind ${names[i]}" >&2
         failed=1
     else
-        tail -1 "$TMP/out"
+        tail -1 "$TMP/out.$i"
     fi
-done <"$TMP/unit.cmds"
+done
 
 GW=$BUILD/gateway/shardgate
 HC=$BUILD/health/shardgate-health
