@@ -315,8 +315,9 @@ def slow_headers_from_other_addresses_lock_nobody_out():
 @case
 def stalled_connection_is_closed_after_timeout():
     """--timeout 2 is honoured: the close comes after about 2 s, and well before the default
-    30 s would close it (a bound of 15 s: a margin of several times what it measures)."""
-    with Server(args=["--timeout", "2"]) as s:
+    30 s would close it (a bound of 15 s: a margin of several times what it measures). The
+    head deadline is set past both, so that only the idle timeout can close it."""
+    with Server(args=["--timeout", "2", "--header-timeout", "60"]) as s:
         sock = raw_connect(s.port, timeout=15)
         sock.sendall(b"POST /v1/batches HTTP/1.1\r\nHost: x\r\n")
         t = time.time()
