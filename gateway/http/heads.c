@@ -1,7 +1,6 @@
 /* The request-head deadline and the eviction of waiting connections (heads.h). */
 #include "heads.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
