@@ -7,11 +7,15 @@
 #   --target proxy     shardgate-proxy     HAProxy and its template (compose `cluster`)
 #
 # Every stage uses the same base, debian:12, which ops/image.sh makes locally from the Debian
-# archive when no registry is reachable. The gateway, health and database images share the
-# `shardgate` user's uid (SHARDGATE_UID): the state volume and the password files the database
-# image writes are read by the others under that uid.
+# archive when no registry is reachable. Each service runs as a user of its own: the gateway as
+# `shardgate` (SHARDGATE_UID), the health service as `shardgate-health` (SHARDGATE_HEALTH_UID),
+# a member of the group `shardgate` (gid SHARDGATE_UID) so that it reads the journal (0640) on
+# the state volume. The database image knows both users: it gives the owner role's password
+# file to the first and the read-only role's to the second, so the health service cannot read
+# the owner's secret (docs/operations.md §9.2).
 
 ARG SHARDGATE_UID=990
+ARG SHARDGATE_HEALTH_UID=991
 
 FROM debian:12 AS build
 RUN apt-get update \
@@ -32,15 +36,18 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_WERROR=ON -DSHARD
 # it links (libpq for --store; no RocksDB, no libcurl, no python3).
 FROM debian:12 AS health
 ARG SHARDGATE_UID
+ARG SHARDGATE_HEALTH_UID
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libssl3 libmicrohttpd12 libjansson4 libzstd1 zlib1g libpq5 \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
- && useradd --system --uid "$SHARDGATE_UID" --user-group --no-create-home --shell /usr/sbin/nologin shardgate \
+ && groupadd --system --gid "$SHARDGATE_UID" shardgate \
+ && useradd --system --uid "$SHARDGATE_HEALTH_UID" --user-group --groups shardgate --no-create-home \
+      --shell /usr/sbin/nologin shardgate-health \
  && mkdir -p /var/lib/shardgate /etc/shardgate
 COPY --from=build /usr/local/bin/shardgate-health /usr/local/bin/
 COPY conf/dispatch.env input/shards.json /etc/shardgate/
-USER shardgate
+USER shardgate-health
 EXPOSE 8081
 CMD ["shardgate-health", "serve", "--listen", "0.0.0.0:8081", \
      "--conf", "/etc/shardgate/dispatch.env", "--shards", "/etc/shardgate/shards.json", \
@@ -49,16 +56,19 @@ CMD ["shardgate-health", "serve", "--listen", "0.0.0.0:8081", \
 # The cluster profile's PostgreSQL (ops/pg.sh run: roles, password files, then the server in
 # the foreground as postgres). Debian's package would create a `main` cluster nobody uses, so
 # that is switched off first; the data lives in /var/lib/shardgate-cluster (the postgres
-# user's). It runs as root: pg.sh gives the password files to `shardgate` and runs PostgreSQL
-# as postgres.
+# user's). It runs as root: pg.sh gives the owner's password file to `shardgate`, the
+# read-only role's to `shardgate-health`, and runs PostgreSQL as postgres.
 FROM debian:12 AS database
 ARG SHARDGATE_UID
+ARG SHARDGATE_HEALTH_UID
 RUN mkdir -p /etc/postgresql-common \
  && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15 \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
  && useradd --system --uid "$SHARDGATE_UID" --user-group --no-create-home --shell /usr/sbin/nologin shardgate \
+ && useradd --system --uid "$SHARDGATE_HEALTH_UID" --user-group --no-create-home \
+      --shell /usr/sbin/nologin shardgate-health \
  && install -d -o postgres -g postgres /var/lib/shardgate-cluster
 COPY ops/pg.sh /usr/local/share/shardgate/ops/
 EXPOSE 5432
@@ -93,6 +103,10 @@ USER shardgate
 # The state volume: journal.jsonl and the index, written by the gateway, read by health.
 VOLUME /var/lib/shardgate
 EXPOSE 8080
+# The tokens are the operator's secrets, mounted at /run/secrets/ (docker-compose.yml): without
+# them the gateway does not start (docs/decisions.md §48).
 CMD ["shardgate", "serve", "--conf", "/etc/shardgate/dispatch.env", \
      "--shards", "/etc/shardgate/shards.json", "--state-dir", "/var/lib/shardgate", \
+     "--token-file", "/run/secrets/gateway_token", \
+     "--admin-token-file", "/run/secrets/gateway_admin_token", \
      "--listen", "0.0.0.0:8080"]

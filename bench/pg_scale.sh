@@ -161,7 +161,7 @@ start_replica() {
     REPLICA_STORE=$STORE
     [ -z "$RTT_MS" ] || start_delay_proxy "$1"
     "$BIN" serve --conf conf/dispatch.env --shards input/shards.json --store "$REPLICA_STORE" \
-        --listen 127.0.0.1:0 --threads "$SERVER_THREADS" </dev/null 2>"$log" &
+        --listen 127.0.0.1:0 --threads "$SERVER_THREADS" --no-token </dev/null 2>"$log" &
     pid=$!
     PIDS+=("$pid")
     port=$(sg_listen_port "$log" "$pid")

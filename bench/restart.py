@@ -18,6 +18,10 @@ import subprocess
 import sys
 import time
 
+# Old builds ignore it, new ones need it: the gateway serves 127.0.0.1 without a token
+# (docs/api.md §11).
+os.environ["SHARDGATE_NO_TOKEN"] = "1"
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

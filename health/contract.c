@@ -164,7 +164,7 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         int e = errno;
-        return hc_err_set(err, -e, "%s:0: cannot open: %s", path, strerror(e));
+        return hc_err_set(err, -e, "%s: cannot open: %s", path, strerror(e));
     }
     int seen[K_COUNT] = {0};
     /* getline, not fgets: it counts the bytes it read, so a NUL inside a line is seen

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -185,6 +186,26 @@ static int split_listen(const char *text, char host[64], const char **port, stru
     host[end - start] = '\0';
     *port = colon + 1;
     return 0;
+}
+
+/* The listening socket, bound here rather than by libmicrohttpd, so that a port in use is
+ * said once, in this program's words; -errno on failure. */
+static int listen_on(const struct sockaddr_storage *addr)
+{
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+    if (fd < 0)
+        return -errno;
+    socklen_t len =
+        addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+        (addr->ss_family == AF_INET6 &&
+         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on)) != 0) ||
+        bind(fd, (const struct sockaddr *)addr, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
 }
 
 int hc_parse_listen(const char *text, struct sockaddr_storage *out, struct hc_err *err)
@@ -404,23 +425,28 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     s->n_names = hc_slot_names(s->names, HC_SLOTS_MAX);
 
     unsigned v6 = addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0;
+    int fd = listen_on(&addr);
+    if (fd < 0) {
+        hc_serve_stop(s);
+        return hc_err_set(err, fd, "cannot listen on %s: %s", cfg->listen, strerror(-fd));
+    }
     rc = hc_heads_start(&s->heads);
     if (rc != 0) {
+        close(fd);
         hc_serve_stop(s);
         return hc_err_set(err, rc, "cannot start the request-head deadline's thread");
     }
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | v6, 0,
-        NULL, NULL, hc_handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(HC_HEADS_MAX + HC_HEADS_SPARE),
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-        MHD_OPTION_NOTIFY_CONNECTION, hc_heads_notify, &s->heads, MHD_OPTION_NOTIFY_COMPLETED,
-        hc_request_ended, &s->heads, MHD_OPTION_END);
+        NULL, NULL, hc_handle, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(HC_HEADS_MAX + HC_HEADS_SPARE), MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_NOTIFY_CONNECTION, hc_heads_notify, &s->heads,
+        MHD_OPTION_NOTIFY_COMPLETED, hc_request_ended, &s->heads, MHD_OPTION_END);
     if (s->daemon == NULL) {
-        int e = errno ? errno : EADDRINUSE;
+        close(fd);
         hc_serve_stop(s);
-        return hc_err_set(err, -e, "cannot listen on %s: %s", cfg->listen, strerror(e));
+        return hc_err_set(err, -EIO, "cannot start the HTTP threads on %s", cfg->listen);
     }
     rc = pthread_create(&s->reverifier, NULL, hc_reverify_loop, s);
     if (rc != 0) {

@@ -8,7 +8,8 @@
 #   ops/cluster.sh status [--state DIR]             one line per component; exit 0 if all run
 #
 # DIR (default state/cluster) holds gw-N.log/.pid, haproxy.cfg/.log/.pid, health.log/.pid,
-# admin.token (the gateways' admin token, made at the first `up`), the PostgreSQL of ops/pg.sh
+# token and admin.token (the gateways' client and admin tokens, made at the first `up`, 0600:
+# every request but the probes needs the first), the PostgreSQL of ops/pg.sh
 # under DIR/pg (or, when the postgres user cannot reach DIR, under its home), and cluster.env
 # (the ports and paths `up` used, which `down` and `status` read). Ports, below the ephemeral
 # range and clear of ops/run.sh's 8080 and the health service's 8081: SHARDGATE_CLUSTER_PORT
@@ -198,10 +199,13 @@ choose_pg_dir() {
     echo "== the postgres user cannot reach $STATE: PostgreSQL's data goes to $PG_DIR" >&2
 }
 
-# The gateways' admin token (PUT /v1/admin/membership), made once, readable by this user only.
-make_admin_token() {
-    [ -s "$STATE/admin.token" ] && return 0
-    (umask 077 && head -c 24 /dev/urandom | base64 >"$STATE/admin.token")
+# The gateways' client token (every request but the probes) and admin token (PUT
+# /v1/admin/membership), each made once, readable by this user only (docs/decisions.md §48).
+make_tokens() {
+    local f
+    for f in token admin.token; do
+        [ -s "$STATE/$f" ] || (umask 077 && head -c 24 /dev/urandom | base64 >"$STATE/$f")
+    done
 }
 
 up_postgres() {
@@ -218,7 +222,7 @@ up_gateway() {
     port=$(gw_port "$n")
     start_bg "$STATE/gw-$n.pid" "$log" "$SHARDGATE_BIN" serve --conf "$CONF" --shards "$SHARDS" \
         --store "$(store_url shardgate)" --listen "127.0.0.1:$port" \
-        --admin-token-file "$STATE/admin.token"
+        --token-file "$STATE/token" --admin-token-file "$STATE/admin.token"
     pid=$(pid_in "$STATE/gw-$n.pid")
     got=$(sg_listen_port "$log" "$pid")
     [ "$got" = "$port" ] || fail_with "gateway-$n" "$log" "did not listen on 127.0.0.1:$port"
@@ -257,6 +261,7 @@ print_urls() {
     for n in "${GATEWAYS[@]}"; do echo "  http://127.0.0.1:$(gw_port "$n")  gateway-$n"; done
     [ "$HEALTH" = 1 ] && echo "  http://127.0.0.1:$HEALTH_PORT/healthz  health"
     echo "  $(store_url shardgate)  PostgreSQL ($PG_DIR)"
+    echo "  $STATE/token  the client token: curl -H \"Authorization: Bearer \$(cat $STATE/token)\" ..."
     echo "  $STATE/admin.token  the admin token: shardgate admin apply --url http://127.0.0.1:$PROXY_PORT --admin-token-file $STATE/admin.token --to FILE"
 }
 
@@ -284,7 +289,7 @@ cmd_up() {
     choose_pg_dir
     any_running && die "$STATE already runs a cluster: \`ops/cluster.sh down --state $STATE\` first"
     check_ports
-    make_admin_token
+    make_tokens
     if [ -z "${SHARDGATE_BIN:-}" ] || [ -z "${SHARDGATE_HEALTH_BIN:-}" ]; then
         sg_build_release
     fi

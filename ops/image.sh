@@ -18,6 +18,9 @@
 #                        files, HAProxy, health as the read-only role): the golden receipt
 #                        with the token, 401 without, a membership change through HAProxy,
 #                        health passing; and removes everything
+#   ops/image.sh secrets makes the compose file's four token files at their default paths
+#                        (state/gateway-secrets/, state/cluster-secrets/) when absent: 0600,
+#                        owned by the images' shardgate uid
 #   ops/image.sh all     build, test, cluster, deb
 #
 # `test` runs docker-compose.yml itself with podman-compose (bridge network, ports published on
@@ -133,12 +136,22 @@ images_hold_their_role() {
         [ -z "$held" ] || fail "shardgate-$role:latest holds what its service does not run: $held"
     done
     echo "ok: each image holds its own service's program and none of the others'"
-    # The state volume and the database's password files are shared under one uid.
+    # One user per service: the gateway's shardgate, the health service's shardgate-health (in
+    # the group shardgate, which reads the journal), both known to the database image, which
+    # gives each its role's password file (docs/operations.md §9.2).
+    local huid ids
     uid=$("$TOOL" run --rm "$IMAGE" id -u shardgate)
-    for role in health database; do
-        [ "$("$TOOL" run --rm "shardgate-$role:latest" id -u shardgate)" = "$uid" ] ||
-            fail "shardgate-$role:latest: user shardgate is not uid $uid as in $IMAGE"
-    done
+    huid=$("$TOOL" run --rm shardgate-health:latest id -u)
+    [ "$huid" != "$uid" ] || fail "shardgate-health:latest runs as the gateway's uid $uid"
+    ids=$("$TOOL" run --rm shardgate-health:latest sh -c 'id -un; id -Gn | tr " " "\n" | sort | tr "\n" " "')
+    [ "$ids" = "shardgate-health"$'\n'"shardgate shardgate-health " ] ||
+        fail "shardgate-health:latest: not the user shardgate-health in the groups shardgate and its own: $ids"
+    [ "$("$TOOL" run --rm shardgate-health:latest getent group shardgate | cut -d: -f3)" = "$uid" ] ||
+        fail "shardgate-health:latest: the group shardgate is not gid $uid"
+    [ "$("$TOOL" run --rm shardgate-database:latest sh -c 'id -u shardgate; id -u shardgate-health' |
+        tr '\n' ' ')" = "$uid $huid " ] ||
+        fail "shardgate-database:latest: users shardgate and shardgate-health are not uids $uid and $huid"
+    echo "ok: the gateway runs as shardgate ($uid), the health service as shardgate-health ($huid)"
 }
 
 # compose ARGS...: podman-compose, or docker's compose, on docker-compose.yml.
@@ -160,12 +173,17 @@ container_of() {
 
 cmd_test() {
     [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
-    local proj="$RUN_ID" gw hc etc=/etc/shardgate verdict
-    export SHARDGATE_GATEWAY_PORT SHARDGATE_HEALTH_PORT
+    local proj="$RUN_ID" gw hc etc=/etc/shardgate verdict dir uid status
+    dir=$(mktemp -d)
+    uid=$("$TOOL" run --rm "$IMAGE" id -u shardgate)
+    export SHARDGATE_GATEWAY_PORT SHARDGATE_HEALTH_PORT SHARDGATE_GATEWAY_TOKEN_FILE \
+        SHARDGATE_GATEWAY_ADMIN_TOKEN_FILE
     SHARDGATE_GATEWAY_PORT=$(free_port)
     SHARDGATE_HEALTH_PORT=$(free_port)
+    SHARDGATE_GATEWAY_TOKEN_FILE=$(secret_file "$dir" token "$uid")
+    SHARDGATE_GATEWAY_ADMIN_TOKEN_FILE=$(secret_file "$dir" admin-token "$uid")
     CLEANUP+=("compose -p $proj down -v" "$TOOL network rm -f ${proj}_default"
-        "$TOOL volume rm -f ${proj}_state")
+        "$TOOL volume rm -f ${proj}_state" "rm -rf $dir")
     echo "== compose: docker-compose.yml as project $proj (ports $SHARDGATE_GATEWAY_PORT, $SHARDGATE_HEALTH_PORT)" >&2
     # The default services by name: podman-compose 1.0.3 knows no profiles and would start
     # the `cluster` profile's services too.
@@ -175,7 +193,10 @@ cmd_test() {
     [ -n "$gw" ] && [ -n "$hc" ] || fail "compose up did not create both containers"
     wait_http "http://127.0.0.1:$SHARDGATE_GATEWAY_PORT/readyz" 200 60
     healthcheck_passes "$gw" gateway
-    expect_golden "$SHARDGATE_GATEWAY_PORT"
+    status=$(post_example "$SHARDGATE_GATEWAY_PORT" "$dir/answer.json")
+    [ "$status" = 401 ] || fail "POST without the token to the compose gateway: HTTP $status, not 401"
+    echo "ok: the compose gateway needs its token: without it, 401"
+    expect_golden "$SHARDGATE_GATEWAY_PORT" "$(cat "$SHARDGATE_GATEWAY_TOKEN_FILE")"
     wait_http "http://127.0.0.1:$SHARDGATE_HEALTH_PORT/healthz" 200 60
     verdict=$("$TOOL" exec "$hc" shardgate-health check --conf $etc/dispatch.env \
         --shards $etc/shards.json --journal /var/lib/shardgate/journal.jsonl) ||
@@ -207,6 +228,22 @@ secret_file() {
     echo "$1/$2"
 }
 
+# cmd_secrets: the four token files of docker-compose.yml at their default paths, each made
+# once (an existing file is the operator's and is kept), for the uid the images run as.
+cmd_secrets() {
+    local uid f
+    uid=$(sed -n 's/^ARG SHARDGATE_UID=//p' Dockerfile)
+    [ -n "$uid" ] || fail "Dockerfile: no ARG SHARDGATE_UID=<uid>"
+    mkdir -p state/gateway-secrets state/cluster-secrets
+    for f in state/gateway-secrets/token state/gateway-secrets/admin-token \
+        state/cluster-secrets/token state/cluster-secrets/admin-token; do
+        if [ ! -s "$f" ]; then
+            secret_file "$(dirname "$f")" "$(basename "$f")" "$uid" >/dev/null
+            echo "made $f (0600, uid $uid)"
+        fi
+    done
+}
+
 cmd_cluster() {
     [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
     local proj="$RUN_ID-cluster" dir uid out status epoch etag admin i
@@ -234,6 +271,13 @@ cmd_cluster() {
     echo "ok: without the token, 401"
     wait_http "http://127.0.0.1:$SHARDGATE_CLUSTER_HEALTH_PORT/healthz" 200 60
     echo "ok: the cluster's health service, as shardgate_ro, reports pass"
+    local hc pg=/var/lib/shardgate-cluster/pg
+    hc=$(container_of "$proj" cluster-health)
+    "$TOOL" exec "$hc" cat "$pg/shardgate.pgpass" >/dev/null 2>&1 &&
+        fail "the health container reads the owner role's password file"
+    "$TOOL" exec "$hc" sh -c "test -r $pg/shardgate_ro.pgpass && ! test -r $pg/shardgate.pgpass" ||
+        fail "the health container: its own password file unreadable, or the owner's readable"
+    echo "ok: the health container reads its role's secret and not the owner's"
     # The If-Match change of docs/operations.md §7, through HAProxy, with the admin token.
     admin=(-H "Authorization: Bearer $(cat "$SHARDGATE_CLUSTER_ADMIN_TOKEN_FILE")")
     etag=$(curl -sS -D - -o /dev/null --max-time 30 "${admin[@]}" \
@@ -338,7 +382,7 @@ deb_inspect() {
 cmd_deb() {
     [ -n "$TOOL" ] || TOOL=$(sg_container_tool)
     sg_base_image "$TOOL"
-    local debs c="$RUN_ID-deb" port
+    local debs c="$RUN_ID-deb" port status
     mapfile -t debs < <(deb_build)
     deb_inspect "${debs[@]}"
     port=$(free_port)
@@ -350,19 +394,27 @@ cmd_deb() {
             --no-install-recommends '"$(printf './%s ' "${debs[@]##*/}")"' >/dev/null' ||
         fail "apt-get install of the four packages in debian:12"
     "$TOOL" exec "$c" sh -ec 'getent passwd shardgate >/dev/null; test -f /etc/shardgate/shards.json
-        test "$(stat -c %U:%a /var/lib/shardgate)" = shardgate:750; shardgate --version' ||
-        fail "postinst: user, /etc/shardgate or /var/lib/shardgate missing"
-    "$TOOL" exec -d "$c" runuser -u shardgate -- /usr/bin/shardgate serve \
-        --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
-        --state-dir /var/lib/shardgate --listen "127.0.0.1:$port" >/dev/null
+        test "$(stat -c %U:%a /var/lib/shardgate)" = shardgate:750; shardgate --version
+        test "$(stat -c %U:%a /etc/shardgate/token /etc/shardgate/admin-token)" = \
+            "$(printf "shardgate:600\nshardgate:600")"
+        sum=$(cat /etc/shardgate/token /etc/shardgate/admin-token | md5sum)
+        /var/lib/dpkg/info/shardgate.postinst configure 0.0.0
+        test "$(cat /etc/shardgate/token /etc/shardgate/admin-token | md5sum)" = "$sum"' ||
+        fail "postinst: user, /etc/shardgate, its tokens (0600, kept when run again) or /var/lib/shardgate missing"
+    # The unit's own ExecStart, on a free port: it serves with the tokens postinst made.
+    "$TOOL" exec -d "$c" sh -c "exec runuser -u shardgate -- \$(sed -n 's/^ExecStart=//p' \
+        /usr/lib/systemd/system/shardgate.service | sed 's/127.0.0.1:8080/127.0.0.1:$port/')" >/dev/null
     wait_http "http://127.0.0.1:$port/readyz" 200 60
-    expect_golden "$port"
+    status=$(post_example "$port" build/deb/unauthorized.json)
+    [ "$status" = 401 ] || fail "POST without the token to the packaged unit's gateway: HTTP $status"
+    expect_golden "$port" "$("$TOOL" exec "$c" cat /etc/shardgate/token)"
     "$TOOL" exec "$c" runuser -u shardgate -- /usr/bin/shardgate-health check \
         --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
         --journal /var/lib/shardgate/journal.jsonl >/dev/null ||
         fail "shardgate-health check of the installed package's journal"
     "$TOOL" exec "$c" sh -ec "shardgate-post-batch --url http://127.0.0.1:$port/v1/batches \
-            --batch /usr/share/shardgate/examples/changes.json >/tmp/receipt.json
+            --batch /usr/share/shardgate/examples/changes.json --token-file /etc/shardgate/token \
+            >/tmp/receipt.json
         cmp /tmp/receipt.json /src/tests/golden/sample-0001.receipt.v2.json
         shardgate-probe --conf /etc/shardgate/dispatch.env --shards /etc/shardgate/shards.json \
             --receipt /tmp/receipt.json --batch /usr/share/shardgate/examples/changes.json |
@@ -382,9 +434,10 @@ build) cmd_build ;;
 test) cmd_build && cmd_test ;;
 cluster) cmd_build && cmd_cluster ;;
 deb) cmd_deb ;;
+secrets) cmd_secrets ;;
 all) cmd_build && cmd_test && cmd_cluster && cmd_deb ;;
 *)
-    echo "usage: ops/image.sh [build|test|cluster|deb|all]" >&2
+    echo "usage: ops/image.sh [build|test|cluster|deb|secrets|all]" >&2
     exit 64
     ;;
 esac

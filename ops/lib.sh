@@ -130,7 +130,8 @@ sg_listen_port() {
 # 127.0.0.1, in the background; sets SG_SERVE_PID and SG_SERVE_PORT, or exits 1 with the log when
 # it does not listen.
 sg_bench_serve() {
-    "$1" serve --conf conf/dispatch.env --shards input/shards.json --state-dir "$2" \
+    # Old builds ignore SHARDGATE_NO_TOKEN, new ones need it or --no-token (docs/api.md §11).
+    SHARDGATE_NO_TOKEN=1 "$1" serve --conf conf/dispatch.env --shards input/shards.json --state-dir "$2" \
         --listen 127.0.0.1:0 "${@:4}" 2>"$3" &
     SG_SERVE_PID=$!
     SG_SERVE_PORT=$(sg_listen_port "$3" "$SG_SERVE_PID")

@@ -505,6 +505,14 @@ DEFECTS = [
      "gw_http_parse_listen(\"127.0.0.1:8080\", &s->addr", ("tests",), "^http_ipv6$"),
     ("token-file-ignored", "gateway:load_tokens", "    if (s->opt.token_file && (rc",
      "    if (0 && (rc", ("tests",), "^http_auth$"),
+    ("state-dir-in-use-is-internal", "gateway:gw_exit_of_open", "rc == -EBUSY  ? GW_EXIT_IN_USE",
+     "rc == -EBUSY  ? GW_EXIT_INTERNAL", ("tests",), "^http_segment_(verify|archive)$"),
+    ("svg-dash-is-a-file", "gateway:gw_cli_is_stdout", "return !path || strcmp(path, \"-\") == 0;",
+     "return !path;", ("tests",), "^plan_svg$"),
+    ("no-token-not-required", "gateway:check_token", "if (!o->token_file && !o->no_token)",
+     "if (0)", ("tests",), "^http_auth$"),
+    ("no-token-over-token-file", "gateway:load_tokens", "    if (s->opt.token_file && (rc",
+     "    if (s->opt.token_file && !s->opt.no_token && (rc", ("tests",), "^http_auth$"),
     ("admin-token-file-ignored", "gateway:load_tokens",
      "    if (rc == GW_EXIT_OK && s->opt.admin_token_file &&", "    if (rc == GW_EXIT_OK && 0 &&",
      ("tests",), "^http_live_admin$"),
@@ -571,6 +579,10 @@ DEFECTS = [
      "^http_feed_(sse|long)$"),
     # The database of ops/pg.sh is closed to the host's other users (docs/operations.md §9.2).
     ("pg-trust-on-loopback", "ops/pg.sh", "--auth-host=scram-sha-256", "--auth-host=trust",
+     ("tests",), "^pg_auth_closed$"),
+    # Both password files to one user: the health service's user reads the owner's secret.
+    ("health-user-reads-owner-secret", "ops/pg.sh",
+     "[ \"$role\" = shardgate ] || owner=${SHARDGATE_PGPASS_RO_OWNER:-}", ":",
      ("tests",), "^pg_auth_closed$"),
     # A starting server refuses connections instead of holding them unanswered.
     ("listen-while-starting", "gateway:gw_listener_open",

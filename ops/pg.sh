@@ -6,8 +6,10 @@
 # passwords only, the Unix socket (in DIR) peer authentication only. Each role's password is in
 # DIR/<role>.pgpass, a libpq password file (mode 0600): the operator's when it is there, else
 # made at the first start from /dev/urandom; it is never printed, logged or put on a command
-# line, and each start sets the role's password from it. SHARDGATE_PGPASS_OWNER (run as root):
-# the user the password files are given to when made. SHARDGATE_PG_LISTEN: the listen
+# line, and each start sets the role's password from it. Run as root, each file goes to the
+# user of its role's client when made: SHARDGATE_PGPASS_OWNER gets shardgate.pgpass (the
+# gateways), SHARDGATE_PGPASS_RO_OWNER shardgate_ro.pgpass (the health service), so the health
+# service's user cannot read the owner's secret (docs/operations.md §9.2). SHARDGATE_PG_LISTEN: the listen
 # address at the first start (default 127.0.0.1; another one takes passwords on every address).
 #   ops/pg.sh start DIR PORT   initdb when DIR has no cluster yet, then start (waits until ready)
 #   ops/pg.sh stop DIR         fast shutdown
@@ -83,8 +85,11 @@ set_password() {
     if [ ! -s "$file" ]; then
         pw=$(head -c 24 /dev/urandom | base64)
         (umask 077 && printf '*:*:*:%s:%s\n' "$role" "$pw" >"$file")
-        # The user the clients run as, when it is not this one (the compose cluster profile).
-        [ -z "${SHARDGATE_PGPASS_OWNER:-}" ] || chown "$SHARDGATE_PGPASS_OWNER:" "$file"
+        # The user the role's clients run as, when it is not this one (the compose cluster
+        # profile): one user per role.
+        local owner=${SHARDGATE_PGPASS_OWNER:-}
+        [ "$role" = shardgate ] || owner=${SHARDGATE_PGPASS_RO_OWNER:-}
+        [ -z "$owner" ] || chown "$owner:" "$file"
     fi
     pw=$(awk -F: -v r="$role" '$4 == r { print $5; exit }' "$file")
     [ -n "$pw" ] || { echo "ops/pg.sh: $file holds no password for $role" >&2; exit 1; }

@@ -2,7 +2,8 @@
 # Serves the gateway on 127.0.0.1:8080 with the shipped contract and shards and a state/
 # journal, after installing what is missing and building the two Release binaries (nothing
 # else). Extra arguments go to `shardgate serve` (a later --listen wins, e.g. ops/run.sh
-# --listen 127.0.0.1:9090).
+# --listen 127.0.0.1:9090). The README's first hour is open on loopback: --no-token, warned at
+# start; --token-file FILE among the extra arguments wins over it (docs/api.md §11).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$SHARDGATE_ROOT"
@@ -10,4 +11,4 @@ cd "$SHARDGATE_ROOT"
 sg_install_deps
 sg_build_binaries build/release -DCMAKE_BUILD_TYPE=Release
 exec build/release/gateway/shardgate serve --conf conf/dispatch.env --shards input/shards.json \
-    --state-dir state --listen 127.0.0.1:8080 "$@"
+    --state-dir state --listen 127.0.0.1:8080 --no-token "$@"

@@ -87,7 +87,7 @@ fi
 
 echo "-- valgrind shardgate serve (requests, then SIGTERM)"
 "${VG[@]}" --log-file="$TMP/serve.vg" "$GW" serve --conf conf/dispatch.env \
-    --shards input/shards.json --state-dir "$TMP/state" --listen 127.0.0.1:0 \
+    --shards input/shards.json --state-dir "$TMP/state" --listen 127.0.0.1:0 --no-token \
     2>"$TMP/serve.err" &
 SERVER_PID=$!
 port=$(sg_listen_port "$TMP/serve.err" "$SERVER_PID" 600) # up to 60 s: valgrind starts slowly

@@ -99,7 +99,7 @@ class Server:
     def start(self):
         self.proc = subprocess.Popen(
             [GW, "serve", "--conf", CONF, "--shards", SHARDS, "--state-dir", self.state,
-             "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+             "--listen", "127.0.0.1:0", "--no-token"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
         deadline = time.time() + 30
         while time.time() < deadline:
             line = self.proc.stderr.readline().decode()

@@ -33,9 +33,12 @@ extern const char gw_usage_admin[];
 
 struct gw_buf;
 
-/* Writes all of `b` to `path` (NULL: stdout). Returns GW_EXIT_OK, or GW_EXIT_INTERNAL with a
+/* Writes all of `b` to `path` (NULL or "-": stdout). Returns GW_EXIT_OK, or GW_EXIT_INTERNAL with a
  * message on stderr. */
 int gw_cli_write(const char *path, const struct gw_buf *b);
+
+/* 1 when `path` means standard output: NULL or "-". */
+int gw_cli_is_stdout(const char *path);
 
 /* The contract path: --conf if given, else $SHARDGATE_CONF, else NULL. */
 const char *gw_conf_path(const char *from_option);

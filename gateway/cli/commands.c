@@ -25,7 +25,7 @@ const char gw_usage_dispatch[] =
 const char gw_usage_ring[] =
     "usage: shardgate ring --conf FILE --shards FILE [--points] [--svg FILE]\n"
     "Prints the ring summary; --points adds every point in ring order; --svg writes the ring\n"
-    "drawn (one arc per run of points of a shard) to FILE.\n";
+    "drawn (one arc per run of points of a shard) to FILE, or, for -, alone to stdout.\n";
 const char gw_usage_lookup[] = "usage: shardgate lookup --conf FILE --shards FILE KEY...\n"
                                "Prints the placement of each key, one JSON line per key.\n"
                                "exit: 2 when no shard is online.\n";
@@ -130,8 +130,15 @@ static int parse_args(int argc, char **argv, const char *allowed, const char *us
     return -1;
 }
 
+int gw_cli_is_stdout(const char *path)
+{
+    return !path || strcmp(path, "-") == 0;
+}
+
 int gw_cli_write(const char *path, const struct gw_buf *b)
 {
+    if (gw_cli_is_stdout(path))
+        path = NULL;
     FILE *f = path ? fopen(path, "wb") : stdout;
     if (!f) {
         fprintf(stderr, "shardgate: %s: %s\n", path, strerror(errno));
@@ -253,6 +260,10 @@ static int render_ring(struct gw_buf *out, const struct gw_topology *t, const st
 {
     (void)keys;
     (void)nkeys;
+    if (a->svg && gw_cli_is_stdout(a->svg)) { /* the drawing alone, so it pipes */
+        gw_ring_svg(out, t);
+        return GW_EXIT_OK;
+    }
     if (a->svg) { /* written first: the summary on stdout says the drawing is there */
         struct gw_buf svg;
         gw_buf_init(&svg);

@@ -275,7 +275,7 @@ static int verify(const char *dir, int say_ok)
     gw_ledger_free(&ledger);
     gw_idem_close(&ids);
     nftw(scratch, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-    return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
+    return gw_exit_of_open(rc);
 }
 
 /* The state dir verified first, as `journal verify` does (docs/journal.md §8), once the ids
@@ -293,7 +293,7 @@ static int archive(const char *dir, const char *adir, int plain)
         rc = gw_journal_archive(dir, adir, plain, &r, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
-        return rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
+        return gw_exit_of_open(rc);
     }
     printf("journal: archived %zu segments (%zu completed from an earlier run) through seq %llu\n",
            r.archived, r.completed, r.through_seq);

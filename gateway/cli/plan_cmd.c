@@ -26,7 +26,8 @@ const char gw_usage_plan[] =
     "Prints the movement plan from the current membership to NEW (one line of JSON):\n"
     "moved hash values by arc arithmetic, per pair and per shard; with --journal, how many\n"
     "journaled changes and how much load would move. --to-conf defaults to --conf. --svg\n"
-    "writes the current ring drawn with the arcs that would move around it to FILE.\n"
+    "writes the current ring drawn with the arcs that would move around it to FILE, or, for -,\n"
+    "alone to stdout (no plan).\n"
     "exit: 0 ok, 2 a ring with no online shard or an unreadable journal, 3 contract/membership\n"
     "      unusable, 64 usage, 1 internal error. --conf defaults to $SHARDGATE_CONF.\n";
 
@@ -282,7 +283,7 @@ static int plan_between(const struct plan_args *a, const struct gw_topology *fro
     rc = a->journal ? count_journal(&p, from, to, a->journal) : GW_EXIT_OK;
     if (rc == GW_EXIT_OK && a->svg)
         rc = write_svg(a->svg, from, to);
-    if (rc == GW_EXIT_OK)
+    if (rc == GW_EXIT_OK && !(a->svg && gw_cli_is_stdout(a->svg))) /* --svg -: the drawing alone */
         rc = print_plan(&p);
     gw_plan_free(&p);
     return rc;

@@ -16,7 +16,7 @@
 
 const char gw_usage_serve[] =
     "usage: shardgate serve --conf FILE --shards FILE --state-dir DIR [--listen HOST:PORT]\n"
-    "                       [--token-file FILE] [--admin-token-file FILE]\n"
+    "                       (--token-file FILE | --no-token) [--admin-token-file FILE]\n"
     "                       [--max-body BYTES] [--max-changes N]\n"
     "                       [--threads N] [--max-connections N] [--max-connections-per-ip N]\n"
     "                       [--timeout SECONDS] [--header-timeout SECONDS]\n"
@@ -31,7 +31,9 @@ const char gw_usage_serve[] =
     "--store postgres://USER@HOST:PORT/DB in PostgreSQL, shared by every replica\n"
     "(docs/journal.md §10; create the schema with `shardgate db init`). --store file (the\n"
     "default) is the journal in DIR. SIGHUP re-reads --conf and --shards (ignored with\n"
-    "--store postgres); PUT /v1/admin/membership needs --admin-token-file. --read-store:\n"
+    "--store postgres); PUT /v1/admin/membership needs --admin-token-file. Without\n"
+    "--token-file every client that reaches --listen may POST and read: only with --no-token,\n"
+    "warned at start (docs/api.md §11). --read-store:\n"
     "the database the reads of batches, totals and the feed go to (a standby), not --store.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
@@ -63,6 +65,7 @@ enum {
     OPT_MAX_BODY_INFLIGHT,
     OPT_BODY_TIMEOUT,
     OPT_METRICS_OPEN,
+    OPT_NO_TOKEN,
     OPT_SEGMENT_BYTES,
     OPT_CHECKPOINT_INTERVAL,
     OPT_IDEMPOTENCY_WINDOW,
@@ -204,6 +207,7 @@ static const struct option serve_options[] = {
     {"max-body-inflight", required_argument, 0, OPT_MAX_BODY_INFLIGHT},
     {"body-timeout", required_argument, 0, OPT_BODY_TIMEOUT},
     {"metrics-open", no_argument, 0, OPT_METRICS_OPEN},
+    {"no-token", no_argument, 0, OPT_NO_TOKEN},
     {"segment-bytes", required_argument, 0, OPT_SEGMENT_BYTES},
     {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
     {"idempotency-window", required_argument, 0, OPT_IDEMPOTENCY_WINDOW},
@@ -235,6 +239,16 @@ static int check_store(struct gw_serve_options *o)
     return check_listen(o->listen);
 }
 
+/* No client token is a choice said out loud: --no-token, else refused; a token file wins over
+ * --no-token (docs/api.md §11). */
+static int check_token(const struct gw_serve_options *o)
+{
+    if (!o->token_file && !o->no_token)
+        return usage_error("--token-file FILE is required, or --no-token to serve every client "
+                           "that reaches --listen without one");
+    return -1;
+}
+
 /* One pass of getopt over argv into o; returns -1 to go on, else the exit code. */
 static int parse_pass(int argc, char **argv, struct gw_serve_options *o)
 {
@@ -262,6 +276,8 @@ static int parse_pass(int argc, char **argv, struct gw_serve_options *o)
         }
         if (c == OPT_METRICS_OPEN)
             o->metrics_open = 1;
+        else if (c == OPT_NO_TOKEN)
+            o->no_token = 1;
         else if (c == OPT_CHECKPOINT_INTERVAL || c == OPT_IDEMPOTENCY_WINDOW) {
             if (set_duration(o, c, optarg) != 0)
                 return GW_EXIT_USAGE;
@@ -346,7 +362,8 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     o->conf = gw_conf_path(o->conf);
     if (!o->shards)
         return usage_error("--shards FILE is required");
-    return check_store(o);
+    rc = check_store(o);
+    return rc >= 0 ? rc : check_token(o);
 }
 
 int gw_cmd_serve(int argc, char **argv)

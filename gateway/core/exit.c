@@ -11,6 +11,14 @@ int gw_exit_for(int rc, int otherwise)
     return rc == -ENOMEM ? GW_EXIT_INTERNAL : otherwise;
 }
 
+int gw_exit_of_open(int rc)
+{
+    return rc == 0         ? GW_EXIT_OK
+           : rc == -EINVAL ? GW_EXIT_UNUSABLE
+           : rc == -EBUSY  ? GW_EXIT_IN_USE
+                           : GW_EXIT_INTERNAL;
+}
+
 int gw_exit_load_topology(const char *conf, const char *shards, struct gw_topology *t)
 {
     struct gw_error err;

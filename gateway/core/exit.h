@@ -9,11 +9,17 @@ enum gw_exit {
     GW_EXIT_NOT_OK = 2,   /* receipt not ok, or the batch invalid */
     GW_EXIT_UNUSABLE = 3, /* contract or membership unusable */
     GW_EXIT_USAGE = 64,
+    GW_EXIT_IN_USE = 75, /* the state dir is another process's: try later (EX_TEMPFAIL) */
 };
 
 /* The exit code of a failed call that returned `rc` (< 0): GW_EXIT_INTERNAL for -ENOMEM,
  * else `otherwise`. */
 int gw_exit_for(int rc, int otherwise);
+
+/* The exit code of opening a state dir or a store that returned `rc`: OK, UNUSABLE for
+ * -EINVAL (damaged or refused input), IN_USE for -EBUSY (locked by another process), else
+ * INTERNAL. */
+int gw_exit_of_open(int rc);
 
 /* Loads the topology or prints why not on stderr; returns GW_EXIT_OK, GW_EXIT_UNUSABLE, or
  * GW_EXIT_INTERNAL when out of memory. */

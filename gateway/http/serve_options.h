@@ -30,6 +30,7 @@ struct gw_serve_options {
     uint64_t max_body_inflight;      /* body bytes all requests may hold at once */
     unsigned body_timeout_s;         /* a body not complete this long after its headers is cut */
     int metrics_open;                /* 1: /metrics needs no token */
+    int no_token;                    /* 1: no token_file is wanted (warned at start) */
     uint64_t segment_bytes;          /* rotate the journal at this size (docs/journal.md §6) */
     uint64_t checkpoint_interval_ms; /* docs/journal.md §7 */
     uint64_t idempotency_window_ms;  /* 0: batch ids remembered for ever (docs/api.md §3) */

@@ -57,6 +57,19 @@ static int load_token(const char *path, unsigned char digest[GW_TOKEN_DIGEST_LEN
     return GW_EXIT_OK;
 }
 
+/* --no-token: every client that reaches the address is served; said once, as it listens
+ * (docs/api.md §11). */
+static void warn_no_token(const char *address)
+{
+    struct gw_buf f;
+    gw_buf_init(&f);
+    gw_log_str(&f, "address", address);
+    gw_log_str(&f, "warning",
+               "--no-token: every client that reaches this address may POST batches and read "
+               "receipts; give --token-file FILE to require a token");
+    gw_log_event("serving_without_token", &f);
+}
+
 /* The client token and the admin token (docs/api.md §11, §15); they must differ. */
 static int load_tokens(struct gw_server *s)
 {
@@ -174,6 +187,8 @@ static int start_daemon(struct gw_server *s)
     }
     char address[GW_HTTP_ADDRESS_MAX];
     gw_http_format_address(&s->addr, address);
+    if (!s->auth)
+        warn_no_token(address);
     struct gw_buf f;
     gw_buf_init(&f);
     gw_log_str(&f, "address", address);
@@ -239,7 +254,7 @@ static int open_store(struct gw_server *s, const struct gw_store_options *o,
     int rc = gw_store_open(&s->store, o, topo, &s->metrics, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
-    return rc == 0 ? GW_EXIT_OK : rc == -EINVAL ? GW_EXIT_UNUSABLE : GW_EXIT_INTERNAL;
+    return gw_exit_of_open(rc);
 }
 
 /* Sets everything up in order; returns GW_EXIT_OK to serve, else the exit code. */

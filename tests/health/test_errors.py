@@ -32,7 +32,7 @@ def conf(name, lines):
 
 
 expect3("conf nowhere", "/nonexistent/dispatch.env", SHARDS,
-        "contract: /nonexistent/dispatch.env:0: cannot open: No such file or directory")
+        "contract: /nonexistent/dispatch.env: cannot open: No such file or directory")
 p = conf("missing-key", GOOD[:4])
 expect3("missing key", p, SHARDS, "contract: %s:4: missing required key DISPATCH_CAPACITY_POLICY" % p)
 p = conf("no-vnodes", [GOOD[0], GOOD[1], GOOD[3], GOOD[4]])

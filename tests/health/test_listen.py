@@ -70,6 +70,26 @@ def refused(listen, message):
           "--listen %s: exit 64 and %r (got %d, %r)" % (listen, message, p.returncode, p.stderr))
 
 
+def port_taken(family, host, listen):
+    """A port another socket holds: one line in this program's words, exit 1, nothing of
+    libmicrohttpd's ("Failed to bind to port 0")."""
+    holder = socket.socket(family)
+    holder.bind((host, 0))
+    holder.listen()
+    try:
+        where = listen % holder.getsockname()[1]
+        p = subprocess.run([BIN, "serve", "--listen", where, "--conf", CONF, "--shards", SHARDS,
+                            "--journal", "/nonexistent"], capture_output=True, text=True,
+                           timeout=10)
+    finally:
+        holder.close()
+    want = "shardgate-health: cannot listen on %s: Address already in use\n" % where
+    check((p.returncode, p.stderr) == (1, want),
+          "%s taken: exit 1 and %r (got %d, %r)" % (where, want, p.returncode, p.stderr))
+
+
+port_taken(socket.AF_INET, "127.0.0.1", "127.0.0.1:%d")
+port_taken(socket.AF_INET6, "::1", "[::1]:%d")
 listens_on("127.0.0.1:%d", "127.0.0.1", socket.AF_INET, "127.0.0.1")
 listens_on("[::1]:%d", "[::1]", socket.AF_INET6, "::1")
 refused("[::1:8081", "--listen [::1:8081: expected [IPv6]:PORT")

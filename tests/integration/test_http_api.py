@@ -269,6 +269,48 @@ def auth_on_and_off():
     eq(r.returncode, 3, "empty token file refuses to start")
 
 
+def open_server(args, env):
+    """A Server whose environment is ENV exactly (Server adds os.environ to what it is given)."""
+    server = Server(args=args)
+    server.env = env
+    return server
+
+
+@case("auth")
+def serving_without_a_token_is_said_by_name():
+    """No --token-file: refused unless --no-token (or SHARDGATE_NO_TOKEN=1) says so, then a
+    warning at start; a token file wins over --no-token from anywhere (docs/api.md §11)."""
+    d = tmpdir()
+    closed = {k: v for k, v in os.environ.items() if k != "SHARDGATE_NO_TOKEN"}
+    base = ["serve", "--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+            "--state-dir", os.path.join(d, "st"), "--listen", "127.0.0.1:0"]
+    r = run_server(base, env=closed)
+    eq((r.returncode, r.stderr.splitlines()[0]),
+       (64, "shardgate: --token-file FILE is required, or --no-token to serve every client that "
+            "reaches --listen without one"), "no token, no --no-token")
+    eq(os.path.exists(os.path.join(d, "st")), False, "a refused start leaves no state dir")
+    warning = {"event": "serving_without_token",
+               "warning": "--no-token: every client that reaches this address may POST batches "
+                          "and read receipts; give --token-file FILE to require a token"}
+    for how, args, env in (("--no-token", ["--no-token"], closed),
+                           ("SHARDGATE_NO_TOKEN=1", [], dict(closed, SHARDGATE_NO_TOKEN="1"))):
+        with open_server(args, env) as s:
+            eq(s.events("serving_without_token"),
+               [dict(warning, address="127.0.0.1:%d" % s.port)], how + ": the warning at start")
+            at = s.lines.index('{"event":"listening","address":"127.0.0.1:%d"}' % s.port)
+            eq(s.lines[at - 1], '{"event":"serving_without_token","address":"127.0.0.1:%d",'
+               '"warning":"%s"}' % (s.port, warning["warning"]),
+               how + ": the warning, byte for byte, just before listening")
+            eq(s.post(batch("open-" + how[:2])).status, 200, how + ": served without a token")
+    token = write(os.path.join(d, "token"), "s3cret-token\n")
+    os.chmod(token, 0o600)
+    for how, args, env in (("--no-token", ["--no-token"], closed),
+                           ("SHARDGATE_NO_TOKEN=1", [], dict(closed, SHARDGATE_NO_TOKEN="1"))):
+        with open_server(["--token-file", token] + args, env) as s:
+            eq(s.events("serving_without_token"), [], how + " and a token file: no warning")
+            eq(s.post(batch("shut")).status, 401, how + " and a token file: the token wins")
+
+
 @case("capacity")
 def over_capacity_under_reject_is_422():
     d = tmpdir()

@@ -403,7 +403,7 @@ def journal_in_use_refuses_second_server():
         r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
                         src("input", "shards.json"), "--state-dir", d, "--listen",
                         "127.0.0.1:0"])
-        eq(r.returncode, 1, "second server on one journal")
+        eq(r.returncode, 75, "second server on one journal: the state dir is in use")
         ok("in use" in r.stderr, r.stderr)
 
 

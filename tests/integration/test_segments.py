@@ -413,7 +413,11 @@ def verify_refused_while_serving():
     with Server(state_dir=d, args=SMALL) as s:
         eq(s.post(batch("v1")).status, 200, "post")
         r = journal_verify(d)
-        eq((r.returncode, r.stderr), (1, "journal: %s: in use by another process\n" % d), "busy")
+        eq((r.returncode, r.stderr), (75, "journal: %s: in use by another process\n" % d), "busy")
+        r = run_server(["serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir", d, "--listen", "127.0.0.1:0"])
+        eq((r.returncode, r.stderr), (75, "journal: %s: in use by another process\n" % d),
+           "a second serve on the same state dir")
 
 
 @case("segment_verify")
@@ -486,7 +490,7 @@ def archive_refused_while_serving():
         eq(s.post(batch("a1")).status, 200, "post")
         r = journal_archive(d, adir)
         eq((r.returncode, r.stdout, r.stderr),
-           (1, "", "journal: %s: in use by another process\n" % d), "busy")
+           (75, "", "journal: %s: in use by another process\n" % d), "busy")
     eq(os.listdir(adir), [], "nothing archived")
 
 

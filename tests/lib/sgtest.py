@@ -38,6 +38,11 @@ START_TIMEOUT = 30
 REQUEST_TIMEOUT = 60
 TMPDIRS = []
 
+# The gateways these tests start listen on 127.0.0.1 only and most serve without a client
+# token: said as `serve` wants it said (docs/api.md §11), by SHARDGATE_NO_TOKEN, which every
+# child inherits. A --token-file wins over it: the auth tests pass one.
+os.environ["SHARDGATE_NO_TOKEN"] = "1"
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONF = os.path.join(ROOT, "conf", "dispatch.env")
 SHARDS = os.path.join(ROOT, "input", "shards.json")

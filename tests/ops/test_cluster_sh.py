@@ -102,10 +102,17 @@ class Cluster:
         return read(os.path.join(self.state, name + ".log")).decode()
 
 
-def request(port, method, path, body=None, headers=None):
+# The client token `up` made (STATE/token): every request but the probes carries it.
+TOKEN = []
+
+
+def request(port, method, path, body=None, headers=None, token=True):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = dict(headers or {})
+    if token and TOKEN:
+        headers["Authorization"] = "Bearer " + TOKEN[0]
     try:
-        conn.request(method, path, body=body, headers=headers or {})
+        conn.request(method, path, body=body, headers=headers)
         r = conn.getresponse()
         return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     finally:
@@ -220,6 +227,16 @@ def expect_failover(c, home):
     eq(got[home][0], "stopped", "%s in status after SIGKILL" % home)
 
 
+def expect_client_token(c):
+    """The client token `up` made (0600, printed): without it 401 through HAProxy."""
+    token = os.path.join(c.state, "token")
+    eq(os.stat(token).st_mode & 0o777, 0o600, "token's mode")
+    status, _, body = request(c.port("haproxy"), "GET", "/v1/shards", token=False)
+    eq((status, json.loads(body)["error"]["code"]), (401, "unauthorized"),
+       "GET /v1/shards without the token through HAProxy")
+    TOKEN[:] = [read(token).decode().strip()]
+
+
 def expect_admin(c):
     """The admin token `up` made (0600, printed): a membership change through HAProxy reaches
     every replica."""
@@ -259,6 +276,7 @@ def cluster_up_replay_failover_down():
         eq(up.returncode, 0, "ops/cluster.sh up")
         ok("http://127.0.0.1:%d  HAProxy" % c.port("haproxy") in up.stdout, "up prints the URL")
         ok("%s/admin.token  the admin token" % c.state in up.stdout, "up prints the admin token")
+        expect_client_token(c)
         ok(not pg_dir(c).startswith(c.state), "PostgreSQL's data outside the 0700 state dir: %s"
            % pg_dir(c))
         expect_all_running(c)

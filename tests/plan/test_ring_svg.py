@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "health"))
 import ketama  # noqa: E402
-from sgtest import case, eq, ok, run_gateway, src, tmpdir, write, main  # noqa: E402
+from sgtest import case, eq, ok, read, run_gateway, src, tmpdir, write, main  # noqa: E402
 
 SPACE = 2**32
 NS = "{http://www.w3.org/2000/svg}"
@@ -286,6 +286,22 @@ def an_unwritable_svg_is_an_error_naming_the_path():
                     src("input", "shards.json"), "--svg", bad)
     eq((r.returncode, r.stdout), (1, ""), "exit 1, no summary printed")
     eq(r.stderr, "shardgate: %s: No such file or directory\n" % bad, "the message names the path")
+
+
+@case("svg")
+def svg_to_stdout_is_the_drawing_alone():
+    """`--svg -` writes the drawing to stdout, byte for byte the file's, and nothing else, and
+    creates no file named `-` (docs/tools.md §1.3)."""
+    d = tmpdir()
+    for cmd, extra in (("ring", []), ("plan", ["--to", D_ONLINE])):
+        out = os.path.join(d, cmd + ".svg")
+        base = [cmd, "--conf", src("conf", "dispatch.env"), "--shards",
+                src("input", "shards.json")] + extra
+        eq(run_gateway(*(base + ["--svg", out])).returncode, 0, cmd + " --svg FILE")
+        r = run_gateway(*(base + ["--svg", "-"]), cwd=d)
+        eq((r.returncode, r.stderr, r.stdout), (0, "", read(out).decode()),
+           cmd + " --svg -: the file's bytes on stdout, alone")
+        eq(os.path.exists(os.path.join(d, "-")), False, cmd + " --svg -: no file named -")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ from sgtest import Skip, case, eq, ok, read, run, run_gateway  # noqa: E402
 class Account:
     """A local user that exists only for the test."""
 
-    def __init__(self):
-        self.name = "sgauth%d" % os.getpid()
+    def __init__(self, role="x"):
+        self.name = "sgauth%s%d" % (role, os.getpid())
         r = run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
                  self.name])
         eq(r.returncode, 0, "useradd: %s" % r.stderr)
@@ -83,6 +83,46 @@ def another_user_cannot_connect_without_the_secret():
         eq((r.returncode, r.stdout), (0, "shardgate\n"), "with the secret it connects")
     finally:
         other.remove()
+
+
+@case("closed")
+def each_role_s_secret_is_its_own_user_s():
+    """SHARDGATE_PGPASS_OWNER and SHARDGATE_PGPASS_RO_OWNER: the gateways' user holds the owner
+    role's file, the health service's user the read-only one's; the health user cannot read the
+    owner's secret, so it cannot connect as the owner (docs/operations.md §9.2)."""
+    if os.geteuid() != 0:
+        raise Skip("needs root: it adds users, and PostgreSQL runs as the postgres user")
+    gateway, health = Account("g"), Account("h")
+    try:
+        os.environ.update(SHARDGATE_PGPASS_OWNER=gateway.name,
+                          SHARDGATE_PGPASS_RO_OWNER=health.name)
+        try:
+            pg = Postgres()
+        finally:
+            del os.environ["SHARDGATE_PGPASS_OWNER"], os.environ["SHARDGATE_PGPASS_RO_OWNER"]
+        for role, user in (("shardgate", gateway), ("shardgate_ro", health)):
+            st = os.stat(pg.passfile(role))
+            eq((pwd.getpwuid(st.st_uid).pw_name, st.st_mode & 0o777), (user.name, 0o600),
+               "%s.pgpass: owner and mode" % role)
+        r = health.run("cat", pg.passfile("shardgate"))
+        eq((r.returncode, r.stderr), (1, "cat: %s: Permission denied\n" % pg.passfile("shardgate")),
+           "the health user reads the owner's secret")
+        owner_url = pg.db_url("shardgate", "shardgate")
+        r = health.run(*psql(owner_url, "-c", "CREATE TABLE shardgate_x (i int)"))
+        eq((r.returncode, r.stderr.strip()), (2, 'psql: error: connection to server at '
+           '"127.0.0.1", port %d failed: fe_sendauth: no password supplied' % pg.port),
+           "the health user connects as the owner with the owner's file")
+        r = health.run(*psql(pg.db_url("shardgate", "shardgate_ro"), "-c", "SELECT current_user"))
+        eq((r.returncode, r.stdout, r.stderr), (0, "shardgate_ro\n", ""),
+           "the health user connects as shardgate_ro with its own file")
+        r = gateway.run(*psql(owner_url, "-c", "SELECT current_user"))
+        eq((r.returncode, r.stdout, r.stderr), (0, "shardgate\n", ""),
+           "the gateways' user connects as the owner")
+        r = gateway.run("cat", pg.passfile("shardgate_ro"))
+        eq(r.returncode, 1, "the gateways' user reads the read-only secret: %r" % r.stderr)
+    finally:
+        gateway.remove()
+        health.remove()
 
 
 @case("closed")
