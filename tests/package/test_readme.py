@@ -3,7 +3,10 @@
 line for line, in a fresh copy of the tree (the tracked files, no build), by bash with errexit
 and pipefail. ops/run.sh builds and serves on 127.0.0.1:8080 as the README says, so that port
 must be free. Checked after it: the exit status, the receipts byte for byte, and what the
-commands printed (the status table, the plan, the health check, the probe, the worker).
+commands printed (the status table, the plan, the health check, the probe, the worker). Then
+the first day in the same copy: the how-tos of docs/operations.md §12 (a restart, a change
+applied and reverted, a shard drained and finished, a backup and a restore), their blocks as
+written, and the copy's `git status` clean at the end.
 
 usage: test_readme.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
 """
@@ -21,6 +24,7 @@ import sgtest  # noqa: E402
 from sgtest import case, eq, main, ok, read, src, tmpdir  # noqa: E402
 
 SECTION = "## The first hour"
+FIRST_DAY = "## 12. The first day: how-tos, run as written"
 
 
 def first_hour_block():
@@ -30,6 +34,41 @@ def first_hour_block():
     m = re.search(r"^```sh\n(.*?)^```$", after, re.M | re.S)
     ok(m is not None, "a ```sh block under %r" % SECTION)
     return m.group(1)
+
+
+def first_day_blocks():
+    """Every ```sh block of docs/operations.md §12, in order, as written."""
+    text = read(src("docs", "operations.md")).decode()
+    ok(FIRST_DAY in text, "docs/operations.md has %r" % FIRST_DAY)
+    section = re.split(r"^## ", text.split(FIRST_DAY, 1)[1], flags=re.M)[0]
+    blocks = re.findall(r"^```sh\n(.*?)^```$", section, re.M | re.S)
+    eq(len(blocks), 4, "the how-tos' blocks: start, change and revert, drain, backup and restore")
+    return blocks
+
+
+def run_block(tree, block, path=None):
+    """bash -e -o pipefail -c BLOCK in TREE; a server it leaves running is killed."""
+    env = dict(os.environ, PATH=path) if path else None
+    p = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", block], cwd=tree, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=600)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # a server left running by a failed line
+        except ProcessLookupError:
+            pass
+    log = read(os.path.join(tree, "run.log")).decode() if os.path.exists(
+        os.path.join(tree, "run.log")) else ""
+    eq(p.returncode, 0, "the block's exit status\nstdout:\n%s\nstderr:\n%s\nrun.log:\n%s"
+       % (out, err, log[-3000:]))
+    return out
+
+
+def git(tree, *args):
+    return subprocess.run(["git", "-C", tree, "-c", "user.name=t", "-c", "user.email=t@t"]
+                          + list(args), capture_output=True, text=True, check=True).stdout
 
 
 def tree_copy():
@@ -59,20 +98,10 @@ def port_free(port):
 def the_first_hour_runs_as_written():
     ok(port_free(8080), "127.0.0.1:8080 is free (the README serves there)")
     tree = tree_copy()
-    p = subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", first_hour_block()], cwd=tree,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=600)
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)  # a server left running by a failed line
-        except ProcessLookupError:
-            pass
-    log = read(os.path.join(tree, "run.log")).decode() if os.path.exists(
-        os.path.join(tree, "run.log")) else ""
-    eq(p.returncode, 0, "the block's exit status\nstdout:\n%s\nstderr:\n%s\nrun.log:\n%s"
-       % (out, err, log[-3000:]))
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "the tree as copied")
+    out = run_block(tree, first_hour_block())
     golden = read(src("tests", "golden", "sample-0001.receipt.v2.json"))
     eq(read(os.path.join(tree, "answer.json")), golden, "the answer is the golden receipt")
     ok(re.search(r"^shard-a  online +1 +20 +34\.26% +8 +2$", out, re.M),
@@ -88,6 +117,41 @@ def the_first_hour_runs_as_written():
     ok(out.endswith("journal: OK: 0 sealed segments, 1 receipts, 1 checkpoints\n"),
        "journal verify, last")
     ok(port_free(8080), "the gateway stopped: 127.0.0.1:8080 free again")
+    first_day(tree)
+
+
+def first_day(tree):
+    """docs/operations.md §12 after the first hour, in the same copy: the blocks run as one
+    script (the gateway the first starts is the job the others stop), each output after a
+    marker line."""
+    blocks = first_day_blocks()
+    script = "".join('echo "== how-to %d"\n%s' % (i + 1, b) for i, b in enumerate(blocks))
+    path = "%s:%s:%s" % (os.path.join(tree, "build", "release", "gateway"),
+                         os.path.join(tree, "build", "release", "health"), os.environ["PATH"])
+    out = run_block(tree, script, path)
+    parts = dict(re.findall(r"^== how-to (\d)\n(.*?)(?=^== how-to |\Z)", out, re.M | re.S))
+    eq(sorted(parts), ["1", "2", "3", "4"], "each how-to ran")
+    applied = re.findall(r"^applied: epoch ([0-9a-f]{40}) \(epoch_seq (\d+)\)$", out, re.M)
+    eq([seq for _, seq in applied], ["2", "3", "4", "5"],
+       "four changes applied: d online, the revert, the drain, offline")
+    epochs = [l.split()[:3] for l in parts["2"].splitlines() if re.match(r"^\d+ +[0-9a-f]{40} ", l)]
+    eq([e[2] for e in epochs], ["start", "admin", "admin"],
+       "admin epochs after the revert: the start's, the change's, the revert's\n%s" % parts["2"])
+    eq(epochs[2][1], epochs[0][1], "the revert's epoch is the shipped membership's again")
+    moves = re.findall(r"^moves +(\d+\.\d\d)% ", parts["3"], re.M)
+    ok(len(moves) >= 2 and moves[0] == "34.53" and moves[-1] == "0.00",
+       "draining shard-c moves its share (34.53%%), offline then nothing: %r" % moves)
+    placed = [json.loads(l) for l in parts["3"].splitlines() if l.startswith('{"key":')]
+    eq(len(placed), 1, "one lookup in the drain how-to")
+    placed = placed[0]
+    ok(placed["key"] == "order:1001" and placed["shard"] != "shard-c",
+       "a key under the drained membership is not on shard-c: %r" % placed)
+    eq(read(os.path.join(tree, "state", "shards.json")),
+       read(src("input", "shards.json")).replace(
+           b'{"id": "shard-c", "state": "online"', b'{"id": "shard-c", "state": "offline"'),
+       "the membership in force after the drain is finished, restored from the backup")
+    eq(git(tree, "status", "--porcelain"), "", "git status of the copy after the first day")
+    ok(port_free(8080), "the gateway stopped after the restore: 127.0.0.1:8080 free again")
 
 
 if __name__ == "__main__":
