@@ -58,6 +58,25 @@ class Skip(Exception):
     """A case that cannot run here (a tool is missing); the script exits 77 for ctest."""
 
 
+# The named kill -9 and pause points (docs/api.md §14) are compiled into every build but
+# Release (gateway/CMakeLists.txt, SHARDGATE_CRASH_POINTS); CMake says which in the tests'
+# environment. A case that asks for one in a build without them is skipped, not run into its
+# time limit.
+CRASH_POINTS_ABSENT = ("this build has no named crash points (a Release build: configure with "
+                       "-DSHARDGATE_CRASH_POINTS=ON to run it)")
+
+
+def crash_points_built():
+    return os.environ.get("SHARDGATE_CRASH_POINTS_BUILT", "ON").upper() not in ("OFF", "0", "")
+
+
+def require_crash_points(env):
+    """Skips the case when ENV asks for a crash or pause point this build does not have."""
+    if not crash_points_built() and any(
+            k in env for k in ("SHARDGATE_TEST_CRASH_AT", "SHARDGATE_TEST_PAUSE_AT")):
+        raise Skip(CRASH_POINTS_ABSENT)
+
+
 def case(arg):
     """Registers a case: `@case` (its group is its own name) or `@case("group")`."""
     def register(fn, group):
@@ -330,6 +349,7 @@ class Server:
             self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def start(self):
+        require_crash_points(self.env)
         self.lines = []
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -844,6 +844,9 @@ def main(argv):
     p.add_argument("--store", choices=["file", "postgres"], default="file",
                    help="postgres: replicas on one PostgreSQL (store_model.py)")
     a = p.parse_args(argv[1:])
+    if not sgtest.crash_points_built():
+        print("SKIP model: " + sgtest.CRASH_POINTS_ABSENT)
+        return 77
     if a.long:
         a.sequences, a.steps = 5000, 20
     sgtest.BIN, sgtest.HEALTH = os.path.abspath(a.shardgate), os.path.abspath(a.health)
