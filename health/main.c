@@ -19,7 +19,9 @@
 #include "store.h"
 #include "verify.h"
 
-#define HC_VERSION "0.1.0"
+#ifndef SHARDGATE_VERSION
+#error "SHARDGATE_VERSION is set by health/CMakeLists.txt"
+#endif
 
 enum {
     EXIT_PASS = 0,
@@ -190,7 +192,7 @@ static int hc_parse_args(int argc, char **argv, struct hc_args *a)
         return EXIT_PASS;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("shardgate-health %s\n", HC_VERSION);
+        printf("shardgate-health %s\n", SHARDGATE_VERSION);
         return EXIT_PASS;
     }
     a->cmd = argv[1];

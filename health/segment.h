@@ -15,7 +15,6 @@
 #include "state_dir.h"
 #include "totals.h"
 
-
 struct hc_seg {
     struct hc_state_dir sd;
     struct hc_ckpt *ck;

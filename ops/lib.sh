@@ -31,6 +31,11 @@ SHARDGATE_PACKAGES+=(libcurl4-openssl-dev)
 # The status pages' tests: a real headless browser, driven over the DevTools protocol
 # (docs/decisions.md §37).
 SHARDGATE_PACKAGES+=(chromium python3-websocket)
+# The habits the quick tier checks (docs/decisions.md §49): C formatting and shell linting.
+SHARDGATE_PACKAGES+=(clang-format shellcheck)
+# The Python package installed as the README says, into a venv of Debian's python3 (its
+# ensurepip; docs/tools.md §14).
+SHARDGATE_PACKAGES+=(python3-venv)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {
@@ -67,7 +72,9 @@ sg_build_binaries() {
 # The release build the ops scripts run: build/release.
 sg_build_release() {
     sg_build_binaries "$SHARDGATE_ROOT/build/release" -DCMAKE_BUILD_TYPE=Release >&2
+    # shellcheck disable=SC2034 # read by the scripts that source this file
     SHARDGATE_BIN="$SHARDGATE_ROOT/build/release/gateway/shardgate"
+    # shellcheck disable=SC2034 # read by the scripts that source this file
     SHARDGATE_HEALTH_BIN="$SHARDGATE_ROOT/build/release/health/shardgate-health"
 }
 

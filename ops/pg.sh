@@ -126,11 +126,11 @@ cluster_alive() {
 # it (a zombie still answers kill -0) would make that start refuse: its stale pid file and
 # socket lock files go.
 crash() {
-    local data pid i
+    local data pid
     data=$(data_dir "$1")
     pid=$(head -1 "$data/postmaster.pid")
     kill -9 "$pid"
-    for i in $(seq 100); do cluster_alive "$data" || break; sleep 0.1; done
+    for _ in $(seq 100); do cluster_alive "$data" || break; sleep 0.1; done
     cluster_alive "$data" && { echo "ops/pg.sh: $data: still running after kill -9" >&2; exit 1; }
     rm -f "$data/postmaster.pid" "$1"/.s.PGSQL.*.lock
 }

@@ -3,7 +3,7 @@
 # probe's code (0 RESULT: OK, 1 RESULT: BAD, 3 unusable contract).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-cd "$SHARDGATE_ROOT"
+cd "$SHARDGATE_ROOT" || exit 1
 sg_install_deps >&2 || exit 1
 sg_build_release || exit 1
 out=$(mktemp -d)

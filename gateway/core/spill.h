@@ -15,7 +15,7 @@
  * block. Loads only grow within a batch, so a bound only ever becomes too high: a walk skips
  * a subtree whose bound is below the size at once, and lowers a block's bound when it finds
  * it stale. Every walk is O(log P) tree steps plus the blocks it corrects (docs/performance.md
-  * §8 has the worst case). */
+ * §8 has the worst case). */
 struct gw_spill {
     const struct ring *ring;
     const struct ring_point *points; /* the ring's points, in ring order */

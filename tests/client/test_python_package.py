@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The Python package shardgate as a user gets it (docs/tools.md §14): installed with pip into a
-fresh venv (offline: Debian's python3-venv, python3-wheel, `--no-build-isolation`), imported
+fresh venv, offline and as the README says (`python3 -m venv VENV && VENV/bin/pip install
+./client`, the tree's own build backend, nothing from an index), with Debian's python3 and
+with the first python3 on PATH, straight from the checkout, which it leaves as it was; imported
 from the venv and not from the source tree, its modules agreeing with `shardgate dispatch` and
 `shardgate plan` byte for byte on the worked example and on random memberships and batches,
 and its three console scripts running against a real gateway.
@@ -21,27 +23,36 @@ import ketama  # noqa: E402
 import sgtest  # noqa: E402
 from sgtest import Server, case, eq, main, ok, read, run, run_gateway, src, tmpdir, write  # noqa: E402
 
-SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-venv and python3-wheel
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, with python3-venv
 MEMBERSHIPS, CHANGES = 30, 300
 _venv = {}
 
 
-def venv():
-    """A venv with the package installed from a copy of client/ (pip builds in its source dir,
-    which must not be the checkout)."""
-    if _venv:
-        return _venv["dir"]
-    d = tmpdir()
-    copy = os.path.join(d, "client")
-    shutil.copytree(src("client"), copy, ignore=shutil.ignore_patterns("__pycache__"))
-    env_dir = os.path.join(d, "venv")
-    r = run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", env_dir], timeout=120)
-    eq(r.returncode, 0, "python3 -m venv: %s" % r.stderr)
-    r = run([os.path.join(env_dir, "bin", "pip"), "install", "--no-index", "--no-build-isolation",
-             "--no-cache-dir", copy], timeout=300, cwd=d)
-    eq(r.returncode, 0, "pip install ./client: %s%s" % (r.stdout, r.stderr))
-    _venv["dir"] = env_dir
+def tree_files(top):
+    """Every path under TOP, relative: what an install must leave as it was."""
+    return sorted(os.path.relpath(os.path.join(d, n), top)
+                  for d, dirs, files in os.walk(top) for n in dirs + files)
+
+
+def install(python):
+    """A fresh venv of PYTHON (no system site-packages) with the package installed the README's
+    way from the checkout's client/, offline; the checkout's client/ is left as it was."""
+    env_dir = os.path.join(tmpdir(), "venv")
+    before = tree_files(src("client"))
+    r = run([python, "-m", "venv", env_dir], timeout=120)
+    eq(r.returncode, 0, "%s -m venv: %s" % (python, r.stderr))
+    r = run([os.path.join(env_dir, "bin", "pip"), "install", "--no-index", "--no-cache-dir",
+             src("client")], timeout=300, cwd=tmpdir())
+    eq(r.returncode, 0, "%s: pip install ./client: %s%s" % (python, r.stdout, r.stderr))
+    eq(tree_files(src("client")), before, "%s: the install wrote nothing into client/" % python)
     return env_dir
+
+
+def venv():
+    """The venv of Debian's python3 with the package installed (install())."""
+    if not _venv:
+        _venv["dir"] = install(SYSTEM_PYTHON)
+    return _venv["dir"]
 
 
 def in_venv(code, *args, cwd=None):
@@ -69,6 +80,23 @@ def installed_into_the_venv_with_its_version():
     r = in_venv("import importlib.resources as r, shardgate;"
                 "print(r.files(shardgate).joinpath('py.typed').is_file())")
     eq(r.stdout, "True\n", "py.typed is installed (PEP 561)")
+
+
+@case("python_package")
+def installs_with_the_python3_on_path_too():
+    """Not only Debian's interpreter: the first python3 on PATH (here another build of
+    CPython, when the machine has one) installs it the same way, and its commands run."""
+    python = shutil.which("python3")
+    env_dir = install(python)
+    r = run([os.path.join(env_dir, "bin", "python"), "-c",
+             "import shardgate, sys; print(shardgate.__version__, sys.prefix)"], cwd=tmpdir())
+    eq((r.returncode, r.stdout), (0, "0.1.0 %s\n" % env_dir), "%s: import" % python)
+    r = run([os.path.join(env_dir, "bin", "shardgate-probe"), "--conf", src("conf", "dispatch.env"),
+             "--shards", src("input", "shards.json"), "--receipt",
+             src("tests", "golden", "sample-0001.receipt.v2.json"), "--batch",
+             src("input", "changes.json")], cwd=tmpdir())
+    eq((r.returncode, r.stdout.splitlines()[-1]), (0, "RESULT: OK"),
+       "%s: shardgate-probe on the worked example: %s" % (python, r.stderr))
 
 
 @case("python_package")

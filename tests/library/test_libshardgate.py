@@ -74,8 +74,48 @@ def installed_with_soname_and_pkg_config():
     r = run(["readelf", "-d", os.path.join(lib, "libshardgate.so.1.0.0")])
     eq(re.findall(r"Library soname: \[([^\]]+)\]", r.stdout), ["libshardgate.so.1"], "SONAME")
     eq(run(["pkg-config", "--modversion", "shardgate"], env=dict(
-        os.environ, PKG_CONFIG_PATH=os.path.join(lib, "pkgconfig"))).stdout, "1.0.0\n", "version")
+        os.environ, PKG_CONFIG_PATH=os.path.join(lib, "pkgconfig"))).stdout,
+       project_version() + "\n", "pkg-config's version is the project's")
     ok("-lshardgate" in i["flags"] and any(f.startswith("-I") for f in i["flags"]), i["flags"])
+
+
+def project_version():
+    return re.search(r"project\(shardgate VERSION ([0-9.]+)",
+                     read(src("CMakeLists.txt")).decode()).group(1)
+
+
+@case("library")
+def one_version_everywhere():
+    """CMakeLists.txt's project() version is what every part says: shardgate --version,
+    shardgate-health --version, shardgate_version() of the installed library (pkg-config's is
+    checked above), the Python package's pyproject.toml."""
+    v = project_version()
+    if os.environ.get("SHARDGATE_INSTALLED") == "1":  # the packages: /usr/bin, side by side
+        health = os.path.join(os.path.dirname(sgtest.BIN), "shardgate-health")
+    else:
+        health = os.path.join(os.path.dirname(os.path.dirname(sgtest.BIN)), "health",
+                              "shardgate-health")
+    eq((run([sgtest.BIN, "--version"]).stdout, run([health, "--version"]).stdout),
+       ("shardgate %s\n" % v, "shardgate-health %s\n" % v), "the programs' --version")
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(installed()["lib"], "libshardgate.so.1"))
+    lib.shardgate_version.restype = ctypes.c_char_p
+    eq(lib.shardgate_version().decode(), v, "shardgate_version() of the installed library")
+    eq(re.search(r'(?m)^version = "([0-9.]+)"', read(src("client", "pyproject.toml")).decode())
+       .group(1), v, "the Python package's version")
+
+
+@case("library")
+def runs_without_ld_library_path():
+    """Built with pkg-config's flags, the example runs with no LD_LIBRARY_PATH: shardgate.pc
+    carries an rpath to its libdir (none for the packages' /usr, the system's own path)."""
+    i = installed()
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    r = run([os.path.join(i["bin"], "lookup"), src("conf", "dispatch.env"),
+             src("input", "shards.json"), "order:1001"], env=env)
+    eq((r.returncode, r.stderr), (0, ""), "lookup without LD_LIBRARY_PATH")
+    ok("\norder:1001 shard-b hash=3001802920 point=3046879832 vnode=15 ring\n" in r.stdout,
+       "order:1001 where `shardgate lookup` puts it: %r" % r.stdout)
 
 
 @case("library")

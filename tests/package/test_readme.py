@@ -5,8 +5,8 @@ and pipefail. ops/run.sh builds and serves on 127.0.0.1:8080 as the README says,
 must be free. Checked after it: the exit status, the receipts byte for byte, and what the
 commands printed (the status table, the plan, the health check, the probe, the worker). Then
 the first day in the same copy: the how-tos of docs/operations.md §12 (a restart, a change
-applied and reverted, a shard drained and finished, a backup and a restore), their blocks as
-written, and the copy's `git status` clean at the end.
+applied and reverted, a shard drained and finished, a backup and a restore, the Python package
+installed and used), their blocks as written, and the copy's `git status` clean at the end.
 
 usage: test_readme.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
 """
@@ -42,7 +42,8 @@ def first_day_blocks():
     ok(FIRST_DAY in text, "docs/operations.md has %r" % FIRST_DAY)
     section = re.split(r"^## ", text.split(FIRST_DAY, 1)[1], flags=re.M)[0]
     blocks = re.findall(r"^```sh\n(.*?)^```$", section, re.M | re.S)
-    eq(len(blocks), 4, "the how-tos' blocks: start, change and revert, drain, backup and restore")
+    eq(len(blocks), 5, "the how-tos' blocks: start, change and revert, drain, backup and restore, "
+       "the Python package")
     return blocks
 
 
@@ -130,7 +131,9 @@ def first_day(tree):
                          os.path.join(tree, "build", "release", "health"), os.environ["PATH"])
     out = run_block(tree, script, path)
     parts = dict(re.findall(r"^== how-to (\d)\n(.*?)(?=^== how-to |\Z)", out, re.M | re.S))
-    eq(sorted(parts), ["1", "2", "3", "4"], "each how-to ran")
+    eq(sorted(parts), ["1", "2", "3", "4", "5"], "each how-to ran")
+    eq(parts["5"].splitlines()[-2:], ["RESULT: OK", "<class 'shardgate.ring.Ring'>"],
+       "the Python package, installed as written: its probe and its ring")
     applied = re.findall(r"^applied: epoch ([0-9a-f]{40}) \(epoch_seq (\d+)\)$", out, re.M)
     eq([seq for _, seq in applied], ["2", "3", "4", "5"],
        "four changes applied: d online, the revert, the drain, offline")

@@ -1,5 +1,5 @@
-/* The feed's watchers (gateway/store/shared/feed_watch.c): a watcher of one shard's assignments is woken
- * by a durable group that placed on its shard's bit or by an epoch record, not by groups that
+/* The feed's watchers (gateway/store/shared/feed_watch.c): a watcher of one shard's assignments is
+ * woken by a durable group that placed on its shard's bit or by an epoch record, not by groups that
  * placed elsewhere (an idle shard's watcher then reads nothing until its deadline); a watcher of
  * every receipt is woken by any group; a group already durable past the cursor is not waited for.
  */
