@@ -8,7 +8,8 @@ Operations: POST bursts (fresh, replayed, reused ids with other content, invalid
 of the membership (applied, stale If-Match, invalid); SIGHUP with an edited membership or
 capacity policy; a PUT begun before a SIGHUP and finished after it; kill -9, at random and at the named points of a rotation, a checkpoint, an
 index flush and `journal archive` (SHARDGATE_TEST_CRASH_AT); SIGTERM; `journal archive`;
-deleting index/; a flipped byte in a file under index/; a changed byte in a journal line. The
+deleting index/; a flipped byte in a file under index/; a changed byte in a journal line; a
+backup of the whole state dir and, later, its restore (docs/operations.md §12.4). The
 server runs with 64 KiB segments and 100 ms checkpoints, so sequences rotate and checkpoint.
 
 After every restart, the model checks that every acknowledged batch reads back byte for byte
@@ -20,6 +21,7 @@ usage: gateway_model.py SHARDGATE HEALTH SOURCE_DIR [--seed N] [--sequences N] [
        [--long]
 """
 import argparse
+import copy
 import http.client
 import json
 import os
@@ -48,7 +50,8 @@ SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
 STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
          "damaged": 0, "points": 0, "repeats": 0, "beside_sighup": 0, "failed_puts": 0,
-         "repairs": 0, "index_rebuilt": 0, "archives_refused": 0, "failed": 0}
+         "repairs": 0, "index_rebuilt": 0, "archives_refused": 0, "backups": 0, "restores": 0,
+         "failed": 0}
 # Named kill -9 points of the server's multi-step writes (gateway/core/crashpoint.h).
 SERVER_POINTS = ["rotation-sealed", "rotation-renamed", "checkpoint-written", "index-flushed"]
 MISMATCH = "checksum mismatch: the line's crc32 is not that of its bytes"
@@ -172,6 +175,7 @@ class GatewayModel(RuleBasedStateMachine):
         self.flipped = False  # a byte of index/ flipped since it was last rebuilt
         self.in_doubt = {}  # batch_id -> its body: POSTs that got no answer (a kill meanwhile)
         self.states = ["online"] * 3 + ["offline", "draining"]  # the membership in force
+        self.backup = None  # (the copy of the state dir, what the model knew when it was taken)
         self.policy = "report"  # conf/dispatch.env's DISPATCH_CAPACITY_POLICY
         STATS["sequences"] += 1
         if STATS["sequences"] % 100 == 0:  # a long run says how far it is
@@ -595,6 +599,42 @@ class GatewayModel(RuleBasedStateMachine):
                     rec = json.loads(line)
                     self.archived.add(rec["receipt"]["batch_id"])
                     self.archived_through = max(self.archived_through, rec["seq"])
+        self.start()
+
+    def known(self):
+        """What the model knows of the state dir's contents, for a backup of it."""
+        return copy.deepcopy((self.acked, self.totals, self.in_doubt, self.flipped,
+                              self.archived, self.archived_through))
+
+    @rule()
+    def backup_state_dir(self):
+        """docs/operations.md §12.4: stop, copy the whole state dir, start again. A second
+        backup replaces the first."""
+        self.stop()
+        copy_dir = os.path.join(self.dir, "backup")
+        shutil.rmtree(copy_dir, ignore_errors=True)
+        shutil.copytree(self.state, copy_dir, symlinks=True)
+        self.backup = (copy_dir, self.known())
+        STATS["backups"] += 1
+        self.start()
+
+    @precondition(lambda self: self.backup is not None
+                  and self.backup[1][5] == self.archived_through)
+    @rule()
+    def restore_state_dir(self):
+        """docs/operations.md §12.4: stop, the copy in the state dir's place, start. Every batch
+        acknowledged before the backup reads back; those acknowledged after it are not in the
+        copy and are forgotten here (a retry would place them again), their totals with them.
+        The contract and --shards files are not in the state dir: the start adopts them as a
+        new epoch when the backup's chain ends elsewhere. Not across an archive made since the
+        backup (its segments would be in the archive and in the state dir both)."""
+        self.stop()
+        copy_dir, known = self.backup
+        shutil.rmtree(self.state)
+        shutil.copytree(copy_dir, self.state, symlinks=True)
+        (self.acked, self.totals, self.in_doubt, self.flipped, self.archived,
+         self.archived_through) = copy.deepcopy(known)
+        STATS["restores"] += 1
         self.start()
 
     @rule(flip=st.booleans(), pick=st.integers(0, 10**6), at=st.integers(0, 10**6))
