@@ -266,6 +266,49 @@ def a_put_shows_after_the_next_refresh():
         eq(b.js("document.location.pathname"), "/ui/", "no page reload")
 
 
+SECTIONS_AFTER = "[...document.querySelectorAll('main section')].map(" \
+    "s => getComputedStyle(s, '::after').content)"
+
+
+@case("ui")
+def waiting_is_said_and_the_chain_fits_at_1280():
+    """Before the gateway's first answer the badge and every panel say what they wait for (the
+    page's script held back, so that moment lasts); at 1280 px the epoch chain shows every
+    column, time and first seq included, with no scrollbar (docs/api.md §19)."""
+    with gateway() as s, browser() as b:
+        b.send("Emulation.setScriptExecutionDisabled", value=True)
+        b.open("http://127.0.0.1:%d/ui/" % s.port)
+        eq(b.js("document.getElementById('state').textContent"), "waiting for the gateway",
+           "the badge before the first answer")
+        waiting = b.js(SECTIONS_AFTER)
+        eq(waiting, ['"waiting for the gateway…"'] * len(waiting), "every panel says it waits")
+        ok(len(waiting) >= 5, "the page's panels: %r" % waiting)
+        b.send("Emulation.setScriptExecutionDisabled", value=False)
+        put = {"Content-Type": "application/json"}
+        put.update(auth(ADMIN))
+        for doc, epoch in ((read(src("tests", "plan", "shards-d-online.json")), EPOCH0),
+                           (read(src("input", "shards.json")), EPOCH_D)):
+            r = s.request("PUT", "/v1/admin/membership", body=doc,
+                          headers=dict(put, **{"If-Match": '"%s"' % epoch}))
+            eq(r.status, 200, "PUT from %s" % epoch)
+        ready_page(b, s)
+        eq(b.js(SECTIONS_AFTER), ["none"] * len(waiting), "no panel waits once answered")
+        eq(b.js("document.querySelectorAll('#epochs tbody tr').length"), 3, "three epochs")
+        eq(b.js("window.innerWidth"), 1280, "the viewport")
+        box = b.js("(() => { const s = document.getElementById('epochs').parentElement;"
+                   "return [s.scrollWidth, s.clientWidth, s.getBoundingClientRect().right,"
+                   "Math.max(...[...document.querySelectorAll('#epochs td, #epochs th')]"
+                   ".map(c => c.getBoundingClientRect().right)),"
+                   "document.querySelector('main').clientWidth]; })()")
+        ok(box[0] <= box[1] and box[3] <= box[2],
+           "the chain fits: scrollWidth %s <= clientWidth %s, last cell's right %s <= %s" % (
+               box[0], box[1], box[3], box[2]))
+        # Not only with these short ids and seqs: the chain has the page's whole width (a
+        # half-width panel fitted them with no pixel to spare, and clipped longer ones).
+        ok(box[1] >= 0.9 * box[4], "the chain spans the page: %s of %s px" % (box[1], box[4]))
+        b.screenshot(os.path.join(shots_dir(), "status-page-chain.png"))
+
+
 @case("ui")
 def a_wrong_token_is_said_plainly():
     with gateway() as s, browser() as b:
