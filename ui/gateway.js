@@ -145,10 +145,27 @@ function renderReloads(metrics, failure) {
   ]);
 }
 
+// A metrics family by its shard label: Map(id -> value).
+function byShard(metrics, family) {
+  return new Map(((metrics && metrics[family]) || []).map((x) => [labelOf(x.labels, "shard"), x.value]));
+}
+
+// What a shard's row warns of, in words and colour: a state that takes no changes, and batches
+// that put more on it than its capacity (capacity is per batch: docs/contract.md §2).
+function shardFlags(s, overBatches) {
+  const flags = [];
+  if (s.state === "draining") flags.push(["draining: leaving; set it offline once its data is copied", "flag warn"]);
+  if (s.state === "offline") flags.push(["offline: takes no changes", "flag muted"]);
+  if (overBatches && overBatches !== "0") {
+    flags.push(["over capacity in " + overBatches + (overBatches === "1" ? " batch" : " batches"), "flag bad"]);
+  }
+  return flags;
+}
+
 function renderShards(shards, metrics) {
   const capacity = shards.filter((s) => s.state === "online").reduce((sum, s) => sum + s.capacity, 0);
-  const shares = new Map(((metrics && metrics.shardgate_ring_share_ratio) || [])
-    .map((x) => [labelOf(x.labels, "shard"), x.value]));
+  const shares = byShard(metrics, "shardgate_ring_share_ratio");
+  const over = byShard(metrics, "shardgate_shard_over_capacity_batches_total");
   const filter = $("shard-filter").value;
   const matching = filter ? shards.filter((s) => s.id.includes(filter)) : shards;
   const shown = matching.slice(0, ROWS_SHOWN);
@@ -160,7 +177,10 @@ function renderShards(shards, metrics) {
     const share = shares.get(s.id);
     const tr = el("tr");
     tr.dataset.shard = s.id;
-    tr.append(el("td", s.id, "mono"), el("td", s.state, "state-" + s.state),
+    const flags = el("td", "", "flags");
+    for (const [text, kind] of shardFlags(s, over.get(s.id))) flags.append(el("span", text, kind));
+    tr.classList.toggle("over-capacity", over.has(s.id) && over.get(s.id) !== "0");
+    tr.append(el("td", s.id, "mono"), el("td", s.state, "state-" + s.state), flags,
       el("td", s.weight, "num"), el("td", s.capacity, "num"),
       el("td", s.load_total, "num load"), el("td", s.received_total, "num received"),
       el("td", share === null || share === undefined ? "—" : percent(Number(share)), "num share"),
@@ -200,7 +220,8 @@ async function refresh() {
     renderEpoch(ring.body, epochs.body.epochs);
     renderReady(readyRes.status, ready);
     renderReloads(m.metrics, m.failure);
-    const shown = shards.text + (m.metrics ? JSON.stringify(m.metrics.shardgate_ring_share_ratio) : "");
+    const shown = shards.text + (m.metrics ? JSON.stringify([m.metrics.shardgate_ring_share_ratio,
+      m.metrics.shardgate_shard_over_capacity_batches_total]) : "");
     if (shown !== state.shardsText) {
       state.shards = shards.body.shards;
       state.metrics = m.metrics;

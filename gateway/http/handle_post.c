@@ -303,7 +303,11 @@ static enum MHD_Result answer(struct gw_req *r)
     if (replayed)
         return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt,
                                 "Idempotent-Replayed", "true");
-    return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt, NULL, NULL);
+    enum MHD_Result ret =
+        gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt, NULL, NULL);
+    if (r->over_capacity && r->status == MHD_HTTP_OK)
+        gw_metrics_over_capacity_shards(&r->srv->metrics, &r->view->topo, r->post->tally);
+    return ret;
 }
 
 enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size)

@@ -311,6 +311,7 @@ static void teardown(struct gw_server *s)
     gw_feed_cache_free(&s->feed_cache);
     gw_store_close(&s->store); /* its listener publishes views until then */
     gw_view_slot_free(&s->views);
+    gw_metrics_free(&s->metrics);
 }
 
 /* Every thread started after this inherits the mask, so only sigwait() sees the signals. */

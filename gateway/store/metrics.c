@@ -40,6 +40,22 @@ void gw_metrics_init(struct gw_metrics *m)
         for (size_t k = 0; k < GW_STATUS_CLASSES; k++)
             histogram_init(&m->request[i][k]);
     histogram_init(&m->fsync);
+    gw_shard_counts_init(&m->over_capacity_by_shard);
+}
+
+void gw_metrics_free(struct gw_metrics *m)
+{
+    gw_shard_counts_free(&m->over_capacity_by_shard);
+}
+
+void gw_metrics_over_capacity_shards(struct gw_metrics *m, const struct gw_topology *t,
+                                     const struct gw_tally *tally)
+{
+    for (size_t i = 0; i < t->members.count; i++) {
+        const struct gw_shard *sh = &t->members.shards[i];
+        if (tally[i].load > sh->capacity) /* out of memory: the series undercounts */
+            (void)gw_shard_counts_add(&m->over_capacity_by_shard, sh->id, sh->id_len);
+    }
 }
 
 void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes,
@@ -163,6 +179,21 @@ static void render_shard_series(struct gw_buf *out, const struct gw_topology *t,
     }
 }
 
+/* shardgate_batches_over_capacity_total by shard: every member, 0 when it never was. */
+static void render_over_capacity_by_shard(struct gw_buf *out, struct gw_metrics *m,
+                                          const struct gw_topology *t)
+{
+    const char *name = "shardgate_shard_over_capacity_batches_total";
+    gw_metrics_header(out, name, "counter",
+                      "Accepted batches whose receipt has this shard over its capacity.");
+    for (size_t i = 0; i < t->members.count; i++) {
+        const struct gw_shard *sh = &t->members.shards[i];
+        put_f(out, "%s{shard=\"%s\"} %llu\n", name, sh->id,
+              (unsigned long long)gw_shard_counts_get(&m->over_capacity_by_shard, sh->id,
+                                                      sh->id_len));
+    }
+}
+
 /* Each online shard's share of the 2^32 hashes: the sum of what its points own (ring/walk.h). */
 static void render_ring_share(struct gw_buf *out, const struct ring *ring)
 {
@@ -259,6 +290,7 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
     gw_metrics_header(out, "shardgate_batches_over_capacity_total", "counter",
                       "Accepted batches whose receipt has a shard over its capacity.");
     put_f(out, "shardgate_batches_over_capacity_total %llu\n", atomic_load(&m->over_capacity));
+    render_over_capacity_by_shard(out, m, t);
     gw_metrics_header(out, "shardgate_store_up", "gauge",
                       "1 when the store's totals could be read for this scrape; 0: they are left "
                       "out.");

@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "dispatch.h"
 #include "ledger.h"
+#include "shard_counts.h"
 #include "topology.h"
 
 /* How a POST /v1/batches ended; the `result` label of shardgate_batches_total. */
@@ -75,14 +76,21 @@ struct gw_metrics {
     atomic_ullong scrub_bytes;      /* bytes the scrub read */
     struct gw_histogram request[GW_ROUTE_SLOTS][GW_STATUS_CLASSES]; /* HTTP requests, seconds */
     struct gw_histogram fsync;                                      /* journal fdatasync, seconds */
+    struct gw_shard_counts over_capacity_by_shard; /* `over_capacity`, by each shard over it */
 };
 
 void gw_metrics_init(struct gw_metrics *m);
+void gw_metrics_free(struct gw_metrics *m);
 
 /* Counts a finished POST /v1/batches; `changes` and `over_capacity` (its receipt names a shard
  * over capacity) count only for accepted batches. */
 void gw_metrics_batch(struct gw_metrics *m, enum gw_batch_result result, uint64_t changes,
                       int over_capacity);
+
+/* Counts, for an accepted batch of topology `t` with per-shard tallies `tally` (membership
+ * order), each shard its receipt names over capacity (docs/contract.md §5). */
+void gw_metrics_over_capacity_shards(struct gw_metrics *m, const struct gw_topology *t,
+                                     const struct gw_tally *tally);
 
 /* Counts a feed request that asked after `after` while the head was `head` (docs/api.md §8). */
 void gw_metrics_feed_lag(struct gw_metrics *m, uint64_t head, uint64_t after);

@@ -328,6 +328,39 @@ def over_capacity_under_reject_is_422():
 
 
 @case("capacity")
+def over_capacity_under_report_is_counted_by_shard():
+    """Under `report` a batch over a shard's capacity is accepted (docs/contract.md §5);
+    /metrics counts it once in total and once for each shard its receipt has over capacity
+    (docs/api.md §8), never for a replay."""
+    with Server() as s:
+        home = {k: s.get("/v1/lookup?key=" + k).json()["shard"]
+                for k in ("order:1001", "user:42", "cart:9", "sku:55", "invoice:8")}
+        eq(home["order:1001"], "shard-b", "order:1001's shard")
+        one = {"batch_id": "over-1", "changes": [{"id": "c1", "key": "order:1001", "size": 21}]}
+        r = s.post(one)
+        eq((r.status, r.json()["ok"], r.json()["shards"]["shard-b"]["over_capacity"]),
+           (200, False, True), "accepted, shard-b over capacity")
+        eq(s.post(one).status, 200, "replayed")
+        other = next(k for k, sid in home.items() if sid not in ("shard-b",))
+        two = {"batch_id": "over-2", "changes": [
+            {"id": "c1", "key": "order:1001", "size": 20},
+            {"id": "c2", "key": "order:1001", "size": 1},
+            {"id": "c3", "key": other, "size": 20}]}
+        eq(s.post(two).status, 200, "shard-b over capacity, another shard at it")
+        eq(s.post({"batch_id": "over-3", "changes": [
+            {"id": "c1", "key": other, "size": 30}]}).status, 200, "another shard over")
+        eq(s.post({"batch_id": "fine", "changes": [
+            {"id": "c1", "key": "order:1001", "size": 20}]}).status, 200, "at capacity is fine")
+        t = s.get("/metrics").body.decode()
+        eq(metric_value(t, "shardgate_batches_over_capacity_total"), "3", "batches over")
+        eq({sid: metric_value(t, 'shardgate_shard_over_capacity_batches_total{shard="%s"}' % sid)
+            for sid in ("shard-a", "shard-b", "shard-c", "shard-d", "shard-e")},
+           {sid: "2" if sid == "shard-b" else "1" if sid == home[other] else "0"
+            for sid in ("shard-a", "shard-b", "shard-c", "shard-d", "shard-e")},
+           "by shard: every member, replays and batches within capacity not counted")
+
+
+@case("capacity")
 def no_online_shard_is_503():
     d = tmpdir()
     shards = write(os.path.join(d, "shards.json"), json.dumps({"shards": [

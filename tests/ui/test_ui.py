@@ -309,6 +309,42 @@ def waiting_is_said_and_the_chain_fits_at_1280():
         b.screenshot(os.path.join(shots_dir(), "status-page-chain.png"))
 
 
+FLAGS = "[...document.querySelectorAll('#shards tbody tr')].map(tr => [tr.dataset.shard, " \
+    "[...tr.querySelectorAll('.flags span')].map(f => [f.textContent, f.className, " \
+    "getComputedStyle(f).color])])"
+
+
+@case("ui")
+def over_capacity_and_draining_are_flagged_at_1280():
+    """Under `report` a batch may put a shard over its capacity: its row says so in words and
+    in the colour of errors (from shardgate_shard_over_capacity_batches_total, docs/api.md
+    §8); a draining and an offline shard say what they are; at 1280 px the table has no
+    scrollbar."""
+    with gateway() as s, browser() as b:
+        post_worked_example(s)
+        for n in (1, 2):
+            r = s.post({"batch_id": "over-%d" % n, "changes": [
+                {"id": "c1", "key": "order:1001", "size": 21}]}, headers=auth())
+            eq((r.status, r.json()["shards"]["shard-b"]["over_capacity"]), (200, True),
+               "POST over shard-b's capacity under report")
+        ready_page(b, s)
+        bad, warn, muted = "rgb(179, 38, 30)", "rgb(154, 103, 0)", "rgb(91, 102, 112)"
+        eq(b.js(FLAGS), [
+            ["shard-a", []],
+            ["shard-b", [["over capacity in 2 batches", "flag bad", bad]]],
+            ["shard-c", []],
+            ["shard-d", [["offline: takes no changes", "flag muted", muted]]],
+            ["shard-e", [["draining: leaving; set it offline once its data is copied",
+                          "flag warn", warn]]]], "each shard's flags, words and colour")
+        eq(b.js("[...document.querySelectorAll('#shards tr.over-capacity')]"
+                ".map(tr => tr.dataset.shard)"), ["shard-b"], "the row marked")
+        eq(b.js("window.innerWidth"), 1280, "the viewport")
+        box = b.js("(() => { const s = document.getElementById('shards').parentElement;"
+                   "return [s.scrollWidth, s.clientWidth]; })()")
+        ok(box[0] <= box[1], "the shards table fits: scrollWidth %s <= clientWidth %s" % tuple(box))
+        b.screenshot(os.path.join(shots_dir(), "status-page-flags.png"))
+
+
 @case("ui")
 def a_wrong_token_is_said_plainly():
     with gateway() as s, browser() as b:
