@@ -39,6 +39,7 @@ static const char hc_usage[] =
     "                              (--journal FILE | --store URL)\n"
     "                              [--max-changes N] [--reverify-interval SECONDS]\n"
     "                              [--archive-dir D | --accept-archived]\n"
+    "                              [--allow-origin ORIGIN]\n"
     "       shardgate-health --help | --version\n"
     "\n"
     "Rebuilds the ketama ring from the contract and shards file with its own code and\n"
@@ -50,6 +51,8 @@ static const char hc_usage[] =
     "serve  GET /healthz: application/health+json, 200 pass, 503 fail (new journal lines are\n"
     "       verified on each request); GET /livez: 200. Listens on 127.0.0.1:8081 by default.\n"
     "       The whole journal is re-verified every --reverify-interval seconds (1..60, 60).\n"
+    "       --allow-origin http://HOST[:PORT] lets a page from that origin (the gateway's\n"
+    "       status page) read /healthz: CORS, that origin only.\n"
     "--store postgres://USER@HOST:PORT/DB (or postgresql://) reads the gateway's PostgreSQL\n"
     "store in one read-only snapshot, SELECTs only: the journal it holds and its own facts\n"
     "(docs/operations.md §1.7). serve reads it again when it moved and every interval.\n"
@@ -65,7 +68,7 @@ static int hc_usage_error(const char *fmt, const char *arg);
 struct hc_args {
     const char *cmd;
     const char *conf, *shards, *receipt, *journal, *listen, *max_changes, *reverify, *archive_dir,
-        *store;
+        *store, *allow_origin;
     int accept_archived;
     size_t max_changes_n;
     unsigned reverify_s;
@@ -123,12 +126,13 @@ static int hc_parse_option(int argc, char **argv, int *i, struct hc_args *a)
     static const char *const names[] = {
         "--conf",   "--shards",      "--receipt",           "--journal",
         "--listen", "--max-changes", "--reverify-interval", "--archive-dir",
-        "--store"};
-    const char **slots[] = {&a->conf,        &a->shards,   &a->receipt,     &a->journal, &a->listen,
-                            &a->max_changes, &a->reverify, &a->archive_dir, &a->store};
+        "--store",  "--allow-origin"};
+    const char **slots[] = {&a->conf,   &a->shards,      &a->receipt,  &a->journal,
+                            &a->listen, &a->max_changes, &a->reverify, &a->archive_dir,
+                            &a->store,  &a->allow_origin};
     int k = -1;
     const char *value = NULL;
-    for (int n = 0; n < 9; n++) {
+    for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++) {
         size_t len = strlen(names[n]);
         if (strcmp(opt, names[n]) == 0) {
             k = n;
@@ -172,6 +176,12 @@ static int hc_check_args(struct hc_args *a)
         return hc_usage_error("%s", "--listen is for serve");
     if (check && a->reverify != NULL)
         return hc_usage_error("%s", "--reverify-interval is for serve");
+    if (check && a->allow_origin != NULL)
+        return hc_usage_error("%s", "--allow-origin is for serve");
+    if (a->allow_origin != NULL && !hc_is_origin(a->allow_origin))
+        return hc_usage_error("--allow-origin %s: expected http://HOST[:PORT] or "
+                              "https://HOST[:PORT], no path (a page's origin)",
+                              a->allow_origin);
     if (!check && (sources != 1 || a->receipt != NULL))
         return hc_usage_error("%s",
                               "serve needs exactly one of --journal FILE, --store URL (and no "
@@ -360,7 +370,8 @@ static int hc_cmd_serve(const struct hc_args *a, struct hc_files *files, struct 
     struct hc_serve_config cfg = {
         a->listen,        a->journal,    a->store,
         *files,           own,           hc_criteria_to_run(),
-        a->max_changes_n, a->reverify_s, {a->archive_dir, a->accept_archived}};
+        a->max_changes_n, a->reverify_s, {a->archive_dir, a->accept_archived},
+        a->allow_origin};
     struct hc_server *s;
     struct hc_err err;
     int rc = hc_serve_start(&cfg, &s, &err);

@@ -27,6 +27,7 @@ struct hc_server {
     struct hc_journal journal;
     struct hc_store store; /* with --store: read into journal */
     int use_store;
+    const char *allow_origin; /* --allow-origin, or NULL: no CORS */
     const char *names[HC_SLOTS_MAX];
     size_t n_names;
     /* under lock: the last error, kept until a full re-read succeeds (docs/operations.md) */
@@ -235,6 +236,64 @@ int hc_parse_listen(const char *text, struct sockaddr_storage *out, struct hc_er
                       text[0] == '[' ? "IPv6" : "IPv4");
 }
 
+/* The length of the HOST at p: a name of letters, digits, '.' and '-', or "[IPv6]"; 0: none. */
+static size_t hc_origin_host(const char *p)
+{
+    if (p[0] != '[')
+        return strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+    size_t n = strspn(p + 1, "0123456789abcdefABCDEF:.");
+    return n > 0 && p[1 + n] == ']' ? n + 2 : 0;
+}
+
+/* "http://HOST[:PORT]" or "https://HOST[:PORT]", a port of 1..5 digits, nothing after. */
+int hc_is_origin(const char *text)
+{
+    const char *p = strncmp(text, "http://", 7) == 0    ? text + 7
+                    : strncmp(text, "https://", 8) == 0 ? text + 8
+                                                        : NULL;
+    if (p == NULL || strlen(text) > 200)
+        return 0;
+    size_t host = hc_origin_host(p);
+    if (host == 0)
+        return 0;
+    p += host;
+    if (*p == ':') {
+        size_t digits = strspn(p + 1, "0123456789");
+        if (digits == 0 || digits > 5)
+            return 0;
+        p += 1 + digits;
+    }
+    return *p == '\0';
+}
+
+static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, char *body,
+                                const char *type);
+
+/* /healthz for a page of --allow-origin (docs/operations.md §1.4): that origin, and only it, may
+ * read the answer; caches keep answers apart by Origin. */
+static enum MHD_Result hc_reply_cors(struct hc_server *s, struct MHD_Connection *conn,
+                                     unsigned status, char *body, const char *type)
+{
+    if (s->allow_origin == NULL || body == NULL)
+        return hc_reply(conn, status, body, type);
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Vary", "Origin");
+    if (origin != NULL && strcmp(origin, s->allow_origin) == 0)
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", s->allow_origin);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, char *body,
                                 const char *type)
 {
@@ -315,8 +374,8 @@ static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *co
 {
     struct hc_verdict v;
     hc_server_verdict(s, &v);
-    return hc_reply(conn, v.pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, v.body,
-                    "application/health+json");
+    return hc_reply_cors(s, conn, v.pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, v.body,
+                         "application/health+json");
 }
 
 /* GET /metrics: the same verdict as /healthz, for Prometheus (docs/operations.md §1.4). */
@@ -408,6 +467,7 @@ int hc_serve_start(const struct hc_serve_config *cfg, struct hc_server **out, st
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);
     s->reverify_s = cfg->reverify_s ? cfg->reverify_s : 60;
+    s->allow_origin = cfg->allow_origin;
     rc = hc_verifier_init(&s->verifier, &s->report, cfg->n_criteria, err);
     if (rc != 0) {
         pthread_cond_destroy(&s->wake);

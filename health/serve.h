@@ -22,7 +22,11 @@ struct hc_serve_config {
     size_t max_changes;    /* the gateway's --max-changes */
     unsigned reverify_s;   /* seconds between full re-verifications (and the torn-tail age) */
     struct hc_seg_options segments; /* --archive-dir, --accept-archived */
+    const char *allow_origin;       /* --allow-origin: the origin that may read /healthz, or NULL */
 };
+
+/* 1 when text is "http://HOST[:PORT]" or "https://HOST[:PORT]" (--allow-origin), else 0. */
+int hc_is_origin(const char *text);
 
 /* Parses "IPv4:PORT" or "[IPv6]:PORT" (docs/operations.md §1.1). Returns 0 or -EINVAL with err
  * filled. */

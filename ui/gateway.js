@@ -7,6 +7,7 @@
 const REFRESH_MS = 5000;
 const EPOCHS_SHOWN = 50;
 const ROWS_SHOWN = 1000; // of the shards that match the filter: 10,000 rows take seconds to lay out
+const HEALTH_TIMEOUT_MS = 10000; // a verdict not given by then is "cannot judge"
 const TOKENS = { client: "shardgate.token", admin: "shardgate.admin-token" };
 
 class PageError extends Error {
@@ -18,7 +19,8 @@ class PageError extends Error {
 
 // What is on screen: the epoch drawn, the ETag a dry run names, the shards answer shown and
 // what the table was drawn from.
-const state = { etag: null, drawn: null, shardsText: null, shards: [], metrics: null, timer: null };
+const state = { etag: null, drawn: null, shardsText: null, shards: [], metrics: null, timer: null,
+  healthUrl: undefined, healthBusy: false };
 
 function token(which) {
   return sessionStorage.getItem(TOKENS[which]) || "";
@@ -190,6 +192,46 @@ function renderShards(shards, metrics) {
   $("shards").tBodies[0].replaceChildren(rows);
 }
 
+// The health service's verdict (serve --health-url): read by this page from that service, which
+// must allow this origin (shardgate-health serve --allow-origin). Anything but a 200 "pass" is
+// not green: a failing verdict, or no verdict at all ("cannot judge").
+function unjudged(base) {
+  return "cannot judge: " + base + "healthz does not answer this page (down, or without " +
+    "--allow-origin " + location.origin + ")";
+}
+
+async function healthVerdict(base) {
+  let res, h;
+  try {
+    res = await fetch(base + "healthz", { mode: "cors", credentials: "omit", cache: "no-store",
+      signal: AbortSignal.timeout(HEALTH_TIMEOUT_MS) });
+    h = JSON.parse(await res.text());
+  } catch (e) {
+    return [unjudged(base), "bad"];
+  }
+  if (res.status === 200 && h.status === "pass") return ["pass (HTTP 200)", "ok"];
+  const issues = Array.isArray(h.issues) ? h.issues.length : 0;
+  return [h.status + " (HTTP " + res.status + "): " + issues + (issues === 1 ? " issue" : " issues"), "bad"];
+}
+
+async function renderHealth() {
+  if (state.healthUrl === undefined) {
+    const res = await call("/ui/config.json");
+    if (!res.ok) throw new PageError("api", "GET /ui/config.json: " + await problem(res));
+    state.healthUrl = JSON.parse(await res.text()).health_url;
+  }
+  const base = state.healthUrl;
+  $("health-page").hidden = !base;
+  if (!base) {
+    fillList($("health"), [["verdict", "not linked: serve --health-url URL names the health service", "muted"]]);
+    return;
+  }
+  $("health-link").href = base + "ui/";
+  const [text, kind] = await healthVerdict(base);
+  fillList($("health"), [["verdict", text, kind], ["service", base, "mono"]]);
+  $("health").dataset.checked = Number($("health").dataset.checked || 0) + 1; // verdicts read
+}
+
 async function readMetrics() {
   const res = await call("/metrics");
   if (!res.ok) return { failure: "GET /metrics: " + await problem(res) };
@@ -220,6 +262,11 @@ async function refresh() {
     renderEpoch(ring.body, epochs.body.epochs);
     renderReady(readyRes.status, ready);
     renderReloads(m.metrics, m.failure);
+    if (!state.healthBusy) { // in the background: a slow verdict never holds the page back
+      state.healthBusy = true;
+      renderHealth().catch((e) => fillList($("health"), [["verdict", e.message, "bad"]]))
+        .finally(() => { state.healthBusy = false; });
+    }
     const shown = shards.text + (m.metrics ? JSON.stringify([m.metrics.shardgate_ring_share_ratio,
       m.metrics.shardgate_shard_over_capacity_batches_total]) : "");
     if (shown !== state.shardsText) {

@@ -13,6 +13,7 @@
 #include "segment.h"
 #include "scrub.h"
 #include "server.h"
+#include "ui_health.h"
 
 const char gw_usage_serve[] =
     "usage: shardgate serve --conf FILE --shards FILE --state-dir DIR [--listen HOST:PORT]\n"
@@ -24,7 +25,7 @@ const char gw_usage_serve[] =
     "                       [--body-timeout SECONDS] [--metrics-open]\n"
     "                       [--segment-bytes BYTES] [--checkpoint-interval DURATION]\n"
     "                       [--idempotency-window DURATION] [--max-watchers N]\n"
-    "                       [--scrub-rate BYTES] [--feed-memory BYTES]\n"
+    "                       [--scrub-rate BYTES] [--feed-memory BYTES] [--health-url URL]\n"
     "       shardgate serve --conf FILE --shards FILE --store postgres://...\n"
     "                       [--read-store postgres://...] [options]\n"
     "Serves the HTTP API of docs/api.md; receipts are journaled in DIR/journal.jsonl, or with\n"
@@ -33,7 +34,8 @@ const char gw_usage_serve[] =
     "default) is the journal in DIR. SIGHUP re-reads --conf and --shards (ignored with\n"
     "--store postgres); PUT /v1/admin/membership needs --admin-token-file. Without\n"
     "--token-file every client that reaches --listen may POST and read: only with --no-token,\n"
-    "warned at start (docs/api.md §11). --read-store:\n"
+    "warned at start (docs/api.md §11). --health-url http://HOST:PORT/: the health service\n"
+    "the status page reads (URL healthz) and links (URL ui/). --read-store:\n"
     "the database the reads of batches, totals and the feed go to (a standby), not --store.\n"
     "defaults: --listen 127.0.0.1:8080 (port 0 picks a free port), --max-body 16777216,\n"
     "          --max-changes 100000, --threads 2, --max-connections 1024,\n"
@@ -74,6 +76,7 @@ enum {
     OPT_READ_STORE,
     OPT_SCRUB_RATE,
     OPT_FEED_MEMORY,
+    OPT_HEALTH_URL,
     OPT_HELP
 };
 
@@ -216,6 +219,7 @@ static const struct option serve_options[] = {
     {"read-store", required_argument, 0, OPT_READ_STORE},
     {"scrub-rate", required_argument, 0, OPT_SCRUB_RATE},
     {"feed-memory", required_argument, 0, OPT_FEED_MEMORY},
+    {"health-url", required_argument, 0, OPT_HEALTH_URL},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0}};
 
@@ -249,6 +253,15 @@ static int check_token(const struct gw_serve_options *o)
     return -1;
 }
 
+/* --health-url is a base URL the page's policy can name (docs/api.md §19). */
+static int check_health_url(const struct gw_serve_options *o)
+{
+    char msg[400];
+    if (o->health_url && gw_ui_health_url_check(o->health_url, msg, sizeof(msg)) != 0)
+        return usage_error(msg);
+    return -1;
+}
+
 /* One pass of getopt over argv into o; returns -1 to go on, else the exit code. */
 static int parse_pass(int argc, char **argv, struct gw_serve_options *o)
 {
@@ -264,6 +277,7 @@ static int parse_pass(int argc, char **argv, struct gw_serve_options *o)
                             : c == OPT_ADMIN_TOKEN ? &o->admin_token_file
                             : c == OPT_STORE       ? &o->store
                             : c == OPT_READ_STORE  ? &o->read_store
+                            : c == OPT_HEALTH_URL  ? &o->health_url
                                                    : NULL;
         if (c == OPT_HELP) {
             fputs(gw_usage_serve, stdout);
@@ -363,6 +377,8 @@ static int parse_options(int argc, char **argv, struct gw_serve_options *o)
     if (!o->shards)
         return usage_error("--shards FILE is required");
     rc = check_store(o);
+    if (rc < 0)
+        rc = check_health_url(o);
     return rc >= 0 ? rc : check_token(o);
 }
 

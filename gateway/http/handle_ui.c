@@ -19,6 +19,8 @@ enum MHD_Result gw_handle_ui(struct gw_req *r, const char *rest)
         return gw_serve_respond(r, MHD_HTTP_PERMANENT_REDIRECT, "text/plain; charset=utf-8", &body,
                                 MHD_HTTP_HEADER_LOCATION, "/ui/");
     }
+    if (strcmp(rest, "/config.json") == 0) /* what the page links: docs/api.md §19 */
+        return gw_serve_static(r, "application/json", r->srv->ui.json, strlen(r->srv->ui.json));
     const char *type;
     const unsigned char *data;
     size_t len;

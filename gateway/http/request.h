@@ -19,6 +19,7 @@
 #include "serve_options.h"
 #include "store.h"
 #include "topology.h"
+#include "ui_health.h"
 #include "view.h"
 #include "worker.h"
 
@@ -45,6 +46,7 @@ struct gw_server {
     atomic_int draining;            /* 1 after SIGTERM/SIGINT: answers close their connection */
     _Atomic uint64_t body_inflight; /* body bytes held or reserved by requests */
     double started_s;               /* Unix time the process started serving (process_*) */
+    struct gw_ui_config ui;         /* the status page's policy and /ui/config.json */
 };
 
 enum gw_phase { GW_PHASE_NEW, GW_PHASE_BODY, GW_PHASE_COMMITTING, GW_PHASE_ANSWERED };
@@ -106,8 +108,6 @@ enum MHD_Result gw_serve_respond(struct gw_req *r, unsigned status, const char *
 
 /* The status page's policy (docs/api.md §19): its own scripts, styles and API only; never
  * framed. */
-#define GW_UI_CSP "default-src 'self'; form-action 'none'; frame-ancestors 'none'"
-
 /* Queues a 200 of static bytes compiled into the program (the status page's assets), with the
  * page's Content-Security-Policy, nosniff, no referrer and Cache-Control: no-cache. */
 enum MHD_Result gw_serve_static(struct gw_req *r, const char *content_type, const void *data,

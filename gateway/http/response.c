@@ -77,7 +77,7 @@ enum MHD_Result gw_serve_static(struct gw_req *r, const char *content_type, cons
         MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
     if (!resp)
         return MHD_NO;
-    MHD_add_response_header(resp, "Content-Security-Policy", GW_UI_CSP);
+    MHD_add_response_header(resp, "Content-Security-Policy", r->srv->ui.csp);
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     return queue(r, MHD_HTTP_OK, resp, content_type, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 }

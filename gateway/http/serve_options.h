@@ -39,6 +39,7 @@ struct gw_serve_options {
     size_t feed_memory;              /* bytes of feed pages held at once (docs/api.md §17) */
     const char *store;      /* NULL or "file": the journal in state_dir; else a postgres:// URL */
     const char *read_store; /* --store postgres: the reads' database (a standby), else NULL */
+    const char *health_url; /* the health service the status page reads and links, or NULL */
 };
 
 #endif

@@ -41,11 +41,11 @@ def secret(text):
     return path
 
 
-def gateway():
+def gateway(*args):
     shards = os.path.join(tmpdir(), "shards.json")
     write(shards, read(src("input", "shards.json")).decode())
     return Server(shards=shards, args=["--token-file", secret(CLIENT),
-                                       "--admin-token-file", secret(ADMIN)])
+                                       "--admin-token-file", secret(ADMIN)] + list(args))
 
 
 def auth(token=CLIENT):
@@ -399,22 +399,22 @@ def a_dry_run_draws_what_would_move():
 class Health:
     """`shardgate-health serve` over a gateway's journal, on a free 127.0.0.1 port."""
 
-    def __init__(self, server):
+    def __init__(self, server, port=None, args=()):
         self.shards = os.path.join(tmpdir(), "shards.json")
         write(self.shards, read(server.shards).decode())
-        self.port = sgtest.free_port()
+        self.port = port or sgtest.free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.proc = subprocess.Popen(
             [sgtest.HEALTH, "serve", "--listen", "127.0.0.1:%d" % self.port, "--conf",
              src("conf", "dispatch.env"), "--shards", self.shards, "--journal",
-             os.path.join(server.state_dir, "journal.jsonl")],
+             os.path.join(server.state_dir, "journal.jsonl")] + list(args),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sgtest.wait_until(lambda: self.get("/livez")[0] == 200, 30, "health answers /livez")
 
-    def get(self, path):
+    def get(self, path, headers=None):
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            conn.request("GET", path)
+            conn.request("GET", path, headers=headers or {})
             r = conn.getresponse()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
         except OSError:
@@ -478,6 +478,113 @@ def health_serves_its_page_and_metrics():
             eq((m["shardgate_health_pass"], m["shardgate_health_judged"]), ("0", "1"),
                "the metrics of an issue found")
             ok(int(m["shardgate_health_issues"]) >= 1, "issues counted: %r" % m)
+
+
+@case("ui_http")
+def health_url_is_checked_and_named_in_the_policy():
+    """serve --health-url (docs/api.md §19): /ui/config.json names it, the page's policy lets it
+    connect to that origin and no other; a URL the policy could not name safely is refused."""
+    with gateway() as s:
+        r = s.get("/ui/config.json")
+        eq((r.status, r.body, r.headers.get("content-type")),
+           (200, b'{"health_url":null}\n', "application/json"), "no --health-url")
+        eq(s.get("/ui/").headers.get("content-security-policy"), CSP, "the page's policy")
+    for given, base, origin in (("http://127.0.0.1:9/", "http://127.0.0.1:9/", "http://127.0.0.1:9"),
+                                ("https://[::1]:8081", "https://[::1]:8081/", "https://[::1]:8081"),
+                                ("http://health.example/sg/", "http://health.example/sg/",
+                                 "http://health.example")):
+        with gateway("--health-url", given) as s:
+            r = s.get("/ui/config.json")
+            eq(r.body, b'{"health_url":"%s"}\n' % base.encode(), "config for %s" % given)
+            for path in ("/ui/", "/ui/config.json"):
+                eq(s.get(path).headers.get("content-security-policy"),
+                   "default-src 'self'; connect-src 'self' %s; form-action 'none'; "
+                   "frame-ancestors 'none'" % origin, "the policy of %s for %s" % (path, given))
+    d = tmpdir()
+    for bad in ("javascript:alert(1)//", "http://h/x", "http://h/a b/", "http://h:123456/",
+                'http://h/"x/', "http://h;x/", "http://", "ftp://h/", "http://h/\x1b[31m/",
+                "http://h/" + "a/" * 100):
+        r = run_gateway("serve", "--conf", src("conf", "dispatch.env"), "--shards",
+                        src("input", "shards.json"), "--state-dir", d, "--no-token",
+                        "--health-url", bad)
+        eq((r.returncode, r.stderr.splitlines()[0]),
+           (64, "shardgate: --health-url %s: expected http://HOST[:PORT]/ or "
+                "https://HOST[:PORT]/PATH/ (the health service's base: the page reads URL "
+                "healthz and links URL ui/)" % bad[:200]), "refused: %r" % bad)
+        eq(os.listdir(d), [], "nothing written for %r" % bad)
+
+
+@case("ui_http")
+def health_lets_one_origin_read_healthz():
+    """shardgate-health serve --allow-origin (docs/operations.md §1.4): /healthz carries
+    Access-Control-Allow-Origin for that origin only; without the option, for none."""
+    page = "http://127.0.0.1:8080"
+    with gateway() as s:
+        post_worked_example(s)
+        with Health(s, args=["--allow-origin", page]) as h:
+            status, headers, _ = h.get("/healthz", {"Origin": page})
+            eq((status, headers.get("access-control-allow-origin"), headers.get("vary")),
+               (200, page, "Origin"), "the allowed origin")
+            for other in ("http://127.0.0.1:8081", "http://evil.example", "null"):
+                _, headers, _ = h.get("/healthz", {"Origin": other})
+                eq((headers.get("access-control-allow-origin"), headers.get("vary")),
+                   (None, "Origin"), "origin %s" % other)
+            _, headers, _ = h.get("/metrics", {"Origin": page})
+            eq(headers.get("access-control-allow-origin"), None, "/metrics is not shared")
+        with Health(s) as h:
+            _, headers, _ = h.get("/healthz", {"Origin": page})
+            eq((headers.get("access-control-allow-origin"), headers.get("vary")), (None, None),
+               "no --allow-origin: no page reads it")
+    for args, message in (
+            (["serve", "--allow-origin", "http://h/"], "--allow-origin http://h/: expected "
+             "http://HOST[:PORT] or https://HOST[:PORT], no path (a page's origin)"),
+            (["serve", "--allow-origin", "*"], "--allow-origin *: expected http://HOST[:PORT] "
+             "or https://HOST[:PORT], no path (a page's origin)"),
+            (["check", "--allow-origin", page], "--allow-origin is for serve")):
+        r = subprocess.run([sgtest.HEALTH] + args[:1] + [
+            "--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+            "--journal", "/nonexistent"] + args[1:], capture_output=True, text=True, timeout=30)
+        eq((r.returncode, r.stderr.splitlines()[0]), (64, "shardgate-health: " + message),
+           "refused: %r" % args)
+
+
+HEALTH_ROWS = "[...document.querySelectorAll('#health dd')].map(d => [d.textContent, d.className])"
+
+
+@case("ui")
+def the_page_shows_the_health_verdict_and_links_it():
+    """With --health-url the page reads the health service's /healthz (which allows its origin)
+    and links its page; a health service that does not answer or does not allow the page is
+    "cannot judge", in the colour of errors, never green (docs/api.md §19)."""
+    port = sgtest.free_port()
+    base = "http://127.0.0.1:%d/" % port
+    with gateway("--health-url", base) as s, browser() as b:
+        post_worked_example(s)
+        cannot = ("cannot judge: %shealthz does not answer this page (down, or without "
+                  "--allow-origin http://127.0.0.1:%d)" % (base, s.port), "bad")
+        with Health(s, port=port, args=["--allow-origin", "http://127.0.0.1:%d" % s.port]) as h:
+            ready_page(b, s)
+            b.wait("Number(document.getElementById('health').dataset.checked) >= 1", 20,
+                   "a verdict read")
+            eq(b.js(HEALTH_ROWS), [["pass (HTTP 200)", "ok"], [base, "mono"]], "the verdict")
+            eq(b.js("[document.getElementById('health-page').hidden,"
+                    "document.getElementById('health-link').href]"), [False, base + "ui/"],
+               "the link to the health service's page")
+            b.screenshot(os.path.join(shots_dir(), "status-page-health.png"))
+            os.rename(h.shards, h.shards + ".away")  # health cannot read its input: fail
+            b.wait("document.querySelector('#health dd').textContent.startsWith('fail')",
+                   REFRESH_S * 4, "the verdict fails")
+            eq(b.js(HEALTH_ROWS)[0], ["fail (HTTP 503): 1 issue", "bad"], "a failing verdict")
+        b.wait("document.querySelector('#health dd').textContent.startsWith('cannot')",
+               REFRESH_S * 4, "health stopped")
+        eq(b.js(HEALTH_ROWS)[0], list(cannot), "a health service down is cannot judge")
+        with Health(s, port=port) as h:
+            ok(h.get("/healthz")[0] == 200, "health answers, without --allow-origin")
+            seen = b.js("Number(document.getElementById('health').dataset.checked)")
+            b.wait("Number(document.getElementById('health').dataset.checked) >= %d" % (seen + 2),
+                   REFRESH_S * 6, "two verdicts read since health came back")
+            eq(b.js(HEALTH_ROWS)[0], list(cannot),
+               "a health service that does not allow the page is cannot judge")
 
 
 @case("ui")
