@@ -36,6 +36,9 @@ SHARDGATE_PACKAGES+=(clang-format shellcheck)
 # The Python package installed as the README says, into a venv of Debian's python3 (its
 # ensurepip; docs/tools.md §14).
 SHARDGATE_PACKAGES+=(python3-venv)
+# The README's install of libshardgate, run as written (`sudo cmake --install`) by
+# package/readme: sudo itself (docs/tools.md §7).
+SHARDGATE_PACKAGES+=(sudo)
 
 # Installs the packages that are missing; does nothing when all are present.
 sg_install_deps() {

@@ -6,7 +6,9 @@ must be free. Checked after it: the exit status, the receipts byte for byte, and
 commands printed (the status table, the plan, the health check, the probe, the worker). Then
 the first day in the same copy: the how-tos of docs/operations.md §12 (a restart, a change
 applied and reverted, a shard drained and finished, a backup and a restore, the Python package
-installed and used), their blocks as written, and the copy's `git status` clean at the end.
+installed and used), their blocks as written, then the README's install of libshardgate into
+/usr/local (sudo) and a program built against it with pkg-config, run without
+LD_LIBRARY_PATH; and the copy's `git status` clean at the end.
 
 usage: test_readme.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
 """
@@ -24,6 +26,7 @@ import sgtest  # noqa: E402
 from sgtest import case, eq, main, ok, read, src, tmpdir  # noqa: E402
 
 SECTION = "## The first hour"
+LIBRARY = "**As a library**"
 FIRST_DAY = "## 12. The first day: how-tos, run as written"
 
 
@@ -33,6 +36,15 @@ def first_hour_block():
     after = text.split(SECTION, 1)[1]
     m = re.search(r"^```sh\n(.*?)^```$", after, re.M | re.S)
     ok(m is not None, "a ```sh block under %r" % SECTION)
+    return m.group(1)
+
+
+def library_block():
+    """The ```sh block after the README's "As a library" paragraph, as written."""
+    text = read(src("README.md")).decode()
+    ok(LIBRARY in text, "the README has %r" % LIBRARY)
+    m = re.search(r"^```sh\n(.*?)^```$", text.split(LIBRARY, 1)[1], re.M | re.S)
+    ok(m is not None, "a ```sh block after %r" % LIBRARY)
     return m.group(1)
 
 
@@ -153,8 +165,46 @@ def first_day(tree):
        read(src("input", "shards.json")).replace(
            b'{"id": "shard-c", "state": "online"', b'{"id": "shard-c", "state": "offline"'),
        "the membership in force after the drain is finished, restored from the backup")
+    installed_library(tree)
     eq(git(tree, "status", "--porcelain"), "", "git status of the copy after the first day")
     ok(port_free(8080), "the gateway stopped after the restore: 127.0.0.1:8080 free again")
+
+
+def local_dirs():
+    return {root for root, _, _ in os.walk("/usr/local")}
+
+
+def installed_library(tree):
+    """The README's library block, as written: everything built and installed into /usr/local
+    with sudo, then examples/c/lookup.c compiled with pkg-config and run with no
+    LD_LIBRARY_PATH. What it installed is removed afterwards (the install manifest)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PKG_CONFIG_PATH")}
+    manifest = os.path.join(tree, "build", "install", "install_manifest.txt")
+    dirs_before = local_dirs()
+    try:
+        p = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", library_block()], cwd=tree,
+                           env=env, capture_output=True, text=True, timeout=900)
+        eq(p.returncode, 0, "the library block's exit status\nstdout:\n%s\nstderr:\n%s"
+           % (p.stdout[-3000:], p.stderr[-3000:]))
+        placed = [l for l in p.stdout.splitlines() if l.startswith("order:1001 ")]
+        eq([l.split(" ")[:2] for l in placed], [["order:1001", "shard-b"]],
+           "the example places order:1001 on shard-b (docs/contract.md §6)\n%s" % p.stdout)
+        libs = subprocess.run(["ldd", os.path.join(tree, "lookup")], env=env, capture_output=True,
+                              text=True, check=True).stdout
+        found = re.search(r"^\s*libshardgate\.so\.1 => (\S+) ", libs, re.M)
+        eq(os.path.dirname(os.path.realpath(found.group(1))) if found else None,
+           "/usr/local/lib", "the program finds the installed library by itself:\n%s" % libs)
+    finally:
+        if os.path.exists(manifest):
+            for path in read(manifest).decode().splitlines():
+                if path.startswith("/usr/local/") and os.path.lexists(path):
+                    os.unlink(path)
+            for d in sorted(local_dirs() - dirs_before, key=len, reverse=True):
+                if not os.listdir(d):
+                    os.rmdir(d)
+            subprocess.run(["ldconfig"], check=False)
+        if os.path.exists(os.path.join(tree, "lookup")):
+            os.unlink(os.path.join(tree, "lookup"))
 
 
 if __name__ == "__main__":
