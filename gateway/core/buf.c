@@ -24,7 +24,7 @@ void gw_buf_reset(struct gw_buf *b)
     b->failed = 0;
 }
 
-int gw_buf_reserve(struct gw_buf *b, size_t more)
+int gw_buf_grow(struct gw_buf *b, size_t more)
 {
     if (b->failed)
         return -ENOMEM;
@@ -41,19 +41,6 @@ int gw_buf_reserve(struct gw_buf *b, size_t more)
     b->data = data;
     b->cap = cap;
     return 0;
-}
-
-void gw_buf_append(struct gw_buf *b, const void *data, size_t len)
-{
-    if (len == 0 || gw_buf_reserve(b, len) != 0)
-        return; /* nothing to copy: an empty buffer may have no storage yet */
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-}
-
-void gw_buf_puts(struct gw_buf *b, const char *s)
-{
-    gw_buf_append(b, s, strlen(s));
 }
 
 void gw_buf_u64(struct gw_buf *b, uint64_t v)
@@ -81,12 +68,6 @@ void gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
         b->failed = 1;
     }
     va_end(again);
-}
-
-void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v)
-{
-    gw_buf_puts(b, text);
-    gw_buf_u64(b, v);
 }
 
 void gw_buf_u128(struct gw_buf *b, gw_u128 v)

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Cumulative totals (docs/api.md, GET /v1/shards): exact past 2^64, never wrapped. */
 __extension__ typedef unsigned __int128 gw_u128;
@@ -19,17 +20,42 @@ void gw_buf_init(struct gw_buf *b);
 void gw_buf_free(struct gw_buf *b);
 void gw_buf_reset(struct gw_buf *b);
 
+/* gw_buf_reserve when the room is not there: grows the storage, or fails the buffer. */
+int gw_buf_grow(struct gw_buf *b, size_t more);
+
+/* The appends every receipt makes per field are inline, so that the room check is a compare and
+ * the length of a literal is known when compiling (docs/performance.md §19). */
+
 /* Makes room for `more` bytes. Returns 0, or -ENOMEM (and marks the buffer failed). */
-int gw_buf_reserve(struct gw_buf *b, size_t more);
-void gw_buf_append(struct gw_buf *b, const void *data, size_t len);
-void gw_buf_puts(struct gw_buf *b, const char *s);
+static inline int gw_buf_reserve(struct gw_buf *b, size_t more)
+{
+    return !b->failed && b->cap - b->len >= more ? 0 : gw_buf_grow(b, more);
+}
+
+static inline void gw_buf_append(struct gw_buf *b, const void *data, size_t len)
+{
+    if (len == 0 || gw_buf_reserve(b, len) != 0)
+        return; /* nothing to copy: an empty buffer may have no storage yet */
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+}
+
+static inline void gw_buf_puts(struct gw_buf *b, const char *s)
+{
+    gw_buf_append(b, s, strlen(s));
+}
+
 void gw_buf_u64(struct gw_buf *b, uint64_t v);
 
 /* printf into the buffer. */
 void gw_buf_printf(struct gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Appends `text` (JSON punctuation and a key, such as ",\"load\":") and then `v`. */
-void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v);
+static inline void gw_buf_field_u64(struct gw_buf *b, const char *text, uint64_t v)
+{
+    gw_buf_puts(b, text);
+    gw_buf_u64(b, v);
+}
 
 /* The exact decimal digits of a 128-bit total (up to 39), and the same after `text`. */
 void gw_buf_u128(struct gw_buf *b, gw_u128 v);
