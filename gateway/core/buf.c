@@ -122,12 +122,32 @@ static size_t utf8_sequence(const unsigned char *p, size_t n)
     return len;
 }
 
+/* How many of the first bytes of p are written as they are without a look at their neighbours:
+ * ASCII that needs no escape. */
+static size_t plain_ascii(const unsigned char *p, size_t len)
+{
+    size_t n = 0;
+    while (n < len && p[n] < 0x80 && !needs_escape(p[n]))
+        n++;
+    return n;
+}
+
 void gw_buf_json_string(struct gw_buf *b, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
+    size_t run = 0, plain = plain_ascii(p, len);
+    if (plain == len) { /* the common case: one copy between the quotes */
+        if (gw_buf_reserve(b, len + 2) != 0)
+            return;
+        char *o = b->data + b->len;
+        o[0] = '"';
+        memcpy(o + 1, s, len);
+        o[len + 1] = '"';
+        b->len += len + 2;
+        return;
+    }
     gw_buf_append(b, "\"", 1);
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = plain; i < len; i++) {
         if (p[i] < 0x80 && !needs_escape(p[i]))
             continue;
         size_t seq = p[i] >= 0x80 ? utf8_sequence(p + i, len - i) : 0;
