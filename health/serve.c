@@ -266,36 +266,11 @@ int hc_is_origin(const char *text)
     return *p == '\0';
 }
 
-static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, char *body,
-                                const char *type);
-
-/* /healthz for a page of --allow-origin (docs/operations.md §1.4): that origin, and only it, may
- * read the answer; caches keep answers apart by Origin. */
-static enum MHD_Result hc_reply_cors(struct hc_server *s, struct MHD_Connection *conn,
-                                     unsigned status, char *body, const char *type)
-{
-    if (s->allow_origin == NULL || body == NULL)
-        return hc_reply(conn, status, body, type);
-    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (r == NULL) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    MHD_add_response_header(r, "Vary", "Origin");
-    if (origin != NULL && strcmp(origin, s->allow_origin) == 0)
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", s->allow_origin);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, char *body,
-                                const char *type)
+/* Queues body (freed with the response; NULL: out of memory, a 503 fail) with its type. With
+ * allow_origin (--allow-origin, docs/operations.md §1.4) that origin, and only it, may read the
+ * answer; caches keep answers apart by Origin. */
+static enum MHD_Result hc_queue(struct MHD_Connection *conn, unsigned status, char *body,
+                                const char *type, const char *allow_origin)
 {
     if (body == NULL) {
         static const char oom[] = "{\"status\":\"fail\",\"issues\":[\"health: out of memory\"]}";
@@ -315,9 +290,21 @@ static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, ch
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (allow_origin != NULL) {
+        const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+        MHD_add_response_header(r, "Vary", "Origin");
+        if (origin != NULL && strcmp(origin, allow_origin) == 0)
+            MHD_add_response_header(r, "Access-Control-Allow-Origin", allow_origin);
+    }
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result hc_reply(struct MHD_Connection *conn, unsigned status, char *body,
+                                const char *type)
+{
+    return hc_queue(conn, status, body, type, NULL);
 }
 
 static char *hc_dup(const char *s)
@@ -374,8 +361,8 @@ static enum MHD_Result hc_healthz(struct hc_server *s, struct MHD_Connection *co
 {
     struct hc_verdict v;
     hc_server_verdict(s, &v);
-    return hc_reply_cors(s, conn, v.pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, v.body,
-                         "application/health+json");
+    return hc_queue(conn, v.pass ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, v.body,
+                    "application/health+json", s->allow_origin);
 }
 
 /* GET /metrics: the same verdict as /healthz, for Prometheus (docs/operations.md §1.4). */

@@ -626,9 +626,9 @@ DEFECTS = [
     ("health-allow-origin-ignored", "health:hc_serve_start",
      "    s->allow_origin = cfg->allow_origin;", "    s->allow_origin = NULL;", ("tests",),
      "^ui_ui_http$"),
-    ("health-any-origin-allowed", "health:hc_reply_cors",
-     "    if (origin != NULL && strcmp(origin, s->allow_origin) == 0)",
-     "    if (origin != NULL)", ("tests",), "^ui_ui_http$"),
+    ("health-any-origin-allowed", "health:hc_queue",
+     "        if (origin != NULL && strcmp(origin, allow_origin) == 0)",
+     "        if (origin != NULL)", ("tests",), "^ui_ui_http$"),
     # shardgate-health's /metrics: a verdict it could not reach is never a pass.
     ("health-metrics-pass-unjudged", "health:hc_server_verdict",
      "    v->pass = extra_issue == NULL && hc_report_pass(&s->report, &end);",
