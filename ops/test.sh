@@ -22,6 +22,21 @@ case "${1-}" in
     ;;
 esac
 
+# Every temp file of the run (state dirs, databases, browser profiles) goes under one dir of
+# its own: removed when the run passed, kept for a look when it failed (docs/tools.md §4).
+# World-traversable, as the databases' dirs inside it belong to the postgres user.
+RUN_TMP=$(mktemp -d "${TMPDIR:-/tmp}/shardgate-run-XXXXXXXX")
+chmod 0755 "$RUN_TMP"
+export TMPDIR=$RUN_TMP
+run_tmp_done() {
+    if [ "$1" -eq 0 ]; then
+        rm -rf "$RUN_TMP"
+    else
+        echo "temp files of the failed run kept in: $RUN_TMP"
+    fi
+}
+trap 'run_tmp_done $?' EXIT
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 

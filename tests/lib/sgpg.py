@@ -23,7 +23,7 @@ class Postgres:
         if not os.path.isdir("/usr/lib/postgresql"):
             raise Failure("PostgreSQL is not installed (no /usr/lib/postgresql): "
                           "ops/lib.sh installs it")
-        base = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+        base = tempfile.mkdtemp(prefix=prefix)  # under TMPDIR: ops/test.sh removes it
         os.chmod(base, 0o755)
         self.base, self.dir, self.port = base, os.path.join(base, "pg"), free_port()
         self.started = False
