@@ -1,6 +1,7 @@
 /* The streamed JSON writer: escaping and integers, byte for byte; the ledger's exact totals. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "buf.h"
 #include "ledger.h"
@@ -77,6 +78,26 @@ static void test_integers(void)
     gw_buf_u64(&b, UINT64_MAX);
     gw_buf_append(&b, "", 1);
     CHECK_EQ_STR(b.data, "0,9007199254740991,18446744073709551615");
+    /* every digit count's first and last value, and every value up to 100,000, as printf has */
+    char want[24];
+    uint64_t ten = 1;
+    for (int k = 0; k < 20; k++, ten *= 10) {
+        uint64_t both[2] = {ten - 1, ten};
+        for (int i = 0; i < 2; i++) {
+            gw_buf_reset(&b);
+            gw_buf_u64(&b, both[i]);
+            gw_buf_append(&b, "", 1);
+            snprintf(want, sizeof(want), "%llu", (unsigned long long)both[i]);
+            CHECK_EQ_STR(b.data, want);
+        }
+    }
+    for (uint64_t v = 0; v <= 100000; v++) {
+        gw_buf_reset(&b);
+        gw_buf_u64(&b, v);
+        gw_buf_append(&b, "", 1);
+        snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+        CHECK_EQ_STR(b.data, want);
+    }
     gw_buf_reset(&b);
     const unsigned char bytes[] = {0x00, 0xab, 0xff};
     gw_buf_hex(&b, bytes, 3);
