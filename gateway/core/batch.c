@@ -55,16 +55,6 @@ static int bad(struct gw_error *err, const char *path, const char *what)
     return -EINVAL;
 }
 
-/* The member `name` of object node `obj`, or NULL. */
-static const struct jnode *member(const struct jdoc *d, const struct jnode *obj, const char *name)
-{
-    size_t len = strlen(name);
-    for (uint32_t c = obj->first; c; c = d->nodes[c].next)
-        if (d->nodes[c].key_len == len && memcmp(d->nodes[c].key, name, len) == 0)
-            return &d->nodes[c];
-    return NULL;
-}
-
 /* "changes[<i>].<field>", or "<field>" at the top (i < 0). An empty name would leave the
  * path empty; bracket notation still names it: changes[<i>][""], $[""]. */
 static void field_path(char *out, size_t cap, long i, const char *field, size_t len)
@@ -79,25 +69,40 @@ static void field_path(char *out, size_t cap, long i, const char *field, size_t 
         snprintf(out, cap, "changes[%ld].%.*s", i, (int)len, field);
 }
 
-/* Every member must be allowed (the first unknown one is named), every allowed one present. */
-static int check_fields(const struct jdoc *d, const struct jnode *obj, const char *const *allowed,
-                        size_t n, long i, struct gw_error *err)
+/* A field an object of the schema holds, by its name. */
+struct field {
+    const char *name;
+    uint32_t len;
+};
+#define FIELD(name)                                                                                \
+    {                                                                                              \
+        name, sizeof(name) - 1                                                                     \
+    }
+
+/* Takes each member of `obj` into found[k], k its field's place in `fields`, in one pass. Every
+ * member must be one of the fields (the first unknown one in the document is named), every field
+ * present (the first missing one in `fields` is named). The reader refused duplicate names. */
+static int take_fields(const struct jdoc *d, const struct jnode *obj, const struct field *fields,
+                       size_t n, long i, const struct jnode **found, struct gw_error *err)
 {
     char path[200];
+    for (size_t k = 0; k < n; k++)
+        found[k] = NULL;
     for (uint32_t c = obj->first; c; c = d->nodes[c].next) {
         const struct jnode *m = &d->nodes[c];
         size_t k = 0;
         while (k < n &&
-               !(strlen(allowed[k]) == m->key_len && memcmp(allowed[k], m->key, m->key_len) == 0))
+               !(fields[k].len == m->key_len && memcmp(fields[k].name, m->key, m->key_len) == 0))
             k++;
         if (k == n) {
             field_path(path, sizeof(path), i, m->key, m->key_len < 64 ? m->key_len : 64);
             return bad(err, path, "unknown field");
         }
+        found[k] = m;
     }
     for (size_t k = 0; k < n; k++) {
-        if (!member(d, obj, allowed[k])) {
-            field_path(path, sizeof(path), i, allowed[k], strlen(allowed[k]));
+        if (!found[k]) {
+            field_path(path, sizeof(path), i, fields[k].name, fields[k].len);
             return bad(err, path, "missing");
         }
     }
@@ -123,17 +128,18 @@ static int bad_change(struct gw_error *err, size_t i, const char *field, const c
 static int parse_change(const struct jdoc *d, const struct jnode *obj, size_t i,
                         struct gw_change *out, struct gw_error *err)
 {
-    static const char *const fields[] = {"id", "key", "size"};
+    static const struct field fields[] = {FIELD("id"), FIELD("key"), FIELD("size")};
+    const struct jnode *f[3];
     if (obj->type != J_OBJECT)
         return bad_change(err, i, "", "must be an object");
-    int rc = check_fields(d, obj, fields, 3, (long)i, err);
+    int rc = take_fields(d, obj, fields, 3, (long)i, f, err);
     if (rc != 0)
         return rc;
-    if (get_string(member(d, obj, "id"), GW_CHANGE_ID_MAX, &out->id, &out->id_len) != 0)
+    if (get_string(f[0], GW_CHANGE_ID_MAX, &out->id, &out->id_len) != 0)
         return bad_change(err, i, ".id", "must be a string of 1..128 bytes");
-    if (get_string(member(d, obj, "key"), GW_KEY_MAX, &out->key, &out->key_len) != 0)
+    if (get_string(f[1], GW_KEY_MAX, &out->key, &out->key_len) != 0)
         return bad_change(err, i, ".key", "must be a string of 1..1024 bytes");
-    const struct jnode *size = member(d, obj, "size");
+    const struct jnode *size = f[2];
     if (size->type != J_INT || size->num < 0 || (uint64_t)size->num > GW_SAFE_INT_MAX)
         return bad_change(err, i, ".size", SIZE_RULE);
     out->size = (uint64_t)size->num;
@@ -169,19 +175,20 @@ static int parse_changes(const struct jdoc *d, const struct jnode *list, struct 
 static int parse_root(const struct jdoc *d, size_t max_changes, struct gw_batch *out,
                       struct gw_error *err)
 {
-    static const char *const fields[] = {"batch_id", "changes"};
+    static const struct field fields[] = {FIELD("batch_id"), FIELD("changes")};
+    const struct jnode *f[2];
     const struct jnode *root = &d->nodes[0];
     if (root->type != J_OBJECT)
         return bad(err, "$", "must be an object {\"batch_id\": ..., \"changes\": [...]}");
-    int rc = check_fields(d, root, fields, 2, -1, err);
+    int rc = take_fields(d, root, fields, 2, -1, f, err);
     if (rc != 0)
         return rc;
-    const struct jnode *id = member(d, root, "batch_id");
+    const struct jnode *id = f[0];
     if (id->type != J_STRING || !gw_name_valid(id->str, id->len, GW_BATCH_ID_MAX))
         return bad(err, "batch_id", "must be 1..128 bytes of [A-Za-z0-9._:-]");
     out->batch_id = id->str;
     out->batch_id_len = id->len;
-    const struct jnode *list = member(d, root, "changes");
+    const struct jnode *list = f[1];
     if (list->type != J_ARRAY)
         return bad(err, "changes", "must be an array");
     out->count = list->count;

@@ -29,6 +29,7 @@ struct reader {
     int depth;
     int no_mem;
     int over_budget;
+    int nul_read; /* a \u0000 was unescaped since read_member last cleared it */
     struct json_limits limits;
     size_t elements; /* array elements read so far, over every array */
     struct path_step steps[MAX_DEPTH + 1];
@@ -199,6 +200,7 @@ static int unicode_escape(struct reader *r, const unsigned char *esc)
         r->p += 6;
         cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
     }
+    r->nul_read |= cp == 0;
     put_utf8(r, cp);
     return 0;
 }
@@ -418,9 +420,10 @@ static int read_member(struct reader *r, uint32_t node, uint32_t *last)
     const unsigned char *at = r->p;
     if (r->p >= r->end || *r->p != '"')
         return unexpected(r, "a member name (a string)");
+    r->nul_read = 0;
     if (read_string(r, &key, &key_len) != 0)
         return -1;
-    if (memchr(key, '\0', key_len))
+    if (r->nul_read) /* only an escape puts a NUL in a string: no search of the name */
         return fail_at(r, at, "\\u0000 in a member name is not supported");
     if (r->d->nodes[node].count < LINEAR_DUP_CHECK)
         for (uint32_t c = r->d->nodes[node].first; c; c = r->d->nodes[c].next)
