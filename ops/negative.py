@@ -820,6 +820,12 @@ DEFECTS = [
      "    if (rc == 0 && item->chained && gw_ledger_register(",
      "    if (0 && rc == 0 && item->chained && gw_ledger_register(", ("tests",),
      "^http_state_mix$"),
+    ("canonical-size-leading-zero", "gateway:take_size",
+     "    if (n == 0 || (n > 1 && *from == '0') || v > GW_SAFE_INT_MAX)",
+     "    if (n == 0 || v > GW_SAFE_INT_MAX)", ("tests",), "^unit/test_batch_canonical$"),
+    ("canonical-batch-id-unchecked", "gateway:gw_batch_read_canonical",
+     "                    gw_name_valid(out->batch_id, out->batch_id_len, GW_BATCH_ID_MAX) &&",
+     "                    1 &&", ("tests",), "^unit/test_batch_canonical$"),
     ("u64-digit-count-one-short", "gateway:decimal_digits", "        if (v < 1000)",
      "        if (v <= 1000)", ("tests",), "^unit/test_buf$"),
 ]

@@ -8,6 +8,7 @@
 
 #include <openssl/evp.h>
 
+#include "batch_canonical.h"
 #include "buf.h"
 #include "fnv.h"
 #include "json_read.h"
@@ -146,6 +147,21 @@ static int parse_change(const struct jdoc *d, const struct jnode *obj, size_t i,
     return 0;
 }
 
+/* Change i, read, joins the batch: its id must be new, the total size stay in range. */
+static int admit_change(struct id_set *set, struct gw_batch *out, size_t i, struct gw_error *err)
+{
+    long prev = id_set_insert(set, out->changes, i);
+    if (prev >= 0) {
+        char what[64];
+        snprintf(what, sizeof(what), "duplicate of changes[%ld].id", prev);
+        return bad_change(err, i, ".id", what);
+    }
+    out->total_size += out->changes[i].size;
+    if (out->total_size > GW_SAFE_INT_MAX)
+        return bad(err, "changes", "total size exceeds 9007199254740991");
+    return 0;
+}
+
 static int parse_changes(const struct jdoc *d, const struct jnode *list, struct gw_batch *out,
                          struct gw_error *err)
 {
@@ -156,18 +172,22 @@ static int parse_changes(const struct jdoc *d, const struct jnode *list, struct 
     uint32_t c = list->first;
     for (size_t i = 0; rc == 0 && i < out->count; i++, c = d->nodes[c].next) {
         rc = parse_change(d, &d->nodes[c], i, &out->changes[i], err);
-        if (rc != 0)
-            break;
-        long prev = id_set_insert(&set, out->changes, i);
-        if (prev >= 0) {
-            char what[64];
-            snprintf(what, sizeof(what), "duplicate of changes[%ld].id", prev);
-            rc = bad_change(err, i, ".id", what);
-        }
-        out->total_size += out->changes[i].size;
-        if (rc == 0 && out->total_size > GW_SAFE_INT_MAX)
-            rc = bad(err, "changes", "total size exceeds 9007199254740991");
+        if (rc == 0)
+            rc = admit_change(&set, out, i, err);
     }
+    free(set.slots);
+    return rc;
+}
+
+/* A canonical batch's changes, read: each admitted in order, as the strict reader would. */
+static int admit_changes(struct gw_batch *out, struct gw_error *err)
+{
+    struct id_set set;
+    if (id_set_init(&set, out->count) != 0)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < out->count; i++)
+        rc = admit_change(&set, out, i, err);
     free(set.slots);
     return rc;
 }
@@ -252,10 +272,10 @@ static void report_read_error(const char *data, const struct jdoc *d, int rc, si
     }
 }
 
-int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_batch *out,
-                   struct gw_error *err)
+/* Any batch: the document read whole, then the schema, then the fingerprint. */
+static int parse_any(const char *data, size_t len, size_t max_changes, struct gw_batch *out,
+                     struct gw_error *err)
 {
-    memset(out, 0, sizeof(*out));
     struct jdoc d;
     struct json_limits limits = batch_limits(len, max_changes);
     int rc = json_read(data, len, &limits, &d);
@@ -268,8 +288,18 @@ int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_b
         rc = parse_root(&d, max_changes, out, err);
     }
     json_doc_free(&d);
-    if (rc == 0)
-        rc = compute_fingerprint(out);
+    return rc == 0 ? compute_fingerprint(out) : rc;
+}
+
+int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_batch *out,
+                   struct gw_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    int rc = gw_batch_read_canonical(data, len, max_changes, out);
+    if (rc == 1)
+        rc = admit_changes(out, err);
+    else if (rc == 0)
+        rc = parse_any(data, len, max_changes, out, err);
     if (rc == -ENOMEM)
         gw_error_set(err, "", "out of memory");
     if (rc != 0)

@@ -1,9 +1,11 @@
-/* Fuzz target: gw_batch_parse on arbitrary bytes, with jansson as reference reader; an accepted
- * batch is dispatched on the worked example, its receipt must be valid JSON, the health service
- * must find nothing wrong with it, and its journal record must replay byte for byte. */
+/* Fuzz target: gw_batch_parse on arbitrary bytes, with jansson as reference reader and the
+ * strict reader as the canonical scan's; an accepted batch is dispatched on the worked example,
+ * its receipt must be valid JSON, the health service must find nothing wrong with it, and its
+ * journal record must replay byte for byte. */
 #include <errno.h>
 
 #include "batch.h"
+#include "batch_canonical.h"
 #include "buf.h"
 #include "dispatch.h"
 #include "fuzz_health_epoch.h"
@@ -148,6 +150,50 @@ static void check_against_jansson(const uint8_t *data, size_t size, int rc,
     json_decref(ref);
 }
 
+static int same_changes(const struct gw_batch *a, const struct gw_batch *b)
+{
+    for (size_t i = 0; i < a->count; i++) {
+        const struct gw_change *x = &a->changes[i], *y = &b->changes[i];
+        if (x->id_len != y->id_len || memcmp(x->id, y->id, x->id_len) != 0 ||
+            x->key_len != y->key_len || memcmp(x->key, y->key, x->key_len) != 0 ||
+            x->size != y->size)
+            return 0;
+    }
+    return 1;
+}
+
+/* A body the canonical scan takes (docs/journal.md §3.1) reads as the strict reader reads the
+ * same body after a space, which only the strict reader takes: the same code, the same batch
+ * and fingerprint, or an error at the same path. */
+static void check_against_strict(const uint8_t *data, size_t size, int rc, const struct gw_batch *b,
+                                 const struct gw_error *err)
+{
+    struct gw_batch probe, s;
+    memset(&probe, 0, sizeof(probe));
+    int taken = gw_batch_read_canonical((const char *)data, size, GW_MAX_CHANGES_DEFAULT, &probe);
+    if (taken != 1)
+        return;
+    gw_batch_free(&probe);
+    char *spaced = malloc(size + 1);
+    FUZZ_REQUIRE(spaced != NULL);
+    spaced[0] = ' ';
+    memcpy(spaced + 1, data, size);
+    struct gw_error serr;
+    memset(&serr, 0, sizeof(serr));
+    int rc2 = gw_batch_parse(spaced, size + 1, GW_MAX_CHANGES_DEFAULT, &s, &serr);
+    FUZZ_REQUIRE(rc2 == rc);
+    if (rc == 0) {
+        FUZZ_REQUIRE(s.batch_id_len == b->batch_id_len &&
+                     memcmp(s.batch_id, b->batch_id, b->batch_id_len) == 0);
+        FUZZ_REQUIRE(s.count == b->count && s.total_size == b->total_size && same_changes(&s, b));
+        FUZZ_REQUIRE(memcmp(s.fingerprint, b->fingerprint, sizeof(s.fingerprint)) == 0);
+        gw_batch_free(&s);
+    } else {
+        FUZZ_REQUIRE(strcmp(serr.path, err->path) == 0 && strcmp(serr.msg, err->msg) == 0);
+    }
+    free(spaced);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gw_topology *t = worked_example();
@@ -156,6 +202,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&err, 0, sizeof(err));
     int rc = gw_batch_parse((const char *)data, size, GW_MAX_CHANGES_DEFAULT, &b, &err);
     check_against_jansson(data, size, rc, &b, &err);
+    check_against_strict(data, size, rc, &b, &err);
     if (rc != 0) {
         /* A refusal names its JSON path and changes nothing (docs/contract.md §4). */
         FUZZ_REQUIRE(rc == -EINVAL || rc == -ENOMEM);

@@ -1,0 +1,122 @@
+/* A batch whose body is already its canonical form (docs/journal.md §3.1): read by one scan of
+ * the exact grammar, its fingerprint the SHA-256 of the body itself. Anything else, including
+ * every invalid batch, is left to the strict reader, which names the fault. */
+#include "batch_canonical.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "shard.h"
+
+struct scan {
+    const char *p, *end;
+};
+
+/* Takes the literal `text` at the scan position. */
+static int take(struct scan *s, const char *text, size_t len)
+{
+    if ((size_t)(s->end - s->p) < len || memcmp(s->p, text, len) != 0)
+        return 0;
+    s->p += len;
+    return 1;
+}
+
+#define TAKE(s, literal) take((s), (literal), sizeof(literal) - 1)
+
+/* A string of 1..max bytes that a receipt writes as they are: ASCII from 0x20 but for '"' and
+ * '\\' (docs/decisions.md "Receipt bytes"), up to its closing quote, which is taken too. */
+static int take_plain(struct scan *s, size_t max, const char **str, size_t *len)
+{
+    const unsigned char *p = (const unsigned char *)s->p, *end = (const unsigned char *)s->end;
+    const unsigned char *from = p;
+    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+        p++;
+    size_t n = (size_t)(p - from);
+    if (p == end || *p != '"' || n < 1 || n > max)
+        return 0;
+    *str = s->p;
+    *len = n;
+    s->p = (const char *)p + 1;
+    return 1;
+}
+
+/* A size as the receipt writes it: no sign, no leading zero, at most 2^53 - 1. */
+static int take_size(struct scan *s, uint64_t *out)
+{
+    const char *from = s->p;
+    uint64_t v = 0;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && s->p - from < 17)
+        v = v * 10 + (uint64_t)(*s->p++ - '0');
+    size_t n = (size_t)(s->p - from);
+    if (n == 0 || (n > 1 && *from == '0') || v > GW_SAFE_INT_MAX)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+/* One change `{"id":"..","key":"..","size":N}` into c. */
+static int take_change(struct scan *s, struct gw_change *c)
+{
+    return TAKE(s, "{\"id\":\"") && take_plain(s, GW_CHANGE_ID_MAX, &c->id, &c->id_len) &&
+           TAKE(s, ",\"key\":\"") && take_plain(s, GW_KEY_MAX, &c->key, &c->key_len) &&
+           TAKE(s, ",\"size\":") && take_size(s, &c->size) && TAKE(s, "}");
+}
+
+/* Room for one more change: doubling, never past max_changes. 0, or 0 with *no_mem set. */
+static int room_for_one(struct gw_batch *out, size_t *cap, size_t max_changes, int *no_mem)
+{
+    if (out->count < *cap)
+        return 1;
+    size_t want = *cap ? 2 * *cap : 64;
+    if (want > max_changes)
+        want = max_changes;
+    if (want <= out->count)
+        return 0; /* more changes than allowed: the strict reader says so */
+    struct gw_change *grown = realloc(out->changes, want * sizeof(*grown));
+    if (!grown) {
+        *no_mem = 1;
+        return 0;
+    }
+    out->changes = grown;
+    *cap = want;
+    return 1;
+}
+
+static int take_changes(struct scan *s, size_t max_changes, struct gw_batch *out, int *no_mem)
+{
+    size_t cap = 0;
+    do {
+        if (!room_for_one(out, &cap, max_changes, no_mem) ||
+            !take_change(s, &out->changes[out->count]))
+            return 0;
+        out->count++;
+    } while (TAKE(s, ","));
+    return TAKE(s, "]}") && s->p == s->end;
+}
+
+int gw_batch_read_canonical(const char *data, size_t len, size_t max_changes, struct gw_batch *out)
+{
+    char *copy = malloc(len ? len : 1); /* the batch's strings outlive the request's body */
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, data, len);
+    struct scan s = {copy, copy + len};
+    int no_mem = 0;
+    int canonical = TAKE(&s, "{\"batch_id\":\"") &&
+                    take_plain(&s, GW_BATCH_ID_MAX, &out->batch_id, &out->batch_id_len) &&
+                    gw_name_valid(out->batch_id, out->batch_id_len, GW_BATCH_ID_MAX) &&
+                    TAKE(&s, ",\"changes\":[") && take_changes(&s, max_changes, out, &no_mem);
+    if (canonical && !EVP_Digest(copy, len, out->fingerprint, NULL, EVP_sha256(), NULL))
+        no_mem = 1;
+    if (!canonical || no_mem) {
+        free(copy);
+        free(out->changes);
+        memset(out, 0, sizeof(*out));
+        return no_mem ? -ENOMEM : 0;
+    }
+    out->doc = copy;
+    return 1;
+}
