@@ -8,7 +8,6 @@
 
 #include <openssl/evp.h>
 
-#include "batch_canonical.h"
 #include "buf.h"
 #include "fnv.h"
 #include "json_read.h"

@@ -40,4 +40,12 @@ int gw_batch_parse(const char *data, size_t len, size_t max_changes, struct gw_b
 
 void gw_batch_free(struct gw_batch *b);
 
+/* The fast way in for a batch sent in its canonical form (docs/journal.md §3.1), which
+ * gw_batch_parse tries first (batch_canonical.c). Reads `data` when it is exactly a canonical
+ * batch of 1..max_changes changes whose strings need no escape: fills out (ids and keys in a
+ * copy out->doc owns, the fingerprint the SHA-256 of the body) and returns 1. Returns 0 with out
+ * zeroed for any other body, which the strict reader must then read; -ENOMEM. Duplicate ids and
+ * the total size are the caller's to check. */
+int gw_batch_read_canonical(const char *data, size_t len, size_t max_changes, struct gw_batch *out);
+
 #endif

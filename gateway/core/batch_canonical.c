@@ -1,7 +1,7 @@
 /* A batch whose body is already its canonical form (docs/journal.md §3.1): read by one scan of
  * the exact grammar, its fingerprint the SHA-256 of the body itself. Anything else, including
  * every invalid batch, is left to the strict reader, which names the fault. */
-#include "batch_canonical.h"
+#include "batch.h"
 
 #include <errno.h>
 #include <stdlib.h>

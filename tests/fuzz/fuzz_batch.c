@@ -5,7 +5,6 @@
 #include <errno.h>
 
 #include "batch.h"
-#include "batch_canonical.h"
 #include "buf.h"
 #include "dispatch.h"
 #include "fuzz_health_epoch.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "batch.h"
-#include "batch_canonical.h"
+#include "batch.h"
 #include "check.h"
 
 #define MAX_CHANGES 4
