@@ -97,26 +97,37 @@ static int take_changes(struct scan *s, size_t max_changes, struct gw_batch *out
     return TAKE(s, "]}") && s->p == s->end;
 }
 
-int gw_batch_read_canonical(const char *data, size_t len, size_t max_changes, struct gw_batch *out)
+/* The batch's strings, read in the request's body, moved into a copy the batch owns. */
+static int own_strings(const char *data, size_t len, struct gw_batch *out)
 {
-    char *copy = malloc(len ? len : 1); /* the batch's strings outlive the request's body */
+    char *copy = malloc(len);
     if (!copy)
         return -ENOMEM;
     memcpy(copy, data, len);
-    struct scan s = {copy, copy + len};
+    out->batch_id = copy + (out->batch_id - data);
+    for (size_t i = 0; i < out->count; i++) {
+        out->changes[i].id = copy + (out->changes[i].id - data);
+        out->changes[i].key = copy + (out->changes[i].key - data);
+    }
+    out->doc = copy;
+    return 0;
+}
+
+int gw_batch_read_canonical(const char *data, size_t len, size_t max_changes, struct gw_batch *out)
+{
+    struct scan s = {data, data + len};
     int no_mem = 0;
     int canonical = TAKE(&s, "{\"batch_id\":\"") &&
                     take_plain(&s, GW_BATCH_ID_MAX, &out->batch_id, &out->batch_id_len) &&
                     gw_name_valid(out->batch_id, out->batch_id_len, GW_BATCH_ID_MAX) &&
                     TAKE(&s, ",\"changes\":[") && take_changes(&s, max_changes, out, &no_mem);
-    if (canonical && !EVP_Digest(copy, len, out->fingerprint, NULL, EVP_sha256(), NULL))
+    if (canonical && (!EVP_Digest(data, len, out->fingerprint, NULL, EVP_sha256(), NULL) ||
+                      own_strings(data, len, out) != 0))
         no_mem = 1;
     if (!canonical || no_mem) {
-        free(copy);
         free(out->changes);
         memset(out, 0, sizeof(*out));
         return no_mem ? -ENOMEM : 0;
     }
-    out->doc = copy;
     return 1;
 }
