@@ -21,7 +21,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libssl-dev libmicrohttpd-dev libjansson-dev libsystemd-dev libzstd-dev zlib1g-dev \
-      libpq-dev librocksdb-dev libcurl4-openssl-dev \
+      libisal-dev libpq-dev librocksdb-dev libcurl4-openssl-dev \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 WORKDIR /src
 COPY . .
@@ -92,7 +92,8 @@ FROM debian:12 AS gateway
 ARG SHARDGATE_UID
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 zlib1g libpq5 librocksdb7.8 libcurl4 \
+      libssl3 libmicrohttpd12 libjansson4 libsystemd0 libzstd1 zlib1g libisal2 libpq5 librocksdb7.8 \
+      libcurl4 \
  && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
  && useradd --system --uid "$SHARDGATE_UID" --user-group --no-create-home --shell /usr/sbin/nologin shardgate \
  && mkdir -p /var/lib/shardgate /etc/shardgate \

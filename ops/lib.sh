@@ -10,8 +10,9 @@ SHARDGATE_PACKAGES=(build-essential cmake pkg-config libssl-dev libmicrohttpd-de
 # shardgate-health reads zstd-compressed archived journal segments (docs/tools.md §7);
 # the zstd CLI lets the tests and probe.py write/read them.
 SHARDGATE_PACKAGES+=(libzstd-dev zstd)
-# Every journal line carries a CRC-32, zlib's (docs/decisions.md §10).
-SHARDGATE_PACKAGES+=(zlib1g-dev)
+# Every journal line carries a CRC-32, zlib's, which the gateway computes with ISA-L
+# (docs/decisions.md §10).
+SHARDGATE_PACKAGES+=(zlib1g-dev libisal-dev)
 
 # The packaging checks' tools (docs/operations.md, Packaging and containers): containers
 # (podman, a local Debian 12 base image made by mmdebstrap), man page lint, metrics lint,

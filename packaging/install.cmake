@@ -71,9 +71,9 @@ set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # dpkg-shlibdeps derives the library dependencies from the binaries (libc6, libssl3,
-# libmicrohttpd12, libjansson4, libsystemd0, zlib1g for the journal's line checksums, librocksdb7.8
-# for the idempotency index, libcurl4 for `shardgate admin`, and libzstd1 for shardgate-health's
-# archives).
+# libmicrohttpd12, libjansson4, libsystemd0, zlib1g and libisal2 for the journal's line checksums,
+# librocksdb7.8 for the idempotency index, libcurl4 for `shardgate admin`, and libzstd1 for
+# shardgate-health's archives).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 

@@ -1,6 +1,7 @@
 /* The journal line checksum (docs/journal.md §2.1): golden lines, and every way a check fails. */
 #include <errno.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "buf.h"
 #include "check.h"
@@ -34,6 +35,20 @@ static void test_golden(void)
 }
 
 /* A record ended from the CRC of its last bytes, computed apart, is the same line. */
+/* The line CRC is zlib's, whatever computes it (docs/decisions.md §10): every length to 4 KiB,
+ * from every alignment of a buffer of all byte values. */
+static void test_crc_is_zlibs(void)
+{
+    static unsigned char bytes[4096 + 8];
+    for (size_t i = 0; i < sizeof(bytes); i++)
+        bytes[i] = (unsigned char)(i * 131 + (i >> 8) * 7 + 1);
+    size_t wrong = 0;
+    for (size_t at = 0; at < 8; at++)
+        for (size_t n = 0; n <= 4096; n++)
+            wrong += gw_record_crc((const char *)bytes + at, n) != crc32(0L, bytes + at, (uInt)n);
+    CHECK_EQ_U64(wrong, 0);
+}
+
 static void test_end_after(void)
 {
     const char *rec = "{\"type\":\"receipt\",\"seq\":7,\"receipt\":{\"a\":[1,2,3]}}";
@@ -117,6 +132,7 @@ static void test_ids_from_checked_lines(void)
 
 int main(void)
 {
+    test_crc_is_zlibs();
     test_ids_from_checked_lines();
     test_golden();
     test_end_after();
