@@ -86,7 +86,8 @@ EXPOSE 8080
 
 # The gateway, last so that a plain `docker build .` makes it: its program, the contract and
 # membership, and the libraries it links: libpq5 (--store postgres), librocksdb7.8 (the
-# idempotency index), libcurl4 (`shardgate admin`). No python3: the compose healthcheck asks
+# idempotency index), libcurl4 (`shardgate admin`), libisal2 (the journal lines' CRC-32). No
+# python3: the compose healthcheck asks
 # /readyz with bash's /dev/tcp.
 FROM debian:12 AS gateway
 ARG SHARDGATE_UID

@@ -134,7 +134,7 @@ def needed_libraries(path):
 RUNTIME_PACKAGE = {"libcrypto.so.3": "libssl3", "libssl.so.3": "libssl3",
                    "libmicrohttpd.so.12": "libmicrohttpd12", "libjansson.so.4": "libjansson4",
                    "libsystemd.so.0": "libsystemd0", "libzstd.so.1": "libzstd1",
-                   "libz.so.1": "zlib1g",
+                   "libz.so.1": "zlib1g", "libisal.so.2": "libisal2",
                    "libpq.so.5": "libpq5", "librocksdb.so.7.8": "librocksdb7.8",
                    "libcurl.so.4": "libcurl4"}
 # libc is in every image; sanitizer runtimes only appear in the ASan test build, never in
