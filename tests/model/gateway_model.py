@@ -72,6 +72,12 @@ def changes(batch_id, n, salt=""):
                         for i in range(n)]}
 
 
+def body_of(doc, compact):
+    """The POST body: compact, the canonical form the gateway hashes as received, or with
+    json.dumps' spaces, which the strict reader takes (docs/journal.md §3.1)."""
+    return json.dumps(doc, separators=(",", ":") if compact else None).encode()
+
+
 def add_totals(totals, body):
     """Adds an acknowledged receipt's per-shard load and received to totals {shard: [l, r]}."""
     for sid, t in json.loads(body)["shards"].items():
@@ -329,13 +335,13 @@ class GatewayModel(RuleBasedStateMachine):
 
     # --- operations ------------------------------------------------------------------------
 
-    @rule(n=st.integers(1, 6), size=st.integers(1, 250))
-    def post_fresh(self, n, size):
+    @rule(n=st.integers(1, 6), size=st.integers(1, 250), compact=st.booleans())
+    def post_fresh(self, n, size, compact):
         conn = self.server.connect()
         for _ in range(n):
             bid = "b%d" % self.next_id
             self.next_id += 1
-            r = self.server.post(changes(bid, size), conn=conn)
+            r = self.server.post(body_of(changes(bid, size), compact), conn=conn)
             if self.index_corrupt(r):
                 return  # nothing was dispatched
             if r.status == 200:
@@ -346,11 +352,12 @@ class GatewayModel(RuleBasedStateMachine):
         conn.close()
 
     @precondition(lambda self: self.acked)
-    @rule(pick=st.integers(0, 10**6), other=st.booleans())
-    def post_again(self, pick, other):
-        """A retry (same content) or a reused id (other content) of an acknowledged batch."""
+    @rule(pick=st.integers(0, 10**6), other=st.booleans(), compact=st.booleans())
+    def post_again(self, pick, other, compact):
+        """A retry (same content) or a reused id (other content) of an acknowledged batch, in
+        either form whichever its first POST had: the same content, the same fingerprint."""
         bid = sorted(self.acked)[pick % len(self.acked)]
-        r = self.server.post(batch_again(self.acked[bid], other))
+        r = self.server.post(body_of(batch_again(self.acked[bid], other), compact))
         if self.index_corrupt(r):
             return
         if other:  # docs/api.md §2: another fingerprint, archived or not
