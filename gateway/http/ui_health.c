@@ -2,6 +2,7 @@
 #include "ui_health.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define GW_UI_CSP_REST "; form-action 'none'; frame-ancestors 'none'"
@@ -29,9 +30,10 @@ static size_t origin_length(const char *url)
     if (host == 0)
         return 0;
     size_t n = scheme + host;
-    if (url[n] == ':') {
+    if (url[n] == ':') { /* a port a browser connects to: 1 to 65535 */
         size_t digits = strspn(url + n + 1, "0123456789");
-        if (digits == 0 || digits > 5)
+        unsigned long port = digits >= 1 && digits <= 5 ? strtoul(url + n + 1, NULL, 10) : 0;
+        if (port < 1 || port > 65535)
             return 0;
         n += 1 + digits;
     }

@@ -492,7 +492,8 @@ def health_url_is_checked_and_named_in_the_policy():
     for given, base, origin in (("http://127.0.0.1:9/", "http://127.0.0.1:9/", "http://127.0.0.1:9"),
                                 ("https://[::1]:8081", "https://[::1]:8081/", "https://[::1]:8081"),
                                 ("http://health.example/sg/", "http://health.example/sg/",
-                                 "http://health.example")):
+                                 "http://health.example"),
+                                ("http://h:65535/", "http://h:65535/", "http://h:65535")):
         with gateway("--health-url", given) as s:
             r = s.get("/ui/config.json")
             eq(r.body, b'{"health_url":"%s"}\n' % base.encode(), "config for %s" % given)
@@ -502,6 +503,7 @@ def health_url_is_checked_and_named_in_the_policy():
                    "frame-ancestors 'none'" % origin, "the policy of %s for %s" % (path, given))
     d = tmpdir()
     for bad in ("javascript:alert(1)//", "http://h/x", "http://h/a b/", "http://h:123456/",
+                "http://h:65536/", "http://h:0/", "http://h:99999/",
                 'http://h/"x/', "http://h;x/", "http://", "ftp://h/", "http://h/\x1b[31m/",
                 "http://h/" + "a/" * 100):
         r = run_gateway("serve", "--conf", src("conf", "dispatch.env"), "--shards",
