@@ -26,17 +26,7 @@ mkdir -p "$work"
 tick=$(getconf CLK_TCK)
 
 # build REV: the Release gateway of commit REV, built once into $work/REV.
-build() {
-    local dir=$work/$1
-    if [ ! -x "$dir/build/gateway/shardgate" ]; then
-        rm -rf "$dir"
-        mkdir -p "$dir/src"
-        git archive "$1" | tar -x -C "$dir/src"
-        cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_TESTS=OFF \
-            >"$dir/configure.log"
-        cmake --build "$dir/build" -j"$(nproc)" --target shardgate >"$dir/build.log"
-    fi
-}
+build() { sg_build_commit "$work/$1" "$1" shardgate; }
 
 # 100 online shards, room for any batch (capacity is not what is measured).
 shards=$work/shards.json

@@ -27,17 +27,7 @@ work=${TMPDIR:-/tmp}/shardgate-instructions
 mkdir -p "$work"
 
 # build REV: REV's Release gateway_bench, built once into $work/REV.
-build() {
-    local dir=$work/$1
-    if [ ! -x "$dir/build/bench/gateway_bench" ]; then
-        rm -rf "$dir"
-        mkdir -p "$dir/src"
-        git archive "$1" | tar -x -C "$dir/src"
-        cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_TESTS=OFF \
-            -DSHARDGATE_BENCH=ON >"$dir/configure.log"
-        cmake --build "$dir/build" -j"$(nproc)" --target gateway_bench >"$dir/build.log"
-    fi
-}
+build() { sg_build_commit "$work/$1" "$1" gateway_bench -DSHARDGATE_BENCH=ON; }
 
 inputs() {
     python3 bench/gen_batch.py --out-dir "$work/mixed" --changes 1000 >/dev/null

@@ -73,6 +73,21 @@ sg_build_binaries() {
     cmake --build "$dir" -j "$(nproc)" --target shardgate shardgate-health
 }
 
+# sg_build_commit DIR REV TARGET [cmake args...]: commit REV's Release TARGET, from `git archive`
+# into DIR/src and built in DIR/build, once (the benchmarks that put two commits side by side).
+sg_build_commit() {
+    local dir=$1 rev=$2 target=$3
+    shift 3
+    [ ! -e "$dir/build/.built-$target" ] || return 0
+    rm -rf "$dir"
+    mkdir -p "$dir/src"
+    git -C "$SHARDGATE_ROOT" archive "$rev" | tar -x -C "$dir/src"
+    cmake -S "$dir/src" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DSHARDGATE_TESTS=OFF "$@" \
+        >"$dir/configure.log"
+    cmake --build "$dir/build" -j "$(nproc)" --target "$target" >"$dir/build.log"
+    touch "$dir/build/.built-$target"
+}
+
 # The release build the ops scripts run: build/release.
 sg_build_release() {
     sg_build_binaries "$SHARDGATE_ROOT/build/release" -DCMAKE_BUILD_TYPE=Release >&2
