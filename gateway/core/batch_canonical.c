@@ -65,7 +65,8 @@ static int take_change(struct scan *s, struct gw_change *c)
            TAKE(s, ",\"size\":") && take_size(s, &c->size) && TAKE(s, "}");
 }
 
-/* Room for one more change: doubling, never past max_changes. 0, or 0 with *no_mem set. */
+/* Room for one more change, growing by doubling, never past max_changes. Returns 1, or 0: more
+ * changes than allowed (the strict reader says so), or out of memory with *no_mem set. */
 static int room_for_one(struct gw_batch *out, size_t *cap, size_t max_changes, int *no_mem)
 {
     if (out->count < *cap)
@@ -74,7 +75,7 @@ static int room_for_one(struct gw_batch *out, size_t *cap, size_t max_changes, i
     if (want > max_changes)
         want = max_changes;
     if (want <= out->count)
-        return 0; /* more changes than allowed: the strict reader says so */
+        return 0;
     struct gw_change *grown = realloc(out->changes, want * sizeof(*grown));
     if (!grown) {
         *no_mem = 1;
