@@ -429,6 +429,35 @@ def an_epoch_comes_back_under_its_own_id():
 
 
 @case("membership")
+def an_epoch_comes_after_the_receipts_waiting_for_their_seqs():
+    """A membership change gives the receipts committed before it their seqs first, in its own
+    transaction, so the new epoch's first_seq follows every one of them (docs/journal.md §10).
+    The test's session holds the sequencer role, so the receipt is still waiting when the PUT
+    comes: an event, not a race with the sequencer's poll."""
+    c = Cluster(1)
+    holder = hold(c, "SELECT pg_advisory_lock(7239861041);")
+    try:
+        eq(holder.stdout.readline(), "\n", "the role held by the test's session")
+        with c:
+            gw = c.gws[0]
+            eq(post(gw, batch("waiting-1", n=6, seed=4)).status, 200, "POST under A")
+            eq(c.sql("SELECT batch_id FROM shardgate_receipts WHERE seq IS NULL"),
+               [["waiting-1"]], "committed, waiting for its seq")
+            new = put_membership(gw, SHARDS_D_ONLINE, c.token).json()["epoch"]
+            eq(c.sql("SELECT batch_id, seq FROM shardgate_receipts"), [["waiting-1", "1"]],
+               "the change gave it its seq")
+            eq(c.sql("SELECT epoch_seq, epoch, first_seq FROM shardgate_epochs ORDER BY 1")[1],
+               ["2", new, "2"], "the new epoch after it")
+            holder.communicate("", timeout=30)
+            eq(post(gw, batch("after-1", n=6, seed=5)).status, 200, "POST under B")
+            c.health(shards=write(os.path.join(c.pg.base, "d.json"),
+                                  json.dumps({"shards": SHARDS_D_ONLINE})))
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+@case("membership")
 def shards_that_left_are_listed_in_id_order_with_their_totals():
     """GET /v1/shards lists every shard of every epoch in id order (docs/api.md §7): a member
     with no total yet at 0, a shard that left with its totals and last weight and capacity."""
