@@ -2,6 +2,7 @@
 #ifndef SHARDGATE_BENCH_UTIL_H
 #define SHARDGATE_BENCH_UTIL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,9 +40,11 @@ static inline int bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The median of n values (sorts them in place). */
+/* The median of n values (sorts them in place); NaN for none. */
 static inline double bench_median(double *v, size_t n)
 {
+    if (n == 0)
+        return NAN;
     qsort(v, n, sizeof(*v), bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

@@ -319,6 +319,8 @@ struct db_rocks {
 static int rocks_open(struct db **d, const char *dir)
 {
     struct db_rocks *r = calloc(1, sizeof *r);
+    if (!r)
+        return -1;
     char *err = NULL;
     r->opt = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(r->opt, 1);
@@ -329,6 +331,9 @@ static int rocks_open(struct db **d, const char *dir)
     r->db = rocksdb_open(r->opt, dir, &err);
     if (err) {
         fprintf(stderr, "rocksdb: %s\n", err);
+        rocksdb_free(err);
+        rocksdb_options_destroy(r->opt);
+        free(r);
         return -1;
     }
     r->wo = rocksdb_writeoptions_create();

@@ -32,8 +32,9 @@ SHARDGATE_PACKAGES+=(libcurl4-openssl-dev)
 # The status pages' tests: a real headless browser, driven over the DevTools protocol
 # (docs/decisions.md §37).
 SHARDGATE_PACKAGES+=(chromium python3-websocket)
-# The habits the quick tier checks (docs/decisions.md §49): C formatting and shell linting.
-SHARDGATE_PACKAGES+=(clang-format shellcheck)
+# The habits the quick tier checks (docs/decisions.md §49, §53): C formatting, shell linting and
+# a static analyser.
+SHARDGATE_PACKAGES+=(clang-format shellcheck cppcheck)
 # The Python package installed as the README says, into a venv of Debian's python3 (its
 # ensurepip; docs/tools.md §14).
 SHARDGATE_PACKAGES+=(python3-venv)

@@ -145,7 +145,10 @@ int gw_cli_write(const char *path, const struct gw_buf *b)
         return GW_EXIT_INTERNAL;
     }
     int bad = fwrite(b->data, 1, b->len, f) != b->len;
-    bad |= path ? fclose(f) != 0 : fflush(f) != 0;
+    if (path)
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(f) != 0;
     if (bad) {
         fprintf(stderr, "shardgate: %s: write failed\n", path ? path : "stdout");
         return GW_EXIT_INTERNAL;

@@ -50,8 +50,9 @@ static inline char *fuzz_read_source(const char *rel, size_t *len)
     for (;;) {
         if (n == cap) {
             cap = cap ? cap * 2 : 4096;
-            buf = realloc(buf, cap);
-            FUZZ_REQUIRE(buf != NULL);
+            char *grown = realloc(buf, cap);
+            FUZZ_REQUIRE(grown != NULL);
+            buf = grown;
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;

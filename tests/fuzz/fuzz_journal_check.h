@@ -51,8 +51,9 @@ static inline char *fuzz_slurp(const char *path, size_t *len)
     for (;;) {
         if (*len == cap) {
             cap = cap ? cap * 2 : 4096;
-            buf = realloc(buf, cap);
-            FUZZ_REQUIRE(buf != NULL);
+            char *grown = realloc(buf, cap);
+            FUZZ_REQUIRE(grown != NULL);
+            buf = grown;
         }
         size_t got = fread(buf + *len, 1, cap - *len, f);
         *len += got;

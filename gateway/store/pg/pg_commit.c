@@ -107,11 +107,13 @@ static int add_step(struct group *g, struct gw_buf *sql, const char *text, int n
     if (g->nsteps == g->steps_cap) {
         size_t cap = g->steps_cap ? 2 * g->steps_cap : 8;
         struct gw_pg_stmt *steps = realloc(g->steps, cap * sizeof(*steps));
-        struct gw_buf *texts = steps ? realloc(g->steps_sql, cap * sizeof(*texts)) : NULL;
-        g->steps = steps ? steps : g->steps;
-        g->steps_sql = texts ? texts : g->steps_sql;
+        if (!steps)
+            return -ENOMEM;
+        g->steps = steps;
+        struct gw_buf *texts = realloc(g->steps_sql, cap * sizeof(*texts));
         if (!texts)
             return -ENOMEM;
+        g->steps_sql = texts;
         g->steps_cap = cap;
     }
     struct gw_buf *own = &g->steps_sql[g->nsteps];
