@@ -65,13 +65,13 @@ void hc_journal_init(struct hc_journal *j, const char *path, struct hc_verifier 
                      const struct hc_epoch *own);
 void hc_journal_free(struct hc_journal *j);
 
-/* Verifies the complete lines appended since the last call. When the file shrank, was replaced
- * (other inode) or rewritten before the offset, or the last call failed, all state and
- * v->report are reset and it is read from the start. An unterminated last line is never judged
- * nor counted: its length is left in j->pending (it may be a group commit in progress; see
- * docs/operations.md, "The in-progress tail"). Returns 0, or a negative errno-style code with
- * err filled when the journal cannot be read (-ENOENT when it does not exist) or verification
- * failed internally (-ENOMEM, -EIO); after an error the next call re-reads from 0. */
+/* journal_follow.c: verifies the complete lines appended since the last call. When the file
+ * shrank, was replaced (other inode) or rewritten before the offset, or the last call failed, all
+ * state and v->report are reset and it is read from the start. An unterminated last line is
+ * never judged nor counted: its length is left in j->pending (it may be a group commit in
+ * progress; see docs/operations.md, "The in-progress tail"). Returns 0, or a negative errno-style
+ * code with err filled when the journal cannot be read (-ENOENT when it does not exist) or
+ * verification failed internally (-ENOMEM, -EIO); after an error the next call re-reads from 0. */
 int hc_journal_update(struct hc_journal *j, struct hc_err *err);
 
 /* Verifies buf[0..len) as a whole journal of its own (no state dir, no segments): forgets
@@ -88,10 +88,14 @@ void hc_journal_set_own(struct hc_journal *j, const struct hc_epoch *own);
 void hc_journal_reread(struct hc_journal *j);
 
 /* Verifies the complete lines in buf[0..len) of the current file, which start at file offset
- * j->offset; *used is the bytes consumed (up to the last newline). For segment_read.c. Returns 0 or
- * a negative code with err filled. */
+ * j->offset; *used is the bytes consumed (up to the last newline). For segment_read.c and
+ * journal_follow.c. Returns 0 or a negative code with err filled. */
 int hc_journal_lines(struct hc_journal *j, const char *buf, size_t len, size_t *used,
                      struct hc_err *err);
+
+/* Forgets everything read (epochs, seq, batch ids, the segments, the report) so the file is
+ * read again from its start. */
+void hc_journal_forget(struct hc_journal *j);
 
 /* The journal was read to its end (check): checkpoints never reached are issues. */
 void hc_journal_finish(struct hc_journal *j);

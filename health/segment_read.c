@@ -210,19 +210,3 @@ int hc_seg_open(struct hc_journal *j, struct hc_err *err)
     s->file_first_segment = s->sd.n_segs == 0;
     return 0;
 }
-
-void hc_seg_free(struct hc_journal *j)
-{
-    struct hc_seg *s = j->seg;
-    if (s == NULL)
-        return;
-    for (size_t i = 0; i < s->n_ck; i++)
-        hc_ckpt_free(&s->ck[i]);
-    free(s->ck);
-    hc_totals_free(&s->totals);
-    hc_state_dir_free(&s->sd);
-    hc_digest_close(s->sha256);
-    free(s->latest_raw);
-    free(s);
-    j->seg = NULL;
-}

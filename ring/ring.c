@@ -28,14 +28,6 @@ const char *ring_digest_name(enum ring_digest digest)
     return digest == RING_MD5 ? "md5" : "sha1";
 }
 
-int ring__id_compare(const char *a, size_t alen, const char *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-    if (c != 0)
-        return c;
-    return (alen > blen) - (alen < blen);
-}
-
 static int slot_compare(const void *pa, const void *pb)
 {
     const struct ring_shard_slot *a = pa, *b = pb;

@@ -2,6 +2,8 @@
 #ifndef SHARDGATE_RING_INTERNAL_H
 #define SHARDGATE_RING_INTERNAL_H
 
+#include <string.h>
+
 #include "ring.h"
 
 #define RING_ID_PREFIX_MAX 64
@@ -43,8 +45,15 @@ struct ring {
 void *ring__big_alloc(size_t bytes);
 void ring__big_free(void *p, size_t bytes);
 
-/* ring.c: shard ids compare bytewise, a prefix before the longer id (<0, 0, >0). */
-int ring__id_compare(const char *a, size_t alen, const char *b, size_t blen);
+/* Shard ids compare bytewise, a prefix before the longer id (<0, 0, >0). Here, not in ring.c,
+ * so that build_from.c, which ring.c calls, need not call back into ring.c. */
+static inline int ring__id_compare(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c != 0)
+        return c;
+    return (alen > blen) - (alen < blen);
+}
 
 /* hash.c: the digest's size in bytes (16 or 20). */
 size_t ring__digest_len(enum ring_digest digest);

@@ -21,7 +21,6 @@
 #include "record.h"
 #include "ring.h"
 #include "state_format.h"
-#include "timing.h"
 #include "io.h"
 
 /* Replay state: what the lines so far established. */
@@ -896,30 +895,6 @@ int gw_journal_write_epoch(struct gw_journal *j, const struct gw_topology *t, in
         no_memory(err);
     *written = rc == 0;
     gw_buf_free(&line);
-    return rc;
-}
-
-int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
-                      struct gw_error *err)
-{
-    int rc = gw_file_write_all(j->fd, data, len);
-    const char *what = "write";
-    if (rc == 0) {
-        uint64_t t0 = gw_now_ns();
-        what = "fdatasync";
-        rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;
-        if (sync_ns)
-            *sync_ns = gw_now_ns() - t0;
-    }
-    if (rc == 0) {
-        j->size += len;
-        EVP_DigestUpdate(j->hash, data, len);
-        return 0;
-    }
-    /* No partial line may stay behind: cut back to the last whole, durable line. */
-    int cut = gw_io.ftruncate(j->fd, (off_t)j->size) == 0 && gw_io.fdatasync(j->fd) == 0;
-    gw_error_set(err, "", "journal: %s: %s failed: %s%s", j->path, what, strerror(-rc),
-                 cut ? "" : " (and truncating back failed)");
     return rc;
 }
 
