@@ -283,9 +283,14 @@ DEFECTS = [
      "        .shard_bits = shard_bits(r),\n",
      "        .shard_bits = 0 & shard_bits(r),\n", ("tests",),
      "^http_feed_wait$"),
+    # The releases the request's parts registered (gw_req_on_end) never run at its
+    # completion: the feed's places are never given back, the bodies' budget never returned.
+    ("request-ends-without-its-releases", "gateway:gw_serve_completed",
+     "    for (size_t i = 0; i < r->n_on_end; i++)\n        r->on_end[i](r);\n", "",
+     ("tests",), "^http_feed_wait$"),
     # A feed request that never gives its --max-watchers place back: after that many requests
     # every consumer meets 503 for good (docs/api.md §17).
-    ("feed-watcher-place-never-returned", "gateway:gw_feed_req_free",
+    ("feed-watcher-place-never-returned", "gateway:feed_req_free",
      "    gw_feed_watch_leave(&r->srv->store.watch);\n    free(r->feed);",
      "    free(r->feed);", ("tests",), "^http_feed_wait$"),
     # The feed's shared pages (docs/decisions.md §23): a page answered to a question with

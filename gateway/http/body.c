@@ -19,6 +19,7 @@ static enum MHD_Result fail(struct gw_req *r, unsigned status, const char *code,
 static int charge(struct gw_req *r, uint64_t bytes)
 {
     struct gw_server *s = r->srv;
+    gw_req_on_end(r, gw_body_release); /* what is charged is given back at the latest then */
     uint64_t total = atomic_fetch_add(&s->body_inflight, bytes) + bytes;
     if (total > s->opt.max_body_inflight) {
         atomic_fetch_sub(&s->body_inflight, bytes);

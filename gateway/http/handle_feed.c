@@ -277,6 +277,16 @@ static int shard_known(struct gw_server *s, const char *id, size_t len)
 }
 
 /* The first call: the watcher limit, then the parameters. */
+/* Gives the request's --max-watchers place back and frees its state, at its completion. */
+static void feed_req_free(struct gw_req *r)
+{
+    if (!r->feed)
+        return;
+    gw_feed_watch_leave(&r->srv->store.watch);
+    free(r->feed);
+    r->feed = NULL;
+}
+
 static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_len)
 {
     if (gw_feed_watch_enter(&r->srv->store.watch) != 0)
@@ -291,6 +301,7 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
     }
     fr->r = r;
     r->feed = fr;
+    gw_req_on_end(r, feed_req_free);
     if (shard_len) {
         fr->waiter.shard_bit = gw_feed_shard_bit(shard, shard_len);
         fr->q.shard[0] = '"';
@@ -339,13 +350,4 @@ enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest)
         return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "shard", NULL, NULL);
     }
     return begin(r, rest, len);
-}
-
-void gw_feed_req_free(struct gw_req *r)
-{
-    if (!r->feed)
-        return;
-    gw_feed_watch_leave(&r->srv->store.watch);
-    free(r->feed);
-    r->feed = NULL;
 }

@@ -57,7 +57,8 @@ struct gw_post {
     int commit_rc;
 };
 
-void gw_post_free(struct gw_req *r)
+/* Frees a POST's batch state, at the request's completion. */
+static void post_free(struct gw_req *r)
 {
     if (!r->post)
         return;
@@ -264,6 +265,7 @@ static enum MHD_Result finish_body(struct gw_req *r)
         return fail(r, MHD_HTTP_BAD_REQUEST,
                     is_syntax_error(&err) ? "invalid_json" : "invalid_batch", err.msg, err.path);
     r->post = calloc(1, sizeof(*r->post));
+    gw_req_on_end(r, post_free);
     if (!r->post) {
         gw_batch_free(&b);
         return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");

@@ -81,10 +81,8 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
             atomic_load(&s->feed_cache.held),    s->feed_cache.limit,
             atomic_load(&s->feed_cache.refused), gw_feed_watch_count(&s->store.watch),
             s->store.watch.max_watchers,         gw_store_feed_head(&s->store)};
-        struct gw_route_label routes[GW_ROUTE_SLOTS];
-        gw_route_labels(routes);
         gw_metrics_render(&body, &s->metrics, &r->view->topo, totals, gw_serve_ready(s),
-                          atomic_load(&s->views.alive), &feed, routes);
+                          atomic_load(&s->views.alive), &feed, s->route_labels);
         gw_metrics_process(&body, s->started_s);
     }
     free(totals);

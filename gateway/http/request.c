@@ -22,9 +22,20 @@ struct gw_req *gw_req_new(struct gw_server *s, struct MHD_Connection *conn, cons
     r->start_ns = gw_now_ns();
     snprintf(r->method, sizeof(r->method), "%s", method);
     snprintf(r->path, sizeof(r->path), "%s", url);
+    r->route_slot = GW_ROUTE_SLOTS - 1;
     gw_buf_init(&r->body);
     atomic_fetch_add(&s->active, 1);
     return r;
+}
+
+void gw_req_on_end(struct gw_req *r, gw_req_end_fn fn)
+{
+    for (size_t i = 0; i < r->n_on_end; i++)
+        if (r->on_end[i] == fn)
+            return;
+    if (r->n_on_end == GW_REQ_ON_END_MAX)
+        abort(); /* more parts than GW_REQ_ON_END_MAX: a leak otherwise */
+    r->on_end[r->n_on_end++] = fn;
 }
 
 /* "2024-05-01T12:00:00.123Z" */
@@ -83,9 +94,8 @@ void gw_serve_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         ? MHD_HTTP_REQUEST_TIMEOUT
                         : 0;
     log_request(r, now - r->start_ns);
-    gw_body_release(r);
-    gw_feed_req_free(r);
-    gw_post_free(r);
+    for (size_t i = 0; i < r->n_on_end; i++)
+        r->on_end[i](r);
     gw_view_unref(r->view); /* an old view is freed by its last request */
     free(r);
     *con_cls = NULL;

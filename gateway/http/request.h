@@ -1,6 +1,7 @@
 /* `shardgate serve` inside (docs/api.md): the state its request handlers share, and the calls
  * between the files of http/. Internal to http/: the commands see server.h only.
- * Calls go one way: routes.c -> handle_*.c -> response.c (a leaf) and body.c. */
+ * Calls go one way: routes.c -> handle_*.c -> response.c, body.c, auth.c, damage.c ->
+ * request.c, and no file calls back into one that calls it (ctest ops/call_loops). */
 #ifndef SHARDGATE_GW_REQUEST_H
 #define SHARDGATE_GW_REQUEST_H
 
@@ -31,6 +32,7 @@ struct gw_server {
     int reload_pending;          /* under reloader.lock */
     struct gw_store store;       /* the journal and its parts, or PostgreSQL */
     struct gw_metrics metrics;
+    struct gw_route_label route_labels[GW_ROUTE_SLOTS]; /* the routes' metric labels (routes.c) */
     struct gw_feed_cache feed_cache; /* recent pages, shared by the same questions */
     int auth;                        /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
@@ -54,6 +56,11 @@ enum gw_phase { GW_PHASE_NEW, GW_PHASE_BODY, GW_PHASE_COMMITTING, GW_PHASE_ANSWE
 /* Why a body is being read and dropped instead of kept (answered once it has ended). */
 enum gw_body_drop { GW_BODY_KEPT, GW_BODY_TOO_LARGE, GW_BODY_OVER_BUDGET, GW_BODY_NO_MEMORY };
 
+struct gw_req;
+/* Frees what one part of http/ gave a request (body.c, handle_post.c, handle_feed.c). */
+typedef void (*gw_req_end_fn)(struct gw_req *r);
+#define GW_REQ_ON_END_MAX 4 /* the parts that register one: three */
+
 /* One request, from its first handler call to MHD's completion notice. */
 struct gw_req {
     struct gw_server *srv;
@@ -63,6 +70,8 @@ struct gw_req {
     char method[16];
     char path[256];
     const struct gw_route *route; /* NULL until routed (a stream route at the first call) */
+    unsigned route_slot;          /* its slot in the request metrics (GW_ROUTE_SLOTS - 1: none) */
+    int counts_batch;             /* its answer counts in the batch metrics (POST /v1/batches) */
     enum gw_phase phase;
     unsigned status;
     /* a request body (POST /v1/batches, PUT /v1/admin/membership: body.c) */
@@ -79,7 +88,14 @@ struct gw_req {
     enum gw_batch_result result;
     struct gw_post *post;     /* a POST's batch once parsed (handle_post.c), NULL otherwise */
     struct gw_feed_req *feed; /* a feed request's state (handle_feed.c), NULL otherwise */
+    gw_req_end_fn on_end[GW_REQ_ON_END_MAX]; /* what frees the above, run at completion */
+    size_t n_on_end;
 };
+
+/* Registers fn to run once at the request's completion, after its log line (nginx's
+ * r->cleanup): each part that gives a request something to free registers its own release,
+ * so request.c names none of them. A second registration of the same fn is a no-op. */
+void gw_req_on_end(struct gw_req *r, gw_req_end_fn fn);
 
 /* The MHD callbacks (cls is the gw_server): routes.c and request.c. */
 enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const char *url,
@@ -201,9 +217,7 @@ struct gw_route {
     const char *label; /* the `route` label of its metrics (docs/api.md §8) */
 };
 
-/* The route's slot in the request metrics (GW_ROUTE_SLOTS - 1 for no route), and every slot's
- * labels (routes.c). */
-unsigned gw_route_slot(const struct gw_route *route);
+/* Every slot's labels in the request metrics (routes.c), taken once at the start. */
 void gw_route_labels(struct gw_route_label labels[GW_ROUTE_SLOTS]);
 
 /* The handlers (one file per family): handle_read.c, handle_probe.c, handle_post.c. */
@@ -222,9 +236,6 @@ enum MHD_Result gw_handle_admin_membership_get(struct gw_req *r, const char *res
 /* The feed (handle_feed.c, docs/api.md §17 and §18); gw_feed_req_free at completion. */
 enum MHD_Result gw_handle_receipts(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest);
-void gw_feed_req_free(struct gw_req *r);
-/* Frees a POST's batch state (handle_post.c); safe at any completion. */
-void gw_post_free(struct gw_req *r);
 
 /* Queues a stored receipt (read from the journal) and a newline with status 200 and one
  * optional header, or the 500 that says it cannot be read (handle_read.c). */

@@ -1,5 +1,5 @@
 /* Answers: every response of `shardgate serve` is queued here, and counted in the metrics
- * once. A leaf: it calls no handler and no route. */
+ * once. It calls no handler and no route: the route's metrics slot is the request's. */
 #include "request.h"
 
 #include "feed_stream.h"
@@ -23,9 +23,8 @@ static enum gw_batch_result result_of(const struct gw_req *r)
 void gw_serve_count(struct gw_req *r)
 {
     struct gw_server *s = r->srv;
-    gw_metrics_request(&s->metrics, gw_route_slot(r->route), r->status, gw_now_ns() - r->start_ns);
-    if (r->route &&
-        r->route->stream == gw_handle_post_batches) /* the batch metrics (docs/api.md §8) */
+    gw_metrics_request(&s->metrics, r->route_slot, r->status, gw_now_ns() - r->start_ns);
+    if (r->counts_batch) /* the batch metrics (docs/api.md §8) */
         gw_metrics_batch(&s->metrics, result_of(r), r->changes, r->over_capacity);
 }
 

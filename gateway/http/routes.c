@@ -30,9 +30,12 @@ static const struct gw_route routes[] = {
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
 _Static_assert(ROUTE_COUNT < GW_ROUTE_SLOTS, "a metrics slot per route, and one for no route");
 
-unsigned gw_route_slot(const struct gw_route *route)
+/* The request is the route's from now on: its metrics slot, and whether it counts batches. */
+static void take_route(struct gw_req *r, const struct gw_route *route)
 {
-    return route ? (unsigned)(route - routes) : GW_ROUTE_SLOTS - 1;
+    r->route = route;
+    r->route_slot = route ? (unsigned)(route - routes) : GW_ROUTE_SLOTS - 1;
+    r->counts_batch = route && route->stream == gw_handle_post_batches;
 }
 
 void gw_route_labels(struct gw_route_label labels[GW_ROUTE_SLOTS])
@@ -116,7 +119,7 @@ static enum MHD_Result answer(struct gw_req *r, const char *url, const char *met
     const struct gw_route *route = find_route(url, method, &rest, &same_path);
     if (!route)
         return no_route(r, url, method, same_path);
-    r->route = route;
+    take_route(r, route);
     if (!gw_serve_route_authorized(r, route))
         return gw_serve_unauthorized(r);
     return route->answer(r, rest);
@@ -189,7 +192,7 @@ enum MHD_Result gw_serve_access(void *cls, struct MHD_Connection *conn, const ch
                                   refused == MHD_HTTP_NOT_IMPLEMENTED ? "not_implemented"
                                                                       : "invalid_framing",
                                   why, "", MHD_HTTP_HEADER_CONNECTION, "close");
-        r->route = stream_route(url, method);
+        take_route(r, stream_route(url, method));
         if (!r->route)
             return MHD_YES; /* answered once the request is complete */
         if (!gw_serve_route_authorized(r, r->route))
