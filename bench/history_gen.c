@@ -12,7 +12,7 @@
 #include "dispatch.h"
 #include "exit.h"
 #include "idempotency.h"
-#include "record.h"
+#include "line_check.h"
 #include "journal.h"
 #include "receipt.h"
 #include "view.h"

@@ -14,7 +14,7 @@
 
 #include "buf.h"
 #include "plan.h"
-#include "record.h"
+#include "line_check.h"
 #include "segment.h"
 #include "ring_svg.h"
 #include "spill.h"

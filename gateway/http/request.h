@@ -243,7 +243,7 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
                                          const unsigned char *fingerprint, const char *header,
                                          const char *value);
 
-/* --store postgres (pg_serve.c, docs/journal.md §10): `o`'s adopt (the database's latest epoch
+/* --store postgres (epoch_hooks.c, docs/journal.md §10): `o`'s adopt (the database's latest epoch
  * replaces `topo` at start) and publish (another replica's epochs, under reload_lock). */
 void gw_serve_epoch_hooks(struct gw_server *s, struct gw_store_options *o,
                           struct gw_topology *topo);

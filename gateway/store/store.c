@@ -1,5 +1,5 @@
 /* The store's face (docs/architecture.md §1): each call goes to the operations of the store
- * gw_store_open chose (store_file.c, store_pg.c). */
+ * gw_store_open chose (file/store_file.c, pg/store_pg.c). */
 #include "store.h"
 #include "store_ops.h"
 

@@ -54,14 +54,14 @@ struct gw_store_ops {
     struct gw_epoch_chain *(*chain)(struct gw_store *s);
 };
 
-/* store_file.c and store_file_open.c: the state dir's store. */
+/* file/store_file.c and file/store_file_open.c: the state dir's store. */
 extern const struct gw_store_ops gw_store_file_ops;
 int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
                        const struct gw_topology *topo, struct gw_error *err);
 int gw_store_start_file(struct gw_store *s, const struct gw_store_options *o,
                         struct gw_metrics *metrics, struct gw_error *err);
 
-/* store_pg.c: the database's; sets s->ops once open. */
+/* pg/store_pg.c: the database's; sets s->ops once open. */
 extern const struct gw_store_ops gw_store_pg_ops;
 int gw_store_open_pg(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,
                      struct gw_metrics *metrics, struct gw_error *err);

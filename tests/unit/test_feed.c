@@ -13,7 +13,7 @@
 #include "feed.h"
 #include "feed_placements.h"
 #include "fileio.h"
-#include "record.h"
+#include "line_check.h"
 #include "check.h"
 
 static const char *src_dir;

@@ -7,7 +7,7 @@
 #include "check.h"
 #include "error.h"
 #include "journal_ids.h"
-#include "record.h"
+#include "line_check.h"
 
 #define FP "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 

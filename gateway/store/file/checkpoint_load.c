@@ -2,7 +2,7 @@
  * refused), then its JSON and its position against the journal's segments; then putting it into
  * the journal's chain and the ledger. */
 #include "checkpoint.h"
-#include "record.h"
+#include "line_check.h"
 #include "io.h"
 
 #include <errno.h>

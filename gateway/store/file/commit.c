@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "record.h"
+#include "line_check.h"
 #include "timing.h"
 
 /* An epoch record in the group: it follows the group's receipts so far. */

@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "feed_segments.h"
-#include "record.h"
+#include "line_check.h"
 #include "io.h"
 
 #define RECEIPT_PREFIX "{\"type\":\"receipt\",\"seq\":"

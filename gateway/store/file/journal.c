@@ -18,7 +18,7 @@
 
 #include "fileio.h"
 #include "receipt.h"
-#include "record.h"
+#include "line_check.h"
 #include "ring.h"
 #include "state_format.h"
 #include "io.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
-#include "record.h"
+#include "line_check.h"
 #include "io.h"
 
 #define PREFIX "{\"type\":\"receipt\",\"seq\":"

@@ -15,7 +15,7 @@
 #include "crashpoint.h"
 #include "fileio.h"
 #include "io.h"
-#include "record.h"
+#include "line_check.h"
 #include "timing.h"
 
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,

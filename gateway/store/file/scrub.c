@@ -13,7 +13,7 @@
 #include "buf.h"
 #include "feed_segments.h"
 #include "log.h"
-#include "record.h"
+#include "line_check.h"
 #include "segment.h"
 #include "timing.h"
 #include "io.h"

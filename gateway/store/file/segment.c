@@ -9,7 +9,7 @@
 #include <openssl/evp.h>
 
 #include "number.h"
-#include "record.h"
+#include "line_check.h"
 
 #define SHORT_LINE_MAX 256 /* a header or seal record: far shorter */
 

@@ -2,7 +2,7 @@
  * line of each, no hashing; a missing, truncated, reordered or swapped segment is named. */
 #include "segment.h"
 
-#include "record.h"
+#include "line_check.h"
 #include "io.h"
 
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* Line checksums (docs/journal.md §2.1): CRC-32 as zlib computes it (docs/decisions.md §10),
  * by ISA-L's carry-less multiply; zlib combines a receipt's with its record prefix's. */
-#include "record.h"
+#include "line_check.h"
 
 #include <errno.h>
 #include <isa-l/crc.h>

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "record.h"
+#include "line_check.h"
 
 static void stop_file(struct gw_store *s)
 {

@@ -1,7 +1,7 @@
 /* The checksum every journal line carries (docs/journal.md §2.1): how a record's line ends,
  * and the check a reader makes before it trusts a byte of it. */
-#ifndef SHARDGATE_GW_RECORD_H
-#define SHARDGATE_GW_RECORD_H
+#ifndef SHARDGATE_GW_LINE_CHECK_H
+#define SHARDGATE_GW_LINE_CHECK_H
 
 #include <stddef.h>
 
