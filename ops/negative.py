@@ -291,7 +291,7 @@ DEFECTS = [
     # A feed request that never gives its --max-watchers place back: after that many requests
     # every consumer meets 503 for good (docs/api.md §17).
     ("feed-watcher-place-never-returned", "gateway:feed_req_free",
-     "    gw_feed_watch_leave(&r->srv->store.watch);\n    free(r->feed);",
+     "    gw_feed_watch_leave(gw_store_watch(r->srv->store));\n    free(r->feed);",
      "    free(r->feed);", ("tests",), "^http_feed_wait$"),
     # The feed's shared pages (docs/decisions.md §23): a page answered to a question with
     # another cursor would hand a consumer assignments it did not ask for, or skip some.

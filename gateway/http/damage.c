@@ -10,8 +10,8 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
                                        uint64_t seq, int rc)
 {
     struct gw_server *s = r->srv;
-    char file[GW_SEGMENT_NAME_MAX], msg[400];
-    gw_store_segment_file(&s->store, segment, file);
+    char file[GW_STORE_FILE_NAME_MAX], msg[400];
+    gw_store_segment_file(s->store, segment, file);
     atomic_fetch_add(&s->metrics.record_damage, 1);
     struct gw_buf f;
     gw_buf_init(&f);
@@ -41,8 +41,8 @@ enum MHD_Result gw_serve_row_damage(struct gw_req *r, const char *msg)
 enum MHD_Result gw_serve_index_mismatch(struct gw_req *r, const char *id,
                                         const struct gw_store_miss *miss)
 {
-    char file[GW_SEGMENT_NAME_MAX], msg[600];
-    gw_store_segment_file(&r->srv->store, miss->segment, file);
+    char file[GW_STORE_FILE_NAME_MAX], msg[600];
+    gw_store_segment_file(r->srv->store, miss->segment, file);
     struct gw_buf f;
     gw_buf_init(&f);
     gw_log_str(&f, "batch_id", id);

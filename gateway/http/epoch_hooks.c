@@ -47,8 +47,8 @@ static int publish(void *ctx, const struct gw_contract *contract, struct gw_memb
     struct gw_topology next;
     int rc = gw_topology_build_from(contract, members, cur->topo.ring, &next, err);
     gw_view_unref(cur);
-    if (rc == 0 &&
-        (rc = gw_view_new(&s->views, &next, e->epoch_seq, &s->store.ledger, &v, err)) == 0) {
+    if (rc == 0 && (rc = gw_view_new(&s->views, &next, e->epoch_seq, gw_store_ledger(s->store), &v,
+                                     err)) == 0) {
         gw_view_publish(&s->views, v);
         atomic_store(&s->metrics.epoch_seq, e->epoch_seq);
         log_epoch("epoch_applied", e->epoch, e->epoch_seq, NULL);
@@ -67,5 +67,5 @@ void gw_serve_epoch_hooks(struct gw_server *s, struct gw_store_options *o, struc
 
 int gw_serve_catch_up(struct gw_server *s, struct gw_error *err)
 {
-    return gw_store_catch_up(&s->store, publish, s, err);
+    return gw_store_catch_up(s->store, publish, s, err);
 }

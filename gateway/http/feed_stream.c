@@ -19,10 +19,10 @@ struct stream {
 
 static void damaged(struct stream *st, int rc)
 {
-    char file[GW_SEGMENT_NAME_MAX];
+    char file[GW_STORE_FILE_NAME_MAX];
     const struct gw_feed_long *l = &st->page->whole;
     atomic_store(&st->page->damaged, 1); /* the next reader reads and checks it afresh */
-    gw_store_segment_file(&st->srv->store, l->segment, file);
+    gw_store_segment_file(st->srv->store, l->segment, file);
     atomic_fetch_add(&st->srv->metrics.record_damage, 1);
     struct gw_buf f;
     gw_buf_init(&f);

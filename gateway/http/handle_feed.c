@@ -175,12 +175,12 @@ static enum MHD_Result serve_page(struct gw_req *r, struct gw_feed_req *fr)
     uint64_t last = fr->q.after;
     struct gw_store_miss miss = {0};
     gw_feed_out_begin(&c.out);
-    int rc = gw_store_feed_read(&r->srv->store, fr->q.after, page_receipts(fr), visit, &c, &fr->pos,
+    int rc = gw_store_feed_read(r->srv->store, fr->q.after, page_receipts(fr), visit, &c, &fr->pos,
                                 &last, &miss);
     if (rc == 0 && c.out.items == 0) {
         fr->q.after = last; /* a bookmark: receipts without a match are passed over */
         fr->waiter.after = last;
-        if (gw_feed_watch_wait(&r->srv->store.watch, &fr->waiter, suspend, r->conn)) {
+        if (gw_feed_watch_wait(gw_store_watch(r->srv->store), &fr->waiter, suspend, r->conn)) {
             gw_feed_out_free(&c.out);
             return MHD_YES;
         }
@@ -269,7 +269,7 @@ static int shard_known(struct gw_server *s, const char *id, size_t len)
 {
     size_t n = 0;
     int found = 0;
-    struct gw_ledger_entry *all = gw_ledger_snapshot(&s->store.ledger, &n);
+    struct gw_ledger_entry *all = gw_ledger_snapshot(gw_store_ledger(s->store), &n);
     for (size_t i = 0; all && i < n && !found; i++)
         found = all[i].id_len == len && memcmp(all[i].id, id, len) == 0;
     free(all);
@@ -282,20 +282,20 @@ static void feed_req_free(struct gw_req *r)
 {
     if (!r->feed)
         return;
-    gw_feed_watch_leave(&r->srv->store.watch);
+    gw_feed_watch_leave(gw_store_watch(r->srv->store));
     free(r->feed);
     r->feed = NULL;
 }
 
 static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_len)
 {
-    if (gw_feed_watch_enter(&r->srv->store.watch) != 0)
+    if (gw_feed_watch_enter(gw_store_watch(r->srv->store)) != 0)
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_watchers",
                               "too many feed requests at once (--max-watchers)", "",
                               MHD_HTTP_HEADER_RETRY_AFTER, "1");
     struct gw_feed_req *fr = calloc(1, sizeof(*fr));
     if (!fr) {
-        gw_feed_watch_leave(&r->srv->store.watch);
+        gw_feed_watch_leave(gw_store_watch(r->srv->store));
         return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "",
                               NULL, NULL);
     }
@@ -314,7 +314,7 @@ static enum MHD_Result begin(struct gw_req *r, const char *shard, size_t shard_l
     if (answered)
         return ret;
     /* A cursor past the head would skip the receipts that come next (docs/api.md §17). */
-    uint64_t head = gw_store_feed_head(&r->srv->store);
+    uint64_t head = gw_store_feed_head(r->srv->store);
     if (fr->q.after > head) {
         char msg[200];
         snprintf(msg, sizeof(msg),

@@ -81,7 +81,7 @@ static void committed(struct gw_commit_item *item, int rc)
 static enum MHD_Result unavailable(struct gw_req *r)
 {
     struct gw_store_refusal why;
-    gw_store_refusal(&r->srv->store, &why);
+    gw_store_refusal(r->srv->store, &why);
     return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, why.code, why.error.msg, "",
                           why.retry ? MHD_HTTP_HEADER_RETRY_AFTER : NULL, why.retry ? "1" : NULL);
 }
@@ -141,7 +141,7 @@ static enum MHD_Result submit(struct gw_req *r)
                                             .done = committed};
     r->phase = GW_PHASE_COMMITTING;
     MHD_suspend_connection(r->conn); /* before submitting: the writer may resume at once */
-    gw_store_submit(&r->srv->store, &r->post->item);
+    gw_store_submit(r->srv->store, &r->post->item);
     return MHD_YES;
 }
 
@@ -166,7 +166,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     struct gw_error err;
     enum MHD_Result ret = MHD_YES;
     int refused = 1, rc = -EIO;
-    if (!gw_store_writable(&s->store))
+    if (!gw_store_writable(s->store))
         ret = unavailable(r);
     else if ((rc = gw_dispatch_run(t, b, &d, &err)) == -ENOENT)
         ret = fail(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no_online_shard", err.msg, "");
@@ -185,7 +185,7 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     if (rc == 0)
         gw_dispatch_free(&d);
     if (refused) {
-        gw_store_release(&s->store, b->batch_id, b->batch_id_len);
+        gw_store_release(s->store, b->batch_id, b->batch_id_len);
         return ret;
     }
     return submit(r);
@@ -217,8 +217,8 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
     }
     enum gw_idem_verdict verdict;
     struct gw_idem_ref ref;
-    int rc = gw_store_claim(&r->srv->store, b->batch_id, b->batch_id_len, b->fingerprint, &verdict,
-                            &ref);
+    int rc =
+        gw_store_claim(r->srv->store, b->batch_id, b->batch_id_len, b->fingerprint, &verdict, &ref);
     if (rc != 0)
         return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rc == -EIO ? "index_corrupt" : "internal",
                     rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "out of memory", "");

@@ -9,7 +9,7 @@
 
 int gw_serve_ready(struct gw_server *s)
 {
-    if (!atomic_load(&s->replayed) || !gw_store_writable(&s->store) ||
+    if (!atomic_load(&s->replayed) || !gw_store_writable(s->store) ||
         atomic_load(&s->metrics.record_damage) > 0)
         return 0;
     struct gw_view *v = gw_view_acquire(&s->views);
@@ -33,13 +33,13 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     struct gw_server *s = r->srv;
     struct gw_buf body;
     gw_buf_init(&body);
-    int replayed = atomic_load(&s->replayed), failed = !gw_store_writable(&s->store);
+    int replayed = atomic_load(&s->replayed), failed = !gw_store_writable(s->store);
     int damaged = atomic_load(&s->metrics.record_damage) > 0;
     int ring = ring_points_total(r->view->topo.ring) > 0;
     int ready = replayed && !failed && !damaged && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
     gw_buf_puts(&body, ",\"checks\":{\"");
-    gw_buf_puts(&body, gw_store_check_name(&s->store));
+    gw_buf_puts(&body, gw_store_check_name(s->store));
     gw_buf_puts(&body, "\":\"");
     gw_buf_puts(&body, !replayed ? "replaying"
                        : failed  ? "unavailable"
@@ -57,7 +57,7 @@ static int member_totals(struct gw_req *r, struct gw_total **out)
     struct gw_total *totals = calloc(t->members.count ? t->members.count : 1, sizeof(*totals));
     struct gw_error err;
     int rc = totals
-                 ? gw_store_member_totals(&r->srv->store, &t->members, r->view->slots, totals, &err)
+                 ? gw_store_member_totals(r->srv->store, &t->members, r->view->slots, totals, &err)
                  : -ENOMEM;
     if (rc != 0) {
         free(totals);
@@ -78,9 +78,9 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
         body.failed = 1;
     } else {
         struct gw_feed_figures feed = {
-            atomic_load(&s->feed_cache.held),    s->feed_cache.limit,
-            atomic_load(&s->feed_cache.refused), gw_feed_watch_count(&s->store.watch),
-            s->store.watch.max_watchers,         gw_store_feed_head(&s->store)};
+            atomic_load(&s->feed_cache.held),       s->feed_cache.limit,
+            atomic_load(&s->feed_cache.refused),    gw_feed_watch_count(gw_store_watch(s->store)),
+            gw_store_watch(s->store)->max_watchers, gw_store_feed_head(s->store)};
         gw_metrics_render(&body, &s->metrics, &r->view->topo, totals, gw_serve_ready(s),
                           atomic_load(&s->views.alive), &feed, s->route_labels);
         gw_metrics_process(&body, s->started_s);

@@ -105,7 +105,7 @@ enum MHD_Result gw_handle_shards(struct gw_req *r, const char *rest)
     size_t n = 0;
     struct gw_ledger_entry *all = NULL;
     struct gw_error err;
-    int rc = gw_store_shard_totals(&r->srv->store, &r->view->topo.members, &all, &n, &err);
+    int rc = gw_store_shard_totals(r->srv->store, &r->view->topo.members, &all, &n, &err);
     if (rc == -EAGAIN)
         return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
                               MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -138,7 +138,7 @@ enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest)
     (void)rest;
     struct gw_buf body;
     gw_buf_init(&body);
-    gw_chain_write(&body, gw_store_chain(&r->srv->store));
+    gw_chain_write(&body, gw_store_chain(r->srv->store));
     gw_buf_puts(&body, "\n");
     return gw_serve_json(r, MHD_HTTP_OK, &body);
 }
@@ -207,7 +207,7 @@ enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref re
     struct gw_buf body;
     struct gw_store_miss miss;
     gw_buf_init(&body);
-    int rc = gw_store_read_ref(&r->srv->store, ref, r->batch_id, strlen(r->batch_id), fingerprint,
+    int rc = gw_store_read_ref(r->srv->store, ref, r->batch_id, strlen(r->batch_id), fingerprint,
                                &body, &miss);
     return answer_read(r, r->batch_id, rc, &body, &miss, header, value);
 }
@@ -219,7 +219,7 @@ enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
     struct gw_store_miss miss;
     gw_buf_init(&body);
     int rc = gw_name_valid(id, len, GW_BATCH_ID_MAX)
-                 ? gw_store_read_receipt(&r->srv->store, id, len, &body, &miss)
+                 ? gw_store_read_receipt(r->srv->store, id, len, &body, &miss)
                  : -ENOENT;
     if (rc != -ENOENT && rc != -EUCLEAN && rc != -EAGAIN) /* a stored batch: logged by its id */
         snprintf(r->batch_id, sizeof(r->batch_id), "%s", id);

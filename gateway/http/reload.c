@@ -73,10 +73,10 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
 /* A store that takes no record (the journal failed): the change touches no file. 0 or -EIO. */
 static int store_refuses(struct gw_server *s, struct gw_error *err)
 {
-    if (gw_store_writable(&s->store))
+    if (gw_store_writable(s->store))
         return 0;
     struct gw_store_refusal why;
-    gw_store_refusal(&s->store, &why);
+    gw_store_refusal(s->store, &why);
     *err = why.error;
     return -EIO;
 }
@@ -95,7 +95,7 @@ static void record_back(struct gw_server *s, const struct gw_view *cur, const ch
 {
     struct gw_error ignored;
     struct gw_epoch_entry back;
-    if (gw_store_record_epoch(&s->store, &cur->topo, rl->source, failed, &back, &ignored) == 0)
+    if (gw_store_record_epoch(s->store, &cur->topo, rl->source, failed, &back, &ignored) == 0)
         atomic_store(&s->metrics.epoch_seq, back.epoch_seq);
 }
 
@@ -112,7 +112,7 @@ static int switch_to(struct gw_server *s, struct gw_view *cur, struct gw_topolog
         shards_error(s, rc, err);
     if (rc == 0) {
         gw_crash_point("shards-staged");
-        rc = gw_store_record_epoch(&s->store, &next, rl->source, cur->topo.epoch, &rl->entry, err);
+        rc = gw_store_record_epoch(s->store, &next, rl->source, cur->topo.epoch, &rl->entry, err);
         rl->stale = rc == -ESTALE;
     }
     if (rc == 0) {
@@ -125,7 +125,7 @@ static int switch_to(struct gw_server *s, struct gw_view *cur, struct gw_topolog
     struct gw_view *v;
     if (rc == 0) {
         gw_crash_point("shards-installed");
-        rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, &s->store.ledger, &v, err);
+        rc = gw_view_new(&s->views, &next, rl->entry.epoch_seq, gw_store_ledger(s->store), &v, err);
     } else {
         gw_topology_free(&next);
     }
@@ -160,7 +160,7 @@ static void reload_outcome(struct gw_server *s, const struct gw_reload *rl, int 
 void gw_reload_refused(struct gw_server *s, enum gw_epoch_source source, const struct gw_error *err)
 {
     struct gw_reload rl = {.source = source, .verdict = GW_RELOAD_REFUSED};
-    gw_chain_latest(gw_store_chain(&s->store), &rl.entry);
+    gw_chain_latest(gw_store_chain(s->store), &rl.entry);
     reload_outcome(s, &rl, -EINVAL, err);
 }
 
@@ -180,7 +180,7 @@ static int apply_locked(struct gw_server *s, const struct gw_contract *contract,
     /* The PUT's file is staged while the ring is built; installed only after the record. */
     struct gw_shards_write staged;
     int stage = rc == 0 && rl->verdict == GW_RELOAD_APPLIED && rl->shards_text && !rl->dry_run &&
-                gw_store_writable(&s->store) && !gw_store_holds_membership(&s->store);
+                gw_store_writable(s->store) && !gw_store_holds_membership(s->store);
     if (stage)
         gw_shards_write_start(&staged, s->opt.shards, rl->shards_text, rl->shards_len);
     if (rc == 0 && (rl->verdict == GW_RELOAD_APPLIED || rl->dry_run)) /* off the request path */
@@ -197,7 +197,7 @@ static int apply_locked(struct gw_server *s, const struct gw_contract *contract,
     if (rc != 0)
         rl->verdict = GW_RELOAD_REFUSED;
     if (rl->verdict != GW_RELOAD_APPLIED)
-        gw_chain_latest(gw_store_chain(&s->store), &rl->entry);
+        gw_chain_latest(gw_store_chain(s->store), &rl->entry);
     gw_view_unref(cur);
     return rc;
 }
@@ -241,7 +241,7 @@ void gw_reload_from_files(struct gw_server *s)
         gw_membership_free(&members);
     } else {
         rl.verdict = GW_RELOAD_REFUSED;
-        gw_chain_latest(gw_store_chain(&s->store), &rl.entry);
+        gw_chain_latest(gw_store_chain(s->store), &rl.entry);
     }
     pthread_mutex_unlock(&s->reload_lock);
     reload_outcome(s, &rl, rc, &err);

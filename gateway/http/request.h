@@ -30,7 +30,7 @@ struct gw_server {
     pthread_mutex_t reload_lock; /* one reload at a time: SIGHUP and PUT take the same path */
     struct gw_worker reloader;   /* applies SIGHUP reloads off the signal thread */
     int reload_pending;          /* under reloader.lock */
-    struct gw_store store;       /* the journal and its parts, or PostgreSQL */
+    struct gw_store *store;      /* the journal and its parts, or PostgreSQL */
     struct gw_metrics metrics;
     struct gw_route_label route_labels[GW_ROUTE_SLOTS]; /* the routes' metric labels (routes.c) */
     struct gw_feed_cache feed_cache; /* recent pages, shared by the same questions */

@@ -94,10 +94,10 @@ static int publish_first_view(struct gw_server *s, struct gw_topology *topo)
     struct gw_epoch_entry latest;
     struct gw_error err;
     struct gw_view *v;
-    int has = gw_chain_latest(gw_store_chain(&s->store), &latest);
+    int has = gw_chain_latest(gw_store_chain(s->store), &latest);
     assert(has && strcmp(latest.epoch, topo->epoch) == 0); /* written at start if it differed */
     (void)has;
-    if (gw_view_new(&s->views, topo, latest.epoch_seq, &s->store.ledger, &v, &err) != 0) {
+    if (gw_view_new(&s->views, topo, latest.epoch_seq, gw_store_ledger(s->store), &v, &err) != 0) {
         fprintf(stderr, "shardgate: %s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -210,9 +210,10 @@ static int start_daemon(struct gw_server *s)
 static void drain(struct gw_server *s)
 {
     atomic_store(&s->draining, 1);
-    gw_feed_watch_stop(&s->store.watch); /* waiting feed requests answer now, and no more wait */
-    gw_reloader_stop(s);                 /* a reload in progress finishes first */
-    gw_listener_close(&s->listener);     /* new connections are refused from here */
+    gw_feed_watch_stop(
+        gw_store_watch(s->store));   /* waiting feed requests answer now, and no more wait */
+    gw_reloader_stop(s);             /* a reload in progress finishes first */
+    gw_listener_close(&s->listener); /* new connections are refused from here */
     unsigned waited = 0;
     while (atomic_load(&s->active) > 0 && waited < GW_DRAIN_TIMEOUT_S * 1000) {
         gw_sleep_ms(10);
@@ -224,7 +225,7 @@ static void drain(struct gw_server *s)
     gw_log_u64(&f, "in_flight_left", left > 0 ? (uint64_t)left : 0);
     gw_log_u64(&f, "waited_ms", waited);
     gw_log_event("drained", &f);
-    gw_store_stop(&s->store);
+    gw_store_stop(s->store);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
 }
@@ -238,7 +239,7 @@ static int wait_for_signal(struct gw_server *s, const sigset_t *set)
             continue;
         if (sig != SIGHUP)
             return sig;
-        if (gw_store_holds_membership(&s->store))
+        if (gw_store_holds_membership(s->store))
             gw_log_event("sighup_ignored", NULL); /* no file to read it from */
         else
             gw_reloader_request(s);
@@ -251,7 +252,7 @@ static int open_store(struct gw_server *s, const struct gw_store_options *o,
                       struct gw_topology *topo)
 {
     struct gw_error err;
-    int rc = gw_store_open(&s->store, o, topo, &s->metrics, &err);
+    int rc = gw_store_open(s->store, o, topo, &s->metrics, &err);
     if (rc != 0)
         fprintf(stderr, "%s\n", err.msg);
     return gw_exit_of_open(rc);
@@ -290,11 +291,11 @@ static int setup(struct gw_server *s)
         gw_topology_free(&topo);
         return rc;
     }
-    if (gw_store_start(&s->store, &o, &s->metrics, &err) != 0) {
+    if (gw_store_start(s->store, &o, &s->metrics, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
-    if (!gw_store_holds_membership(&s->store) && gw_reloader_start(s, &err) != 0) {
+    if (!gw_store_holds_membership(s->store) && gw_reloader_start(s, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return GW_EXIT_INTERNAL;
     }
@@ -305,13 +306,13 @@ static int setup(struct gw_server *s)
 static void teardown(struct gw_server *s)
 {
     gw_reloader_stop(s);
-    gw_store_stop(&s->store);
+    gw_store_stop(s->store);
     gw_listener_close(&s->listener);
     if (s->daemon)
         MHD_stop_daemon(s->daemon);
     gw_heads_stop(&s->heads); /* every connection closed */
     gw_feed_cache_free(&s->feed_cache);
-    gw_store_close(&s->store); /* its listener publishes views until then */
+    gw_store_close(s->store); /* its listener publishes views until then */
     gw_view_slot_free(&s->views);
     gw_metrics_free(&s->metrics);
 }
@@ -342,7 +343,7 @@ int gw_server_run(const struct gw_serve_options *opt)
     s->started_s = gw_unix_s();
     sigset_t set;
     block_signals(&set);
-    if (gw_store_init(&s->store) != 0) {
+    if (gw_store_new(&s->store) != 0) {
         fprintf(stderr, "shardgate: out of memory\n");
         return GW_EXIT_INTERNAL;
     }

@@ -2,13 +2,34 @@
  * gw_store_open chose (file/store_file.c, pg/store_pg.c). */
 #include "store.h"
 #include "store_ops.h"
+#include "store_state.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
-int gw_store_init(struct gw_store *s)
+int gw_store_new(struct gw_store **out)
 {
+    struct gw_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
     s->journal.fd = -1;
-    return gw_ledger_init(&s->ledger);
+    int rc = gw_ledger_init(&s->ledger);
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+struct gw_ledger *gw_store_ledger(struct gw_store *s)
+{
+    return &s->ledger;
+}
+
+struct gw_feed_watch *gw_store_watch(struct gw_store *s)
+{
+    return &s->watch;
 }
 
 int gw_store_open(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,
@@ -28,16 +49,19 @@ int gw_store_start(struct gw_store *s, const struct gw_store_options *o, struct 
 
 void gw_store_stop(struct gw_store *s)
 {
-    if (s->ops)
+    if (s && s->ops)
         s->ops->stop(s);
 }
 
 void gw_store_close(struct gw_store *s)
 {
+    if (!s)
+        return;
     if (s->ops)
         s->ops->close(s);
     gw_feed_watch_destroy(&s->watch);
     gw_ledger_free(&s->ledger);
+    free(s);
 }
 
 int gw_store_writable(struct gw_store *s)

@@ -1,8 +1,8 @@
 /* The store of `shardgate serve` (docs/architecture.md §1): the state dir's journal, index,
  * checkpoints, scrub and feed reader, or with --store postgres the PostgreSQL store; the totals
- * and the feed's waiting requests either way. One struct for both; its calls (gw_store_*) are
- * the one face the HTTP layer uses, each answered by the operations of the store gw_store_open
- * chose (store_ops.h). */
+ * and the feed's waiting requests either way. Opaque: its calls (gw_store_*) are the one face
+ * the HTTP layer uses, each answered by the operations of the store gw_store_open chose
+ * (store_ops.h). */
 #ifndef SHARDGATE_GW_STORE_H
 #define SHARDGATE_GW_STORE_H
 
@@ -11,40 +11,26 @@
 #include <stdint.h>
 
 #include "buf.h"
-
-#include "checkpointer.h"
-#include "commit.h"
+#include "chain.h"
+#include "commit_item.h"
 #include "feed.h"
 #include "feed_watch.h"
 #include "idempotency.h"
-#include "journal.h"
 #include "ledger.h"
 #include "pg_store.h"
-#include "scrub.h"
 
-struct gw_store_ops;
+#define GW_STORE_FILE_NAME_MAX 40 /* a segment's file name and its NUL (gw_store_segment_file) */
 
-struct gw_store {
-    const struct gw_store_ops *ops; /* the store gw_store_open chose; NULL before */
-    struct gw_journal journal;
-    struct gw_committer committer;
-    struct gw_checkpointer checkpointer; /* docs/journal.md §7 */
-    uint64_t checkpoint_seq;             /* last_seq of the checkpoint the start used, 0: none */
-    struct gw_idem idem;
-    int idem_open;
-    uint64_t index_durable_seq; /* the index files hold every id through this seq */
-    struct gw_ledger ledger;
-    struct gw_feed feed;        /* the assignment feed's reader (docs/api.md §17) */
-    struct gw_scrub scrub;      /* re-reads the journal (docs/journal.md §2.1) */
-    struct gw_feed_watch watch; /* the feed's waiting requests, woken by the journal writer */
-    struct gw_pg_store pg_store;
-    gw_pg_epoch_fn publish; /* gw_store_options' */
-    void *publish_ctx;
-    pthread_mutex_t *publish_lock;
-};
+/* The store: what it holds is its own (store_state.h), reached through the calls below. */
+struct gw_store;
 
-/* Before either store is opened (the struct zeroed). Returns 0 or -ENOMEM. */
-int gw_store_init(struct gw_store *s);
+/* A store not yet opened, in *out; closed and freed by gw_store_close. Returns 0 or -ENOMEM. */
+int gw_store_new(struct gw_store **out);
+
+/* The totals of every epoch's shards, which the views read (view.h), and the feed's waiting
+ * requests, which the journal writer wakes (feed_watch.h): both stores keep them alike. */
+struct gw_ledger *gw_store_ledger(struct gw_store *s);
+struct gw_feed_watch *gw_store_watch(struct gw_store *s);
 
 /* What the store is opened with (`shardgate serve`'s options). */
 struct gw_store_options {
@@ -150,7 +136,8 @@ int gw_store_catch_up(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struc
  * checkpoint, and stops the store's threads. The HTTP daemon stops after, then gw_store_close. */
 void gw_store_stop(struct gw_store *s);
 
-/* Stops what gw_store_stop did not, and frees everything the store holds. */
+/* Stops what gw_store_stop did not, and frees everything the store holds and the store itself
+ * (nothing for NULL). */
 void gw_store_close(struct gw_store *s);
 
 /* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
@@ -207,7 +194,7 @@ uint64_t gw_store_feed_head(struct gw_store *s);
 /* What is wrong with a journal line, from a read's -EBADMSG, -ENOMSG or -EILSEQ. */
 const char *gw_store_damage_what(int rc);
 
-/* The file name of journal segment `segment` (its first_seq) in `file` (GW_SEGMENT_NAME_MAX):
+/* The file name of journal segment `segment` (its first_seq) in `file` (GW_STORE_FILE_NAME_MAX):
  * the open segment's is the journal's own. */
 void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file);
 

@@ -6,7 +6,8 @@
 #   a layer's sub-folders are its parts (store/file/, store/pg/), which never include each
 #   other's headers; every part may include shared/ (what the parts have in common), which
 #   includes no other part and nothing at the top of its layer; http/ includes no header of
-#   store/file/ or store/pg/ (it reaches either store through store.h).
+#   store/file/ or store/pg/ (it reaches either store through store.h), and nothing outside
+#   store/ includes store_state.h or store_ops.h (what the store holds, and its operations).
 # usage: check_layers.sh ROOT     prints every violation, then RESULT: OK or RESULT: BAD
 #        check_layers.sh --self-test   proves each rule catches a planted violation
 set -u
@@ -67,6 +68,10 @@ check() {
                     { [ "$opart" = "file" ] || [ "$opart" = "pg" ]; }; then
                     echo "${f#$1/}: includes store/$opart/$inc: http/ reaches a store through store.h"
                     bad=$((bad + 1))
+                elif [ "$owner" = "store" ] && [ "$layer" != "store" ] &&
+                    { [ "$inc" = "store_state.h" ] || [ "$inc" = "store_ops.h" ]; }; then
+                    echo "${f#$1/}: includes store/$inc: what the store holds is its own (store.h)"
+                    bad=$((bad + 1))
                 elif [ "$owner" = "$layer" ] && [ "$part" = "shared" ] && [ -z "$opart" ]; then
                     echo "${f#$1/}: includes $layer/$inc: shared/ stands below the top of $layer/"
                     bad=$((bad + 1))
@@ -85,7 +90,8 @@ expect_caught() {
     echo '#include "buf.h"' >"$tmp/gateway/store/journal.c"
     mkdir -p "$tmp/gateway/store/file/index" "$tmp/gateway/store/pg"
     touch "$tmp/gateway/core/buf.h" "$tmp/gateway/store/journal.h" "$tmp/gateway/http/request.h" \
-        "$tmp/gateway/store/file/index/idempotency.h" "$tmp/gateway/store/pg/pg_store.h"
+        "$tmp/gateway/store/file/index/idempotency.h" "$tmp/gateway/store/pg/pg_store.h" \
+        "$tmp/gateway/store/store_state.h"
     echo '#include "journal.h"' >"$tmp/gateway/store/pg/pg_store.c"
     mkdir -p "$(dirname "$tmp/gateway/$file")"
     echo "$line" >>"$tmp/gateway/$file"
@@ -124,6 +130,8 @@ self_test() {
         '#include "journal.h"' || fails=1
     expect_caught "http includes a store part's header" http/handle_feed.c \
         '#include "idempotency.h"' || fails=1
+    expect_caught "http includes what the store holds" http/handle_feed.c \
+        '#include "store_state.h"' || fails=1
     [ "$fails" -eq 0 ] && echo "RESULT: OK" || echo "RESULT: BAD"
     return "$fails"
 }

@@ -21,6 +21,7 @@
 #include "io.h"
 #include "receipt.h"
 #include "store.h"
+#include "store_state.h" /* the writer threads the faults are aimed at */
 #include "view.h"
 
 enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH };
@@ -65,7 +66,7 @@ static char conf[4096], shards[4096];
 
 /* One open store and the view its commits use. */
 struct open_store {
-    struct gw_store store;
+    struct gw_store *store;
     struct gw_store_options o;
     struct gw_metrics metrics;
     struct gw_view_slot views;
@@ -83,14 +84,15 @@ static int open_store(struct open_store *s, const char *dir, uint64_t segment_by
                                      .max_watchers = 4};
     gw_metrics_init(&s->metrics);
     gw_view_slot_init(&s->views);
-    if (gw_store_init(&s->store) != 0 || gw_exit_load_topology(conf, shards, &topo) != 0)
+    if (gw_store_new(&s->store) != 0 || gw_exit_load_topology(conf, shards, &topo) != 0)
         return -1;
-    int rc = gw_store_open(&s->store, &s->o, &topo, &s->metrics, &err);
+    int rc = gw_store_open(s->store, &s->o, &topo, &s->metrics, &err);
     struct gw_epoch_entry latest;
-    if (rc == 0 && gw_chain_latest(gw_store_chain(&s->store), &latest))
-        rc = gw_view_new(&s->views, &topo, latest.epoch_seq, &s->store.ledger, &s->view, &err);
+    if (rc == 0 && gw_chain_latest(gw_store_chain(s->store), &latest))
+        rc = gw_view_new(&s->views, &topo, latest.epoch_seq, gw_store_ledger(s->store), &s->view,
+                         &err);
     if (rc == 0)
-        rc = gw_store_start(&s->store, &s->o, &s->metrics, &err);
+        rc = gw_store_start(s->store, &s->o, &s->metrics, &err);
     if (rc != 0)
         fprintf(stderr, "open_store: %d %s\n", rc, err.msg);
     return rc;
@@ -98,10 +100,10 @@ static int open_store(struct open_store *s, const char *dir, uint64_t segment_by
 
 static void close_store(struct open_store *s)
 {
-    gw_store_stop(&s->store);
+    gw_store_stop(s->store);
     if (s->view)
         gw_view_unref(s->view);
-    gw_store_close(&s->store);
+    gw_store_close(s->store);
     gw_view_slot_free(&s->views);
 }
 
@@ -139,7 +141,7 @@ static int commit(struct open_store *s, const char *id, struct gw_buf *receipt)
              id, id);
     if (gw_batch_parse(doc, strlen(doc), 10, &b, &err) != 0)
         return -EINVAL;
-    int rc = gw_store_claim(&s->store, b.batch_id, b.batch_id_len, b.fingerprint, &verdict, &ref);
+    int rc = gw_store_claim(s->store, b.batch_id, b.batch_id_len, b.fingerprint, &verdict, &ref);
     if (rc == 0 && verdict != GW_IDEM_NEW)
         rc = -EEXIST;
     if (rc == 0 && (rc = gw_dispatch_run(&s->view->topo, &b, &d, &err)) == 0) {
@@ -157,7 +159,7 @@ static int commit(struct open_store *s, const char *id, struct gw_buf *receipt)
                                     .done = committed}};
         pthread_mutex_init(&c.lock, NULL);
         pthread_cond_init(&c.cond, NULL);
-        gw_store_submit(&s->store, &c.item);
+        gw_store_submit(s->store, &c.item);
         pthread_mutex_lock(&c.lock);
         while (!c.done)
             pthread_cond_wait(&c.cond, &c.lock);
@@ -178,7 +180,7 @@ static int reads_back(struct open_store *s, const char *id, const struct gw_buf 
     struct gw_buf got;
     struct gw_store_miss miss;
     gw_buf_init(&got);
-    int rc = gw_store_read_receipt(&s->store, id, strlen(id), &got, &miss);
+    int rc = gw_store_read_receipt(s->store, id, strlen(id), &got, &miss);
     int same = rc == 0 && got.len == want->len && memcmp(got.data, want->data, got.len) == 0;
     gw_buf_free(&got);
     return same ? 1 : rc == -ESTALE ? 2 : rc == -ENOENT ? 0 : -1;
@@ -209,7 +211,7 @@ static int commit_at(enum fault fault, int at, uint64_t segment_bytes)
     CHECK_EQ_U64(open_store(&s, dir, segment_bytes), 0);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
-    inj.writer = s.store.committer.worker.thread;
+    inj.writer = s.store->committer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     int rc = commit(&s, ids[3], &r[3]);
     int calls = __atomic_load_n(&inj.calls, __ATOMIC_SEQ_CST);
@@ -221,7 +223,7 @@ static int commit_at(enum fault fault, int at, uint64_t segment_bytes)
     else /* the fault is at the write or the sync: nothing is acknowledged */
         CHECK_REPORT(rc != 0, "%s at call %d: b-4 acknowledged", fault_name(fault), at);
     if (rc != 0) { /* a failed writer takes nothing more */
-        CHECK_REPORT(!gw_store_writable(&s.store), "%s at call %d: still writable",
+        CHECK_REPORT(!gw_store_writable(s.store), "%s at call %d: still writable",
                      fault_name(fault), at);
         struct gw_buf extra;
         gw_buf_init(&extra);
@@ -276,7 +278,7 @@ static void totals_text(struct open_store *s, char *out, size_t n)
     size_t count = 0;
     struct gw_error err;
     out[0] = '\0';
-    if (gw_store_shard_totals(&s->store, &s->view->topo.members, &all, &count, &err) != 0)
+    if (gw_store_shard_totals(s->store, &s->view->topo.members, &all, &count, &err) != 0)
         return;
     for (size_t i = 0; i < count; i++)
         snprintf(out + strlen(out), n - strlen(out), "%s:%llu:%llu ", all[i].id,
@@ -306,7 +308,7 @@ static int checkpoint_at(enum fault fault, int at, uint64_t unused)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
     }
     totals_text(&s, before, sizeof(before));
-    inj.writer = s.store.checkpointer.worker.thread;
+    inj.writer = s.store->checkpointer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     close_store(&s);
     __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
@@ -443,21 +445,21 @@ static int epoch_at(enum fault fault, int at, uint64_t unused)
         gw_buf_init(&r[i]);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
-    inj.writer = s.store.committer.worker.thread;
+    inj.writer = s.store->committer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
-    int rc = gw_store_record_epoch(&s.store, &next, GW_SOURCE_ADMIN, NULL, &entry, &err);
+    int rc = gw_store_record_epoch(s.store, &next, GW_SOURCE_ADMIN, NULL, &entry, &err);
     int calls = inj.calls, hit = inj.hit;
     if (fault != FAULT_CRASH)
         __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
     CHECK_REPORT(hit ? rc != 0 : rc == 0, "%s at epoch call %d: rc %d", fault_name(fault), at, rc);
     if (rc != 0)
-        CHECK_REPORT(!gw_store_writable(&s.store), "%s at epoch call %d: still writable",
+        CHECK_REPORT(!gw_store_writable(s.store), "%s at epoch call %d: still writable",
                      fault_name(fault), at);
     close_store(&s);
     __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
     gw_io = gw_io_libc;
     CHECK_EQ_U64(open_store(&s, dir, 64u << 20), 0);
-    int in_chain = gw_chain_find(gw_store_chain(&s.store), next.epoch, 0, &found);
+    int in_chain = gw_chain_find(gw_store_chain(s.store), next.epoch, 0, &found);
     CHECK_REPORT(rc == 0 ? in_chain : fault == FAULT_CRASH || !in_chain,
                  "%s at epoch call %d: rc %d, in the chain %d", fault_name(fault), at, rc,
                  in_chain);

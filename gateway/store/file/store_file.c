@@ -2,6 +2,7 @@
  * the idempotency index, the ledger and the feed's reader. */
 #include "store.h"
 #include "store_ops.h"
+#include "store_state.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -222,6 +223,8 @@ const char *gw_store_damage_what(int rc)
     return rc == -EILSEQ ? "the line at the index's position is not that record's"
                          : gw_record_fault(rc);
 }
+
+_Static_assert(GW_SEGMENT_NAME_MAX <= GW_STORE_FILE_NAME_MAX, "a segment's name fits the face's");
 
 void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
 {

@@ -4,6 +4,7 @@
  * journal writer. */
 #include "store.h"
 #include "store_ops.h"
+#include "store_state.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,6 +2,7 @@
  * every replica shares, its failures to reach it answered as -EAGAIN. */
 #include "store.h"
 #include "store_ops.h"
+#include "store_state.h"
 
 #include <errno.h>
 #include <pthread.h>
