@@ -12,7 +12,6 @@ int gw_store_new(struct gw_store **out)
     struct gw_store *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    s->journal.fd = -1;
     int rc = gw_ledger_init(&s->ledger);
     if (rc != 0) {
         free(s);

@@ -21,7 +21,7 @@
 #include "io.h"
 #include "receipt.h"
 #include "store.h"
-#include "store_state.h" /* the writer threads the faults are aimed at */
+#include "store_file.h" /* the writer threads the faults are aimed at */
 #include "view.h"
 
 enum fault { FAULT_EIO, FAULT_ENOSPC, FAULT_CRASH };
@@ -211,7 +211,7 @@ static int commit_at(enum fault fault, int at, uint64_t segment_bytes)
     CHECK_EQ_U64(open_store(&s, dir, segment_bytes), 0);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
-    inj.writer = s.store->committer.worker.thread;
+    inj.writer = gw_fs(s.store)->committer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     int rc = commit(&s, ids[3], &r[3]);
     int calls = __atomic_load_n(&inj.calls, __ATOMIC_SEQ_CST);
@@ -308,7 +308,7 @@ static int checkpoint_at(enum fault fault, int at, uint64_t unused)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
     }
     totals_text(&s, before, sizeof(before));
-    inj.writer = s.store->checkpointer.worker.thread;
+    inj.writer = gw_fs(s.store)->checkpointer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     close_store(&s);
     __atomic_store_n(&inj.armed, 0, __ATOMIC_SEQ_CST);
@@ -445,7 +445,7 @@ static int epoch_at(enum fault fault, int at, uint64_t unused)
         gw_buf_init(&r[i]);
     for (int i = 0; i < 3; i++)
         CHECK_EQ_U64(commit(&s, ids[i], &r[i]), 0);
-    inj.writer = s.store->committer.worker.thread;
+    inj.writer = gw_fs(s.store)->committer.worker.thread;
     __atomic_store_n(&inj.armed, 1, __ATOMIC_SEQ_CST);
     int rc = gw_store_record_epoch(s.store, &next, GW_SOURCE_ADMIN, NULL, &entry, &err);
     int calls = inj.calls, hit = inj.hit;

@@ -2,6 +2,7 @@
  * the idempotency index, the ledger and the feed's reader. */
 #include "store.h"
 #include "store_ops.h"
+#include "store_file.h"
 #include "store_state.h"
 
 #include <errno.h>
@@ -14,29 +15,37 @@
 
 static void stop_file(struct gw_store *s)
 {
-    gw_committer_stop(&s->committer);       /* offers the last checkpoint, after the last group */
-    gw_checkpointer_stop(&s->checkpointer); /* writes it */
-    gw_scrub_stop(&s->scrub);
+    struct gw_store_file *f = gw_fs(s);
+    if (!f)
+        return;                             /* its open could not make it */
+    gw_committer_stop(&f->committer);       /* offers the last checkpoint, after the last group */
+    gw_checkpointer_stop(&f->checkpointer); /* writes it */
+    gw_scrub_stop(&f->scrub);
 }
 
 static void close_file(struct gw_store *s)
 {
-    gw_committer_destroy(&s->committer);
-    gw_feed_free(&s->feed);
-    if (s->journal.path)
-        gw_journal_close(&s->journal);
-    if (s->idem_open)
-        gw_idem_close(&s->idem);
+    struct gw_store_file *f = gw_fs(s);
+    if (!f)
+        return;
+    gw_committer_destroy(&f->committer);
+    gw_feed_free(&f->feed);
+    if (f->journal.path)
+        gw_journal_close(&f->journal);
+    if (f->idem_open)
+        gw_idem_close(&f->idem);
+    free(f);
+    s->impl = NULL;
 }
 
 static int writable_file(struct gw_store *s)
 {
-    return !gw_committer_failed(&s->committer);
+    return !gw_committer_failed(&gw_fs(s)->committer);
 }
 
 static void refusal_file(struct gw_store *s, struct gw_store_refusal *out)
 {
-    struct gw_committer *c = &s->committer;
+    struct gw_committer *c = &gw_fs(s)->committer;
     out->code = "journal_unavailable";
     out->retry = 0;
     gw_error_set(&out->error, "", "%s",
@@ -47,12 +56,12 @@ static int claim_file(struct gw_store *s, const char *id, size_t len,
                       const unsigned char *fingerprint, enum gw_idem_verdict *verdict,
                       struct gw_idem_ref *ref)
 {
-    return gw_idem_claim(&s->idem, id, len, fingerprint, verdict, ref);
+    return gw_idem_claim(&gw_fs(s)->idem, id, len, fingerprint, verdict, ref);
 }
 
 static void release_file(struct gw_store *s, const char *id, size_t len)
 {
-    gw_idem_release(&s->idem, id, len);
+    gw_idem_release(&gw_fs(s)->idem, id, len);
 }
 
 /* The journal writer's completion of a receipt: the index and the totals learn it before the
@@ -60,13 +69,14 @@ static void release_file(struct gw_store *s, const char *id, size_t len)
 static void journaled(struct gw_commit_item *item, int rc)
 {
     struct gw_store *s = item->store;
+    struct gw_store_file *f = gw_fs(s);
     size_t len = strlen(item->batch_id);
     if (rc == 0) {
         struct gw_idem_ref ref = {.segment = item->segment,
                                   .offset = item->receipt_offset,
                                   .len = item->receipt_len,
                                   .seq = item->seq};
-        gw_idem_commit(&s->idem, item->batch_id, len, ref);
+        gw_idem_commit(&f->idem, item->batch_id, len, ref);
         /* Out of memory for the per-epoch totals only: this process writes no more
          * checkpoints, so the next start replays from the last good one (docs/journal.md §7).
          * The epoch_seq is the one the writer found at the receipt's place in the journal, as a
@@ -74,7 +84,7 @@ static void journaled(struct gw_commit_item *item, int rc)
         gw_ledger_add(&s->ledger, item->epoch_seq ? item->epoch_seq : item->view_epoch_seq,
                       item->slots, item->tally, item->members->count);
     } else {
-        gw_idem_release(&s->idem, item->batch_id, len);
+        gw_idem_release(&f->idem, item->batch_id, len);
     }
     item->submitter_done(item, rc);
 }
@@ -85,21 +95,22 @@ static void submit_file(struct gw_store *s, struct gw_commit_item *item)
     item->store = s;
     item->submitter_done = item->done;
     item->done = journaled;
-    gw_committer_submit(&s->committer, item);
+    gw_committer_submit(&gw_fs(s)->committer, item);
 }
 
 int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id, size_t len,
                       const unsigned char *fingerprint, struct gw_buf *out,
                       struct gw_store_miss *miss)
 {
+    struct gw_store_file *f = gw_fs(s);
     struct gw_receipt_name name = {ref.seq, id, len, fingerprint, ref.fp_prefix};
     miss->seq = ref.seq;
     miss->segment = ref.segment;
     miss->line = gw_journal_receipt_line(ref.seq, ref.offset);
-    if (gw_segments_archived(&s->journal.segs, ref.segment))
+    if (gw_segments_archived(&f->journal.segs, ref.segment))
         return -ESTALE;
     /* appends nothing on an error */
-    return gw_journal_read_receipt(&s->journal, ref.segment, &name, ref.offset, (size_t)ref.len,
+    return gw_journal_read_receipt(&f->journal, ref.segment, &name, ref.offset, (size_t)ref.len,
                                    out);
 }
 
@@ -107,7 +118,7 @@ static int read_receipt_file(struct gw_store *s, const char *id, size_t len, str
                              struct gw_store_miss *miss)
 {
     struct gw_idem_ref ref;
-    int rc = gw_idem_find(&s->idem, id, len, &ref);
+    int rc = gw_idem_find(&gw_fs(s)->idem, id, len, &ref);
     if (rc == -EIO)
         return -EUCLEAN;
     return rc != 0 ? -ENOENT : gw_store_read_ref(s, ref, id, len, NULL, out, miss);
@@ -119,7 +130,7 @@ static int feed_read_file(struct gw_store *s, uint64_t after, size_t max, gw_fee
 {
     (void)max; /* read until the visitor stops */
     struct gw_feed_fault fault = {0};
-    int rc = gw_feed_read(&s->feed, after, visit, ctx, pos, last, &fault);
+    int rc = gw_feed_read(&gw_fs(s)->feed, after, visit, ctx, pos, last, &fault);
     miss->earliest = fault.earliest;
     miss->segment = fault.segment;
     miss->line = fault.offset;
@@ -177,11 +188,12 @@ static int journal_epoch(struct gw_store *s, const struct gw_topology *t,
                          enum gw_epoch_source source, struct gw_epoch_entry *out,
                          struct gw_error *err)
 {
+    struct gw_store_file *f = gw_fs(s);
     struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced},
                            .ledger = &s->ledger};
     pthread_mutex_init(&w.lock, NULL);
     pthread_cond_init(&w.cond, NULL);
-    gw_committer_submit(&s->committer, &w.item);
+    gw_committer_submit(&f->committer, &w.item);
     pthread_mutex_lock(&w.lock);
     while (!w.done)
         pthread_cond_wait(&w.cond, &w.lock);
@@ -192,8 +204,8 @@ static int journal_epoch(struct gw_store *s, const struct gw_topology *t,
         w.rc = -ENOMEM;
     if (w.rc != 0)
         gw_error_set(err, "", "%s",
-                     gw_committer_failed(&s->committer)
-                         ? s->committer.error.msg
+                     gw_committer_failed(&f->committer)
+                         ? f->committer.error.msg
                          : "journal: the epoch record was not written");
     *out = w.item.entry;
     return w.rc;
@@ -215,7 +227,7 @@ static int catch_up_file(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, st
 
 static struct gw_epoch_chain *chain_file(struct gw_store *s)
 {
-    return &s->journal.chain;
+    return &gw_fs(s)->journal.chain;
 }
 
 const char *gw_store_damage_what(int rc)
@@ -228,7 +240,7 @@ _Static_assert(GW_SEGMENT_NAME_MAX <= GW_STORE_FILE_NAME_MAX, "a segment's name 
 
 void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
 {
-    if (segment == atomic_load(&s->journal.segment))
+    if (segment == atomic_load(&gw_fs(s)->journal.segment))
         snprintf(file, GW_SEGMENT_NAME_MAX, "%s", GW_JOURNAL_FILE);
     else
         gw_segment_name(file, segment);

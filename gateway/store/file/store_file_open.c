@@ -4,6 +4,7 @@
  * journal writer. */
 #include "store.h"
 #include "store_ops.h"
+#include "store_file.h"
 #include "store_state.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct gw_error *err)
 {
     struct gw_store *s = ctx;
+    struct gw_store_file *f = gw_fs(s);
     json_t *id = rec->receipt ? json_object_get(rec->receipt, "batch_id") : NULL;
     if (rec->receipt &&
         (!json_is_string(id) ||
@@ -33,13 +35,13 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
     int rc = gw_ledger_replay_record(&s->ledger, rec, err);
     if (rc != 0 || !rec->receipt)
         return rc;
-    if (rec->seq <= s->index_durable_seq)
+    if (rec->seq <= f->index_durable_seq)
         return 0; /* the index files hold it already */
     struct gw_idem_ref ref = {.segment = rec->segment,
                               .offset = rec->receipt_offset,
                               .len = rec->receipt_len,
                               .seq = rec->seq};
-    rc = gw_idem_insert(&s->idem, json_string_value(id), json_string_length(id), rec->fingerprint,
+    rc = gw_idem_insert(&f->idem, json_string_value(id), json_string_length(id), rec->fingerprint,
                         ref);
     if (rc == -EEXIST)
         gw_error_set(err, "", "receipt: batch_id \"%s\" was already journaled",
@@ -52,25 +54,26 @@ static int replay_receipt(void *ctx, const struct gw_journal_record *rec, struct
 static void log_replay(const struct gw_store *s, const struct gw_journal_repair *rep,
                        int epoch_written)
 {
+    struct gw_store_file *fs = gw_fs(s);
     struct gw_buf f;
     if (rep->torn) {
         gw_buf_init(&f);
-        gw_log_str(&f, "file", s->journal.path);
+        gw_log_str(&f, "file", fs->journal.path);
         gw_log_u64(&f, "line", rep->line);
         gw_log_u64(&f, "offset", rep->offset);
         gw_log_u64(&f, "bytes", rep->bytes);
-        size_t n = strlen(s->journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
+        size_t n = strlen(fs->journal.path) + sizeof(GW_JOURNAL_BROKEN_SUFFIX);
         char *moved_to = malloc(n);
         if (moved_to)
-            snprintf(moved_to, n, "%s%s", s->journal.path, GW_JOURNAL_BROKEN_SUFFIX);
+            snprintf(moved_to, n, "%s%s", fs->journal.path, GW_JOURNAL_BROKEN_SUFFIX);
         gw_log_str(&f, "moved_to", moved_to ? moved_to : "?");
         free(moved_to);
         gw_log_event("journal_torn_tail_repaired", &f);
     }
     gw_buf_init(&f);
-    gw_log_str(&f, "file", s->journal.path);
-    gw_log_u64(&f, "receipts", s->journal.last_seq);
-    gw_log_u64(&f, "bytes", s->journal.size);
+    gw_log_str(&f, "file", fs->journal.path);
+    gw_log_u64(&f, "receipts", fs->journal.last_seq);
+    gw_log_u64(&f, "bytes", fs->journal.size);
     gw_log_bool(&f, "epoch_written", epoch_written);
     gw_log_event("journal_replayed", &f);
 }
@@ -92,7 +95,7 @@ static void log_skipped(const struct gw_store *s, uint64_t seq, const char *reas
     char name[GW_CHECKPOINT_NAME_MAX], path[4096];
     struct gw_buf f;
     gw_checkpoint_name(name, seq);
-    snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+    snprintf(path, sizeof(path), "%s/%s", gw_fs(s)->journal.dir, name);
     gw_buf_init(&f);
     gw_log_str(&f, "file", path);
     gw_log_str(&f, "reason", reason);
@@ -114,7 +117,7 @@ static void log_start(const struct gw_store *s, const struct start_log *l)
     gw_buf_init(&f);
     if (l->used.last_seq > 0) {
         gw_checkpoint_name(name, l->used.last_seq);
-        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+        snprintf(path, sizeof(path), "%s/%s", gw_fs(s)->journal.dir, name);
         gw_log_str(&f, "file", path);
         gw_log_u64(&f, "last_seq", l->used.last_seq);
         gw_log_u64(&f, "segment", l->used.segment);
@@ -142,26 +145,27 @@ static void note_skipped(struct start_log *log, uint64_t seq, const char *reason
 static int apply_checkpoint(struct gw_store *s, const struct gw_checkpoint *c,
                             struct start_log *log, struct gw_error *err)
 {
+    struct gw_store_file *f = gw_fs(s);
     struct gw_error why;
-    int rc = gw_checkpoint_apply(c, &s->journal, &s->ledger, &why);
+    int rc = gw_checkpoint_apply(c, &f->journal, &s->ledger, &why);
     if (rc == -EINVAL) {
         note_skipped(log, c->last_seq, why.msg);
-        gw_chain_free(&s->journal.chain);
-        gw_chain_init(&s->journal.chain);
+        gw_chain_free(&f->journal.chain);
+        gw_chain_init(&f->journal.chain);
         gw_ledger_free(&s->ledger);
         gw_ledger_init(&s->ledger);
-        s->journal.last_seq = 0;
+        f->journal.last_seq = 0;
         return 0;
     }
     if (rc != 0) {
         *err = why;
         return rc;
     }
-    rc = gw_journal_scan_ids(&s->journal, &s->idem, s->index_durable_seq, c->segment, c->offset,
+    rc = gw_journal_scan_ids(&f->journal, &f->idem, f->index_durable_seq, c->segment, c->offset,
                              err);
     if (rc != 0)
         return rc;
-    s->checkpoint_seq = c->last_seq;
+    f->checkpoint_seq = c->last_seq;
     log->used.last_seq = c->last_seq;
     log->used.segment = c->segment;
     log->used.offset = c->offset;
@@ -171,14 +175,15 @@ static int apply_checkpoint(struct gw_store *s, const struct gw_checkpoint *c,
 static int use_checkpoint(struct gw_store *s, struct gw_journal_resume *from, struct start_log *log,
                           struct gw_error *err)
 {
+    struct gw_store_file *f = gw_fs(s);
     uint64_t *seqs = NULL;
-    long n = gw_checkpoint_list(s->journal.dir, &seqs);
+    long n = gw_checkpoint_list(f->journal.dir, &seqs);
     int rc = 0;
     log->listed = n;
     for (long i = 0; i < n && rc == 0; i++) {
         struct gw_checkpoint c;
         struct gw_error why;
-        if (gw_checkpoint_load(s->journal.dir, seqs[i], &s->journal, &c, &why) != 0) {
+        if (gw_checkpoint_load(f->journal.dir, seqs[i], &f->journal, &c, &why) != 0) {
             note_skipped(log, seqs[i], why.msg);
             continue;
         }
@@ -194,9 +199,10 @@ static int use_checkpoint(struct gw_store *s, struct gw_journal_resume *from, st
 /* Opens the idempotency index of the state dir with the --idempotency-window. */
 static int open_index(struct gw_store *s, const struct gw_store_options *o, struct gw_error *err)
 {
+    struct gw_store_file *f = gw_fs(s);
     struct gw_idem_options io = {.window_ms = o->idempotency_window_ms};
-    int rc = gw_idem_open(&s->idem, o->state_dir, &io, &s->index_durable_seq, err);
-    s->idem_open = rc == 0;
+    int rc = gw_idem_open(&f->idem, o->state_dir, &io, &f->index_durable_seq, err);
+    f->idem_open = rc == 0;
     return rc;
 }
 
@@ -205,19 +211,20 @@ static int open_index(struct gw_store *s, const struct gw_store_options *o, stru
  * the start runs again on the journal alone, as after `rm -rf index/` (docs/journal.md §9). */
 static void drop_index_ahead(struct gw_store *s, const struct gw_store_options *o)
 {
+    struct gw_store_file *fs = gw_fs(s);
     struct gw_buf f;
     gw_buf_init(&f);
-    gw_log_str(&f, "dir", s->journal.dir);
-    gw_log_u64(&f, "index_seq", s->index_durable_seq);
-    gw_log_u64(&f, "journal_seq", s->journal.last_seq);
+    gw_log_str(&f, "dir", fs->journal.dir);
+    gw_log_u64(&f, "index_seq", fs->index_durable_seq);
+    gw_log_u64(&f, "journal_seq", fs->journal.last_seq);
     gw_log_event("index_ahead_of_journal", &f);
-    gw_idem_close(&s->idem);
-    s->idem_open = 0;
+    gw_idem_close(&fs->idem);
+    fs->idem_open = 0;
     gw_idem_discard(o->state_dir); /* while the journal holds the state dir's lock */
-    gw_journal_close(&s->journal);
+    gw_journal_close(&fs->journal);
     gw_ledger_free(&s->ledger);
     gw_ledger_init(&s->ledger);
-    s->index_durable_seq = s->checkpoint_seq = 0;
+    fs->index_durable_seq = fs->checkpoint_seq = 0;
 }
 
 /* Checkpoints past the journal's end (it was cut or restored after they were written): the start
@@ -225,24 +232,25 @@ static void drop_index_ahead(struct gw_store *s, const struct gw_store_options *
  * the "newest" over the ones written from now on (docs/journal.md §7). */
 static void drop_checkpoints_ahead(struct gw_store *s)
 {
+    struct gw_store_file *fs = gw_fs(s);
     char name[GW_CHECKPOINT_NAME_MAX], path[4096];
     uint64_t *seqs = NULL;
-    long n = gw_checkpoint_list(s->journal.dir, &seqs);
+    long n = gw_checkpoint_list(fs->journal.dir, &seqs);
     int dropped = 0;
-    for (long i = 0; i < n && seqs[i] > s->journal.last_seq; i++) {
+    for (long i = 0; i < n && seqs[i] > fs->journal.last_seq; i++) {
         gw_checkpoint_name(name, seqs[i]);
-        snprintf(path, sizeof(path), "%s/%s", s->journal.dir, name);
+        snprintf(path, sizeof(path), "%s/%s", fs->journal.dir, name);
         if (gw_io.unlink(path) != 0)
             continue;
         dropped = 1;
         struct gw_buf f;
         gw_buf_init(&f);
         gw_log_str(&f, "file", path);
-        gw_log_u64(&f, "journal_seq", s->journal.last_seq);
+        gw_log_u64(&f, "journal_seq", fs->journal.last_seq);
         gw_log_event("checkpoint_removed", &f);
     }
     if (dropped)
-        gw_sync_dir(s->journal.dir);
+        gw_sync_dir(fs->journal.dir);
     free(seqs);
 }
 
@@ -251,16 +259,17 @@ static void drop_checkpoints_ahead(struct gw_store *s)
 static int replay_state(struct gw_store *s, const struct gw_store_options *o,
                         struct gw_journal_repair *rep, struct start_log *log, struct gw_error *err)
 {
+    struct gw_store_file *f = gw_fs(s);
     struct gw_journal_resume from;
-    int rc = gw_journal_prepare(&s->journal, o->state_dir, o->segment_bytes, 0, err);
+    int rc = gw_journal_prepare(&f->journal, o->state_dir, o->segment_bytes, 0, err);
     if (rc == 0) /* inside the state dir's lock: one server's index at a time */
         rc = open_index(s, o, err);
     int resumed = rc == 0 ? use_checkpoint(s, &from, log, err) : 0;
     if (rc == 0)
         rc = resumed < 0 ? resumed : 0;
     if (rc == 0)
-        rc = gw_journal_replay(&s->journal, resumed ? &from : NULL, replay_receipt, s, rep, err);
-    if (rc == 0 && s->index_durable_seq > s->journal.last_seq)
+        rc = gw_journal_replay(&f->journal, resumed ? &from : NULL, replay_receipt, s, rep, err);
+    if (rc == 0 && f->index_durable_seq > f->journal.last_seq)
         return 1;
     return rc;
 }
@@ -268,6 +277,13 @@ static int replay_state(struct gw_store *s, const struct gw_store_options *o,
 int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
                        const struct gw_topology *topo, struct gw_error *err)
 {
+    struct gw_store_file *f = calloc(1, sizeof(*f));
+    if (!f) {
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
+    f->journal.fd = -1;
+    s->impl = f; /* closed by close_file whatever the open's outcome */
     struct gw_journal_repair rep = {0}, again = {0};
     struct start_log log = {0};
     int rc = replay_state(s, o, &rep, &log, err);
@@ -284,9 +300,9 @@ int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
         drop_checkpoints_ahead(s);
     int written = 0;
     if (rc == 0)
-        rc = gw_journal_seal_unchecked(&s->journal, err);
+        rc = gw_journal_seal_unchecked(&f->journal, err);
     if (rc == 0)
-        rc = gw_journal_write_epoch(&s->journal, topo, &written, err);
+        rc = gw_journal_write_epoch(&f->journal, topo, &written, err);
     if (rc != 0)
         return rc == -EINVAL ? -EIO : rc;
     log_start(s, &log);
@@ -298,21 +314,23 @@ int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
 static void announce_durable(void *ctx, uint64_t last_seq, uint64_t shard_bits)
 {
     struct gw_store *s = ctx;
-    gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
-    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
-    gw_feed_durable(&s->feed, last_seq);
+    struct gw_store_file *f = gw_fs(s);
+    gw_feed_active_segment(&f->feed, atomic_load(&f->journal.segment), f->journal.size);
+    gw_scrub_durable(&f->scrub, atomic_load(&f->journal.segment), f->journal.size);
+    gw_feed_durable(&f->feed, last_seq);
     gw_feed_watch_durable(&s->watch, last_seq, shard_bits);
 }
 
 /* The feed reads the state dir's segments; what replay found is durable. */
 static int start_feed(struct gw_store *s, const struct gw_store_options *o)
 {
-    int rc = gw_feed_init(&s->feed, o->state_dir);
+    struct gw_store_file *f = gw_fs(s);
+    int rc = gw_feed_init(&f->feed, o->state_dir);
     if (rc == 0) {
-        gw_feed_active_segment(&s->feed, atomic_load(&s->journal.segment), s->journal.size);
-        gw_feed_checked_from(&s->feed, s->journal.checked_from);
-        gw_feed_durable(&s->feed, s->journal.last_seq);
-        rc = gw_feed_watch_start(&s->watch, s->journal.last_seq, o->max_watchers);
+        gw_feed_active_segment(&f->feed, atomic_load(&f->journal.segment), f->journal.size);
+        gw_feed_checked_from(&f->feed, f->journal.checked_from);
+        gw_feed_durable(&f->feed, f->journal.last_seq);
+        rc = gw_feed_watch_start(&s->watch, f->journal.last_seq, o->max_watchers);
     }
     return rc;
 }
@@ -320,17 +338,18 @@ static int start_feed(struct gw_store *s, const struct gw_store_options *o)
 int gw_store_start_file(struct gw_store *s, const struct gw_store_options *o,
                         struct gw_metrics *metrics, struct gw_error *err)
 {
-    if (start_feed(s, o) != 0 || gw_scrub_start(&s->scrub, o->state_dir, o->scrub_rate,
-                                                s->journal.checked_from, metrics) != 0) {
+    struct gw_store_file *f = gw_fs(s);
+    if (start_feed(s, o) != 0 || gw_scrub_start(&f->scrub, o->state_dir, o->scrub_rate,
+                                                f->journal.checked_from, metrics) != 0) {
         gw_error_set(err, "", "shardgate: cannot start the feed or the scrub");
         return -ENOMEM;
     }
-    gw_scrub_durable(&s->scrub, atomic_load(&s->journal.segment), s->journal.size);
+    gw_scrub_durable(&f->scrub, atomic_load(&f->journal.segment), f->journal.size);
     struct gw_commit_hook hook = {announce_durable, s};
-    int rc = gw_checkpointer_start(&s->checkpointer, &s->journal, &s->ledger, &s->idem,
-                                   o->checkpoint_interval_ms, s->checkpoint_seq, err);
+    int rc = gw_checkpointer_start(&f->checkpointer, &f->journal, &s->ledger, &f->idem,
+                                   o->checkpoint_interval_ms, f->checkpoint_seq, err);
     if (rc == 0)
-        rc = gw_committer_start(&s->committer, &s->journal, metrics, &s->checkpointer,
+        rc = gw_committer_start(&f->committer, &f->journal, metrics, &f->checkpointer,
                                 o->commit_delay_ms, &hook, err);
     return rc;
 }

@@ -10,6 +10,20 @@
 #include <string.h>
 
 #include "log.h"
+#include "pg_store.h"
+
+/* What the database's store holds of its own (struct gw_store's impl). */
+struct gw_store_pg {
+    struct gw_pg_store pg;
+    gw_pg_epoch_fn publish; /* gw_store_options' */
+    void *publish_ctx;
+    pthread_mutex_t *publish_lock;
+};
+
+static struct gw_store_pg *db(struct gw_store *s)
+{
+    return s->impl;
+}
 
 /* The database's failures other than these are its being out of reach. */
 static int pg_code(int rc)
@@ -29,9 +43,9 @@ static void follow(void *ctx, struct gw_pg_conn *c)
 {
     struct gw_store *s = ctx;
     struct gw_error err;
-    pthread_mutex_lock(s->publish_lock);
-    int rc = gw_pg_epochs_catch_up(&s->pg_store, c, s->publish, s->publish_ctx, &err);
-    pthread_mutex_unlock(s->publish_lock);
+    pthread_mutex_lock(db(s)->publish_lock);
+    int rc = gw_pg_epochs_catch_up(&db(s)->pg, c, db(s)->publish, db(s)->publish_ctx, &err);
+    pthread_mutex_unlock(db(s)->publish_lock);
     if (rc != 0 && rc != -EIO) {
         struct gw_buf f;
         gw_buf_init(&f);
@@ -53,11 +67,11 @@ static int open_pg(struct gw_store *s, const struct gw_store_options *o, struct 
                             .metrics = metrics,
                             .delay_ms = o->commit_delay_ms,
                             .hook = {announce_commit, s}};
-    int rc = gw_pg_store_open(&s->pg_store, &po, err);
+    int rc = gw_pg_store_open(&db(s)->pg, &po, err);
     if (rc == 0) {
-        s->publish = o->publish;
-        s->publish_ctx = o->publish_ctx;
-        s->publish_lock = o->publish_lock;
+        db(s)->publish = o->publish;
+        db(s)->publish_ctx = o->publish_ctx;
+        db(s)->publish_lock = o->publish_lock;
     }
     return rc == 0 || rc == -ENOMEM ? rc : -EINVAL;
 }
@@ -67,31 +81,33 @@ static int start_pg(struct gw_store *s, const struct gw_store_options *o,
                     struct gw_metrics *metrics, struct gw_error *err)
 {
     (void)metrics;
-    if (gw_feed_watch_start(&s->watch, s->pg_store.start_seq, o->max_watchers) != 0) {
+    if (gw_feed_watch_start(&s->watch, db(s)->pg.start_seq, o->max_watchers) != 0) {
         gw_error_set(err, "", "shardgate: cannot start the feed's watch");
         return -ENOMEM;
     }
-    return gw_pg_listener_start(&s->pg_store, follow, s, err);
+    return gw_pg_listener_start(&db(s)->pg, follow, s, err);
 }
 
 static void stop_pg(struct gw_store *s)
 {
-    gw_pg_store_stop(&s->pg_store); /* commits what is queued */
+    gw_pg_store_stop(&db(s)->pg); /* commits what is queued */
 }
 
 static void close_pg(struct gw_store *s)
 {
-    gw_pg_store_close(&s->pg_store);
+    gw_pg_store_close(&db(s)->pg);
+    free(s->impl);
+    s->impl = NULL;
 }
 
 static int writable_pg(struct gw_store *s)
 {
-    return gw_pg_store_available(&s->pg_store);
+    return gw_pg_store_available(&db(s)->pg);
 }
 
 static void refusal_pg(struct gw_store *s, struct gw_store_refusal *out)
 {
-    struct gw_pg_store *p = &s->pg_store;
+    struct gw_pg_store *p = &db(s)->pg;
     out->code = "store_unavailable";
     out->retry = 1;
     pthread_mutex_lock(&p->worker.lock);
@@ -115,7 +131,7 @@ static void release_pg(struct gw_store *s, const char *id, size_t len)
 
 static void submit_pg(struct gw_store *s, struct gw_commit_item *item)
 {
-    gw_pg_store_submit(&s->pg_store, item); /* the database holds the id and the totals */
+    gw_pg_store_submit(&db(s)->pg, item); /* the database holds the id and the totals */
 }
 
 static int read_receipt_pg(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
@@ -123,7 +139,7 @@ static int read_receipt_pg(struct gw_store *s, const char *id, size_t len, struc
 {
     (void)len;
     size_t had = out->len;
-    int rc = gw_pg_store_find(&s->pg_store, id, out, &miss->error);
+    int rc = gw_pg_store_find(&db(s)->pg, id, out, &miss->error);
     if (rc != 0)
         out->len = had;
     return rc == -EIO ? -EAGAIN : rc;
@@ -134,7 +150,7 @@ static int feed_read_pg(struct gw_store *s, uint64_t after, size_t max, gw_feed_
                         struct gw_store_miss *miss)
 {
     (void)pos;
-    int rc = gw_pg_feed_read(&s->pg_store, after, max, visit, ctx, last, &miss->error);
+    int rc = gw_pg_feed_read(&db(s)->pg, after, max, visit, ctx, last, &miss->error);
     return rc == -EIO ? -EAGAIN : rc;
 }
 
@@ -167,7 +183,7 @@ static int pg_shard_totals(struct gw_store *s, const struct gw_membership *m,
 {
     struct gw_ledger_entry *all = NULL;
     size_t n = 0;
-    int rc = gw_pg_store_totals(&s->pg_store, &all, &n, err);
+    int rc = gw_pg_store_totals(&db(s)->pg, &all, &n, err);
     if (rc != 0)
         return rc == -EIO ? -EAGAIN : rc;
     struct gw_ledger_entry *merged = calloc(n + m->count + 1, sizeof(*merged));
@@ -206,7 +222,7 @@ static int member_totals_pg(struct gw_store *s, const struct gw_membership *m, c
     (void)slots;
     struct gw_ledger_entry *all = NULL;
     size_t n = 0;
-    int rc = gw_pg_store_totals(&s->pg_store, &all, &n, err);
+    int rc = gw_pg_store_totals(&db(s)->pg, &all, &n, err);
     for (size_t i = 0; rc == 0 && i < m->count; i++) {
         const struct gw_ledger_entry *e = entry_of(all, n, &m->shards[i]);
         out[i] = e ? e->total : (struct gw_total){0, 0};
@@ -219,17 +235,17 @@ static int record_epoch_pg(struct gw_store *s, const struct gw_topology *next,
                            enum gw_epoch_source source, const char *base,
                            struct gw_epoch_entry *entry, struct gw_error *err)
 {
-    return pg_code(gw_pg_epoch_record(&s->pg_store, next, source, base, entry, err));
+    return pg_code(gw_pg_epoch_record(&db(s)->pg, next, source, base, entry, err));
 }
 
 static int catch_up_pg(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err)
 {
-    return pg_code(gw_pg_store_catch_up(&s->pg_store, apply, ctx, err));
+    return pg_code(gw_pg_store_catch_up(&db(s)->pg, apply, ctx, err));
 }
 
 static struct gw_epoch_chain *chain_pg(struct gw_store *s)
 {
-    return &s->pg_store.chain;
+    return &db(s)->pg.chain;
 }
 
 const struct gw_store_ops gw_store_pg_ops = {
@@ -256,8 +272,17 @@ const struct gw_store_ops gw_store_pg_ops = {
 int gw_store_open_pg(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,
                      struct gw_metrics *metrics, struct gw_error *err)
 {
+    s->impl = calloc(1, sizeof(struct gw_store_pg));
+    if (!s->impl) {
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
     int rc = open_pg(s, o, topo, metrics, err);
-    if (rc == 0)
+    if (rc == 0) {
         s->ops = &gw_store_pg_ops;
+    } else {
+        free(s->impl); /* a failed open leaves nothing open */
+        s->impl = NULL;
+    }
     return rc;
 }
