@@ -779,8 +779,15 @@ DEFECTS = [
     ("pg-receipt-of-another-batch", "gateway:gw_pg_receipt_damage",
      "    if (!gw_receipt_names_batch(receipt, len, batch_id, strlen(batch_id)))", "    if (0)",
      ("tests",), "^pg_store_damage$"),
+    # One answer to a store's verdicts (docs/decisions.md §54): a replay without its header, and
+    # the index's "in flight" taken as a new claim (a second dispatch of the same batch_id).
+    ("replay-answered-without-its-header", "gateway:answer_seen",
+     '"Idempotent-Replayed", "true");', "NULL, NULL);", ("tests",), "^http_idempotency$"),
+    ("claim-in-flight-taken-as-new", "gateway:claim_file",
+     "[GW_IDEM_IN_FLIGHT] = GW_COMMIT_IN_FLIGHT", "[GW_IDEM_IN_FLIGHT] = GW_COMMIT_NEW",
+     ("tests",), "^http_idempotency$"),
     ("pg-replay-unchecked", "gateway:read_stored",
-     "        it->verdict = it->damage ? GW_COMMIT_DAMAGED : GW_COMMIT_REPLAY;",
+     "        it->verdict = damage ? GW_COMMIT_DAMAGED : GW_COMMIT_REPLAY;",
      "        it->verdict = GW_COMMIT_REPLAY;", ("tests",), "^pg_store_damage$"),
     ("pg-read-unchecked", "gateway:gw_pg_store_find",
      "    if (damage)\n        rc = gw_pg_receipt_refused(batch_id, damage, err);", "", ("tests",),

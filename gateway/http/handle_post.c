@@ -50,7 +50,8 @@ static enum MHD_Result begin(struct gw_req *r)
 struct gw_post {
     struct gw_req *r;
     unsigned char fingerprint[GW_FINGERPRINT_LEN];
-    struct gw_buf receipt;  /* the receipt bytes, then "\n" once durable */
+    struct gw_buf receipt;  /* the receipt bytes (or a replay's), then "\n" once durable */
+    struct gw_error damage; /* GW_COMMIT_DAMAGED: the store's answer to it */
     struct gw_tally *tally; /* this batch's per-shard tallies, added when durable */
     struct gw_commit_item item;
     atomic_int committed; /* set by the store's writer before it resumes the connection */
@@ -136,6 +137,7 @@ static enum MHD_Result submit(struct gw_req *r)
                                             .members = &r->view->topo.members,
                                             .tally = r->post->tally,
                                             .stored = &r->post->receipt,
+                                            .damage = &r->post->damage,
                                             .view_epoch_seq = r->view->epoch_seq,
                                             .slots = r->view->slots,
                                             .done = committed};
@@ -191,15 +193,33 @@ static enum MHD_Result dispatch(struct gw_req *r, const struct gw_batch *b)
     return submit(r);
 }
 
-static enum MHD_Result replay(struct gw_req *r, struct gw_idem_ref ref)
-{
-    r->result = GW_RESULT_REPLAYED; /* counted only if the answer is 200 */
-    return gw_answer_stored_receipt(r, ref, r->post->fingerprint, "Idempotent-Replayed", "true");
-}
-
-static enum MHD_Result reused(struct gw_req *r)
+/* What the store said of a batch_id it had seen, at the claim or at the commit (docs/api.md
+ * §3): one answer for either store. */
+static enum MHD_Result answer_seen(struct gw_req *r, enum gw_commit_verdict verdict)
 {
     char msg[400];
+    switch (verdict) {
+    case GW_COMMIT_REPLAY:
+        r->result = GW_RESULT_REPLAYED; /* counted only if the answer is 200 */
+        gw_buf_puts(&r->post->receipt, "\n");
+        return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt,
+                                "Idempotent-Replayed", "true");
+    case GW_COMMIT_DAMAGED:
+        return gw_serve_row_damage(r, r->post->damage.msg);
+    case GW_COMMIT_EXPIRED:
+        snprintf(msg, sizeof(msg),
+                 "batch_id \"%s\" was acknowledged longer ago than the idempotency window; it is "
+                 "never dispatched again",
+                 r->batch_id);
+        return fail(r, 422, "batch_id_expired", msg, "batch_id");
+    case GW_COMMIT_IN_FLIGHT:
+        snprintf(msg, sizeof(msg), "batch_id \"%s\" is being journaled by another request; retry",
+                 r->batch_id);
+        return fail(r, MHD_HTTP_CONFLICT, "in_flight", msg, "batch_id");
+    case GW_COMMIT_NEW:
+    case GW_COMMIT_REUSED:
+        break;
+    }
     snprintf(msg, sizeof(msg), "batch_id \"%s\" was already used for a batch with other content",
              r->batch_id);
     return fail(r, 422, "batch_id_reused", msg, "batch_id");
@@ -215,32 +235,15 @@ static enum MHD_Result decide(struct gw_req *r, const struct gw_batch *b)
                  r->batch_id);
         return fail(r, MHD_HTTP_BAD_REQUEST, "idempotency_key_mismatch", msg, "batch_id");
     }
-    enum gw_idem_verdict verdict;
-    struct gw_idem_ref ref;
-    int rc =
-        gw_store_claim(r->srv->store, b->batch_id, b->batch_id_len, b->fingerprint, &verdict, &ref);
-    if (rc != 0)
-        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, rc == -EIO ? "index_corrupt" : "internal",
-                    rc == -EIO ? GW_IDEM_BAD_BLOCK_MSG : "out of memory", "");
-    switch (verdict) {
-    case GW_IDEM_REPLAY:
-        return replay(r, ref);
-    case GW_IDEM_REUSED:
-        return reused(r);
-    case GW_IDEM_EXPIRED:
-        snprintf(msg, sizeof(msg),
-                 "batch_id \"%s\" was acknowledged longer ago than the idempotency window; it is "
-                 "never dispatched again",
-                 r->batch_id);
-        return fail(r, 422, "batch_id_expired", msg, "batch_id");
-    case GW_IDEM_IN_FLIGHT:
-        snprintf(msg, sizeof(msg), "batch_id \"%s\" is being journaled by another request; retry",
-                 r->batch_id);
-        return fail(r, MHD_HTTP_CONFLICT, "in_flight", msg, "batch_id");
-    case GW_IDEM_NEW:
-        break;
-    }
-    return dispatch(r, b);
+    enum gw_commit_verdict verdict;
+    struct gw_store_miss miss;
+    int rc = gw_store_claim(r->srv->store, b->batch_id, b->batch_id_len, b->fingerprint, &verdict,
+                            &r->post->receipt, &miss);
+    if (rc == -ENOMEM)
+        return fail(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "");
+    if (rc != 0) /* a replay whose receipt cannot be read, or the index at fault */
+        return gw_answer_read(r, r->batch_id, rc, &r->post->receipt, &miss, NULL, NULL);
+    return verdict == GW_COMMIT_NEW ? dispatch(r, b) : answer_seen(r, verdict);
 }
 
 /* The batch parser names a syntax error "$: invalid JSON ..."; everything else is schema. */
@@ -291,20 +294,9 @@ static enum MHD_Result answer(struct gw_req *r)
     }
     if (r->post->commit_rc != 0)
         return unavailable(r);
-    if (r->post->item.verdict == GW_COMMIT_REUSED)
-        return reused(r);
-    if (r->post->item.verdict == GW_COMMIT_DAMAGED) {
-        struct gw_error err;
-        gw_pg_receipt_refused(r->batch_id, r->post->item.damage, &err);
-        return gw_serve_row_damage(r, err.msg);
-    }
-    int replayed = r->post->item.verdict == GW_COMMIT_REPLAY;
-    if (replayed)
-        r->result = GW_RESULT_REPLAYED;
+    if (r->post->item.verdict != GW_COMMIT_NEW)
+        return answer_seen(r, r->post->item.verdict);
     gw_buf_puts(&r->post->receipt, "\n");
-    if (replayed)
-        return gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt,
-                                "Idempotent-Replayed", "true");
     enum MHD_Result ret =
         gw_serve_respond(r, MHD_HTTP_OK, "application/json", &r->post->receipt, NULL, NULL);
     if (r->over_capacity && r->status == MHD_HTTP_OK)

@@ -162,11 +162,9 @@ static enum MHD_Result archived(struct gw_req *r, uint64_t seq)
     return gw_serve_respond(r, 410, type, &body, NULL, NULL);
 }
 
-/* The answer to a read of a stored receipt (gw_store_read_receipt's outcome): the receipt and a
- * newline (docs/api.md §3 and §4), or why there is none. */
-static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, struct gw_buf *body,
-                                   const struct gw_store_miss *miss, const char *header,
-                                   const char *value)
+enum MHD_Result gw_answer_read(struct gw_req *r, const char *id, int rc, struct gw_buf *body,
+                               const struct gw_store_miss *miss, const char *header,
+                               const char *value)
 {
     char msg[200];
     if (rc == 0) {
@@ -185,8 +183,8 @@ static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, str
     case -EILSEQ:
         return gw_serve_record_damage(r, miss->segment, miss->line, miss->seq, rc);
     case -EUCLEAN:
-        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt",
-                              GW_IDEM_BAD_BLOCK_MSG, "", NULL, NULL);
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "index_corrupt", miss->error.msg,
+                              "", NULL, NULL);
     case -EXDEV:
         return gw_serve_index_mismatch(r, id, miss);
     case -EBADE:
@@ -200,18 +198,6 @@ static enum MHD_Result answer_read(struct gw_req *r, const char *id, int rc, str
     }
 }
 
-enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
-                                         const unsigned char *fingerprint, const char *header,
-                                         const char *value)
-{
-    struct gw_buf body;
-    struct gw_store_miss miss;
-    gw_buf_init(&body);
-    int rc = gw_store_read_ref(r->srv->store, ref, r->batch_id, strlen(r->batch_id), fingerprint,
-                               &body, &miss);
-    return answer_read(r, r->batch_id, rc, &body, &miss, header, value);
-}
-
 enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
 {
     size_t len = strlen(id);
@@ -223,5 +209,5 @@ enum MHD_Result gw_handle_batch(struct gw_req *r, const char *id)
                  : -ENOENT;
     if (rc != -ENOENT && rc != -EUCLEAN && rc != -EAGAIN) /* a stored batch: logged by its id */
         snprintf(r->batch_id, sizeof(r->batch_id), "%s", id);
-    return answer_read(r, id, rc, &body, &miss, NULL, NULL);
+    return gw_answer_read(r, id, rc, &body, &miss, NULL, NULL);
 }

@@ -237,11 +237,12 @@ enum MHD_Result gw_handle_admin_membership_get(struct gw_req *r, const char *res
 enum MHD_Result gw_handle_receipts(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest);
 
-/* Queues a stored receipt (read from the journal) and a newline with status 200 and one
- * optional header, or the 500 that says it cannot be read (handle_read.c). */
-enum MHD_Result gw_answer_stored_receipt(struct gw_req *r, struct gw_idem_ref ref,
-                                         const unsigned char *fingerprint, const char *header,
-                                         const char *value);
+/* The answer to a read of batch `id`'s stored receipt (handle_read.c), rc and `miss` as
+ * gw_store_read_receipt gives them: `body` (the receipt) and a newline with status 200 and one
+ * optional header (docs/api.md §3 and §4), or why there is none. */
+enum MHD_Result gw_answer_read(struct gw_req *r, const char *id, int rc, struct gw_buf *body,
+                               const struct gw_store_miss *miss, const char *header,
+                               const char *value);
 
 /* --store postgres (epoch_hooks.c, docs/journal.md §10): `o`'s adopt (the database's latest epoch
  * replaces `topo` at start) and publish (another replica's epochs, under reload_lock). */
@@ -260,7 +261,7 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
                                        uint64_t seq, int rc);
 
 /* A --store postgres receipt row that failed its check when read (docs/journal.md §10): counted,
- * logged and answered 500 record_corrupt with `msg` (gw_pg_receipt_refused's), never its bytes. */
+ * logged and answered 500 record_corrupt with `msg` (the store's), never its bytes. */
 enum MHD_Result gw_serve_row_damage(struct gw_req *r, const char *msg);
 
 /* The index placed a batch at a sound journal record of another batch or fingerprint (damage.c,

@@ -84,9 +84,10 @@ void gw_store_refusal(struct gw_store *s, struct gw_store_refusal *out)
 }
 
 int gw_store_claim(struct gw_store *s, const char *id, size_t len, const unsigned char *fingerprint,
-                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref)
+                   enum gw_commit_verdict *verdict, struct gw_buf *stored,
+                   struct gw_store_miss *miss)
 {
-    return s->ops->claim(s, id, len, fingerprint, verdict, ref);
+    return s->ops->claim(s, id, len, fingerprint, verdict, stored, miss);
 }
 
 void gw_store_release(struct gw_store *s, const char *id, size_t len)
@@ -136,7 +137,7 @@ int gw_store_record_epoch(struct gw_store *s, const struct gw_topology *next,
     return s->ops->record_epoch(s, next, source, base, entry, err);
 }
 
-int gw_store_catch_up(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err)
+int gw_store_catch_up(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err)
 {
     return s->ops->catch_up(s, apply, ctx, err);
 }

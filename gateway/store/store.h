@@ -13,11 +13,10 @@
 #include "buf.h"
 #include "chain.h"
 #include "commit_item.h"
-#include "feed.h"
+#include "feed_record.h"
 #include "feed_watch.h"
-#include "idempotency.h"
 #include "ledger.h"
-#include "pg_store.h"
+#include "metrics.h"
 
 #define GW_STORE_FILE_NAME_MAX 40 /* a segment's file name and its NUL (gw_store_segment_file) */
 
@@ -46,9 +45,9 @@ struct gw_store_options {
     /* --store postgres (docs/journal.md §10): at open, the database's latest epoch is handed to
      * `adopt` (it replaces the files' topology); while serving, the epochs another replica
      * recorded are handed to `publish`, the newest last, under `publish_lock`. */
-    gw_pg_epoch_fn adopt;
+    gw_epoch_fn adopt;
     void *adopt_ctx;
-    gw_pg_epoch_fn publish;
+    gw_epoch_fn publish;
     void *publish_ctx;
     pthread_mutex_t *publish_lock;
 };
@@ -85,12 +84,18 @@ struct gw_store_refusal {
 };
 void gw_store_refusal(struct gw_store *s, struct gw_store_refusal *out);
 
-/* Claims batch_id `id` (`len` bytes) with this fingerprint for a commit, as gw_idem_claim does
- * (idempotency.h): *verdict says whether it is new, and *ref where a replayed receipt is. With
- * --store postgres the commit's transaction decides: always GW_IDEM_NEW. Returns 0, -EIO (the
- * index failed a block's checksum) or -ENOMEM. */
+struct gw_store_miss;
+
+/* Claims batch_id `id` (`len` bytes) with this fingerprint for a commit (docs/api.md §3), in
+ * the verdicts a commit gives too (commit_item.h): GW_COMMIT_NEW (claimed: submit it, or
+ * release it), GW_COMMIT_REPLAY (its stored receipt appended to `stored`, without a newline),
+ * GW_COMMIT_REUSED, GW_COMMIT_IN_FLIGHT or GW_COMMIT_EXPIRED. With --store postgres the commit's
+ * transaction decides: always NEW here. Returns 0, or when a replay's receipt cannot be read the
+ * code gw_store_read_receipt gives, with `miss` (-EUCLEAN also when the index failed a block's
+ * checksum at the claim, miss->error saying so), or -ENOMEM. */
 int gw_store_claim(struct gw_store *s, const char *id, size_t len, const unsigned char *fingerprint,
-                   enum gw_idem_verdict *verdict, struct gw_idem_ref *ref);
+                   enum gw_commit_verdict *verdict, struct gw_buf *stored,
+                   struct gw_store_miss *miss);
 
 /* Gives up a claim that will not be committed (a refused batch leaves no record). */
 void gw_store_release(struct gw_store *s, const char *id, size_t len);
@@ -130,7 +135,7 @@ int gw_store_record_epoch(struct gw_store *s, const struct gw_topology *next,
 /* Hands every epoch the database recorded after the chain's latest to `apply`, the newest
  * last (gw_pg_store_catch_up); the state dir's store has none to catch up. The caller
  * serializes calls. Returns 0, or as gw_store_record_epoch (-EAGAIN, -ENOMEM, -EINVAL). */
-int gw_store_catch_up(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err);
+int gw_store_catch_up(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err);
 
 /* At shutdown, once no request is in flight: writes or commits what is queued, the last
  * checkpoint, and stops the store's threads. The HTTP daemon stops after, then gw_store_close. */
@@ -158,20 +163,13 @@ struct gw_store_miss {
  *   -ESTALE  its receipt is in an archived segment (docs/api.md §3), miss->seq;
  *   -EBADMSG, -ENOMSG or -EILSEQ  its journal line failed its check (docs/journal.md §2.1):
  *            miss->segment, line and seq;
- *   -EUCLEAN the idempotency index failed a block's checksum (docs/journal.md §9);
+ *   -EUCLEAN the idempotency index failed a block's checksum (docs/journal.md §9), miss->error;
  *   -EXDEV   the index places it at a sound record of another batch or fingerprint;
  *   -EBADE   --store postgres: its row failed its check (docs/journal.md §10), miss->error;
  *   -EAGAIN  the store cannot be reached (--store postgres), miss->error;
  *   -ENOMEM or another -errno: the bytes could not be read. */
 int gw_store_read_receipt(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
                           struct gw_store_miss *miss);
-
-/* The same for the receipt of batch `id` the index placed at `ref` (a replayed POST has it from
- * its claim, and its `fingerprint`; the state dir's store only). A record there of another batch
- * or fingerprint is -EXDEV: the index is wrong, never another batch's bytes served. */
-int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id, size_t len,
-                      const unsigned char *fingerprint, struct gw_buf *out,
-                      struct gw_store_miss *miss);
 
 /* The feed (docs/api.md §17): visits the durable records after cursor `after` in journal order,
  * as gw_feed_read does (feed.h); `max` bounds the receipts one read of the database fetches (the

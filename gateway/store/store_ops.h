@@ -34,7 +34,8 @@ struct gw_store_ops {
     int (*writable)(struct gw_store *s);
     void (*refusal)(struct gw_store *s, struct gw_store_refusal *out);
     int (*claim)(struct gw_store *s, const char *id, size_t len, const unsigned char *fingerprint,
-                 enum gw_idem_verdict *verdict, struct gw_idem_ref *ref);
+                 enum gw_commit_verdict *verdict, struct gw_buf *stored,
+                 struct gw_store_miss *miss);
     void (*release)(struct gw_store *s, const char *id, size_t len);
     void (*submit)(struct gw_store *s, struct gw_commit_item *item);
     int (*read_receipt)(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
@@ -50,7 +51,7 @@ struct gw_store_ops {
     int (*record_epoch)(struct gw_store *s, const struct gw_topology *next,
                         enum gw_epoch_source source, const char *base, struct gw_epoch_entry *entry,
                         struct gw_error *err);
-    int (*catch_up)(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err);
+    int (*catch_up)(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err);
     struct gw_epoch_chain *(*chain)(struct gw_store *s);
 };
 

@@ -133,16 +133,17 @@ static int commit(struct open_store *s, const char *id, struct gw_buf *receipt)
     struct gw_batch b;
     struct gw_dispatch d;
     struct gw_error err;
-    enum gw_idem_verdict verdict;
-    struct gw_idem_ref ref;
+    enum gw_commit_verdict verdict;
+    struct gw_store_miss miss;
     snprintf(doc, sizeof(doc),
              "{\"batch_id\":\"%s\",\"changes\":[{\"id\":\"c\",\"key\":\"%s\","
              "\"size\":3}]}",
              id, id);
     if (gw_batch_parse(doc, strlen(doc), 10, &b, &err) != 0)
         return -EINVAL;
-    int rc = gw_store_claim(s->store, b.batch_id, b.batch_id_len, b.fingerprint, &verdict, &ref);
-    if (rc == 0 && verdict != GW_IDEM_NEW)
+    int rc = gw_store_claim(s->store, b.batch_id, b.batch_id_len, b.fingerprint, &verdict, receipt,
+                            &miss);
+    if (rc == 0 && verdict != GW_COMMIT_NEW)
         rc = -EEXIST;
     if (rc == 0 && (rc = gw_dispatch_run(&s->view->topo, &b, &d, &err)) == 0) {
         gw_receipt_write(receipt, &s->view->topo, &b, &d);

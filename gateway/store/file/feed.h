@@ -13,11 +13,6 @@
 #include "feed_record.h"
 #include "feed_segments.h"
 
-/* One index mark: the byte just after receipt `seq`'s line in segment `segment`. */
-struct gw_feed_mark {
-    uint64_t seq, segment, offset;
-};
-
 struct gw_feed {
     char *dir;
     pthread_mutex_t lock; /* the bound, the marks and the kept listing */

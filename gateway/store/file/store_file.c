@@ -52,11 +52,50 @@ static void refusal_file(struct gw_store *s, struct gw_store_refusal *out)
                  gw_committer_failed(c) ? c->error.msg : "journal: not accepting records");
 }
 
-static int claim_file(struct gw_store *s, const char *id, size_t len,
-                      const unsigned char *fingerprint, enum gw_idem_verdict *verdict,
-                      struct gw_idem_ref *ref)
+/* The receipt of batch `id` the index placed at `ref` (with the claim's `fingerprint`, or NULL),
+ * appended to `out`, as gw_store_read_receipt: a record there of another batch or fingerprint is
+ * -EXDEV, the index wrong, never another batch's bytes served. */
+static int read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id, size_t len,
+                    const unsigned char *fingerprint, struct gw_buf *out,
+                    struct gw_store_miss *miss)
 {
-    return gw_idem_claim(&gw_fs(s)->idem, id, len, fingerprint, verdict, ref);
+    struct gw_store_file *f = gw_fs(s);
+    struct gw_receipt_name name = {ref.seq, id, len, fingerprint, ref.fp_prefix};
+    miss->seq = ref.seq;
+    miss->segment = ref.segment;
+    miss->line = gw_journal_receipt_line(ref.seq, ref.offset);
+    if (gw_segments_archived(&f->journal.segs, ref.segment))
+        return -ESTALE;
+    /* appends nothing on an error */
+    return gw_journal_read_receipt(&f->journal, ref.segment, &name, ref.offset, (size_t)ref.len,
+                                   out);
+}
+
+/* -EUCLEAN: the index failed a block's checksum, said in miss->error. */
+static int index_fault(struct gw_store_miss *miss)
+{
+    gw_error_set(&miss->error, "", "%s", GW_IDEM_BAD_BLOCK_MSG);
+    return -EUCLEAN;
+}
+
+static int claim_file(struct gw_store *s, const char *id, size_t len,
+                      const unsigned char *fingerprint, enum gw_commit_verdict *verdict,
+                      struct gw_buf *stored, struct gw_store_miss *miss)
+{
+    static const enum gw_commit_verdict of[] = {
+        [GW_IDEM_NEW] = GW_COMMIT_NEW,         [GW_IDEM_REPLAY] = GW_COMMIT_REPLAY,
+        [GW_IDEM_REUSED] = GW_COMMIT_REUSED,   [GW_IDEM_IN_FLIGHT] = GW_COMMIT_IN_FLIGHT,
+        [GW_IDEM_EXPIRED] = GW_COMMIT_EXPIRED,
+    };
+    enum gw_idem_verdict v;
+    struct gw_idem_ref ref;
+    int rc = gw_idem_claim(&gw_fs(s)->idem, id, len, fingerprint, &v, &ref);
+    if (rc == -EIO)
+        return index_fault(miss);
+    if (rc != 0)
+        return rc;
+    *verdict = of[v];
+    return v == GW_IDEM_REPLAY ? read_ref(s, ref, id, len, fingerprint, stored, miss) : 0;
 }
 
 static void release_file(struct gw_store *s, const char *id, size_t len)
@@ -98,30 +137,14 @@ static void submit_file(struct gw_store *s, struct gw_commit_item *item)
     gw_committer_submit(&gw_fs(s)->committer, item);
 }
 
-int gw_store_read_ref(struct gw_store *s, struct gw_idem_ref ref, const char *id, size_t len,
-                      const unsigned char *fingerprint, struct gw_buf *out,
-                      struct gw_store_miss *miss)
-{
-    struct gw_store_file *f = gw_fs(s);
-    struct gw_receipt_name name = {ref.seq, id, len, fingerprint, ref.fp_prefix};
-    miss->seq = ref.seq;
-    miss->segment = ref.segment;
-    miss->line = gw_journal_receipt_line(ref.seq, ref.offset);
-    if (gw_segments_archived(&f->journal.segs, ref.segment))
-        return -ESTALE;
-    /* appends nothing on an error */
-    return gw_journal_read_receipt(&f->journal, ref.segment, &name, ref.offset, (size_t)ref.len,
-                                   out);
-}
-
 static int read_receipt_file(struct gw_store *s, const char *id, size_t len, struct gw_buf *out,
                              struct gw_store_miss *miss)
 {
     struct gw_idem_ref ref;
     int rc = gw_idem_find(&gw_fs(s)->idem, id, len, &ref);
     if (rc == -EIO)
-        return -EUCLEAN;
-    return rc != 0 ? -ENOENT : gw_store_read_ref(s, ref, id, len, NULL, out, miss);
+        return index_fault(miss);
+    return rc != 0 ? -ENOENT : read_ref(s, ref, id, len, NULL, out, miss);
 }
 
 static int feed_read_file(struct gw_store *s, uint64_t after, size_t max, gw_feed_visit_fn visit,
@@ -219,7 +242,7 @@ static int record_epoch_file(struct gw_store *s, const struct gw_topology *next,
     return journal_epoch(s, next, source, entry, err);
 }
 
-static int catch_up_file(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err)
+static int catch_up_file(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err)
 {
     (void)s, (void)apply, (void)ctx, (void)err; /* no other writer records epochs */
     return 0;

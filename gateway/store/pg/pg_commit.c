@@ -282,12 +282,14 @@ static int read_stored(struct gw_pg_conn *c, struct group *g, struct gw_error *e
         gw_hex_encode(it->fingerprint, GW_FINGERPRINT_LEN, hex);
         if (strcmp(PQgetvalue(res, row, 1), hex) != 0)
             continue; /* REUSED */
-        it->damage =
+        const char *damage =
             gw_pg_receipt_damage(it->batch_id, PQgetvalue(res, row, 2),
                                  (size_t)PQgetlength(res, row, 2), PQgetvalue(res, row, 3));
-        it->verdict = it->damage ? GW_COMMIT_DAMAGED : GW_COMMIT_REPLAY;
-        if (it->damage)
+        it->verdict = damage ? GW_COMMIT_DAMAGED : GW_COMMIT_REPLAY;
+        if (damage) {
+            gw_pg_receipt_refused(it->batch_id, damage, it->damage);
             continue;
+        }
         /* its own receipt is not needed any more */
         gw_buf_reset(it->stored);
         gw_buf_append(it->stored, PQgetvalue(res, row, 2), (size_t)PQgetlength(res, row, 2));
@@ -306,7 +308,8 @@ static void decide_repeats(struct group *g)
         if (memcmp(first->fingerprint, it->fingerprint, GW_FINGERPRINT_LEN) != 0 ||
             first->verdict == GW_COMMIT_REUSED || first->verdict == GW_COMMIT_DAMAGED) {
             it->verdict = first->verdict == GW_COMMIT_DAMAGED ? first->verdict : GW_COMMIT_REUSED;
-            it->damage = first->damage;
+            if (it->verdict == GW_COMMIT_DAMAGED)
+                *it->damage = *first->damage;
             continue;
         }
         it->verdict = GW_COMMIT_REPLAY;

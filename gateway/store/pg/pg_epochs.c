@@ -38,8 +38,8 @@ static int replay_row(struct gw_pg_store *s, PGresult *res, int row, struct gw_c
     return rc;
 }
 
-int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_pg_epoch_fn apply,
-                          void *ctx, struct gw_error *err)
+int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_epoch_fn apply, void *ctx,
+                          struct gw_error *err)
 {
     struct gw_epoch_entry latest = {.epoch_seq = 0};
     gw_chain_latest(&s->chain, &latest);
@@ -71,7 +71,7 @@ int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_pg_epo
 
 struct catch_up {
     struct gw_pg_store *s;
-    gw_pg_epoch_fn apply;
+    gw_epoch_fn apply;
     void *ctx;
 };
 
@@ -83,8 +83,7 @@ static int catch_up_on(struct gw_pg_conn *c, void *arg, struct gw_error *err)
 
 /* Before a membership change, on the readers' connection: one the database's restart left dead
  * is found by this read, which runs once more on a new one (gw_pg_once_more). */
-int gw_pg_store_catch_up(struct gw_pg_store *s, gw_pg_epoch_fn apply, void *ctx,
-                         struct gw_error *err)
+int gw_pg_store_catch_up(struct gw_pg_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err)
 {
     struct catch_up u = {s, apply, ctx};
     pthread_mutex_lock(&s->read_lock);
@@ -190,7 +189,7 @@ int gw_pg_epoch_record(struct gw_pg_store *s, const struct gw_topology *t,
     return rc;
 }
 
-int gw_pg_epochs_open(struct gw_pg_store *s, const struct gw_topology *topo, gw_pg_epoch_fn adopt,
+int gw_pg_epochs_open(struct gw_pg_store *s, const struct gw_topology *topo, gw_epoch_fn adopt,
                       void *ctx, struct gw_error *err)
 {
     struct gw_epoch_entry e;

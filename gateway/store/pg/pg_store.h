@@ -54,12 +54,6 @@ struct gw_pg_store {
     int seq_poked; /* under seq_worker.lock */
 };
 
-/* An epoch the database holds, handed over by the calls below: its contract, its members
- * (taken over: the callee frees them) and its chain entry. Returns 0 or a negative code. */
-typedef int (*gw_pg_epoch_fn)(void *ctx, const struct gw_contract *contract,
-                              struct gw_membership *members, const struct gw_epoch_entry *e,
-                              struct gw_error *err);
-
 /* Connects, checks the schema is this binary's (else -EPROTO: run `shardgate db migrate`) and
  * loads the epoch chain: the database's latest epoch is handed to `adopt` (the membership lives
  * in the database, docs/journal.md §10); an empty chain gets `topo`'s as its first epoch. Reads
@@ -69,7 +63,7 @@ struct gw_pg_open {
     const char *url;
     const char *read_url;           /* NULL: url (docs/operations.md §9.1, reads on a standby) */
     const struct gw_topology *topo; /* the files' */
-    gw_pg_epoch_fn adopt;
+    gw_epoch_fn adopt;
     void *adopt_ctx;
     struct gw_metrics *metrics;
     unsigned delay_ms;          /* test only: as the file store's committer */
@@ -78,18 +72,17 @@ struct gw_pg_open {
 int gw_pg_store_open(struct gw_pg_store *s, const struct gw_pg_open *o, struct gw_error *err);
 
 /* pg_epochs.c. The chain at start (gw_pg_store_open's). */
-int gw_pg_epochs_open(struct gw_pg_store *s, const struct gw_topology *topo, gw_pg_epoch_fn adopt,
+int gw_pg_epochs_open(struct gw_pg_store *s, const struct gw_topology *topo, gw_epoch_fn adopt,
                       void *ctx, struct gw_error *err);
 
 /* Appends every epoch row after the chain's latest to the chain, read on connection `c`, and
  * hands the newest to `apply` (not called when nothing is new). The caller serializes calls
  * (the server's reload lock). Returns 0 or a negative code (err set). */
-int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_pg_epoch_fn apply,
-                          void *ctx, struct gw_error *err);
+int gw_pg_epochs_catch_up(struct gw_pg_store *s, struct gw_pg_conn *c, gw_epoch_fn apply, void *ctx,
+                          struct gw_error *err);
 
 /* gw_pg_epochs_catch_up on the readers' connection. */
-int gw_pg_store_catch_up(struct gw_pg_store *s, gw_pg_epoch_fn apply, void *ctx,
-                         struct gw_error *err);
+int gw_pg_store_catch_up(struct gw_pg_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err);
 
 /* Records the next epoch `t` in one transaction on the readers' connection: the sequencer row
  * locked, the database's latest epoch must still be `base` (else -ESTALE: another replica

@@ -15,7 +15,7 @@
 /* What the database's store holds of its own (struct gw_store's impl). */
 struct gw_store_pg {
     struct gw_pg_store pg;
-    gw_pg_epoch_fn publish; /* gw_store_options' */
+    gw_epoch_fn publish; /* gw_store_options' */
     void *publish_ctx;
     pthread_mutex_t *publish_lock;
 };
@@ -116,11 +116,11 @@ static void refusal_pg(struct gw_store *s, struct gw_store_refusal *out)
 }
 
 static int claim_pg(struct gw_store *s, const char *id, size_t len,
-                    const unsigned char *fingerprint, enum gw_idem_verdict *verdict,
-                    struct gw_idem_ref *ref)
+                    const unsigned char *fingerprint, enum gw_commit_verdict *verdict,
+                    struct gw_buf *stored, struct gw_store_miss *miss)
 {
-    (void)s, (void)id, (void)len, (void)fingerprint, (void)ref;
-    *verdict = GW_IDEM_NEW; /* the store's transaction decides (docs/journal.md §10) */
+    (void)s, (void)id, (void)len, (void)fingerprint, (void)stored, (void)miss;
+    *verdict = GW_COMMIT_NEW; /* the store's transaction decides (docs/journal.md §10) */
     return 0;
 }
 
@@ -238,7 +238,7 @@ static int record_epoch_pg(struct gw_store *s, const struct gw_topology *next,
     return pg_code(gw_pg_epoch_record(&db(s)->pg, next, source, base, entry, err));
 }
 
-static int catch_up_pg(struct gw_store *s, gw_pg_epoch_fn apply, void *ctx, struct gw_error *err)
+static int catch_up_pg(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err)
 {
     return pg_code(gw_pg_store_catch_up(&db(s)->pg, apply, ctx, err));
 }

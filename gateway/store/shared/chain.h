@@ -67,4 +67,13 @@ int gw_source_parse(const char *name, enum gw_epoch_source *out);
 /* Writes the current UTC time as YYYY-MM-DDTHH:MM:SS.mmmZ. */
 void gw_chain_now(char out[GW_EPOCH_TIME_LEN + 1]);
 
+/* An epoch a store holds, handed over (gw_store_catch_up, the database's adopt and publish):
+ * its contract, its members (taken over: the callee frees them) and its chain entry. Returns 0
+ * or a negative code. */
+struct gw_contract;
+struct gw_membership;
+typedef int (*gw_epoch_fn)(void *ctx, const struct gw_contract *contract,
+                           struct gw_membership *members, const struct gw_epoch_entry *e,
+                           struct gw_error *err);
+
 #endif

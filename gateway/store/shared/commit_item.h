@@ -14,14 +14,17 @@
 
 struct gw_commit_item;
 
-/* What committing a receipt did. The file store decides replays before dispatch, so it always
- * says NEW; the PostgreSQL store decides in the transaction, where another replica may have
- * committed the same batch_id first (docs/api.md §3). */
+/* What a store says of a batch_id, at its claim (gw_store_claim) and at its commit: one set for
+ * both stores (docs/api.md §3). The file store decides at the claim, before dispatch, so its
+ * commits always say NEW; the PostgreSQL store's claims always say NEW, and its transaction
+ * decides, where another replica may have committed the same batch_id first. */
 enum gw_commit_verdict {
-    GW_COMMIT_NEW,     /* journaled now, with `seq` */
-    GW_COMMIT_REPLAY,  /* the batch_id was committed before with the same fingerprint */
-    GW_COMMIT_REUSED,  /* the batch_id was committed before with another fingerprint */
-    GW_COMMIT_DAMAGED, /* committed before with the same fingerprint; its row fails its check */
+    GW_COMMIT_NEW,       /* claimed; at the commit: recorded now, with `seq` */
+    GW_COMMIT_REPLAY,    /* committed before with the same fingerprint: its stored receipt */
+    GW_COMMIT_REUSED,    /* committed before with another fingerprint */
+    GW_COMMIT_DAMAGED,   /* committed before with the same fingerprint; its row fails its check */
+    GW_COMMIT_IN_FLIGHT, /* being committed by another request now */
+    GW_COMMIT_EXPIRED,   /* acknowledged longer ago than the idempotency window */
 };
 
 /* Called once per item from the writer thread: rc 0 when the record is durable, else a
@@ -48,7 +51,7 @@ struct gw_commit_item {
     const struct gw_tally *tally;
     enum gw_commit_verdict verdict; /* set before `done` with rc 0 */
     struct gw_buf *stored;          /* GW_COMMIT_REPLAY: receives the stored receipt */
-    const char *damage;             /* GW_COMMIT_DAMAGED: what is wrong with the row */
+    struct gw_error *damage;        /* GW_COMMIT_DAMAGED: receives the answer to the damage */
     /* the state dir's store: the view's epoch_seq and ledger slots, for the totals it adds */
     uint64_t view_epoch_seq;
     const size_t *slots;

@@ -9,6 +9,13 @@
 
 enum gw_feed_kind { GW_FEED_RECEIPT, GW_FEED_EPOCH };
 
+/* A place in the feed: the byte just after receipt `seq`'s line in segment `segment`. The file
+ * journal's reader keeps its index marks so and seeks a reader's re-read there; the PostgreSQL
+ * store reads by seq alone. */
+struct gw_feed_mark {
+    uint64_t seq, segment, offset;
+};
+
 /* A receipt whose line is longer than GW_FEED_LONG_LINE (the state dir's store only): its bytes
  * stay in the segment file, checked once when it was met, and are read in pieces by whoever
  * sends them (docs/api.md §17). The record is the file's bytes [offset, offset + bytes),
