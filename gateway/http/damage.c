@@ -18,12 +18,13 @@ enum MHD_Result gw_serve_record_damage(struct gw_req *r, uint64_t segment, uint6
     gw_log_str(&f, "file", file);
     gw_log_u64(&f, "offset", offset);
     gw_log_u64(&f, "seq", seq);
-    gw_log_str(&f, "what", gw_store_damage_what(rc));
+    gw_log_str(&f, "what", gw_store_damage_what(s->store, rc));
     gw_log_event("record_checksum_failed", &f);
     snprintf(msg, sizeof(msg),
              "journal record damaged: seq %llu in %s (the line at offset %llu): %s; nothing of it "
              "is served (docs/operations.md §5.2)",
-             (unsigned long long)seq, file, (unsigned long long)offset, gw_store_damage_what(rc));
+             (unsigned long long)seq, file, (unsigned long long)offset,
+             gw_store_damage_what(s->store, rc));
     return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "record_corrupt", msg, "", NULL, NULL);
 }
 

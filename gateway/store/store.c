@@ -146,3 +146,13 @@ struct gw_epoch_chain *gw_store_chain(struct gw_store *s)
 {
     return s->ops->chain(s);
 }
+
+const char *gw_store_damage_what(struct gw_store *s, int rc)
+{
+    return s->ops->damage_what(rc);
+}
+
+void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
+{
+    s->ops->segment_file(s, segment, file);
+}

@@ -189,11 +189,12 @@ int gw_store_feed_read(struct gw_store *s, uint64_t after, size_t max, gw_feed_v
  * UINT64_MAX, as another replica's receipts may be announced here late. */
 uint64_t gw_store_feed_head(struct gw_store *s);
 
-/* What is wrong with a journal line, from a read's -EBADMSG, -ENOMSG or -EILSEQ. */
-const char *gw_store_damage_what(int rc);
+/* What is wrong with a stored record, from a read's -EBADMSG, -ENOMSG or -EILSEQ. */
+const char *gw_store_damage_what(struct gw_store *s, int rc);
 
-/* The file name of journal segment `segment` (its first_seq) in `file` (GW_STORE_FILE_NAME_MAX):
- * the open segment's is the journal's own. */
+/* Where a damaged record lies, by the `segment` a read named (gw_store_miss), in `file`
+ * (GW_STORE_FILE_NAME_MAX): the journal segment's file name (the open segment's is the
+ * journal's own), or the database's table. */
 void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file);
 
 #endif

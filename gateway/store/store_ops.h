@@ -27,6 +27,8 @@ struct gw_commit_item;
 struct gw_store_ops {
     const char *check_name; /* gw_store_check_name */
     int holds_membership;   /* gw_store_holds_membership */
+    const char *(*damage_what)(int rc);
+    void (*segment_file)(struct gw_store *s, uint64_t segment, char *file);
     int (*start)(struct gw_store *s, const struct gw_store_options *o, struct gw_metrics *metrics,
                  struct gw_error *err);
     void (*stop)(struct gw_store *s);

@@ -253,7 +253,7 @@ static struct gw_epoch_chain *chain_file(struct gw_store *s)
     return &gw_fs(s)->journal.chain;
 }
 
-const char *gw_store_damage_what(int rc)
+static const char *damage_what_file(int rc)
 {
     return rc == -EILSEQ ? "the line at the index's position is not that record's"
                          : gw_record_fault(rc);
@@ -261,7 +261,7 @@ const char *gw_store_damage_what(int rc)
 
 _Static_assert(GW_SEGMENT_NAME_MAX <= GW_STORE_FILE_NAME_MAX, "a segment's name fits the face's");
 
-void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
+static void segment_file_file(struct gw_store *s, uint64_t segment, char *file)
 {
     if (segment == atomic_load(&gw_fs(s)->journal.segment))
         snprintf(file, GW_SEGMENT_NAME_MAX, "%s", GW_JOURNAL_FILE);
@@ -272,6 +272,8 @@ void gw_store_segment_file(struct gw_store *s, uint64_t segment, char *file)
 const struct gw_store_ops gw_store_file_ops = {
     .check_name = "journal",
     .holds_membership = 0,
+    .damage_what = damage_what_file,
+    .segment_file = segment_file_file,
     .start = gw_store_start_file,
     .stop = stop_file,
     .close = close_file,

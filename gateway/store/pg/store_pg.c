@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +244,19 @@ static int catch_up_pg(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct 
     return pg_code(gw_pg_store_catch_up(&db(s)->pg, apply, ctx, err));
 }
 
+/* The database's rows are named by their table: it has no journal lines or segment files. */
+static const char *damage_what_pg(int rc)
+{
+    (void)rc;
+    return "the row fails its check";
+}
+
+static void segment_file_pg(struct gw_store *s, uint64_t segment, char *file)
+{
+    (void)s, (void)segment;
+    snprintf(file, GW_STORE_FILE_NAME_MAX, "%s", "shardgate_receipts");
+}
+
 static struct gw_epoch_chain *chain_pg(struct gw_store *s)
 {
     return &db(s)->pg.chain;
@@ -251,6 +265,8 @@ static struct gw_epoch_chain *chain_pg(struct gw_store *s)
 const struct gw_store_ops gw_store_pg_ops = {
     .check_name = "store",
     .holds_membership = 1,
+    .damage_what = damage_what_pg,
+    .segment_file = segment_file_pg,
     .start = start_pg,
     .stop = stop_pg,
     .close = close_pg,
