@@ -786,6 +786,11 @@ DEFECTS = [
     ("claim-in-flight-taken-as-new", "gateway:claim_file",
      "[GW_IDEM_IN_FLIGHT] = GW_COMMIT_IN_FLIGHT", "[GW_IDEM_IN_FLIGHT] = GW_COMMIT_NEW",
      ("tests",), "^http_idempotency$"),
+    # The ring object every receipt repeats is rendered once per topology: its online list
+    # losing the last shard would be in every receipt of that epoch.
+    ("ring-json-online-misses-last-shard", "gateway:render_once",
+     "    for (uint32_t s = 0; s < n; s++) {\n        if (s)",
+     "    for (uint32_t s = 0; s + 1 < n; s++) {\n        if (s)", ("tests",), "^http_golden$"),
     ("pg-replay-unchecked", "gateway:read_stored",
      "        it->verdict = damage ? GW_COMMIT_DAMAGED : GW_COMMIT_REPLAY;",
      "        it->verdict = GW_COMMIT_REPLAY;", ("tests",), "^pg_store_damage$"),

@@ -6,62 +6,46 @@
 
 #include "spill.h"
 
-static void write_shard_id(struct gw_buf *out, const struct ring *ring, uint32_t shard)
-{
-    gw_buf_json_string(out, ring_shard_id(ring, shard), ring_shard_id_len(ring, shard));
-}
-
 /* The placement fields after the change's own: hash, point, vnode, shard. */
-static void write_placement_where(struct gw_buf *out, const struct ring *ring,
+static void write_placement_where(struct gw_buf *out, const struct gw_topology *t,
                                   const struct ring_placement *p)
 {
     gw_buf_field_u64(out, ",\"hash\":", p->hash);
     gw_buf_field_u64(out, ",\"point\":", p->point);
     gw_buf_field_u64(out, ",\"vnode\":", p->vnode);
     gw_buf_puts(out, ",\"shard\":");
-    write_shard_id(out, ring, p->shard);
+    gw_topology_shard_json(t, out, p->shard);
 }
 
 /* ... then the reason of a placement at its home point. */
-static void write_placement_tail(struct gw_buf *out, const struct ring *ring,
+static void write_placement_tail(struct gw_buf *out, const struct gw_topology *t,
                                  const struct ring_placement *p)
 {
-    write_placement_where(out, ring, p);
+    write_placement_where(out, t, p);
     gw_buf_puts(out, p->wrapped ? ",\"reason\":\"wrap\"}" : ",\"reason\":\"ring\"}");
 }
 
-static void write_points(struct gw_buf *out, const struct ring *ring)
+static void write_points(struct gw_buf *out, const struct gw_topology *t)
 {
     gw_buf_puts(out, ",\"points\":[");
-    for (size_t i = 0; i < ring_points_total(ring); i++) {
-        struct ring_point p = ring_point_at(ring, i);
+    for (size_t i = 0; i < ring_points_total(t->ring); i++) {
+        struct ring_point p = ring_point_at(t->ring, i);
         gw_buf_field_u64(out, i ? ",{\"value\":" : "{\"value\":", p.value);
         gw_buf_puts(out, ",\"shard\":");
-        write_shard_id(out, ring, p.shard);
+        gw_topology_shard_json(t, out, p.shard);
         gw_buf_field_u64(out, ",\"vnode\":", p.vnode);
         gw_buf_puts(out, "}");
     }
     gw_buf_puts(out, "]");
 }
 
+/* The ring object: id, algorithm, hash, vnodes and online shards as the topology rendered them
+ * once, then its points if asked for. */
 void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points)
 {
-    const struct ring *ring = t->ring;
-    gw_buf_puts(out, "{\"id\":\"");
-    gw_buf_puts(out, ring_id(ring));
-    gw_buf_puts(out, "\",\"algorithm\":\"ketama\",\"hash\":\"");
-    gw_buf_puts(out, ring_digest_name(ring_digest_of(ring)));
-    gw_buf_field_u64(out, "\",\"vnodes\":", ring_vnodes(ring));
-    gw_buf_field_u64(out, ",\"vnodes_total\":", ring_points_total(ring));
-    gw_buf_puts(out, ",\"online\":[");
-    for (uint32_t s = 0; s < ring_shard_count(ring); s++) {
-        if (s)
-            gw_buf_puts(out, ",");
-        write_shard_id(out, ring, s);
-    }
-    gw_buf_puts(out, "]");
+    gw_buf_append(out, t->ring_json.data, t->ring_json.len);
     if (points)
-        write_points(out, ring);
+        write_points(out, t);
     gw_buf_puts(out, "}");
 }
 
@@ -70,16 +54,16 @@ void gw_lookup_write(struct gw_buf *out, const struct gw_topology *t, const char
 {
     gw_buf_puts(out, "{\"key\":");
     gw_buf_json_string(out, key, key_len);
-    write_placement_tail(out, t->ring, p);
+    write_placement_tail(out, t, p);
 }
 
 /* A spilled placement (docs/contract.md §9): reason "spill", then its home shard. */
-static void write_spilled_tail(struct gw_buf *out, const struct ring *ring,
+static void write_spilled_tail(struct gw_buf *out, const struct gw_topology *t,
                                const struct ring_placement *p, uint32_t home)
 {
-    write_placement_where(out, ring, p);
+    write_placement_where(out, t, p);
     gw_buf_puts(out, ",\"reason\":\"spill\",\"home\":");
-    write_shard_id(out, ring, home);
+    gw_topology_shard_json(t, out, home);
     gw_buf_puts(out, "}");
 }
 
@@ -95,9 +79,9 @@ static void write_placements(struct gw_buf *out, const struct gw_topology *t,
         gw_buf_json_string(out, c->key, c->key_len);
         gw_buf_field_u64(out, ",\"size\":", c->size);
         if (d->home && d->home[i] != GW_SPILL_NO_HOME)
-            write_spilled_tail(out, t->ring, &d->placements[i], d->home[i]);
+            write_spilled_tail(out, t, &d->placements[i], d->home[i]);
         else
-            write_placement_tail(out, t->ring, &d->placements[i]);
+            write_placement_tail(out, t, &d->placements[i]);
     }
     gw_buf_puts(out, "]");
 }

@@ -5,6 +5,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Renders what every receipt of t repeats (struct gw_topology): the online shards' ids as JSON
+ * strings, then the ring object up to its points. Returns 0 or -ENOMEM. */
+static int render_once(struct gw_topology *t)
+{
+    uint32_t n = ring_shard_count(t->ring);
+    t->shard_at = malloc(((size_t)n + 1) * sizeof(*t->shard_at));
+    if (!t->shard_at)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < n; s++) {
+        t->shard_at[s] = (uint32_t)t->shard_json.len;
+        gw_buf_json_string(&t->shard_json, ring_shard_id(t->ring, s),
+                           ring_shard_id_len(t->ring, s));
+    }
+    t->shard_at[n] = (uint32_t)t->shard_json.len;
+    struct gw_buf *out = &t->ring_json;
+    gw_buf_puts(out, "{\"id\":\"");
+    gw_buf_puts(out, ring_id(t->ring));
+    gw_buf_puts(out, "\",\"algorithm\":\"ketama\",\"hash\":\"");
+    gw_buf_puts(out, ring_digest_name(ring_digest_of(t->ring)));
+    gw_buf_field_u64(out, "\",\"vnodes\":", ring_vnodes(t->ring));
+    gw_buf_field_u64(out, ",\"vnodes_total\":", ring_points_total(t->ring));
+    gw_buf_puts(out, ",\"online\":[");
+    for (uint32_t s = 0; s < n; s++) {
+        if (s)
+            gw_buf_puts(out, ",");
+        gw_topology_shard_json(t, out, s);
+    }
+    gw_buf_puts(out, "]");
+    return t->shard_json.failed || out->failed ? -ENOMEM : 0;
+}
+
 int gw_topology_build(const struct gw_contract *contract, struct gw_membership *members,
                       struct gw_topology *out, struct gw_error *err)
 {
@@ -45,10 +76,12 @@ int gw_topology_build_from(const struct gw_contract *contract, struct gw_members
     struct ring_error rerr;
     rc = ring_build_from(&out->ring, prev, contract->digest, contract->vnodes, online, k, &rerr);
     free(online);
-    if (rc != 0) {
+    if (rc != 0)
         gw_error_set(err, "", "ring: %s", rerr.msg);
+    else if ((rc = render_once(out)) != 0)
+        gw_error_set(err, "", "out of memory");
+    if (rc != 0)
         gw_topology_free(out);
-    }
     return rc;
 }
 
@@ -72,6 +105,9 @@ void gw_topology_free(struct gw_topology *t)
 {
     ring_free(t->ring);
     free(t->member_of);
+    free(t->shard_at);
+    gw_buf_free(&t->shard_json);
+    gw_buf_free(&t->ring_json);
     gw_membership_free(&t->members);
     memset(t, 0, sizeof(*t));
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "buf.h"
 #include "contract.h"
 #include "epoch.h"
 #include "error.h"
@@ -17,7 +18,20 @@ struct gw_topology {
     uint32_t *member_of;              /* ring shard index -> index in members */
     uint64_t capacity;                /* sum of capacity over online shards */
     char epoch[GW_EPOCH_HEX_LEN + 1]; /* docs/contract.md §7 */
+    /* What every receipt of this topology repeats, rendered once when it is built: each online
+     * shard's id as a JSON string (ring shard s's is shard_json[shard_at[s], shard_at[s + 1])),
+     * and the ring object up to its points, unclosed (docs/contract.md §5; gw_ring_write). */
+    struct gw_buf shard_json;
+    uint32_t *shard_at;
+    struct gw_buf ring_json;
 };
+
+/* Appends ring shard s's id as a JSON string. */
+static inline void gw_topology_shard_json(const struct gw_topology *t, struct gw_buf *out,
+                                          uint32_t s)
+{
+    gw_buf_append(out, t->shard_json.data + t->shard_at[s], t->shard_at[s + 1] - t->shard_at[s]);
+}
 
 /* Loads the contract and the membership and builds the ring. Returns 0, or a negative code
  * with err->msg naming the file and line or JSON path (both mean "unusable": exit 3). */
