@@ -577,7 +577,7 @@ DEFECTS = [
      "int rc = !s->checked ? 0 : tail ? gw_record_check_tail(tail, crc) : -ENOMSG;",
      "int rc = !s->checked ? 0 : tail ? (gw_record_check_tail(tail, crc), 0) : -ENOMSG;",
      ("tests",), "^unit/test_feed$"),
-    ("long-receipt-stream-unchecked", "gateway:gw_feed_long_pread",
+    ("long-receipt-stream-unchecked", "gateway:gw_feed_long_read",
      "if (at + n == len && *crc != l->crc)", "if (at + n == len && *crc != l->crc && 0)",
      ("tests",), "^(unit/test_feed|http_feed_long)$"),
     ("long-receipt-cut-placement-lost", "gateway:long_assignments",

@@ -40,7 +40,7 @@ static int next_piece(const struct gw_feed_long *l, struct gw_buf *w, uint64_t *
 {
     if (gw_buf_reserve(w, PIECE))
         return -ENOMEM;
-    long n = gw_feed_long_pread(l, l->fd, *at, w->data + w->len, PIECE, crc);
+    long n = gw_feed_long_read(l, *at, w->data + w->len, PIECE, crc);
     if (n < 0)
         return n == -EBADMSG ? -EIO : (int)n; /* changed since its check: nothing of it is sent */
     w->len += (size_t)n;

@@ -23,8 +23,7 @@ static unsigned release(struct gw_feed_body *b)
     unsigned before = atomic_fetch_sub(&b->refs, 1);
     if (before != 1)
         return before;
-    if (b->whole.fd >= 0)
-        close(b->whole.fd);
+    gw_feed_long_release(&b->whole);
     free(b->data);
     free(b);
     atomic_fetch_sub(&c->held, len);
@@ -213,7 +212,7 @@ struct gw_feed_body *gw_feed_cache_make(struct gw_feed_cache *c, const struct gw
     b->len = buf->len;
     b->whole = out->whole;
     b->whole_at = out->whole_at;
-    out->whole.fd = -1;
+    gw_feed_long_none(&out->whole); /* the body holds it now */
     buf->data = NULL;
     gw_buf_free(buf);
     atomic_fetch_add(&c->held, b->len);

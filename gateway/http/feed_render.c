@@ -2,15 +2,13 @@
 #include "feed_render.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 void gw_feed_out_begin(struct gw_feed_out *o)
 {
     gw_buf_init(&o->body);
     o->items = 0;
-    o->whole.fd = -1;
+    gw_feed_long_none(&o->whole);
     o->whole_at = 0;
     if (o->form == GW_FEED_JSON)
         gw_buf_puts(&o->body, "{\"items\":[");
@@ -19,14 +17,12 @@ void gw_feed_out_begin(struct gw_feed_out *o)
 void gw_feed_out_free(struct gw_feed_out *o)
 {
     gw_buf_free(&o->body);
-    if (o->whole.fd >= 0)
-        close(o->whole.fd);
-    o->whole.fd = -1;
+    gw_feed_long_release(&o->whole);
 }
 
 uint64_t gw_feed_out_size(const struct gw_feed_out *o)
 {
-    return o->body.len + (o->whole.fd >= 0 ? gw_feed_long_len(&o->whole) : 0);
+    return o->body.len + (gw_feed_long_held(&o->whole) ? gw_feed_long_len(&o->whole) : 0);
 }
 
 /* Opens an item: the separator of the form. */
@@ -65,14 +61,12 @@ void gw_feed_out_item(struct gw_feed_out *o, const char *type, const char *json,
 int gw_feed_out_long(struct gw_feed_out *o, const char *type, const struct gw_feed_long *l,
                      uint64_t id)
 {
-    if (o->whole.fd >= 0)
+    if (gw_feed_long_held(&o->whole))
         return -EBUSY;
-    int fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
+    int rc = gw_feed_long_keep(&o->whole, l);
+    if (rc != 0)
+        return rc;
     item_open(o, type);
-    o->whole = *l;
-    o->whole.fd = fd;
     o->whole_at = o->body.len;
     item_close(o, id);
     return 0;

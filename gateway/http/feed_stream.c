@@ -50,7 +50,7 @@ static ssize_t read_page(void *cls, uint64_t pos, char *buf, size_t max)
         n = (size_t)(head - pos) < max ? (size_t)(head - pos) : max;
         memcpy(buf, p->data + pos, n);
     } else if (pos < head + whole) {
-        long got = gw_feed_long_pread(&p->whole, p->whole.fd, pos - head, buf, max, &st->crc);
+        long got = gw_feed_long_read(&p->whole, pos - head, buf, max, &st->crc);
         if (got <= 0) {
             damaged(st, got < 0 ? (int)got : -EIO);
             return MHD_CONTENT_READER_END_WITH_ERROR;

@@ -54,7 +54,7 @@ static void suspend(void *arg)
 static int full(const struct collect *c)
 {
     return c->out.items >= c->fr->q.limit || gw_feed_out_size(&c->out) >= FEED_BODY_MAX ||
-           c->out.whole.fd >= 0 || c->scanned >= FEED_SCAN_MAX;
+           gw_feed_long_held(&c->out.whole) || c->scanned >= FEED_SCAN_MAX;
 }
 
 /* A page growing past FEED_BODY_MAX (one large receipt) counts against --feed-memory while it

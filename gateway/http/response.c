@@ -86,7 +86,7 @@ enum MHD_Result gw_serve_respond_page(struct gw_req *r, const char *content_type
                                       const char *value)
 {
     struct MHD_Response *resp;
-    if (page->whole.fd >= 0) {
+    if (gw_feed_long_held(&page->whole)) {
         resp = gw_feed_stream_response(r->srv, page);
     } else {
         resp = MHD_create_response_from_buffer_with_free_callback_cls(page->len, page->data,

@@ -429,7 +429,7 @@ static int long_visit(void *ctx, const struct gw_feed_record *rec)
     unsigned long crc = gw_feed_long_crc_start();
     uint64_t at = 0;
     long n = 1;
-    while (at < rec->len && (n = gw_feed_long_pread(l, l->fd, at, got + at, 100000, &crc)) > 0)
+    while (at < rec->len && (n = gw_feed_long_read(l, at, got + at, 100000, &crc)) > 0)
         at += (uint64_t)n; /* pieces of 100,000 bytes, the last one shorter */
     t->piece_rc = (int)n;
     CHECK_TRUE(n < 0 || memcmp(got, t->want->data, rec->len) == 0);
@@ -524,14 +524,14 @@ static void test_long_changed(const char *dir)
                              1,          gw_record_crc(line.data, line.len - 1 - GW_RECORD_TAIL)};
     char *buf = malloc(gw_feed_long_len(&l));
     unsigned long crc = gw_feed_long_crc_start();
-    CHECK_EQ_U64(gw_feed_long_pread(&l, l.fd, 0, buf, 1u << 20, &crc), 1u << 20);
+    CHECK_EQ_U64(gw_feed_long_read(&l, 0, buf, 1u << 20, &crc), 1u << 20);
     fseek(fp, (long)(1u << 21), SEEK_SET); /* a byte not yet read back */
     fputc('!', fp);
     fflush(fp);
-    CHECK_EQ_U64(gw_feed_long_pread(&l, l.fd, 1u << 20, buf + (1u << 20), 4u << 20, &crc),
+    CHECK_EQ_U64(gw_feed_long_read(&l, 1u << 20, buf + (1u << 20), 4u << 20, &crc),
                  (uint64_t)-EBADMSG);
     crc = gw_feed_long_crc_start();
-    CHECK_EQ_U64(gw_feed_long_pread(&l, l.fd, 0, buf, 4u << 20, &crc), (uint64_t)-EBADMSG);
+    CHECK_EQ_U64(gw_feed_long_read(&l, 0, buf, 4u << 20, &crc), (uint64_t)-EBADMSG);
     free(buf);
     fclose(fp);
     gw_buf_free(&line);

@@ -31,7 +31,7 @@ static struct gw_feed_body *make(struct gw_feed_cache *c, const struct gw_feed_q
     gw_feed_out_begin(&o);
     gw_buf_puts(&o.body, body);
     struct gw_feed_body *page = gw_feed_cache_make(c, q, &o, last, keep);
-    CHECK_TRUE(o.body.data == NULL && o.body.len == 0 && o.whole.fd == -1);
+    CHECK_TRUE(o.body.data == NULL && o.body.len == 0 && !gw_feed_long_held(&o.whole));
     return page;
 }
 

@@ -2,6 +2,7 @@
 #include "feed_record.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -10,9 +11,27 @@ unsigned long gw_feed_long_crc_start(void)
     return crc32(0L, Z_NULL, 0);
 }
 
-long gw_feed_long_pread(const struct gw_feed_long *l, int fd, uint64_t at, char *buf, size_t n,
-                        unsigned long *crc)
+int gw_feed_long_keep(struct gw_feed_long *kept, const struct gw_feed_long *l)
 {
+    int fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    *kept = *l;
+    kept->fd = fd;
+    return 0;
+}
+
+void gw_feed_long_release(struct gw_feed_long *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+}
+
+long gw_feed_long_read(const struct gw_feed_long *l, uint64_t at, char *buf, size_t n,
+                       unsigned long *crc)
+{
+    int fd = l->fd;
     uint64_t len = gw_feed_long_len(l);
     if (at >= len || n == 0)
         return 0;

@@ -56,8 +56,21 @@ static inline uint64_t gw_feed_long_len(const struct gw_feed_long *l)
  * follows the bytes read. Returns the bytes read (fewer than n only at the record's end);
  * -EBADMSG when the record's last byte is reached and its bytes are not the ones checked (the
  * file changed since); -EIO when the file ends early; or -errno. */
-long gw_feed_long_pread(const struct gw_feed_long *l, int fd, uint64_t at, char *buf, size_t n,
-                        unsigned long *crc);
+long gw_feed_long_read(const struct gw_feed_long *l, uint64_t at, char *buf, size_t n,
+                       unsigned long *crc);
+
+/* A visitor that sends a long receipt after its visit keeps it (its file held open on its own),
+ * and releases it once sent. No long receipt kept: gw_feed_long_none, gw_feed_long_held 0. */
+int gw_feed_long_keep(struct gw_feed_long *kept, const struct gw_feed_long *l);
+void gw_feed_long_release(struct gw_feed_long *l);
+static inline void gw_feed_long_none(struct gw_feed_long *l)
+{
+    l->fd = -1;
+}
+static inline int gw_feed_long_held(const struct gw_feed_long *l)
+{
+    return l->fd >= 0;
+}
 
 unsigned long gw_feed_long_crc_start(void);
 
