@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from check_include_loops import cycles
+
 PARTS = ("gateway/", "ring/", "health/", "lib/")
 
 # The loops being untied (none now): a frozenset of the files of each.
@@ -72,41 +74,9 @@ def call_graph(defined, needed):
 
 
 def loops(graph):
-    """The strongly connected sets of more than one file (Tarjan's, iterative)."""
-    index, low, on, stack, found = {}, {}, set(), [], []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph.get(start, {}))))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on.add(start)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph.get(w, {})))))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = set()
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.add(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    found.append(frozenset(comp))
-    return found
+    """The sets of more than one file that call round into each other (the strongly connected
+    components, by the include-loop check's Tarjan)."""
+    return [frozenset(comp) for comp in cycles(graph)]
 
 
 def check(root, build, known):
