@@ -40,6 +40,16 @@ DEFECTS = [
     ("load-counted-per-change", "gateway:tally",
      "d->tally[m].load += b->changes[i].size;", "d->tally[m].load += 1;", GATEWAY,
      "^unit/test_dispatch$|^case/valid$"),
+    # Jump consistent hash (docs/contract.md §10), each of the three implementations: the
+    # linear congruential step off by one or by two, the key's high bits taken from one bit
+    # further (each still ends: a jump never goes back).
+    ("jump-lcg-step-off-by-one", "ring:ring_jump", "key = key * 2862933555777941757ULL + 1;",
+     "key = key * 2862933555777941757ULL + 2;", ("tests",), "^unit/test_jump$"),
+    ("health-jump-lcg-step-off-by-two", "health:hc_jump",
+     "key = key * UINT64_C(2862933555777941757) + 1;",
+     "key = key * UINT64_C(2862933555777941757) + 3;", ("tests",), "^unit/test_jump$"),
+    ("probe-jump-wrong-high-bits", "client:jump", "((key >> 33) + 1)", "((key >> 34) + 1)",
+     ("tests",), "^client_probe_ring$"),
     ("lookup-greater-than", "ring:bucket_at_or_after",
      "if (ring->points[mid].value < hash)", "if (ring->points[mid].value <= hash)", GATEWAY,
      "^unit/test_(ring|dispatch)$"),

@@ -110,4 +110,8 @@ uint32_t ring_shard_weight(const struct ring *ring, uint32_t shard);
 /* The ring id (docs/contract.md "The ring") as 40 lowercase hex digits and a NUL. */
 const char *ring_id(const struct ring *ring);
 
+/* Jump consistent hash (docs/contract.md §10): the bucket in [0, buckets) of `key`, or -1 when
+ * buckets < 1. Not yet a placement of the contract (DISPATCH_HASH_RING takes ketama only). */
+int32_t ring_jump(uint64_t key, int32_t buckets);
+
 #endif

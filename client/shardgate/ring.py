@@ -9,7 +9,7 @@ from typing import Any
 from .contract import CONTRACT_KEYS, Contract, Shard
 
 __all__ = ["Ring", "key_hash", "shard_points", "epoch_id", "id_order", "online_shards",
-           "spill_place"]
+           "spill_place", "jump"]
 
 # ---------------------------------------------------------------- the ring (docs/contract.md §3)
 
@@ -133,3 +133,17 @@ def spill_place(ring: Ring, by_id: dict[str, Shard], load: dict[str, int],
             moved["home"] = home
             return moved
     return placement
+
+
+# ------------------------------------------------- jump consistent hash (docs/contract.md §10)
+
+def jump(key: int, buckets: int) -> int:
+    """The bucket in [0, buckets) of a 64-bit key by Lamping and Veach's jump consistent hash
+    (-1 for no bucket): their linear congruential step, then their floating-point jump."""
+    b, j = -1, 0
+    key &= (1 << 64) - 1
+    while j < buckets:
+        b = j
+        key = (key * 2862933555777941757 + 1) & ((1 << 64) - 1)
+        j = int(float(b + 1) * (float(1 << 31) / float((key >> 33) + 1)))
+    return b

@@ -155,5 +155,22 @@ def design_counterfactuals():
     eq(moved, ["ch-003", "ch-004", "ch-005", "ch-006"], "moved by VNODES/5")
 
 
+@case("probe_ring")
+def jump_published_values_and_golden_file():
+    """docs/contract.md §10: Lamping and Veach's values, then every row of tests/golden/jump.txt
+    (which unit/test_jump checks against the gateway's and health's)."""
+    sg = client_package()
+    eq([sg.ring.jump(k, 100) for k in range(20)],
+       [0, 55, 62, 8, 45, 59, 86, 97, 82, 59, 73, 37, 17, 56, 86, 21, 90, 37, 38, 83],
+       "keys 0..19 among 100 buckets")
+    eq(sg.ring.jump(2, 100001), 80343, "key 2 among 100,001 buckets")
+    eq((sg.ring.jump(7, 0), sg.ring.jump(2**64 - 1, 1)), (-1, 0), "no bucket; one bucket")
+    with open(src("tests", "golden", "jump.txt"), encoding="utf-8") as f:
+        rows = [tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")]
+    eq(len(rows), 261, "rows")
+    for key, buckets, bucket in rows:
+        eq(sg.ring.jump(key, buckets), bucket, "jump(%d, %d)" % (key, buckets))
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv, ("source",)))
