@@ -216,7 +216,7 @@ static enum MHD_Result answer_seen(struct gw_req *r, enum gw_commit_verdict verd
         snprintf(msg, sizeof(msg), "batch_id \"%s\" is being journaled by another request; retry",
                  r->batch_id);
         return fail(r, MHD_HTTP_CONFLICT, "in_flight", msg, "batch_id");
-    case GW_COMMIT_NEW:
+    case GW_COMMIT_NEW: /* never here: its callers dispatch or answer a NEW themselves */
     case GW_COMMIT_REUSED:
         break;
     }
