@@ -498,7 +498,7 @@ DEFECTS = [
     ("ring-share-given-to-the-next-point", "gateway:render_ring_share",
      "        owned[p[i].shard] +=", "        owned[p[(i + 1) % n].shard] +=", ("tests",),
      "^http_ops$"),
-    ("request-metrics-in-the-next-class", "gateway:gw_metrics_request", "status / 100 - 1",
+    ("request-metrics-in-the-next-class", "gateway:gw_request_metrics_count", "status / 100 - 1",
      "status / 100", ("tests",), "^http_ops$"),
     ("environment-ignored", "gateway:parse_options", "    int rc = parse_environment(o);",
      "    int rc = 0 ? parse_environment(o) : -1;", ("tests",), "^http_ops$"),

@@ -82,7 +82,8 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
             atomic_load(&s->feed_cache.refused),    gw_feed_watch_count(gw_store_watch(s->store)),
             gw_store_watch(s->store)->max_watchers, gw_store_feed_head(s->store)};
         gw_metrics_render(&body, &s->metrics, &r->view->topo, totals, gw_serve_ready(s),
-                          atomic_load(&s->views.alive), &feed, s->route_labels);
+                          atomic_load(&s->views.alive), &feed);
+        gw_request_metrics_render(&body, &s->requests);
         gw_metrics_process(&body, s->started_s);
     }
     free(totals);

@@ -17,6 +17,7 @@
 #include "listener.h"
 #include "metrics.h"
 #include "notify.h"
+#include "request_metrics.h"
 #include "serve_options.h"
 #include "store.h"
 #include "topology.h"
@@ -32,9 +33,9 @@ struct gw_server {
     int reload_pending;          /* under reloader.lock */
     struct gw_store *store;      /* the journal and its parts, or PostgreSQL */
     struct gw_metrics metrics;
-    struct gw_route_label route_labels[GW_ROUTE_SLOTS]; /* the routes' metric labels (routes.c) */
-    struct gw_feed_cache feed_cache; /* recent pages, shared by the same questions */
-    int auth;                        /* 1 when POST needs the bearer token */
+    struct gw_request_metrics requests; /* the request histograms, by route and status class */
+    struct gw_feed_cache feed_cache;    /* recent pages, shared by the same questions */
+    int auth;                           /* 1 when POST needs the bearer token */
     unsigned char token_digest[32];
     int admin_auth; /* 1 when --admin-token-file is set */
     unsigned char admin_digest[32];

@@ -23,7 +23,7 @@ static enum gw_batch_result result_of(const struct gw_req *r)
 void gw_serve_count(struct gw_req *r)
 {
     struct gw_server *s = r->srv;
-    gw_metrics_request(&s->metrics, r->route_slot, r->status, gw_now_ns() - r->start_ns);
+    gw_request_metrics_count(&s->requests, r->route_slot, r->status, gw_now_ns() - r->start_ns);
     if (r->counts_batch) /* the batch metrics (docs/api.md §8) */
         gw_metrics_batch(&s->metrics, result_of(r), r->changes, r->over_capacity);
 }

@@ -271,7 +271,8 @@ static int setup(struct gw_server *s)
     if (rc != GW_EXIT_OK)
         return rc;
     gw_metrics_init(&s->metrics);
-    gw_route_labels(s->route_labels);
+    gw_request_metrics_init(&s->requests);
+    gw_route_labels(s->requests.labels);
     gw_ui_config_make(&s->ui, s->opt.health_url);
     struct gw_error err;
     struct gw_store_options o = {.url = s->opt.store,

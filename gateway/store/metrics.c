@@ -15,7 +15,7 @@ static const double bucket_bounds[GW_HISTOGRAM_BUCKETS] = {
 static const char *const result_names[GW_RESULT_COUNT] = {"accepted",  "replayed",    "rejected",
                                                           "in_flight", "unavailable", "error"};
 
-static void histogram_init(struct gw_histogram *h)
+void gw_histogram_init(struct gw_histogram *h)
 {
     for (size_t i = 0; i < GW_HISTOGRAM_BUCKETS; i++)
         atomic_init(&h->buckets[i], 0);
@@ -36,10 +36,7 @@ void gw_metrics_init(struct gw_metrics *m)
     atomic_init(&m->reload_success_s, gw_unix_s()); /* the start loaded its membership */
     for (size_t i = 0; i < GW_FEED_SOURCE_COUNT; i++)
         atomic_init(&m->feed_pages[i], 0);
-    for (size_t i = 0; i < GW_ROUTE_SLOTS; i++)
-        for (size_t k = 0; k < GW_STATUS_CLASSES; k++)
-            histogram_init(&m->request[i][k]);
-    histogram_init(&m->fsync);
+    gw_histogram_init(&m->fsync);
     gw_shard_counts_init(&m->over_capacity_by_shard);
 }
 
@@ -87,12 +84,6 @@ void gw_metrics_observe(struct gw_histogram *h, uint64_t ns)
     atomic_fetch_add(&h->sum_ns, ns);
 }
 
-void gw_metrics_request(struct gw_metrics *m, unsigned slot, unsigned status, uint64_t ns)
-{
-    unsigned k = status >= 100 && status < 600 ? status / 100 - 1 : GW_STATUS_CLASSES - 1;
-    gw_metrics_observe(&m->request[slot < GW_ROUTE_SLOTS ? slot : GW_ROUTE_SLOTS - 1][k], ns);
-}
-
 void gw_metrics_commit(struct gw_metrics *m, uint64_t records, uint64_t sync_ns)
 {
     atomic_fetch_add(&m->commits, 1);
@@ -118,9 +109,8 @@ void gw_metrics_header(struct gw_buf *out, const char *name, const char *type, c
     put_f(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One histogram's samples; `labels` ("" or `a="x",b="y"`) go before `le`. */
-static void render_samples(struct gw_buf *out, const char *name, const char *labels,
-                           struct gw_histogram *h)
+void gw_histogram_samples(struct gw_buf *out, const char *name, const char *labels,
+                          struct gw_histogram *h)
 {
     const char *comma = labels[0] ? "," : "";
     unsigned long long cum = 0;
@@ -140,26 +130,7 @@ static void render_histogram(struct gw_buf *out, const char *name, const char *h
                              struct gw_histogram *h)
 {
     gw_metrics_header(out, name, "histogram", help);
-    render_samples(out, name, "", h);
-}
-
-/* Every route and status class that has answered a request, by its labels. */
-static void render_requests(struct gw_buf *out, struct gw_metrics *m,
-                            const struct gw_route_label *routes)
-{
-    const char *name = "shardgate_http_request_duration_seconds";
-    gw_metrics_header(
-        out, name, "histogram",
-        "Time from the request headers to the answer being queued, by route and status class.");
-    for (unsigned i = 0; i < GW_ROUTE_SLOTS; i++)
-        for (unsigned k = 0; k < GW_STATUS_CLASSES; k++) {
-            if (!routes[i].route || atomic_load(&m->request[i][k].count) == 0)
-                continue;
-            char labels[160];
-            snprintf(labels, sizeof(labels), "method=\"%s\",route=\"%s\",code=\"%uxx\"",
-                     routes[i].method, routes[i].route, k + 1);
-            render_samples(out, name, labels, &m->request[i][k]);
-        }
+    gw_histogram_samples(out, name, "", h);
 }
 
 /* A label value: shard ids are [A-Za-z0-9._:-], so they need no escaping. The totals are exact
@@ -278,7 +249,7 @@ static void render_feed(struct gw_buf *out, const struct gw_feed_figures *feed)
 
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready, long views_alive,
-                       const struct gw_feed_figures *feed, const struct gw_route_label *routes)
+                       const struct gw_feed_figures *feed)
 {
     gw_metrics_header(out, "shardgate_batches_total", "counter",
                       "POST /v1/batches answers by result.");
@@ -358,7 +329,6 @@ void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw
         out, "shardgate_views_alive", "gauge",
         "Membership views not yet freed: the published one and older ones still in use.");
     put_f(out, "shardgate_views_alive %ld\n", views_alive);
-    render_requests(out, m, routes);
     render_histogram(out, "shardgate_journal_fsync_duration_seconds",
                      "Time of each journal fdatasync.", &m->fsync);
 }

@@ -40,16 +40,6 @@ enum gw_feed_source {
 
 #define GW_HISTOGRAM_BUCKETS 14
 
-/* The request histograms are per route and status class (docs/api.md §8): a slot per route of
- * the route table (http/routes.c) and one for requests no route took, 1xx to 5xx. */
-#define GW_ROUTE_SLOTS 16
-#define GW_STATUS_CLASSES 5
-
-/* A route slot's labels; `route` NULL: the slot is not used. */
-struct gw_route_label {
-    const char *method, *route;
-};
-
 struct gw_histogram {
     atomic_ullong buckets[GW_HISTOGRAM_BUCKETS]; /* not cumulative; rendered cumulative */
     atomic_ullong count;
@@ -74,8 +64,7 @@ struct gw_metrics {
     atomic_ullong scrub_passes;     /* complete passes of the scrub */
     atomic_ullong scrub_last_pass;  /* Unix time the last one ended, 0: none */
     atomic_ullong scrub_bytes;      /* bytes the scrub read */
-    struct gw_histogram request[GW_ROUTE_SLOTS][GW_STATUS_CLASSES]; /* HTTP requests, seconds */
-    struct gw_histogram fsync;                                      /* journal fdatasync, seconds */
+    struct gw_histogram fsync;      /* journal fdatasync, seconds */
     struct gw_shard_counts over_capacity_by_shard; /* `over_capacity`, by each shard over it */
 };
 
@@ -103,11 +92,15 @@ void gw_metrics_reload(struct gw_metrics *m, enum gw_reload_result result);
 
 /* Counts one feed page answered (200) by where it came from. */
 void gw_metrics_feed_page(struct gw_metrics *m, enum gw_feed_source source);
+
+/* A histogram at zero; one observation of `ns` into it. */
+void gw_histogram_init(struct gw_histogram *h);
 void gw_metrics_observe(struct gw_histogram *h, uint64_t ns);
+/* A histogram's samples, cumulative; `labels` ("" or `a="x",b="y"`) go before `le`. */
+void gw_histogram_samples(struct gw_buf *out, const char *name, const char *labels,
+                          struct gw_histogram *h);
 /* A series' "# HELP" and "# TYPE" lines. */
 void gw_metrics_header(struct gw_buf *out, const char *name, const char *type, const char *help);
-/* Counts one answered request of route slot `slot` with `status`, `ns` after its headers. */
-void gw_metrics_request(struct gw_metrics *m, unsigned slot, unsigned status, uint64_t ns);
 
 /* The feed (docs/api.md §17) when /metrics renders: its pages' memory, its watchers, its head. */
 struct gw_feed_figures {
@@ -118,10 +111,9 @@ struct gw_feed_figures {
 
 /* Appends every series; `totals` holds the cumulative per-shard totals in membership order (NULL:
  * the store could not be read, shardgate_store_up 0 and no per-shard totals),
- * `ready` the readiness /readyz reports, `views_alive` the views not yet freed, `routes` the
- * labels of the GW_ROUTE_SLOTS route slots. */
+ * `ready` the readiness /readyz reports, `views_alive` the views not yet freed. */
 void gw_metrics_render(struct gw_buf *out, struct gw_metrics *m, const struct gw_topology *t,
                        const struct gw_total *totals, int ready, long views_alive,
-                       const struct gw_feed_figures *feed, const struct gw_route_label *routes);
+                       const struct gw_feed_figures *feed);
 
 #endif
