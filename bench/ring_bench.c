@@ -557,6 +557,44 @@ static void bench_build_from(const struct opts *o)
     free(sh);
 }
 
+/* The Maglev table's build (docs/contract.md §11): wall time of ring_maglev_table at 10,000
+ * shards x weight 1 with 1,000,003 slots (a hundred a shard), the table's memory, and how
+ * evenly it is shared (the most and fewest slots a shard owns). */
+static void bench_maglev(const struct opts *o)
+{
+    size_t n = o->check ? 100 : 10000;
+    uint32_t m = o->check ? 10007 : 1000003;
+    char(*ids)[16] = calloc(n, 16);
+    struct ring_shard *sh = calloc(n, sizeof(*sh));
+    uint32_t *table = malloc((size_t)m * sizeof(*table)), *owned = calloc(n, sizeof(*owned));
+    REQUIRE(ids && sh && table && owned, "out of memory");
+    for (size_t j = 0; j < n; j++) {
+        snprintf(ids[j], 16, "shard-%05zu", j);
+        sh[j] = (struct ring_shard){ids[j], strlen(ids[j]), 1};
+    }
+    double ms[32];
+    for (int i = 0; i < o->rounds; i++) {
+        double t0 = bench_now_ns();
+        REQUIRE(ring_maglev_table(sh, n, m, RING_SHA1, table) == 0, "maglev round %d", i);
+        ms[i] = (bench_now_ns() - t0) / 1e6;
+    }
+    uint32_t most = 0, fewest = UINT32_MAX;
+    for (uint32_t s = 0; s < m; s++)
+        owned[table[s]]++;
+    for (size_t j = 0; j < n; j++) {
+        most = owned[j] > most ? owned[j] : most;
+        fewest = owned[j] < fewest ? owned[j] : fewest;
+    }
+    printf("maglev sha1 %5zu shards x 1, %u slots: %.2f ms wall (median of %d), table %zu kB, "
+           "slots a shard %u..%u\n",
+           n, m, bench_median(ms, (size_t)o->rounds), o->rounds, (size_t)m * sizeof(*table) / 1024,
+           fewest, most);
+    free(ids);
+    free(sh);
+    free(table);
+    free(owned);
+}
+
 /* Whether item `name` runs: all do unless --only names one. */
 static int wanted(const struct opts *o, const char *name)
 {
@@ -567,8 +605,9 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse_opts(argc, argv, &o) != 0) {
-        fprintf(stderr, "usage: ring_bench [--check] [--rounds N<=32] [--keys N] [--json FILE] "
-                        "[--memory SHARDS] [--only lookup|peer|build|build_from|distribution]\n");
+        fprintf(stderr,
+                "usage: ring_bench [--check] [--rounds N<=32] [--keys N] [--json FILE] "
+                "[--memory SHARDS] [--only lookup|peer|build|build_from|distribution|maglev]\n");
         return 64;
     }
     if (o.memory_of)
@@ -590,6 +629,8 @@ int main(int argc, char **argv)
         bench_build_from(&o);
     if (wanted(&o, "distribution"))
         bench_distribution(&o, &k);
+    if (wanted(&o, "maglev"))
+        bench_maglev(&o);
     if (o.json) {
         fprintf(o.json, "\"failures\": %d}\n", failures);
         fclose(o.json);

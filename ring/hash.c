@@ -220,6 +220,13 @@ static void md5_hash4(const char *const *key, const size_t *len, uint32_t *out)
     md5_rounds((const uint32_t(*)[MD5_LANES])m, out);
 }
 
+uint64_t ring_digest_u64(enum ring_digest digest, const void *data, size_t len)
+{
+    uint32_t w[5];
+    ring__digest_words(digest, data, len, w);
+    return (uint64_t)w[0] | (uint64_t)w[1] << 32;
+}
+
 uint32_t ring_hash_key(const struct ring *ring, const void *key, size_t len)
 {
     uint32_t w[5];

@@ -114,4 +114,18 @@ const char *ring_id(const struct ring *ring);
  * buckets < 1. Not yet a placement of the contract (DISPATCH_HASH_RING takes ketama only). */
 int32_t ring_jump(uint64_t key, int32_t buckets);
 
+/* 1 when `m` is a prime, the size a Maglev table must have (docs/contract.md §11). */
+int ring_maglev_prime(uint32_t m);
+
+/* The Maglev table of `n` shards (ids unique, weights at least 1), listed in any order, with `m`
+ * slots (docs/contract.md §11): table[s] is the index in `shards` of the shard that owns slot s (m
+ * entries). Not yet a placement of the contract (DISPATCH_HASH_RING takes ketama only). Returns 0,
+ * or -EINVAL (no shard, an id twice, a weight 0, or m not a prime below 2^31), or -ENOMEM. */
+int ring_maglev_table(const struct ring_shard *shards, size_t n, uint32_t m,
+                      enum ring_digest digest, uint32_t *table);
+
+/* A key's 64 bits for a table or jump: the first 8 bytes of its digest, little-endian; their
+ * low 32 bits are the ketama key hash (docs/contract.md §11). */
+uint64_t ring_digest_u64(enum ring_digest digest, const void *data, size_t len);
+
 #endif

@@ -9,7 +9,7 @@ from typing import Any
 from .contract import CONTRACT_KEYS, Contract, Shard
 
 __all__ = ["Ring", "key_hash", "shard_points", "epoch_id", "id_order", "online_shards",
-           "spill_place", "jump"]
+           "spill_place", "jump", "key_u64", "maglev_table"]
 
 # ---------------------------------------------------------------- the ring (docs/contract.md §3)
 
@@ -147,3 +147,58 @@ def jump(key: int, buckets: int) -> int:
         key = (key * 2862933555777941757 + 1) & ((1 << 64) - 1)
         j = int(float(b + 1) * (float(1 << 31) / float((key >> 33) + 1)))
     return b
+
+
+# ----------------------------------------------------- the Maglev table (docs/contract.md §11)
+
+def is_prime(n: int) -> bool:
+    """True when n is a prime."""
+    if n < 2:
+        return False
+    d = 2
+    while d * d <= n:
+        if n % d == 0:
+            return False
+        d += 1
+    return True
+
+
+def key_u64(algorithm: str, key_bytes: bytes) -> int:
+    """A key's 64 bits for a table or jump: the first 8 bytes of its digest, little-endian."""
+    return struct.unpack_from("<Q", digest(algorithm, key_bytes), 0)[0]
+
+
+def maglev_table(shards: list[tuple[bytes, int]], size: int, algorithm: str) -> list[int]:
+    """Maglev's table of `size` slots (a prime) for (id, weight) shards in any order: entry s is
+    the index in `shards` of the shard that owns slot s. Shards take turns in id order, each
+    along its permutation (offset + j * skip) mod size from the digest of its id, a shard of
+    weight w taking its t-th slot in the first round r with r * w >= t * the heaviest weight."""
+    if not shards or not is_prime(size) or size >= 1 << 31:
+        raise ValueError("maglev: needs a shard and a prime size below 2^31")
+    ids = [sid for sid, _ in shards]
+    if len(set(ids)) != len(ids) or any(w < 1 for _, w in shards):
+        raise ValueError("maglev: ids must be unique and weights at least 1")
+    order = sorted(range(len(shards)), key=lambda i: shards[i][0])
+    heaviest = max(w for _, w in shards)
+    perm = []
+    for i in order:
+        d = digest(algorithm, shards[i][0])
+        offset = struct.unpack_from("<Q", d, 0)[0] % size
+        skip = struct.unpack_from("<Q", d, 8)[0] % (size - 1) + 1
+        perm.append([i, shards[i][1], offset, skip, 0])  # index, weight, slot, skip, taken
+    table = [-1] * size
+    filled, rnd = 0, 0
+    while filled < size:
+        rnd += 1
+        for p in perm:
+            if filled == size:
+                break
+            if rnd * p[1] < p[4] * heaviest:
+                continue
+            while table[p[2]] != -1:
+                p[2] = (p[2] + p[3]) % size
+            table[p[2]] = p[0]
+            p[2] = (p[2] + p[3]) % size
+            p[4] += 1
+            filled += 1
+    return table

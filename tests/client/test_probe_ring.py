@@ -2,6 +2,7 @@
 """The probe's own ketama ring (docs/contract.md §3) against the docs/contract.md §6 golden
 table and published values."""
 
+import hashlib
 import os
 import sys
 
@@ -170,6 +171,46 @@ def jump_published_values_and_golden_file():
     eq(len(rows), 261, "rows")
     for key, buckets, bucket in rows:
         eq(sg.ring.jump(key, buckets), bucket, "jump(%d, %d)" % (key, buckets))
+
+
+@case("probe_ring")
+def maglev_worked_example_and_golden_file():
+    """docs/contract.md §11: the worked example slot by slot, then every table of
+    tests/golden/maglev.txt (which unit/test_maglev checks against the gateway's and health's),
+    the small ones listed the other way round too, and the keys' 64 bits."""
+    sg = client_package()
+    table = sg.ring.maglev_table([(b"s2", 1), (b"s0", 1), (b"s1", 1)], 13, "sha1")
+    eq("".join("201"[i] for i in table), "2001210220110", "worked example")
+    for bad in (([], 13), ([(b"a", 1)], 15), ([(b"a", 1), (b"a", 1)], 13), ([(b"a", 0)], 13)):
+        try:
+            sg.ring.maglev_table(bad[0], bad[1], "sha1")
+            eq(bad, "refused", "maglev_table accepted")
+        except ValueError:
+            pass
+    tables = keys = 0
+    with open(src("tests", "golden", "maglev.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            if line.startswith("key "):
+                _, algo, key, want = line.split()
+                key_bytes = b"" if key == "-" else bytes.fromhex(key)
+                eq(sg.ring.key_u64(algo, key_bytes), int(want), "key_u64 %s %s" % (algo, key))
+                keys += 1
+                continue
+            algo, size, listed, slots, digest = line.split()
+            shards = [(i.rsplit(":", 1)[0].encode(), int(i.rsplit(":", 1)[1]))
+                      for i in listed.split(",")]
+            want = [int(x) for x in slots.split(",")]
+            for order in ([1, -1] if int(size) < 2000 else [1]):
+                listing = shards[::order]
+                table = sg.ring.maglev_table(listing, int(size), algo)
+                eq([table.count(i) for i in range(len(listing))], want[::order],
+                   "slots each, %s %s" % (algo, size))
+                owners = b"".join(listing[i][0] + b"\n" for i in table)
+                eq(hashlib.sha1(owners).hexdigest(), digest, "table %s %s" % (algo, size))
+            tables += 1
+    eq((tables, keys), (12, 8), "rows")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,218 @@
+/* The Maglev table (docs/contract.md §11), the gateway's ring_maglev_table and health's
+ * hc_maglev_table: the worked example's table slot by slot, every row of
+ * tests/golden/maglev.txt (the probe's figures, which it checks too) in the order listed and
+ * reversed, refused inputs, and the keys' 64 bits. Runs as `test_maglev SOURCE_DIR`. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "../../health/maglev.h"
+#include "check.h"
+#include "ring.h"
+
+#define MAX_SHARDS 1000
+
+/* One row of the golden file: its shards as listed, the slots each owns, the table's digest. */
+struct row {
+    char hash[8];
+    uint32_t size;
+    size_t n;
+    struct ring_shard shards[MAX_SHARDS];
+    uint32_t want_slots[MAX_SHARDS];
+    char want_sha1[41];
+};
+
+/* The SHA-1 of the owners' ids, each followed by "\n", slot 0 first. */
+static void table_sha1(const struct ring_shard *s, const uint32_t *table, uint32_t size,
+                       char hex[41])
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned char d[20];
+    EVP_DigestInit_ex(c, EVP_sha1(), NULL);
+    for (uint32_t i = 0; i < size; i++) {
+        EVP_DigestUpdate(c, s[table[i]].id, s[table[i]].id_len);
+        EVP_DigestUpdate(c, "\n", 1);
+    }
+    EVP_DigestFinal_ex(c, d, NULL);
+    EVP_MD_CTX_free(c);
+    for (int i = 0; i < 20; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+/* Both implementations build the row's table; the slots each owns and the digest must match. */
+static void check_row(const struct row *r, const char *what)
+{
+    enum ring_digest digest;
+    CHECK_EQ_U64(ring_digest_parse(r->hash, &digest), 0);
+    uint32_t *mine = malloc(r->size * sizeof(*mine)), *theirs = malloc(r->size * sizeof(*theirs));
+    struct hc_maglev_shard hs[MAX_SHARDS];
+    for (size_t i = 0; i < r->n; i++)
+        hs[i] = (struct hc_maglev_shard){r->shards[i].id, r->shards[i].id_len, r->shards[i].weight};
+    struct hc_err err;
+    CHECK_EQ_U64(ring_maglev_table(r->shards, r->n, r->size, digest, mine), 0);
+    CHECK_EQ_U64(
+        hc_maglev_table(hs, r->n, r->size, digest == RING_MD5 ? "MD5" : "SHA1", theirs, &err), 0);
+    uint32_t slots[MAX_SHARDS] = {0};
+    for (uint32_t s = 0; s < r->size; s++)
+        slots[mine[s]]++;
+    for (size_t i = 0; i < r->n; i++)
+        CHECK_REPORT(slots[i] == r->want_slots[i], "%s %s %u: shard %s owns %u slots, want %u",
+                     what, r->hash, r->size, r->shards[i].id, slots[i], r->want_slots[i]);
+    char hex[41];
+    table_sha1(r->shards, mine, r->size, hex);
+    CHECK_REPORT(strcmp(hex, r->want_sha1) == 0, "%s %s %u: table %s, want %s", what, r->hash,
+                 r->size, hex, r->want_sha1);
+    table_sha1(r->shards, theirs, r->size, hex);
+    CHECK_REPORT(strcmp(hex, r->want_sha1) == 0, "%s %s %u: health's table %s, want %s", what,
+                 r->hash, r->size, hex, r->want_sha1);
+    free(mine);
+    free(theirs);
+}
+
+/* "id:w,id:w,..." into r->shards (ids point into `list`, which is cut), "n,n,..." into slots. */
+static int parse_row(char *line, struct row *r)
+{
+    char *shards = NULL, *slots = NULL;
+    char *hash = strtok(line, " "), *size = strtok(NULL, " ");
+    shards = strtok(NULL, " ");
+    slots = strtok(NULL, " ");
+    char *sha = strtok(NULL, " \n");
+    if (!hash || !size || !shards || !slots || !sha || strlen(hash) >= sizeof(r->hash) ||
+        strlen(sha) != 40)
+        return -1;
+    strcpy(r->hash, hash);
+    strcpy(r->want_sha1, sha);
+    r->size = (uint32_t)strtoul(size, NULL, 10);
+    r->n = 0;
+    for (char *save = NULL, *t = strtok_r(shards, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *colon = strrchr(t, ':');
+        if (!colon || r->n == MAX_SHARDS)
+            return -1;
+        *colon = '\0';
+        r->shards[r->n++] = (struct ring_shard){t, strlen(t), (uint32_t)atoi(colon + 1)};
+    }
+    size_t k = 0;
+    for (char *save = NULL, *t = strtok_r(slots, ",", &save); t && k < r->n;
+         t = strtok_r(NULL, ",", &save))
+        r->want_slots[k++] = (uint32_t)strtoul(t, NULL, 10);
+    return k == r->n ? 0 : -1;
+}
+
+/* The same shards listed the other way round own the same slots. */
+static void reverse(struct row *r)
+{
+    for (size_t i = 0, j = r->n - 1; i < j; i++, j--) {
+        struct ring_shard s = r->shards[i];
+        uint32_t w = r->want_slots[i];
+        r->shards[i] = r->shards[j];
+        r->want_slots[i] = r->want_slots[j];
+        r->shards[j] = s;
+        r->want_slots[j] = w;
+    }
+}
+
+/* key HASH HEX-OR-DASH VALUE: the key's 64 bits. */
+static void check_key(char *line)
+{
+    char hash[8], hex[64];
+    uint64_t want;
+    CHECK_REPORT(sscanf(line, "key %7s %63s %" SCNu64, hash, hex, &want) == 3, "not a key row: %s",
+                 line);
+    enum ring_digest digest;
+    CHECK_EQ_U64(ring_digest_parse(hash, &digest), 0);
+    unsigned char key[32];
+    size_t len = 0;
+    for (const char *p = hex; strcmp(hex, "-") != 0 && p[0] && p[1] && len < sizeof(key); p += 2)
+        key[len++] = (unsigned char)strtoul((char[]){p[0], p[1], 0}, NULL, 16);
+    CHECK_EQ_U64(ring_digest_u64(digest, key, len), want);
+    if (len < 4)
+        return;
+    struct ring *one;
+    struct ring_shard spec = {"x", 1, 1};
+    CHECK_EQ_U64(ring_build(&one, digest, 1, &spec, 1, NULL), 0);
+    CHECK_EQ_U64(ring_hash_key(one, key, len), (uint32_t)want); /* the low half: ketama's hash */
+    ring_free(one);
+}
+
+static void test_golden_file(const char *source)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/golden/maglev.txt", source);
+    FILE *f = fopen(path, "r");
+    CHECK_REPORT(f != NULL, "cannot open %s", path);
+    if (!f)
+        return;
+    static struct row r;
+    char *line = NULL;
+    size_t cap = 0;
+    int tables = 0, keys = 0;
+    while (getline(&line, &cap, f) > 0) {
+        if (line[0] == '#')
+            continue;
+        if (strncmp(line, "key ", 4) == 0) {
+            check_key(line);
+            keys++;
+            continue;
+        }
+        CHECK_REPORT(parse_row(line, &r) == 0, "%s: not a row", path);
+        check_row(&r, "as listed");
+        reverse(&r);
+        check_row(&r, "reversed");
+        tables++;
+    }
+    free(line);
+    fclose(f);
+    CHECK_EQ_U64(tables, 12);
+    CHECK_EQ_U64(keys, 8);
+}
+
+/* docs/contract.md §11's worked example, slot by slot. */
+static void test_worked_example(void)
+{
+    static const char want[] = "2001210220110"; /* s2 s0 s0 s1 ... */
+    struct ring_shard s[3] = {{"s2", 2, 1}, {"s0", 2, 1}, {"s1", 2, 1}};
+    uint32_t table[13];
+    CHECK_EQ_U64(ring_maglev_table(s, 3, 13, RING_SHA1, table), 0);
+    char got[14];
+    for (int i = 0; i < 13; i++)
+        got[i] = s[table[i]].id[1];
+    got[13] = '\0';
+    CHECK_EQ_STR(got, want);
+}
+
+static void test_refused(void)
+{
+    struct ring_shard s[2] = {{"a", 1, 1}, {"a", 1, 1}};
+    struct hc_maglev_shard h[2] = {{"a", 1, 1}, {"a", 1, 1}};
+    uint32_t table[16];
+    struct hc_err err;
+    CHECK_EQ_U64(ring_maglev_table(s, 0, 13, RING_SHA1, table), (uint64_t)-EINVAL);
+    CHECK_EQ_U64(ring_maglev_table(s, 1, 15, RING_SHA1, table), (uint64_t)-EINVAL); /* 3 x 5 */
+    CHECK_EQ_U64(ring_maglev_table(s, 1, 1, RING_SHA1, table), (uint64_t)-EINVAL);
+    CHECK_EQ_U64(ring_maglev_table(s, 2, 13, RING_SHA1, table), (uint64_t)-EINVAL); /* twice */
+    CHECK_EQ_U64(hc_maglev_table(h, 2, 13, "SHA1", table, &err), (uint64_t)-EINVAL);
+    CHECK_EQ_U64(hc_maglev_table(h, 1, 15, "SHA1", table, &err), (uint64_t)-EINVAL);
+    s[1] = (struct ring_shard){"b", 1, 0};
+    h[1] = (struct hc_maglev_shard){"b", 1, 0};
+    CHECK_EQ_U64(ring_maglev_table(s, 2, 13, RING_SHA1, table), (uint64_t)-EINVAL); /* weight 0 */
+    CHECK_EQ_U64(hc_maglev_table(h, 2, 13, "SHA1", table, &err), (uint64_t)-EINVAL);
+    CHECK_EQ_U64(ring_maglev_prime(2147483647u), 1);
+    CHECK_EQ_U64(ring_maglev_prime(65537), 1);
+    CHECK_EQ_U64(ring_maglev_prime(65535), 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_maglev SOURCE_DIR\n");
+        return 2;
+    }
+    test_worked_example();
+    test_golden_file(argv[1]);
+    test_refused();
+    return CHECK_DONE();
+}
