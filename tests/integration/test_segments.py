@@ -331,6 +331,26 @@ def checkpoint_interval_is_honoured():
 
 
 @case("segment_options")
+def a_quarter_segment_brings_a_checkpoint():
+    """--segment-bytes 65536 and --checkpoint-interval 1d: the first group that grows the active
+    segment by a quarter (16,384 bytes) since the start brings a checkpoint at its end, before
+    any rotation, and none comes before it (docs/journal.md §7)."""
+    with Server(args=SMALL + ["--checkpoint-interval", "1d"]) as s:
+        active = os.path.join(s.state_dir, "journal.jsonl")
+        start = os.path.getsize(active)
+        n = 0
+        while os.path.getsize(active) < start + 16384:
+            n += 1
+            eq(s.post(batch("quarter-%d" % n, n=20)).status, 200, "POST quarter-%d" % n)
+        crossed = os.path.getsize(active)
+        ok(n > 2, "several batches before the quarter (%d)" % n)
+        sgtest.wait_until(lambda: s.events("checkpoint_written"), 30, "a checkpoint")
+        eq([(e["last_seq"], e["offset"]) for e in s.events("checkpoint_written")], [(n, crossed)],
+           "one checkpoint, at the end of the group that passed the quarter")
+        eq(sealed(s.state_dir), [], "no rotation")
+
+
+@case("segment_options")
 def idempotency_window_is_honoured():
     """--idempotency-window 1s: a batch is replayed at first, and its id is refused as expired
     (422 batch_id_expired, never dispatched again) no sooner than 1 s after it was acknowledged
@@ -517,6 +537,20 @@ def archive_only_what_a_checkpoint_covers():
        "no checkpoint: nothing archived")
 
 
+def covering_checkpoint(d):
+    """(name, bytes) of the first checkpoint in d that covers a sealed segment, or None. Those
+    written at a quarter of the first segment cover none; one may be pruned while it is read."""
+    for name in checkpoints(d):
+        try:
+            data = read(os.path.join(d, name))
+        except OSError:
+            continue
+        last = json.loads(data)["last_seq"]
+        if any(seal_of(read(os.path.join(d, n)))[0]["last_seq"] <= last for n in sealed(d)):
+            return name, data
+    return None
+
+
 @case("segment_archive")
 def archive_stops_at_an_older_checkpoint():
     """With only an early checkpoint left, the sealed segments after it stay."""
@@ -525,9 +559,7 @@ def archive_stops_at_an_older_checkpoint():
     with Server(state_dir=d, args=SMALL) as s:
         for i in range(400):
             eq(s.post(batch("e%d" % i, n=20)).status, 200, "post")
-            if early is None and sealed(d) and checkpoints(d):
-                name = checkpoints(d)[0]
-                early = (name, read(os.path.join(d, name)))
+            early = early or covering_checkpoint(d)
             if early and len(sealed(d)) >= 4:
                 break
         eq(s.stop(), 0, "clean stop")

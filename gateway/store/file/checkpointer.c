@@ -76,6 +76,10 @@ int gw_checkpointer_start(struct gw_checkpointer *c, struct gw_journal *j, struc
     c->interval_ms = interval_ms;
     c->taken_seq = taken_seq;
     c->taken_ns = gw_now_ns();
+    c->taken_size = j->size;
+    c->bytes_every = j->segment_bytes / 4;
+    if (c->bytes_every == 0)
+        c->bytes_every = UINT64_MAX / 2; /* a journal without a segment size: by time alone */
     return gw_worker_start(&c->worker, checkpointer_main, c,
                            "checkpoint: cannot start the checkpoint thread", err);
 }
@@ -90,8 +94,9 @@ void gw_checkpointer_offer(struct gw_checkpointer *c, int force)
 {
     if (!c || !c->worker.started)
         return;
-    if (!force && (gw_now_ns() - c->taken_ns) / 1000000 < c->interval_ms)
-        return;
+    if (!force && (gw_now_ns() - c->taken_ns) / 1000000 < c->interval_ms &&
+        c->journal->size < c->taken_size + c->bytes_every)
+        return; /* neither the interval nor a quarter segment since the last (docs/journal.md §7) */
     if (force < 2 && c->journal->last_seq == c->taken_seq) {
         c->taken_ns = gw_now_ns(); /* nothing new: the next interval starts now */
         return;
@@ -103,6 +108,7 @@ void gw_checkpointer_offer(struct gw_checkpointer *c, int force)
     }
     c->taken_seq = s.last_seq;
     c->taken_ns = gw_now_ns();
+    c->taken_size = c->journal->size;
     pthread_mutex_lock(&c->worker.lock);
     if (c->has_pending)
         gw_checkpoint_snapshot_free(&c->pending);

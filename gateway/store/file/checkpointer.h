@@ -20,6 +20,8 @@ struct gw_checkpointer {
     uint64_t interval_ms;
     uint64_t taken_seq;      /* last_seq of the newest snapshot taken (the writer's) */
     uint64_t taken_ns;       /* when it was taken */
+    uint64_t taken_size;     /* the active segment's size then */
+    uint64_t bytes_every;    /* a snapshot once the segment grew by this much (a quarter) */
     struct gw_worker worker; /* its lock guards pending, has_pending and busy */
     struct gw_checkpoint_snapshot pending;
     int has_pending, busy;
@@ -31,9 +33,10 @@ int gw_checkpointer_start(struct gw_checkpointer *c, struct gw_journal *j, struc
                           struct gw_idem *idem, uint64_t interval_ms, uint64_t taken_seq,
                           struct gw_error *err);
 
-/* From the journal writer, between groups: takes a snapshot when the interval has passed (force
- * 0) or at once (1: the shutdown), only when a receipt was committed since the last one; 2 (a
- * rotation) takes one in any case. A newer snapshot replaces one not yet written. */
+/* From the journal writer, between groups: takes a snapshot when the interval has passed or the
+ * active segment grew by a quarter of --segment-bytes since the last one (force 0), or at once (1:
+ * the shutdown), only when a receipt was committed since the last one; 2 (a rotation) takes one in
+ * any case. A newer snapshot replaces one not yet written. */
 void gw_checkpointer_offer(struct gw_checkpointer *c, int force);
 
 /* Milliseconds until the interval is due (the writer's wait), at least 1. */
