@@ -34,7 +34,12 @@ serve() {
     SHARDGATE_NO_TOKEN=1 "$work/$1/build/gateway/shardgate" serve --conf conf/dispatch.env \
         --shards "$shards" --state-dir "$2" --listen 127.0.0.1:0 2>"$3" &
     pid=$!
-    port=$(sg_listen_port "$3" "$pid" 600)
+    port=""
+    for _ in $(seq 6000); do # every 10 ms for a minute: the start is what is timed
+        port=$(sed -n 's/.*"event":"listening","address":"127.0.0.1:\([0-9]*\)".*/\1/p' "$3")
+        [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null && break
+        sleep 0.01
+    done
     [ -n "$port" ] || {
         cat "$3" >&2
         exit 1
