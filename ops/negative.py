@@ -48,6 +48,15 @@ DEFECTS = [
     ("health-jump-lcg-step-off-by-two", "health:hc_jump",
      "key = key * UINT64_C(2862933555777941757) + 1;",
      "key = key * UINT64_C(2862933555777941757) + 3;", ("tests",), "^unit/test_jump$"),
+    # The plan's minimum (docs/contract.md §8): a loss miscounted, in the gateway;
+    # taken as what moved, in the probe.
+    ("plan-minimum-miscounts-losses", "gateway:gw_plan_compute",
+     "out->minimum_points += out->shards[i].before - out->shards[i].after;",
+     "out->minimum_points += out->shards[i].before - out->shards[i].after / 2;", ("tests",),
+     "^plan_plan_golden$"),
+    ("probe-plan-minimum-is-moved", "client:plan",
+     "minimum = sum(max(0, before[i] - after[i]) for i in before)", "minimum = moved",
+     ("tests",), "^plan_plan_golden$"),
     ("probe-jump-wrong-high-bits", "client:jump", "((key >> 33) + 1)", "((key >> 34) + 1)",
      ("tests",), "^client_probe_ring$"),
     # The Maglev table (docs/contract.md §11), each of the three implementations: a permutation

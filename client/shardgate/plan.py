@@ -39,12 +39,16 @@ def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
         if a != b:
             pairs[(a, b)] = pairs.get((a, b), 0) + hi - lo + 1
     moved = sum(pairs.values())
+    # the least any remapping to the same shares could move: what the losing shards lose
+    minimum = sum(max(0, before[i] - after[i]) for i in before)
     order = sorted(pairs, key=lambda ab: (ab[0].encode("utf-8"), ab[1].encode("utf-8")))
     return {
         "from_epoch": from_epoch, "to_epoch": to_epoch,
         "from_ring": ring_from.ring_id, "to_ring": ring_to.ring_id,
         "moved_points": moved,
         "moved_fraction": RawNumber("%.9f" % (moved / HASH_SPACE)),
+        "minimum_points": minimum,
+        "minimum_fraction": RawNumber("%.9f" % (minimum / HASH_SPACE)),
         "pairs": [{"from": a, "to": b, "moved_points": pairs[(a, b)]} for a, b in order],
         "shards": [{"id": i, "before": before[i], "after": after[i]}
                    for i in sorted(shard_ids, key=lambda i: i.encode("utf-8"))],

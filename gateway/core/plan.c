@@ -276,7 +276,10 @@ int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to
         gw_plan_free(out);
         return no_memory(err);
     }
-    assert(out->moved_points <= GW_PLAN_HASH_SPACE);
+    for (size_t i = 0; i < out->shard_count; i++)
+        if (out->shards[i].before > out->shards[i].after)
+            out->minimum_points += out->shards[i].before - out->shards[i].after;
+    assert(out->minimum_points <= out->moved_points && out->moved_points <= GW_PLAN_HASH_SPACE);
     return 0;
 }
 
@@ -301,6 +304,11 @@ void gw_plan_add_change(struct gw_plan *p, const struct gw_topology *from,
 double gw_plan_fraction(const struct gw_plan *p)
 {
     return (double)p->moved_points / (double)GW_PLAN_HASH_SPACE;
+}
+
+double gw_plan_minimum_fraction(const struct gw_plan *p)
+{
+    return (double)p->minimum_points / (double)GW_PLAN_HASH_SPACE;
 }
 
 void gw_plan_free(struct gw_plan *p)

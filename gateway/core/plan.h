@@ -31,6 +31,7 @@ struct gw_plan {
     char from_epoch[GW_EPOCH_HEX_LEN + 1], to_epoch[GW_EPOCH_HEX_LEN + 1];
     char from_ring[RING_ID_HEX_LEN + 1], to_ring[RING_ID_HEX_LEN + 1];
     uint64_t moved_points;
+    uint64_t minimum_points;      /* the least any remapping moves (docs/contract.md §8) */
     struct gw_plan_shard *shards; /* every id of either membership, bytewise id order */
     size_t shard_count;
     struct gw_plan_pair *pairs; /* non-zero pairs sorted by from then to */
@@ -57,6 +58,9 @@ void gw_plan_add_change(struct gw_plan *p, const struct gw_topology *from,
 
 /* moved_points / 2^32. */
 double gw_plan_fraction(const struct gw_plan *p);
+
+/* minimum_points / 2^32. */
+double gw_plan_minimum_fraction(const struct gw_plan *p);
 
 /* Appends the plan as one line of compact JSON (docs/tools.md §1), without a newline. */
 void gw_plan_write(struct gw_buf *out, const struct gw_plan *p);

@@ -54,6 +54,10 @@ void gw_plan_write(struct gw_buf *out, const struct gw_plan *p)
     snprintf(fraction, sizeof(fraction), "%.9f", gw_plan_fraction(p));
     gw_buf_puts(out, ",\"moved_fraction\":");
     gw_buf_puts(out, fraction);
+    gw_buf_field_u64(out, ",\"minimum_points\":", p->minimum_points);
+    snprintf(fraction, sizeof(fraction), "%.9f", gw_plan_minimum_fraction(p));
+    gw_buf_puts(out, ",\"minimum_fraction\":");
+    gw_buf_puts(out, fraction);
     write_pairs(out, p);
     write_shards(out, p);
     if (p->has_journal) {

@@ -54,6 +54,10 @@ def check_sums(plan, what):
        what + ": only non-zero pairs between distinct shards")
     keys = [(p["from"].encode(), p["to"].encode()) for p in plan["pairs"]]
     eq(keys, sorted(set(keys)), what + ": pairs sorted by from then to, each once")
+    lost = sum(max(0, s["before"] - s["after"]) for s in plan["shards"])
+    eq(plan["minimum_points"], lost, what + ": minimum_points, what the losing shards lose")
+    ok(plan["minimum_points"] <= plan["moved_points"], what + ": the minimum is no more than moved")
+    eq(plan["minimum_fraction"], float("%.9f" % (lost / SPACE)), what + ": minimum_fraction")
 
 
 def conf_text(hash_name="sha1", vnodes=160):
@@ -79,6 +83,31 @@ def worked_example_shard_d_online():
     d = [s for s in plan["shards"] if s["id"] == "shard-d"][0]
     eq((d["before"], d["after"]), (0, plan["moved_points"]), "shard-d before/after")
     eq(plan["moved_fraction"], float("%.9f" % (plan["moved_points"] / SPACE)), "fraction")
+    eq((plan["minimum_points"], plan["minimum_fraction"]), (938094517, 0.218417150),
+       "adding a shard, ketama moves only what it must")
+
+
+@case("plan_golden")
+def weight_change_moves_more_than_the_minimum():
+    """shard-a at weight 3: ketama adds shard-a's points and moves exactly what shard-a gains,
+    the minimum; with shard-b offline as well, shard-c hands arcs to shard-a while it takes
+    some of shard-b's, more than the new shares require (docs/contract.md §8)."""
+    tmp = tmpdir()
+    with open(src("input", "shards.json"), encoding="utf-8") as f:
+        base = json.load(f)["shards"]
+    heavy = [dict(s) for s in base]
+    heavy[0]["weight"] = 3
+    plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                   "--to", write(os.path.join(tmp, "heavy.json"), json.dumps({"shards": heavy})))
+    check_sums(plan, "weight 3")
+    eq(plan["minimum_points"], plan["moved_points"], "weight up: only what shard-a gains moves")
+    heavy[1]["state"] = "offline"
+    plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                   "--to", write(os.path.join(tmp, "both.json"), json.dumps({"shards": heavy})))
+    check_sums(plan, "weight 3 and shard-b offline")
+    ok(plan["minimum_points"] < plan["moved_points"],
+       "shard-c both gives and takes: %d < %d"
+       % (plan["minimum_points"], plan["moved_points"]))
 
 
 def sampled_fraction(conf_a, shards_a, conf_b, shards_b, n, seed):
@@ -224,7 +253,8 @@ def journal_counts_dispatch_receipts():
                    "--to", D_ONLINE, "--journal", journal)
     eq(plan["journal"], want, "journal block")
     eq(list(plan), ["from_epoch", "to_epoch", "from_ring", "to_ring", "moved_points",
-                    "moved_fraction", "pairs", "shards", "journal"], "key order")
+                    "moved_fraction", "minimum_points", "minimum_fraction", "pairs", "shards",
+                    "journal"], "key order")
     empty = write(os.path.join(tmp, "empty.jsonl"), "")
     plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
                    "--to", D_ONLINE, "--journal", empty)
