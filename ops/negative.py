@@ -50,9 +50,18 @@ DEFECTS = [
      "key = key * UINT64_C(2862933555777941757) + 3;", ("tests",), "^unit/test_jump$"),
     # The plan's minimum (docs/contract.md §8): a loss miscounted, in the gateway;
     # taken as what moved, in the probe.
-    ("plan-minimum-miscounts-losses", "gateway:gw_plan_compute",
+    ("plan-minimum-miscounts-losses", "gateway:plan_compute",
      "out->minimum_points += out->shards[i].before - out->shards[i].after;",
      "out->minimum_points += out->shards[i].before - out->shards[i].after / 2;", ("tests",),
+     "^plan_plan_golden$"),
+    # The ranges that move (docs/contract.md §8): joined across an unmoved gap in the gateway;
+    # their from and to swapped in the probe.
+    ("plan-range-joins-across-a-gap", "gateway:add_range",
+     "if (last && last->hi == start && last->from == from && last->to == to) {",
+     "if (last && last->from == from && last->to == to) {", ("tests",), "^plan_plan_golden$"),
+    ("probe-plan-range-ends-swapped", "client:plan",
+     'ranges.append({"lo": lo, "hi": hi + 1, "from": a, "to": b})',
+     'ranges.append({"lo": lo, "hi": hi + 1, "from": b, "to": a})', ("tests",),
      "^plan_plan_golden$"),
     ("probe-plan-minimum-is-moved", "client:plan",
      "minimum = sum(max(0, before[i] - after[i]) for i in before)", "minimum = moved",

@@ -22,12 +22,13 @@ def owner_of(ring: Ring, h: int) -> str | None:
 
 
 def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
-         shard_ids: Iterable[str]) -> dict[str, Any]:
+         shard_ids: Iterable[str], with_ranges: bool = False) -> dict[str, Any]:
     """The plan as an ordered dict (docs/tools.md §1). Independent of the gateway's walk: each
     arc ends at a distinct point value of either ring, and its owners are looked up by bisect."""
     before = {i: 0 for i in shard_ids}
     after = dict(before)
     pairs = {}
+    ranges: list[dict[str, Any]] = []  # [lo, hi) of consecutive moved values, one pair each
     ends = sorted(set(ring_from.values) | set(ring_to.values))
     arcs = [(0 if k == 0 else ends[k - 1] + 1, v) for k, v in enumerate(ends)]
     if ends[-1] < HASH_SPACE - 1:
@@ -38,11 +39,16 @@ def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
         after[b] += hi - lo + 1
         if a != b:
             pairs[(a, b)] = pairs.get((a, b), 0) + hi - lo + 1
+            last = ranges[-1] if ranges else None
+            if last and last["hi"] == lo and (last["from"], last["to"]) == (a, b):
+                last["hi"] = hi + 1
+            else:
+                ranges.append({"lo": lo, "hi": hi + 1, "from": a, "to": b})
     moved = sum(pairs.values())
     # the least any remapping to the same shares could move: what the losing shards lose
     minimum = sum(max(0, before[i] - after[i]) for i in before)
     order = sorted(pairs, key=lambda ab: (ab[0].encode("utf-8"), ab[1].encode("utf-8")))
-    return {
+    result = {
         "from_epoch": from_epoch, "to_epoch": to_epoch,
         "from_ring": ring_from.ring_id, "to_ring": ring_to.ring_id,
         "moved_points": moved,
@@ -53,6 +59,9 @@ def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
         "shards": [{"id": i, "before": before[i], "after": after[i]}
                    for i in sorted(shard_ids, key=lambda i: i.encode("utf-8"))],
     }
+    if with_ranges:
+        result["ranges"] = ranges
+    return result
 
 
 class RawNumber(str):

@@ -52,6 +52,8 @@ def main_plan(argv, prog):
     parser.add_argument("--to", required=True, help="the new membership")
     parser.add_argument("--to-conf", help="the new contract (default: --conf)")
     parser.add_argument("--journal", help="count the journal's changes that would move")
+    parser.add_argument("--ranges", action="store_true",
+                        help="list every range of hash values that moves")
     args = parse_or_usage(parser, argv)
     try:
         _, shards_a, ring_a, epoch_a = load_epoch_files(args.conf, args.shards)
@@ -65,7 +67,7 @@ def main_plan(argv, prog):
             print("plan: %s ring has no online shard" % which, file=sys.stderr)
             return EXIT_UNREADABLE
     ids = {s["id"] for s in shards_a} | {s["id"] for s in shards_b}
-    result = plan(ring_a, ring_b, epoch_a, epoch_b, ids)
+    result = plan(ring_a, ring_b, epoch_a, epoch_b, ids, args.ranges)
     if args.journal:
         try:
             spill = contract_b["DISPATCH_CAPACITY_POLICY"] == "spill"

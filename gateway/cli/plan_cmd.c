@@ -22,17 +22,18 @@
 
 const char gw_usage_plan[] =
     "usage: shardgate plan --conf FILE --shards CURRENT --to NEW [--to-conf FILE]\n"
-    "                      [--journal FILE] [--svg FILE]\n"
+    "                      [--journal FILE] [--svg FILE] [--ranges]\n"
     "Prints the movement plan from the current membership to NEW (one line of JSON):\n"
     "moved hash values by arc arithmetic, per pair and per shard; with --journal, how many\n"
     "journaled changes and how much load would move. --to-conf defaults to --conf. --svg\n"
     "writes the current ring drawn with the arcs that would move around it to FILE, or, for -,\n"
-    "alone to stdout (no plan).\n"
+    "alone to stdout (no plan). --ranges lists every range of hash values that moves.\n"
     "exit: 0 ok, 2 a ring with no online shard or an unreadable journal, 3 contract/membership\n"
     "      unusable, 64 usage, 1 internal error. --conf defaults to $SHARDGATE_CONF.\n";
 
 struct plan_args {
     const char *conf, *shards, *to, *to_conf, *journal, *svg;
+    int ranges;
 };
 
 static int plan_usage(const char *what)
@@ -44,11 +45,15 @@ static int plan_usage(const char *what)
 /* Returns -1 when the command should go on, else the exit code. */
 static int parse_plan_args(int argc, char **argv, struct plan_args *a)
 {
-    static const struct option options[] = {
-        {"conf", required_argument, 0, 'c'},    {"shards", required_argument, 0, 's'},
-        {"to", required_argument, 0, 't'},      {"to-conf", required_argument, 0, 'T'},
-        {"journal", required_argument, 0, 'j'}, {"svg", required_argument, 0, 'g'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option options[] = {{"conf", required_argument, 0, 'c'},
+                                            {"shards", required_argument, 0, 's'},
+                                            {"to", required_argument, 0, 't'},
+                                            {"to-conf", required_argument, 0, 'T'},
+                                            {"journal", required_argument, 0, 'j'},
+                                            {"svg", required_argument, 0, 'g'},
+                                            {"ranges", no_argument, 0, 'r'},
+                                            {"help", no_argument, 0, 'h'},
+                                            {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
     optind = 1;
     opterr = 0;
@@ -62,6 +67,10 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
             char msg[200];
             gw_cli_bad_option(options, argv, msg, sizeof(msg));
             return plan_usage(msg);
+        }
+        if (c == 'r') {
+            a->ranges = 1;
+            continue;
         }
         const char **slot = c == 'c'   ? &a->conf
                             : c == 's' ? &a->shards
@@ -275,7 +284,8 @@ static int plan_between(const struct plan_args *a, const struct gw_topology *fro
 {
     struct gw_plan p;
     struct gw_error err;
-    int rc = gw_plan_compute(from, to, &p, &err);
+    int rc = a->ranges ? gw_plan_compute_ranges(from, to, &p, &err)
+                       : gw_plan_compute(from, to, &p, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return gw_exit_for(rc, GW_EXIT_NOT_OK);

@@ -22,7 +22,9 @@ struct walk {
     struct gw_plan_pair pending; /* the run not yet emitted (moved_points 0: none) */
     struct gw_plan_pair *runs;
     size_t run_count, run_cap;
-    int failed; /* out of memory while growing runs */
+    int failed;                   /* out of memory while growing runs or ranges */
+    struct gw_plan_range *ranges; /* NULL unless the plan lists its ranges */
+    size_t range_count, range_cap;
 };
 
 #define RADIX_BITS 11
@@ -94,16 +96,38 @@ static void emit_run(struct walk *w)
     w->runs[w->run_count++] = w->pending;
 }
 
+/* A moved arc into the ranges: the last one grows when the arc continues it, pair and all. */
+static void add_range(struct walk *w, uint64_t start, uint64_t len, uint32_t from, uint32_t to)
+{
+    struct gw_plan_range *last = w->range_count ? &w->ranges[w->range_count - 1] : NULL;
+    if (last && last->hi == start && last->from == from && last->to == to) {
+        last->hi += len;
+        return;
+    }
+    if (w->range_count == w->range_cap) {
+        size_t cap = 2 * w->range_cap;
+        struct gw_plan_range *grown = realloc(w->ranges, cap * sizeof(*grown));
+        if (!grown) {
+            w->failed = 1;
+            return;
+        }
+        w->ranges = grown;
+        w->range_cap = cap;
+    }
+    w->ranges[w->range_count++] = (struct gw_plan_range){start, start + len, from, to};
+}
+
 static void count_arc(void *ctx, uint64_t start, uint64_t len, uint32_t shard_a, uint32_t shard_b)
 {
     struct walk *w = ctx;
     uint32_t from = w->a_owner[shard_a], to = w->b_owner[shard_b];
-    (void)start;
     w->before[from] += len;
     w->after[to] += len;
     if (from == to)
         return;
     w->moved += len;
+    if (w->ranges)
+        add_range(w, start, len, from, to);
     struct gw_plan_pair *run = &w->pending;
     if (run->moved_points && run->from == from && run->to == to) {
         run->moved_points += len;
@@ -238,13 +262,17 @@ static int plan_arcs(struct gw_plan *p, const struct gw_topology *from,
         .b_owner = ring_owner_map(to, b_map),
         .before = calloc(n, sizeof(uint64_t)),
         .after = calloc(n, sizeof(uint64_t)),
+        .ranges = p->has_ranges ? malloc(256 * sizeof(struct gw_plan_range)) : NULL,
+        .range_cap = 256,
     };
     int rc = -ENOMEM;
-    if (w.a_owner && w.b_owner && w.before && w.after) {
+    if (w.a_owner && w.b_owner && w.before && w.after && (w.ranges || !p->has_ranges)) {
         walk_arcs(&w, from->ring, to->ring);
         store_shares(p, &w);
         rc = collect_pairs(p, &w);
     }
+    p->ranges = w.ranges; /* freed by gw_plan_free */
+    p->range_count = w.range_count;
     free(w.runs);
     free(w.before);
     free(w.after);
@@ -253,10 +281,11 @@ static int plan_arcs(struct gw_plan *p, const struct gw_topology *from,
     return rc;
 }
 
-int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to,
-                    struct gw_plan *out, struct gw_error *err)
+static int plan_compute(const struct gw_topology *from, const struct gw_topology *to, int ranges,
+                        struct gw_plan *out, struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
+    out->has_ranges = ranges;
     int rc = check_rings(from, to, err);
     if (rc != 0)
         return rc;
@@ -281,6 +310,18 @@ int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to
             out->minimum_points += out->shards[i].before - out->shards[i].after;
     assert(out->minimum_points <= out->moved_points && out->moved_points <= GW_PLAN_HASH_SPACE);
     return 0;
+}
+
+int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to,
+                    struct gw_plan *out, struct gw_error *err)
+{
+    return plan_compute(from, to, 0, out, err);
+}
+
+int gw_plan_compute_ranges(const struct gw_topology *from, const struct gw_topology *to,
+                           struct gw_plan *out, struct gw_error *err)
+{
+    return plan_compute(from, to, 1, out, err);
 }
 
 void gw_plan_add_change(struct gw_plan *p, const struct gw_topology *from,
@@ -315,5 +356,6 @@ void gw_plan_free(struct gw_plan *p)
 {
     free(p->shards);
     free(p->pairs);
+    free(p->ranges);
     memset(p, 0, sizeof(*p));
 }

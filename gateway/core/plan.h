@@ -21,6 +21,13 @@ struct gw_plan_shard {
     uint64_t after;  /* owned in the to ring */
 };
 
+/* The hash values [lo, hi) that move from shard `from` to shard `to` (plan shard indexes):
+ * a maximal run of consecutive values with that pair (docs/contract.md §8). */
+struct gw_plan_range {
+    uint64_t lo, hi;
+    uint32_t from, to;
+};
+
 /* Hash values owned by `from` in the from ring and by `to` in the to ring (from != to). */
 struct gw_plan_pair {
     uint32_t from, to; /* indexes into gw_plan.shards */
@@ -36,6 +43,9 @@ struct gw_plan {
     size_t shard_count;
     struct gw_plan_pair *pairs; /* non-zero pairs sorted by from then to */
     size_t pair_count;
+    int has_ranges;               /* computed by gw_plan_compute_ranges */
+    struct gw_plan_range *ranges; /* every range that moves, ascending */
+    size_t range_count;
     int has_journal; /* set by gw_plan_add_change */
     uint64_t changes, moved_changes;
     gw_u128 moved_load;
@@ -48,6 +58,10 @@ struct gw_plan {
  * nothing of the topologies after it returns. */
 int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to,
                     struct gw_plan *out, struct gw_error *err);
+
+/* gw_plan_compute, and the ranges that move (`plan --ranges`). */
+int gw_plan_compute_ranges(const struct gw_topology *from, const struct gw_topology *to,
+                           struct gw_plan *out, struct gw_error *err);
 
 /* Counts one journaled change into the journal block (and marks it present): it moves when
  * the owner of `key` in the from ring differs from its owner in the to ring. `from` and `to`

@@ -45,6 +45,22 @@ static void write_names(struct gw_buf *out, const struct gw_plan *p)
     gw_buf_puts(out, "\"");
 }
 
+static void write_ranges(struct gw_buf *out, const struct gw_plan *p)
+{
+    gw_buf_puts(out, ",\"ranges\":[");
+    for (size_t i = 0; i < p->range_count; i++) {
+        const struct gw_plan_range *r = &p->ranges[i];
+        gw_buf_field_u64(out, i ? ",{\"lo\":" : "{\"lo\":", r->lo);
+        gw_buf_field_u64(out, ",\"hi\":", r->hi);
+        gw_buf_puts(out, ",\"from\":");
+        gw_buf_json_string(out, p->shards[r->from].id, p->shards[r->from].id_len);
+        gw_buf_puts(out, ",\"to\":");
+        gw_buf_json_string(out, p->shards[r->to].id, p->shards[r->to].id_len);
+        gw_buf_puts(out, "}");
+    }
+    gw_buf_puts(out, "]");
+}
+
 void gw_plan_write(struct gw_buf *out, const struct gw_plan *p)
 {
     char fraction[32];
@@ -60,6 +76,8 @@ void gw_plan_write(struct gw_buf *out, const struct gw_plan *p)
     gw_buf_puts(out, fraction);
     write_pairs(out, p);
     write_shards(out, p);
+    if (p->has_ranges)
+        write_ranges(out, p);
     if (p->has_journal) {
         gw_buf_field_u64(out, ",\"journal\":{\"changes\":", p->changes);
         gw_buf_field_u64(out, ",\"moved_changes\":", p->moved_changes);

@@ -4,6 +4,7 @@ golden file, against `client/probe.py plan` byte for byte on random membership p
 1,000,000 sampled keys placed by a third ring (tests/health/ketama.py), its journal counts, and
 its exit codes and messages."""
 
+import bisect
 import hashlib
 import json
 import os
@@ -85,6 +86,58 @@ def worked_example_shard_d_online():
     eq(plan["moved_fraction"], float("%.9f" % (plan["moved_points"] / SPACE)), "fraction")
     eq((plan["minimum_points"], plan["minimum_fraction"]), (938094517, 0.218417150),
        "adding a shard, ketama moves only what it must")
+
+
+def check_ranges(plan, what):
+    """The ranges ascend, never overlap, are maximal (a neighbour differs in its pair or is not
+    adjacent), and sum to moved_points; each pair's ranges sum to its count."""
+    ranges = plan["ranges"]
+    ok(all(0 <= r["lo"] < r["hi"] <= SPACE and r["from"] != r["to"] for r in ranges),
+       what + ": each range [lo, hi) within the hash space, between two shards")
+    ok(all(a["hi"] <= b["lo"] for a, b in zip(ranges, ranges[1:])), what + ": ascending, disjoint")
+    ok(all(a["hi"] < b["lo"] or (a["from"], a["to"]) != (b["from"], b["to"])
+           for a, b in zip(ranges, ranges[1:])), what + ": maximal")
+    eq(sum(r["hi"] - r["lo"] for r in ranges), plan["moved_points"], what + ": sum to moved")
+    per_pair = {}
+    for r in ranges:
+        per_pair[(r["from"], r["to"])] = per_pair.get((r["from"], r["to"]), 0) + r["hi"] - r["lo"]
+    eq(per_pair, {(p["from"], p["to"]): p["moved_points"] for p in plan["pairs"]},
+       what + ": the ranges of each pair sum to its moved_points")
+
+
+@case("plan_golden")
+def ranges_hold_exactly_the_keys_that_move():
+    """--ranges (docs/contract.md §8): for the worked example with shard-d online and with
+    shard-a at weight 3 and shard-b offline, the gateway and the probe list the same ranges, and
+    for 200,000 random keys, placed by tests/health/ketama.py's ring, a key's hash lies in a
+    listed range exactly when its shard changes, going from and to the range's shards."""
+    tmp = tmpdir()
+    with open(src("input", "shards.json"), encoding="utf-8") as f:
+        base = json.load(f)["shards"]
+    other = [dict(s) for s in base]
+    other[0]["weight"], other[1]["state"] = 3, "offline"
+    other_path = write(os.path.join(tmp, "other.json"), json.dumps({"shards": other}))
+    with open(D_ONLINE, encoding="utf-8") as f:
+        d_online = json.load(f)["shards"]
+    for name, to, to_path in (("shard-d online", d_online, D_ONLINE),
+                              ("weight and offline", other, other_path)):
+        plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards",
+                       src("input", "shards.json"), "--to", to_path, "--ranges")
+        check_sums(plan, name)
+        check_ranges(plan, name)
+        ring_a, ring_b = ketama.Ring("sha1", 160, base), ketama.Ring("sha1", 160, to)
+        los = [r["lo"] for r in plan["ranges"]]
+        rng = random.Random(5)
+        for _ in range(200000):
+            h = rng.getrandbits(32)
+            k = bisect.bisect_right(los, h) - 1
+            inside = plan["ranges"][k] if k >= 0 and h < plan["ranges"][k]["hi"] else None
+            a, b = ring_a.lookup(h)[1], ring_b.lookup(h)[1]
+            if (a != b) != (inside is not None) or (inside and (inside["from"], inside["to"]) != (a, b)):
+                eq((h, a, b, inside), (h, a, b, "a range iff the owner changes"), name)
+    plan = plan_ok("--conf", src("conf", "dispatch.env"), "--shards", src("input", "shards.json"),
+                   "--to", D_ONLINE)
+    ok("ranges" not in plan, "no ranges without --ranges")
 
 
 @case("plan_golden")
@@ -184,8 +237,8 @@ KINDS = ("add", "remove", "weight", "state", "capacity", "vnodes", "md5")
 
 @case("plan_random")
 def c_plan_equals_probe_plan_on_random_pairs():
-    """56 random pairs (8 of each kind): same bytes from C and the probe; the sums hold;
-    capacity-only changes move 0 points and keep the ring."""
+    """56 random pairs (8 of each kind): same bytes from C and the probe, every other one with
+    its ranges; the sums hold; capacity-only changes move 0 points and keep the ring."""
     rng = random.Random(20261201)
     tmp = tmpdir()
     for i in range(56):
@@ -199,8 +252,11 @@ def c_plan_equals_probe_plan_on_random_pairs():
             hash_name, rng.randrange(1, 200) if kind == "vnodes" else vnodes))
         pa = write(os.path.join(tmp, "a%d.json" % i), json.dumps({"shards": a}))
         pb = write(os.path.join(tmp, "b%d.json" % i), json.dumps({"shards": b}))
-        plan = plan_ok("--conf", conf_a, "--shards", pa, "--to", pb, "--to-conf", conf_b)
+        ranges = ("--ranges",) if i % 2 else ()
+        plan = plan_ok("--conf", conf_a, "--shards", pa, "--to", pb, "--to-conf", conf_b, *ranges)
         check_sums(plan, "pair %d (%s)" % (i, kind))
+        if ranges:
+            check_ranges(plan, "pair %d (%s)" % (i, kind))
         if kind == "capacity":
             eq((plan["moved_points"], plan["pairs"], plan["moved_fraction"]), (0, [], 0.0),
                "pair %d: a capacity-only change moves nothing" % i)
