@@ -557,10 +557,52 @@ static void bench_build_from(const struct opts *o)
     free(sh);
 }
 
+/* Single-key lookups by a Maglev table and by jump: the key's 64 bits (ring_digest_u64), then
+ * one read of the table, or the jump over `n` buckets. */
+static double maglev_pass(const struct bench_keys *k, const uint32_t *table, uint32_t m,
+                          uint32_t *out)
+{
+    double t0 = bench_now_ns();
+    for (size_t i = 0; i < k->n; i++)
+        out[i] = table[ring_digest_u64(RING_SHA1, k->data + k->off[i], k->len[i]) % m];
+    return (bench_now_ns() - t0) / (double)k->n;
+}
+
+static double jump_pass(const struct bench_keys *k, int32_t n, uint32_t *out)
+{
+    double t0 = bench_now_ns();
+    for (size_t i = 0; i < k->n; i++)
+        out[i] = (uint32_t)ring_jump(ring_digest_u64(RING_SHA1, k->data + k->off[i], k->len[i]), n);
+    return (bench_now_ns() - t0) / (double)k->n;
+}
+
+/* Their ratios to the SHA-1 floor timed in the same round, medians of the rounds. */
+static void bench_table_lookups(const struct opts *o, const struct bench_keys *k, size_t n,
+                                const uint32_t *table, uint32_t m)
+{
+    uint32_t *out = malloc(k->n * sizeof(*out));
+    REQUIRE(out != NULL, "out of memory");
+    double fl[32], mg[32], jp[32], rmg[32], rjp[32];
+    for (int i = 0; i < o->rounds; i++) {
+        fl[i] = floor_pass(k, out);
+        mg[i] = maglev_pass(k, table, m, out);
+        jp[i] = jump_pass(k, (int32_t)n, out);
+        rmg[i] = mg[i] / fl[i];
+        rjp[i] = jp[i] / fl[i];
+    }
+    size_t nr = (size_t)o->rounds;
+    printf("maglev lookup %5zu shards: %6.1f ns one by one (%.2fx floor); jump %6.1f ns "
+           "(%.2fx); floor %6.1f ns\n",
+           n, bench_median(mg, nr), bench_median(rmg, nr), bench_median(jp, nr),
+           bench_median(rjp, nr), bench_median(fl, nr));
+    free(out);
+}
+
 /* The Maglev table's build (docs/contract.md §11): wall time of ring_maglev_table at 10,000
  * shards x weight 1 with 1,000,003 slots (a hundred a shard), the table's memory, and how
- * evenly it is shared (the most and fewest slots a shard owns). */
-static void bench_maglev(const struct opts *o)
+ * evenly it is shared (the most and fewest slots a shard owns); then lookups by it and by
+ * jump against the SHA-1 floor. */
+static void bench_maglev(const struct opts *o, const struct bench_keys *k)
 {
     size_t n = o->check ? 100 : 10000;
     uint32_t m = o->check ? 10007 : 1000003;
@@ -589,6 +631,7 @@ static void bench_maglev(const struct opts *o)
            "slots a shard %u..%u\n",
            n, m, bench_median(ms, (size_t)o->rounds), o->rounds, (size_t)m * sizeof(*table) / 1024,
            fewest, most);
+    bench_table_lookups(o, k, n, table, m);
     free(ids);
     free(sh);
     free(table);
@@ -630,7 +673,7 @@ int main(int argc, char **argv)
     if (wanted(&o, "distribution"))
         bench_distribution(&o, &k);
     if (wanted(&o, "maglev"))
-        bench_maglev(&o);
+        bench_maglev(&o, &k);
     if (o.json) {
         fprintf(o.json, "\"failures\": %d}\n", failures);
         fclose(o.json);
