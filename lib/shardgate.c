@@ -200,16 +200,14 @@ EXPORT shardgate_status shardgate_place(const shardgate_topology *t, const char 
     return status;
 }
 
-EXPORT shardgate_status shardgate_plan(const shardgate_topology *from, const shardgate_topology *to,
-                                       char **plan, size_t *plan_len, shardgate_error *err)
+/* The plan between two topologies as its JSON line, with its ranges or without. */
+static shardgate_status plan_json(const shardgate_topology *from, const shardgate_topology *to,
+                                  int ranges, char **plan, size_t *plan_len, shardgate_error *err)
 {
-    NEED(from);
-    NEED(to);
-    NEED(plan);
-    NEED(plan_len);
     struct gw_plan p;
     struct gw_error e;
-    int rc = gw_plan_compute(&from->t, &to->t, &p, &e);
+    int rc = ranges ? gw_plan_compute_ranges(&from->t, &to->t, &p, &e)
+                    : gw_plan_compute(&from->t, &to->t, &p, &e);
     if (rc != 0)
         return fail(err, rc, rc == -ENOENT ? SHARDGATE_NO_SHARD : SHARDGATE_INVALID, e.msg);
     struct gw_buf out;
@@ -218,6 +216,27 @@ EXPORT shardgate_status shardgate_plan(const shardgate_topology *from, const sha
     gw_buf_puts(&out, "\n");
     gw_plan_free(&p);
     return give(&out, plan, plan_len, err);
+}
+
+EXPORT shardgate_status shardgate_plan(const shardgate_topology *from, const shardgate_topology *to,
+                                       char **plan, size_t *plan_len, shardgate_error *err)
+{
+    NEED(from);
+    NEED(to);
+    NEED(plan);
+    NEED(plan_len);
+    return plan_json(from, to, 0, plan, plan_len, err);
+}
+
+EXPORT shardgate_status shardgate_moves(const shardgate_topology *from,
+                                        const shardgate_topology *to, char **moves,
+                                        size_t *moves_len, shardgate_error *err)
+{
+    NEED(from);
+    NEED(to);
+    NEED(moves);
+    NEED(moves_len);
+    return plan_json(from, to, 1, moves, moves_len, err);
 }
 
 EXPORT void shardgate_free(void *p)

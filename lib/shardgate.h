@@ -84,7 +84,12 @@ shardgate_status shardgate_place(const shardgate_topology *t, const char *batch,
 shardgate_status shardgate_plan(const shardgate_topology *from, const shardgate_topology *to,
                                 char **plan, size_t *plan_len, shardgate_error *err);
 
-/* Frees what shardgate_place and shardgate_plan returned. */
+/* The same plan with every range of hash values that moves, from whom to whom (docs/contract.md
+ * §8): what `shardgate plan --ranges` prints, in *moves (free with shardgate_free). */
+shardgate_status shardgate_moves(const shardgate_topology *from, const shardgate_topology *to,
+                                 char **moves, size_t *moves_len, shardgate_error *err);
+
+/* Frees what shardgate_place, shardgate_plan and shardgate_moves returned. */
 void shardgate_free(void *p);
 
 #ifdef __cplusplus

@@ -9,7 +9,7 @@ from .contract import Shard, Unreadable, is_int, parse_json_bytes
 from .journal import journal_lines
 from .ring import Ring, spill_place
 
-__all__ = ["plan", "plan_json", "journal_movement"]
+__all__ = ["plan", "plan_json", "journal_movement", "moves", "owner_changed"]
 
 # ---------------------------------------------------------------- movement plan (docs/contract.md §8)
 
@@ -62,6 +62,19 @@ def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
     if with_ranges:
         result["ranges"] = ranges
     return result
+
+
+def moves(ring_from: Ring, ring_to: Ring) -> list[dict[str, Any]]:
+    """Every range [lo, hi) of 32-bit key hashes whose shard changes from ring_from to ring_to,
+    with the shard it leaves and the one it goes to, ascending (docs/contract.md §8)."""
+    ids = {s["id"] for s in ring_from.online} | {s["id"] for s in ring_to.online}
+    return plan(ring_from, ring_to, "", "", ids, True)["ranges"]
+
+
+def owner_changed(key: bytes, ring_from: Ring, ring_to: Ring) -> bool:
+    """True when `key` is placed on another shard by ring_to than by ring_from, each hashing it
+    with its own contract's hash (docs/contract.md §3)."""
+    return ring_from.lookup(key)[3] != ring_to.lookup(key)[3]
 
 
 class RawNumber(str):

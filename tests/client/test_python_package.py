@@ -9,6 +9,7 @@ and its three console scripts running against a real gateway.
 
 usage: test_python_package.py SHARDGATE_BINARY SOURCE_DIR [CASE... | --group GROUP] | --list
 """
+import hashlib
 import inspect
 import json
 import os
@@ -175,6 +176,11 @@ def receipts_equal_dispatch_on_the_worked_example_and_random_batches():
 
 @case("python_package")
 def plans_equal_shardgate_plan():
+    """Five random pairs: the probe's plan is shardgate plan's, byte for byte; the package's
+    moves() are `plan --ranges`'s ranges, and owner_changed() is true for a key exactly when
+    its hash lies in one (docs/contract.md §8)."""
+    sys.path.insert(0, src("client"))
+    from shardgate import plan as sg_plan, ring as sg_ring
     rng = sgtest.seeded_rng("python-package-plan")
     d = tmpdir()
     for i in range(5):
@@ -189,6 +195,15 @@ def plans_equal_shardgate_plan():
         p = script("shardgate-probe", "plan", *args)
         eq((p.returncode, p.stdout), (0, g.stdout), "plan %d, byte for byte" % i)
         ok(g.returncode == 0 and '"moved_points":' in g.stdout, g.stderr)
+        ranges = json.loads(run_gateway("plan", *args, "--ranges").stdout)["ranges"]
+        ring_a, ring_b = (sg_ring.Ring("sha1", 160, x["shards"]) for x in (a, b))
+        eq(sg_plan.moves(ring_a, ring_b), ranges, "moves %d: shardgate plan --ranges's" % i)
+        for k in range(200):
+            key = b"key-%d-%d" % (i, k)
+            h = int.from_bytes(hashlib.sha1(key).digest()[:4], "little")
+            inside = any(r["lo"] <= h < r["hi"] for r in ranges)
+            eq(sg_plan.owner_changed(key, ring_a, ring_b), inside,
+               "owner_changed %d %s: in a range" % (i, key))
 
 
 @case("python_package")

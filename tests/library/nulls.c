@@ -57,6 +57,8 @@ int main(int argc, char **argv)
     said("plan(to NULL)", shardgate_plan(t, NULL, &out, &len, &e), &e);
     said("plan(plan NULL)", shardgate_plan(t, t, NULL, &len, &e), &e);
     said("plan(plan_len NULL)", shardgate_plan(t, t, &out, NULL, &e), &e);
+    said("moves(from NULL)", shardgate_moves(NULL, t, &out, &len, &e), &e);
+    said("moves(moves_len NULL)", shardgate_moves(t, t, &out, NULL, &e), &e);
     shardgate_topology_free(NULL);
     shardgate_free(NULL);
     shardgate_topology_free(t);

@@ -146,12 +146,14 @@ int main(int argc, char **argv)
     char *out;
     size_t len, n1, n2;
     int rc;
-    if (argc == 5 && strcmp(argv[1], "--plan") == 0) {
+    if (argc == 5 && (strcmp(argv[1], "--plan") == 0 || strcmp(argv[1], "--moves") == 0)) {
         if ((rc = load(argv[2], argv[3], &a)) != 0)
             return rc;
         if ((rc = load(argv[2], argv[4], &b)) != 0)
             return rc;
-        shardgate_status st = shardgate_plan(a, b, &out, &len, &err);
+        shardgate_status st = strcmp(argv[1], "--plan") == 0
+                                  ? shardgate_plan(a, b, &out, &len, &err)
+                                  : shardgate_moves(a, b, &out, &len, &err);
         rc = emit(st, &err, out, len); /* out and len are read once the call has set them */
         shardgate_topology_free(a);
         shardgate_topology_free(b);
@@ -173,7 +175,7 @@ int main(int argc, char **argv)
     if (argc == 6 && strcmp(argv[1], "--threads") == 0)
         return threads(atoi(argv[2]), argv[3], argv[4], argv[5]);
     if (argc != 4) {
-        fprintf(stderr, "usage: place CONTRACT SHARDS BATCH | --plan CONTRACT FROM TO | "
+        fprintf(stderr, "usage: place CONTRACT SHARDS BATCH | --plan|--moves CONTRACT FROM TO | "
                         "--parse CONTRACT SHARDS | --threads N CONTRACT SHARDS BATCH\n");
         return 64;
     }

@@ -257,6 +257,8 @@ def a_null_argument_is_an_error_never_a_crash():
         "plan(to NULL): 1 shardgate_plan: to is NULL",
         "plan(plan NULL): 1 shardgate_plan: plan is NULL",
         "plan(plan_len NULL): 1 shardgate_plan: plan_len is NULL",
+        "moves(from NULL): 1 shardgate_moves: from is NULL",
+        "moves(moves_len NULL): 1 shardgate_moves: moves_len is NULL",
         "done"], "each call's status and message")
 
 
@@ -286,6 +288,10 @@ def plans_and_memory_loads_equal_the_files():
         g = run_gateway("plan", "--conf", src("conf", "dispatch.env"), "--shards", a, "--to", b)
         p = tool("place", "--plan", src("conf", "dispatch.env"), a, b)
         eq((p.returncode, p.stdout), (g.returncode, g.stdout), "plan %d, byte for byte" % i)
+        g = run_gateway("plan", "--conf", src("conf", "dispatch.env"), "--shards", a, "--to", b,
+                        "--ranges")
+        p = tool("place", "--moves", src("conf", "dispatch.env"), a, b)
+        eq((p.returncode, p.stdout), (g.returncode, g.stdout), "moves %d, byte for byte" % i)
     p = tool("place", "--parse", src("conf", "dispatch.env"), src("input", "shards.json"))
     eq(p.stdout, "f60a5fb19effc4cfa95aed0af45997f72905f6ae "
                  "ce0ad72e7a89a4843f1199a33e0c83fcba059cfc\n", "from memory: the same epoch")
