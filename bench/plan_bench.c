@@ -1,8 +1,9 @@
 /* Plan benchmark (docs/performance.md §7): gw_plan_compute between two rings of N
  * shards x 160 VNODES for four changes (one shard added, one taken offline, 1% of weights
  * doubled, and the ring hash sha1 -> md5: the worst case, ~all values move, a pair per arc), next
- * to the build time of the same rings as a baseline in the same run. Exits 1 when a plan breaks its
- * sums (pairs = moved_points, before = after = 2^32). */
+ * to the build time of the same rings as a baseline in the same run; then the same plan with its
+ * ranges (`plan --ranges`): how many and in what time. Exits 1 when a plan breaks its sums
+ * (pairs = moved_points = the ranges' lengths, before = after = 2^32). */
 #include <stdio.h>
 
 #include "bench_util.h"
@@ -89,6 +90,35 @@ static double time_plan(const struct gw_topology *from, const struct gw_topology
     return bench_median(ms, (size_t)rounds);
 }
 
+/* Median time of `rounds` plans with their ranges, their count in *count; -1 when the ranges do
+ * not sum to moved_points. */
+static double time_ranges(const struct gw_topology *from, const struct gw_topology *to, int rounds,
+                          size_t *count)
+{
+    double ms[32];
+    for (int r = 0; r < rounds; r++) {
+        struct gw_plan p;
+        struct gw_error err;
+        double t0 = bench_now_ns();
+        if (gw_plan_compute_ranges(from, to, &p, &err) != 0) {
+            fprintf(stderr, "plan_bench: %s\n", err.msg);
+            return -1;
+        }
+        ms[r] = (bench_now_ns() - t0) / 1e6;
+        uint64_t sum = 0;
+        for (size_t i = 0; i < p.range_count; i++)
+            sum += p.ranges[i].hi - p.ranges[i].lo;
+        int good = sum == p.moved_points;
+        *count = p.range_count;
+        gw_plan_free(&p);
+        if (!good) {
+            fprintf(stderr, "plan_bench: the ranges do not sum to moved_points\n");
+            return -1;
+        }
+    }
+    return bench_median(ms, (size_t)rounds);
+}
+
 int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 10000;
@@ -106,14 +136,16 @@ int main(int argc, char **argv)
     for (int c = 0; c < CHANGES && rc == 0; c++) {
         double fraction = 0, build_ms = build(n, c, &to);
         double plan_ms = build_ms < 0 ? -1 : time_plan(&from, &to, rounds, &fraction);
+        size_t ranges = 0;
+        double ranges_ms = plan_ms < 0 ? -1 : time_ranges(&from, &to, rounds, &ranges);
         if (build_ms >= 0)
             gw_topology_free(&to);
-        if (plan_ms < 0)
+        if (plan_ms < 0 || ranges_ms < 0)
             rc = 1;
         else
             printf("plan_bench: %-22s plan %.1f ms (median of %d), moved_fraction %.9f, "
-                   "to-ring build %.1f ms\n",
-                   change_names[c], plan_ms, rounds, fraction, build_ms);
+                   "to-ring build %.1f ms; %zu ranges in %.1f ms\n",
+                   change_names[c], plan_ms, rounds, fraction, build_ms, ranges, ranges_ms);
     }
     gw_topology_free(&from);
     return rc;
