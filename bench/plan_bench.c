@@ -65,54 +65,38 @@ static int sums_hold(const struct gw_plan *p)
     return pairs == p->moved_points && before == GW_PLAN_HASH_SPACE && after == GW_PLAN_HASH_SPACE;
 }
 
-/* Median plan time of `rounds` plans from `from` to `to`; -1 when a plan fails its sums. */
+/* The ranges' lengths: they must sum to moved_points. */
+static uint64_t range_sum(const struct gw_plan *p)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < p->range_count; i++)
+        sum += p->ranges[i].hi - p->ranges[i].lo;
+    return sum;
+}
+
+/* Median time of `rounds` plans from `from` to `to`, with their ranges when `ranges` is set
+ * (their count in *count); -1 when a plan fails its sums. */
 static double time_plan(const struct gw_topology *from, const struct gw_topology *to, int rounds,
-                        double *fraction)
+                        int ranges, double *fraction, size_t *count)
 {
     double ms[32];
     for (int r = 0; r < rounds; r++) {
         struct gw_plan p;
         struct gw_error err;
         double t0 = bench_now_ns();
-        if (gw_plan_compute(from, to, &p, &err) != 0) {
+        int rc = ranges ? gw_plan_compute_ranges(from, to, &p, &err)
+                        : gw_plan_compute(from, to, &p, &err);
+        if (rc != 0) {
             fprintf(stderr, "plan_bench: %s\n", err.msg);
             return -1;
         }
         ms[r] = (bench_now_ns() - t0) / 1e6;
         *fraction = gw_plan_fraction(&p);
-        int good = sums_hold(&p);
+        *count = p.range_count;
+        int good = sums_hold(&p) && (!ranges || range_sum(&p) == p.moved_points);
         gw_plan_free(&p);
         if (!good) {
             fprintf(stderr, "plan_bench: a plan's sums do not hold\n");
-            return -1;
-        }
-    }
-    return bench_median(ms, (size_t)rounds);
-}
-
-/* Median time of `rounds` plans with their ranges, their count in *count; -1 when the ranges do
- * not sum to moved_points. */
-static double time_ranges(const struct gw_topology *from, const struct gw_topology *to, int rounds,
-                          size_t *count)
-{
-    double ms[32];
-    for (int r = 0; r < rounds; r++) {
-        struct gw_plan p;
-        struct gw_error err;
-        double t0 = bench_now_ns();
-        if (gw_plan_compute_ranges(from, to, &p, &err) != 0) {
-            fprintf(stderr, "plan_bench: %s\n", err.msg);
-            return -1;
-        }
-        ms[r] = (bench_now_ns() - t0) / 1e6;
-        uint64_t sum = 0;
-        for (size_t i = 0; i < p.range_count; i++)
-            sum += p.ranges[i].hi - p.ranges[i].lo;
-        int good = sum == p.moved_points;
-        *count = p.range_count;
-        gw_plan_free(&p);
-        if (!good) {
-            fprintf(stderr, "plan_bench: the ranges do not sum to moved_points\n");
             return -1;
         }
     }
@@ -135,9 +119,9 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int c = 0; c < CHANGES && rc == 0; c++) {
         double fraction = 0, build_ms = build(n, c, &to);
-        double plan_ms = build_ms < 0 ? -1 : time_plan(&from, &to, rounds, &fraction);
         size_t ranges = 0;
-        double ranges_ms = plan_ms < 0 ? -1 : time_ranges(&from, &to, rounds, &ranges);
+        double plan_ms = build_ms < 0 ? -1 : time_plan(&from, &to, rounds, 0, &fraction, &ranges);
+        double ranges_ms = plan_ms < 0 ? -1 : time_plan(&from, &to, rounds, 1, &fraction, &ranges);
         if (build_ms >= 0)
             gw_topology_free(&to);
         if (plan_ms < 0 || ranges_ms < 0)
