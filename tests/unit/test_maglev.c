@@ -184,6 +184,58 @@ static void test_worked_example(void)
     CHECK_EQ_STR(got, want);
 }
 
+/* 300 random memberships (1 to 60 shards, weights 1 to 9, ids of 1 to 12 bytes from a small
+ * alphabet so that prefixes occur, a prime size from 2 to about 20,000, SHA-1 or MD5): the
+ * gateway's table and health's agree slot by slot, and every shard owns about its share. */
+static void test_random_agree(void)
+{
+    static const uint32_t primes[] = {2, 3, 5, 7, 13, 101, 251, 1009, 4099, 10007, 20011};
+    uint64_t x = 0x9E3779B97F4A7C15ULL;
+    char ids[60][16];
+    struct ring_shard s[60];
+    struct hc_maglev_shard h[60];
+    static uint32_t mine[20011], theirs[20011];
+    int disagree = 0, unfair = 0;
+    for (int round = 0; round < 300; round++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = 1 + x % 60, k = 0;
+        uint32_t m = primes[(x >> 8) % (sizeof(primes) / sizeof(primes[0]))];
+        enum ring_digest digest = (x >> 20) & 1 ? RING_MD5 : RING_SHA1;
+        while (k < n) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t len = 1 + x % 12;
+            for (size_t c = 0; c < len; c++)
+                ids[k][c] = "ab-1"[(x >> (8 + 2 * c)) & 3];
+            ids[k][len] = '\0';
+            int twice = 0;
+            for (size_t j = 0; j < k; j++)
+                twice |= strcmp(ids[j], ids[k]) == 0;
+            if (twice)
+                continue;
+            uint32_t w = 1 + (uint32_t)((x >> 40) % 9);
+            s[k] = (struct ring_shard){ids[k], len, w};
+            h[k] = (struct hc_maglev_shard){ids[k], len, w};
+            k++;
+        }
+        struct hc_err err;
+        CHECK_EQ_U64(ring_maglev_table(s, n, m, digest, mine), 0);
+        CHECK_EQ_U64(hc_maglev_table(h, n, m, digest == RING_MD5 ? "MD5" : "SHA1", theirs, &err),
+                     0);
+        disagree += memcmp(mine, theirs, m * sizeof(*mine)) != 0;
+        uint64_t total = 0, owned[60] = {0};
+        for (size_t i = 0; i < n; i++)
+            total += s[i].weight;
+        for (uint32_t i = 0; i < m; i++)
+            owned[mine[i]]++;
+        for (size_t i = 0; m >= 100 * n && i < n; i++) { /* 100 slots a shard or more: its share */
+            double want = (double)m * s[i].weight / (double)total;
+            unfair += owned[i] + 1 < want * 0.9 || owned[i] > want * 1.1 + 1;
+        }
+    }
+    CHECK_EQ_U64(disagree, 0);
+    CHECK_EQ_U64(unfair, 0);
+}
+
 static void test_refused(void)
 {
     struct ring_shard s[2] = {{"a", 1, 1}, {"a", 1, 1}};
@@ -213,6 +265,7 @@ int main(int argc, char **argv)
     }
     test_worked_example();
     test_golden_file(argv[1]);
+    test_random_agree();
     test_refused();
     return CHECK_DONE();
 }
