@@ -344,7 +344,8 @@ def a_quarter_segment_brings_a_checkpoint():
             eq(s.post(batch("quarter-%d" % n, n=20)).status, 200, "POST quarter-%d" % n)
         crossed = os.path.getsize(active)
         ok(n > 2, "several batches before the quarter (%d)" % n)
-        sgtest.wait_until(lambda: s.events("checkpoint_written"), 30, "a checkpoint")
+        # written by its own thread just after: ten seconds, many times what it takes
+        sgtest.wait_until(lambda: s.events("checkpoint_written"), 10, "a checkpoint")
         eq([(e["last_seq"], e["offset"]) for e in s.events("checkpoint_written")], [(n, crossed)],
            "one checkpoint, at the end of the group that passed the quarter")
         eq(sealed(s.state_dir), [], "no rotation")
