@@ -28,10 +28,8 @@ tick=$(getconf CLK_TCK)
 # build REV: the Release gateway of commit REV, built once into $work/REV.
 build() { sg_build_commit "$work/$1" "$1" shardgate; }
 
-# 100 online shards, room for any batch (capacity is not what is measured).
 shards=$work/shards.json
-python3 -c 'import json; print(json.dumps({"shards": [{"id": "shard-%03d" % i,
-    "state": "online", "capacity": 10**12} for i in range(100)]}))' >"$shards"
+sg_hundred_shards "$shards"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 changes() { curl -fsS "http://127.0.0.1:$1/metrics" | sed -n 's/^shardgate_changes_total //p'; }

@@ -84,8 +84,7 @@ static double time_plan(const struct gw_topology *from, const struct gw_topology
         struct gw_plan p;
         struct gw_error err;
         double t0 = bench_now_ns();
-        int rc = ranges ? gw_plan_compute_ranges(from, to, &p, &err)
-                        : gw_plan_compute(from, to, &p, &err);
+        int rc = gw_plan_compute(from, to, ranges, &p, &err);
         if (rc != 0) {
             fprintf(stderr, "plan_bench: %s\n", err.msg);
             return -1;

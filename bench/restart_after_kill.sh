@@ -26,8 +26,7 @@ mkdir -p "$work"
 build() { sg_build_commit "$work/$1" "$1" shardgate; }
 
 shards=$work/shards.json
-python3 -c 'import json; print(json.dumps({"shards": [{"id": "shard-%03d" % i,
-    "state": "online", "capacity": 10**12} for i in range(100)]}))' >"$shards"
+sg_hundred_shards "$shards"
 
 # serve REV DIR LOG: the gateway of REV on a free port with its state in DIR; sets pid, port.
 serve() {

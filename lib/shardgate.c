@@ -206,8 +206,7 @@ static shardgate_status plan_json(const shardgate_topology *from, const shardgat
 {
     struct gw_plan p;
     struct gw_error e;
-    int rc = ranges ? gw_plan_compute_ranges(&from->t, &to->t, &p, &e)
-                    : gw_plan_compute(&from->t, &to->t, &p, &e);
+    int rc = gw_plan_compute(&from->t, &to->t, ranges, &p, &e);
     if (rc != 0)
         return fail(err, rc, rc == -ENOENT ? SHARDGATE_NO_SHARD : SHARDGATE_INVALID, e.msg);
     struct gw_buf out;

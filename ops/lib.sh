@@ -138,6 +138,13 @@ sg_base_image() {
     return $rc
 }
 
+# sg_hundred_shards FILE: 100 online shards, shard-000 to shard-099, with room for any batch
+# (capacity is not what the load benches measure).
+sg_hundred_shards() {
+    python3 -c 'import json; print(json.dumps({"shards": [{"id": "shard-%03d" % i,
+        "state": "online", "capacity": 10**12} for i in range(100)]}))' >"$1"
+}
+
 # sg_listen_port LOG PID [TENTHS]: waits (up to TENTHS tenths of a second, 100 by default, while
 # PID lives) for the "listening" event a `shardgate serve` writes to LOG; prints its port, or
 # nothing when it never came.

@@ -50,7 +50,7 @@ DEFECTS = [
      "key = key * UINT64_C(2862933555777941757) + 3;", ("tests",), "^unit/test_jump$"),
     # The plan's minimum (docs/contract.md §8): a loss miscounted, in the gateway;
     # taken as what moved, in the probe.
-    ("plan-minimum-miscounts-losses", "gateway:plan_compute",
+    ("plan-minimum-miscounts-losses", "gateway:gw_plan_compute",
      "out->minimum_points += out->shards[i].before - out->shards[i].after;",
      "out->minimum_points += out->shards[i].before - out->shards[i].after / 2;", ("tests",),
      "^plan_plan_golden$"),

@@ -284,8 +284,7 @@ static int plan_between(const struct plan_args *a, const struct gw_topology *fro
 {
     struct gw_plan p;
     struct gw_error err;
-    int rc = a->ranges ? gw_plan_compute_ranges(from, to, &p, &err)
-                       : gw_plan_compute(from, to, &p, &err);
+    int rc = gw_plan_compute(from, to, a->ranges, &p, &err);
     if (rc != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return gw_exit_for(rc, GW_EXIT_NOT_OK);

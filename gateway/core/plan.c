@@ -281,8 +281,8 @@ static int plan_arcs(struct gw_plan *p, const struct gw_topology *from,
     return rc;
 }
 
-static int plan_compute(const struct gw_topology *from, const struct gw_topology *to, int ranges,
-                        struct gw_plan *out, struct gw_error *err)
+int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to, int ranges,
+                    struct gw_plan *out, struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->has_ranges = ranges;
@@ -310,18 +310,6 @@ static int plan_compute(const struct gw_topology *from, const struct gw_topology
             out->minimum_points += out->shards[i].before - out->shards[i].after;
     assert(out->minimum_points <= out->moved_points && out->moved_points <= GW_PLAN_HASH_SPACE);
     return 0;
-}
-
-int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to,
-                    struct gw_plan *out, struct gw_error *err)
-{
-    return plan_compute(from, to, 0, out, err);
-}
-
-int gw_plan_compute_ranges(const struct gw_topology *from, const struct gw_topology *to,
-                           struct gw_plan *out, struct gw_error *err)
-{
-    return plan_compute(from, to, 1, out, err);
 }
 
 void gw_plan_add_change(struct gw_plan *p, const struct gw_topology *from,

@@ -43,7 +43,7 @@ struct gw_plan {
     size_t shard_count;
     struct gw_plan_pair *pairs; /* non-zero pairs sorted by from then to */
     size_t pair_count;
-    int has_ranges;               /* computed by gw_plan_compute_ranges */
+    int has_ranges;               /* asked of gw_plan_compute */
     struct gw_plan_range *ranges; /* every range that moves, ascending */
     size_t range_count;
     int has_journal; /* set by gw_plan_add_change */
@@ -53,15 +53,12 @@ struct gw_plan {
     uint64_t spilled;  /* journaled changes that would spill on the to ring */
 };
 
-/* Computes the plan from `from` to `to`. Returns 0; -ENOENT when either ring has no online
- * shard (err->msg "plan: from ring has no online shard", or "to"); -ENOMEM. The plan holds
- * nothing of the topologies after it returns. */
-int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to,
+/* Computes the plan from `from` to `to`, with the ranges that move when `ranges` is set
+ * (`plan --ranges`). Returns 0; -ENOENT when either ring has no online shard (err->msg "plan:
+ * from ring has no online shard", or "to"); -ENOMEM. The plan holds nothing of the topologies
+ * after it returns. */
+int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to, int ranges,
                     struct gw_plan *out, struct gw_error *err);
-
-/* gw_plan_compute, and the ranges that move (`plan --ranges`). */
-int gw_plan_compute_ranges(const struct gw_topology *from, const struct gw_topology *to,
-                           struct gw_plan *out, struct gw_error *err);
 
 /* Counts one journaled change into the journal block (and marks it present): it moves when
  * the owner of `key` in the from ring differs from its owner in the to ring. `from` and `to`

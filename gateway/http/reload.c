@@ -50,7 +50,7 @@ static int check_plan(const struct gw_view *cur, const struct gw_topology *next,
                       struct gw_reload *rl, struct gw_error *err)
 {
     struct gw_plan plan;
-    int rc = gw_plan_compute(&cur->topo, next, &plan, err);
+    int rc = gw_plan_compute(&cur->topo, next, 0, &plan, err);
     if (rc != 0)
         return rc;
     double moved = gw_plan_fraction(&plan);
