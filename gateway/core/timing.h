@@ -7,6 +7,10 @@
 /* Nanoseconds on CLOCK_MONOTONIC: for durations and deadlines, never for wall time. */
 uint64_t gw_now_ns(void);
 
+/* What gw_now_ns reads: CLOCK_MONOTONIC, unless the simulator (tests/sim/) set its own clock
+ * before any thread that reads it started (docs/decisions.md §57). */
+extern uint64_t (*gw_clock_ns)(void);
+
 /* Seconds since the Unix epoch on CLOCK_REALTIME: for timestamps shown to people and metrics. */
 double gw_unix_s(void);
 

@@ -11,7 +11,7 @@ static void *reloader_main(void *arg)
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!s->reload_pending && !w->stopping)
-            pthread_cond_wait(&w->wake, &w->lock);
+            gw_worker_wait_until(w, 0);
         if (w->stopping)
             break;
         s->reload_pending = 0; /* SIGHUPs while a reload runs give one more reload */
@@ -35,7 +35,7 @@ void gw_reloader_request(struct gw_server *s)
 {
     pthread_mutex_lock(&s->reloader.lock);
     s->reload_pending = 1;
-    pthread_cond_signal(&s->reloader.wake);
+    gw_worker_wake(&s->reloader);
     pthread_mutex_unlock(&s->reloader.lock);
 }
 

@@ -28,7 +28,7 @@ void gw_commit_enqueue(struct gw_worker *w, struct gw_commit_item **head,
         else
             *head = item;
         *tail = item;
-        pthread_cond_signal(&w->wake);
+        gw_worker_wake(w);
     }
     pthread_mutex_unlock(&w->lock);
     if (refuse)

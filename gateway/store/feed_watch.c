@@ -128,7 +128,7 @@ void gw_feed_watch_durable(struct gw_feed_watch *w, uint64_t seq, uint64_t shard
         *b = seq > *b ? seq : *b;
     }
     if (w->head)
-        pthread_cond_signal(&w->worker.wake);
+        gw_worker_wake(&w->worker);
     pthread_mutex_unlock(&w->worker.lock);
 }
 
@@ -146,7 +146,7 @@ int gw_feed_watch_wait(struct gw_feed_watch *w, struct gw_feed_waiter *waiter,
         if (w->head)
             w->head->prev = waiter;
         w->head = waiter;
-        pthread_cond_signal(&w->worker.wake); /* its deadline may be the earliest now */
+        gw_worker_wake(&w->worker); /* its deadline may be the earliest now */
     }
     pthread_mutex_unlock(&w->worker.lock);
     return queue;

@@ -49,7 +49,7 @@ static void *checkpointer_main(void *arg)
     pthread_mutex_lock(&c->worker.lock);
     for (;;) {
         while (!c->has_pending && !c->worker.stopping)
-            pthread_cond_wait(&c->worker.wake, &c->worker.lock);
+            gw_worker_wait_until(&c->worker, 0);
         if (!c->has_pending)
             break;
         struct gw_checkpoint_snapshot s = c->pending;
@@ -114,7 +114,7 @@ void gw_checkpointer_offer(struct gw_checkpointer *c, int force)
         gw_checkpoint_snapshot_free(&c->pending);
     c->pending = s;
     c->has_pending = 1;
-    pthread_cond_signal(&c->worker.wake);
+    gw_worker_wake(&c->worker);
     pthread_mutex_unlock(&c->worker.lock);
 }
 

@@ -187,9 +187,7 @@ static int member_totals_file(struct gw_store *s, const struct gw_membership *m,
 struct epoch_wait {
     struct gw_commit_item item;
     struct gw_ledger *ledger;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, rc;
+    struct gw_event synced;
 };
 
 /* On the writer's thread, before it offers a checkpoint: the record's weights and capacities join
@@ -200,11 +198,7 @@ static void epoch_synced(struct gw_commit_item *item, int rc)
     struct epoch_wait *w = (struct epoch_wait *)item;
     if (rc == 0 && item->chained && gw_ledger_register(w->ledger, &item->epoch_of->members, NULL))
         rc = -ENOMEM;
-    pthread_mutex_lock(&w->lock);
-    w->rc = rc;
-    w->done = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->lock);
+    gw_event_set(&w->synced, rc);
 }
 
 /* Journals the epoch record of `t` after every receipt queued before it; returns once synced. */
@@ -215,24 +209,19 @@ static int journal_epoch(struct gw_store *s, const struct gw_topology *t,
     struct gw_store_file *f = gw_fs(s);
     struct epoch_wait w = {.item = {.epoch_of = t, .source = source, .done = epoch_synced},
                            .ledger = &s->ledger};
-    pthread_mutex_init(&w.lock, NULL);
-    pthread_cond_init(&w.cond, NULL);
+    gw_event_init(&w.synced);
     gw_committer_submit(&f->committer, &w.item);
-    pthread_mutex_lock(&w.lock);
-    while (!w.done)
-        pthread_cond_wait(&w.cond, &w.lock);
-    pthread_mutex_unlock(&w.lock);
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.lock);
-    if (w.rc == 0 && !w.item.chained)
-        w.rc = -ENOMEM;
-    if (w.rc != 0)
+    int rc = gw_event_wait(&w.synced);
+    gw_event_destroy(&w.synced);
+    if (rc == 0 && !w.item.chained)
+        rc = -ENOMEM;
+    if (rc != 0)
         gw_error_set(err, "", "%s",
                      gw_committer_failed(&f->committer)
                          ? f->committer.error.msg
                          : "journal: the epoch record was not written");
     *out = w.item.entry;
-    return w.rc;
+    return rc;
 }
 
 static int record_epoch_file(struct gw_store *s, const struct gw_topology *next,
