@@ -611,6 +611,23 @@ DEFECTS = [
     ("checkpoint-by-bytes-ignored", "gateway:gw_checkpointer_offer",
      "        c->journal->size < c->taken_size + c->bytes_every)", "        1)", ("tests",),
      "^http_segment_options$"),
+    # The simulator (docs/operations.md §5.6) sees what only a crash at a system call shows:
+    # an append acknowledged before its sync, a failed append not cut back, a rotation that
+    # repeats an older epoch than the one in force, a file put in place without its
+    # directory's sync. Each is found by sim/short and shrunk.
+    ("journal-acked-before-its-sync", "gateway:gw_journal_append",
+     "        rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;", "        rc = 0;", ("tests",),
+     "^sim/short$"),
+    ("journal-failed-append-not-cut-back", "gateway:gw_journal_append",
+     "    int cut = gw_io.ftruncate(j->fd, (off_t)j->size) == 0 && gw_io.fdatasync(j->fd) == 0;",
+     "    int cut = 1;", ("tests",), "^sim/short$"),
+    ("rotation-repeats-an-older-epoch", "gateway:chain_epochs",
+     "    if (c->epoch_len) /* the epoch record in force, which a rotation repeats",
+     "    if (0) /* the epoch record in force, which a rotation repeats", ("tests",),
+     "^sim/short$"),
+    ("directory-never-synced", "gateway:gw_sync_dir",
+     "    int rc = gw_io.fsync(fd) == 0 ? 0 : -errno;", "    int rc = 0;", ("tests",),
+     "^sim/short$"),
     ("checkpoint-at-half-a-segment", "gateway:gw_checkpointer_start",
      "c->bytes_every = j->segment_bytes / 4;", "c->bytes_every = j->segment_bytes / 2;",
      ("tests",), "^http_segment_options$"),

@@ -124,10 +124,28 @@ static void prefix_sum(uint32_t *count, size_t size, uint32_t sum)
     }
 }
 
+/* A small group, stably by value: what the three counting passes give, without zeroing and
+ * summing their 3 x 128 counts (a ring of a few shards leaves most of the 2048 groups empty). */
+static void insertion_sort(const struct ring_point *src, struct ring_point *dst, size_t m)
+{
+    for (size_t i = 0; i < m; i++) {
+        size_t j = i;
+        while (j > 0 && dst[j - 1].value > src[i].value) {
+            dst[j] = dst[j - 1];
+            j--;
+        }
+        dst[j] = src[i];
+    }
+}
+
 /* Sorts one top group of m points from `src` into `dst` by the low 21 bits of the value. */
 static void sort_group(const struct ring_point *src, struct ring_point *dst, size_t m,
                        struct ring_point *s1, struct ring_point *s2)
 {
+    if (m <= 32) {
+        insertion_sort(src, dst, m);
+        return;
+    }
     uint32_t count[3][1u << LOCAL_BITS] = {{0}};
     uint32_t mask = (1u << LOCAL_BITS) - 1;
     for (size_t i = 0; i < m; i++) {
