@@ -5,11 +5,14 @@
  * short writes, failed syncs; bits flipped; archive; the index dropped), each checked against a
  * model. A failure prints the seed, a shrunk history and the command that replays it.
  *
- *   sim [--seed N] [--seeds N] [--ops N] [--history LIST] [--no-flips] [--at-least N] [--quiet]
+ *   sim [--seed N] [--seeds N] [--ops N] [--history LIST] [--no-flips] [--at-least N]
+ *       [--legacy JOURNAL] [--quiet]
  *
- * --seeds runs the seeds N, N+1, ...; --at-least fails a run that reached fewer crash points;
- * the store's log lines (stderr) are dropped unless SIM_TRACE is set, which also names each
- * operation as it runs. */
+ * --legacy: every fourth seed starts from that journal, written before checksums, segments and
+ * live membership (tests/golden/legacy-state), and its batches join the model as acknowledged:
+ * the upgrade is one more operation among the rest. --seeds runs the seeds N, N+1, ...; --at-least
+ * fails a run that reached fewer crash points; the store's log lines (stderr) are dropped unless
+ * SIM_TRACE is set, which also names each operation as it runs. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,10 +81,14 @@ struct run {
     struct gw_view *view;
     struct batch *batches;
     size_t nbatches;
-    int membership;   /* which of the shards files is in force */
-    int archived;     /* an archive ran: reads may answer archived */
-    int flipped;      /* a bit was flipped: reads may answer damaged, a start may refuse */
-    int stop_history; /* a start refused after a flip: the history ends there */
+    int membership;     /* which of the shards files is in force */
+    int archived;       /* an archive ran: reads may answer archived */
+    int flipped;        /* a bit was flipped: reads may answer damaged, a start may refuse */
+    int stop_history;   /* a start refused after a flip: the history ends there */
+    const char *legacy; /* the journal a legacy history starts from, or NULL */
+    char base_ids[MAX_SHARDS * 4][GW_SHARD_ID_MAX + 1]; /* a legacy history: the totals it */
+    uint64_t base_load[MAX_SHARDS * 4];                 /* started with, by shard */
+    size_t nbase;
     char failure[1024];
     uint64_t ops_run;
 };
@@ -366,7 +373,7 @@ static int check_all(struct run *r)
             failed(r, "%s (answered failed) reads %d", b->id, rc);
         if (!present)
             continue;
-        for (size_t k = 0; k < b->shards; k++) {
+        for (size_t k = 0; k < b->shards; k++) { /* a legacy batch has none: in the base */
             size_t j = 0;
             while (j < nids && strcmp(ids[j], b->shard[k]) != 0)
                 j++;
@@ -378,6 +385,15 @@ static int check_all(struct run *r)
     }
     if (r->failure[0] || r->flipped)
         return r->failure[0] ? -1 : 0;
+    for (size_t k = 0; k < r->nbase; k++) {
+        size_t j = 0;
+        while (j < nids && strcmp(ids[j], r->base_ids[k]) != 0)
+            j++;
+        if (j == nids && nids < MAX_SHARDS * 4)
+            snprintf(ids[nids++], sizeof(ids[0]), "%s", r->base_ids[k]);
+        if (j < nids)
+            want[j] += r->base_load[k];
+    }
     struct gw_ledger_entry *all = NULL;
     size_t count = 0;
     struct gw_error err;
@@ -404,6 +420,35 @@ static int start_and_check(struct run *r)
     return check_all(r);
 }
 
+/* The first start of a legacy history: the journal's batches as it serves them, acknowledged,
+ * and the totals they left, which every later check adds to. */
+static int adopt_legacy(struct run *r)
+{
+    static const char *const ids[] = {"sample-0001", "legacy-0002"};
+    for (size_t i = 0; i < 2; i++) {
+        struct batch *b = &r->batches[r->nbatches++];
+        struct gw_store_miss miss;
+        memset(b, 0, sizeof(*b));
+        snprintf(b->id, sizeof(b->id), "%s", ids[i]);
+        b->variant = -1; /* another document than any sim_doc makes */
+        b->state = ACKED;
+        gw_buf_init(&b->receipt);
+        if (gw_store_read_receipt(r->store, b->id, strlen(b->id), &b->receipt, &miss) != 0)
+            return failed(r, "the legacy journal's %s does not read", b->id);
+    }
+    struct gw_ledger_entry *all = NULL;
+    size_t count = 0;
+    struct gw_error err;
+    if (gw_store_shard_totals(r->store, &r->view->topo.members, &all, &count, &err) != 0)
+        return failed(r, "the legacy totals: %s", err.msg);
+    for (size_t i = 0; i < count && r->nbase < MAX_SHARDS * 4; i++, r->nbase++) {
+        snprintf(r->base_ids[r->nbase], sizeof(r->base_ids[0]), "%s", all[i].id);
+        r->base_load[r->nbase] = (uint64_t)all[i].total.load;
+    }
+    free(all);
+    return 0;
+}
+
 /* ---- the operations ---- */
 
 static int next_id(struct run *r, char *id)
@@ -424,6 +469,7 @@ static int op_retry(struct run *r, uint32_t arg, int reuse)
     if (!r->nbatches)
         return op_submit(r, arg);
     struct batch *b = &r->batches[arg % r->nbatches];
+    reuse |= b->variant < 0; /* a legacy batch's document is not one this makes: reused */
     char id[24];
     snprintf(id, sizeof(id), "%s", b->id);
     int variant = reuse ? (b->variant + 1 + (int)((arg >> 8) % 4)) % 5 : b->variant;
@@ -568,13 +614,27 @@ static void setup(struct run *r)
         perror("sim: mkdir");
         exit(2);
     }
-    write_plain(r->conf, "DISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=40\nDISPATCH_RING_HASH=sha1\n"
-                         "DISPATCH_CAPACITY_POLICY=report\n");
+    /* a legacy history keeps the contract its journal was written with (conf/dispatch.env) */
+    write_plain(r->conf, r->legacy ? "DISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
+                                     "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n"
+                                   : "DISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=40\n"
+                                     "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n");
     write_plain(r->shards, memberships[0]);
     r->o = (struct gw_store_options){.state_dir = r->state,
                                      .segment_bytes = SEGMENT_BYTES,
                                      .checkpoint_interval_ms = CHECKPOINT_MS,
                                      .max_watchers = 4};
+}
+
+/* A legacy history's state dir: the journal alone, as that version left it. */
+static void put_legacy(struct run *r)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "cp '%s' %s/journal.jsonl", r->legacy, r->state);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "sim: cannot copy %s\n", r->legacy);
+        exit(2);
+    }
 }
 
 static void teardown(struct run *r)
@@ -593,16 +653,25 @@ struct totals {
 };
 
 /* Runs one history; returns 0, or -1 with the failure in `why` (1024 bytes). */
+static const char *legacy_journal; /* --legacy */
+
 static int run_history(uint64_t seed, const struct op *ops, size_t n, char *why, struct totals *t)
 {
     struct run r;
     memset(&r, 0, sizeof(r));
     r.seed = seed;
     r.batches = calloc(MAX_BATCHES, sizeof(*r.batches));
+    r.legacy = legacy_journal && seed % 4 == 0 ? legacy_journal : NULL;
     setup(&r);
+    if (r.legacy)
+        put_legacy(&r);
     sim_sched_install(seed);
     sim_disk_install(r.state, r.archive, seed);
-    int rc = start_and_check(&r);
+    int rc = store_open(&r);
+    if (rc == 0 && r.legacy)
+        rc = adopt_legacy(&r);
+    if (rc == 0)
+        rc = check_all(&r);
     int trace = getenv("SIM_TRACE") != NULL;
     for (size_t i = 0; i < n && rc == 0 && !r.stop_history; i++, r.ops_run++) {
         if (trace)
@@ -717,11 +786,13 @@ int main(int argc, char **argv)
             quiet = 1;
         else if (!strcmp(argv[i], "--no-flips"))
             flips = 0;
+        else if (!strcmp(argv[i], "--legacy") && i + 1 < argc)
+            legacy_journal = argv[++i];
         else if (!strcmp(argv[i], "--at-least") && i + 1 < argc)
             at_least = strtoull(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "usage: sim [--seed N] [--seeds N] [--ops N] [--history LIST] "
-                            "[--no-flips] [--at-least N] [--quiet]\n");
+                            "[--no-flips] [--at-least N] [--legacy JOURNAL] [--quiet]\n");
             return 2;
         }
     }
