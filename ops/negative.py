@@ -606,15 +606,16 @@ DEFECTS = [
     ("segment-bytes-ignored", "gateway:replay_state", "o->state_dir, o->segment_bytes, 0, err)",
      "o->state_dir, 67108864u, 0, err)", ("tests",), "^http_segments$"),
     ("checkpoint-interval-ignored", "gateway:gw_store_start_file",
-     "o->checkpoint_interval_ms, f->checkpoint_seq", "10000u, f->checkpoint_seq", ("tests",),
+     "o->checkpoint_interval_ms, taken, err);", "10000u, taken, err);", ("tests",),
      "^http_segment_options$"),
     ("checkpoint-by-bytes-ignored", "gateway:gw_checkpointer_offer",
      "        c->journal->size < c->taken_size + c->bytes_every)", "        1)", ("tests",),
      "^http_segment_options$"),
     # The simulator (docs/operations.md §5.6) sees what only a crash at a system call shows:
     # an append acknowledged before its sync, a failed append not cut back, a rotation that
-    # repeats an older epoch than the one in force, a file put in place without its
-    # directory's sync. Each is found by sim/short and shrunk.
+    # repeats an older epoch than the one in force, an index ahead of a cut journal kept, a
+    # start that takes names it never synced as durable, a file put in place without its
+    # directory's sync. Each is found by the simulator and shrunk.
     ("journal-acked-before-its-sync", "gateway:gw_journal_append",
      "        rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;", "        rc = 0;", ("tests",),
      "^sim/short$"),
@@ -625,6 +626,16 @@ DEFECTS = [
      "    if (c->epoch_len) /* the epoch record in force, which a rotation repeats",
      "    if (0) /* the epoch record in force, which a rotation repeats", ("tests",),
      "^sim/short$"),
+    ("index-ahead-of-the-journal-kept", "gateway:replay_state",
+     "    if (rc == 0 && f->index_durable_seq > f->journal.last_seq)\n        return 1;",
+     "    if (0)\n        return 1;", ("tests",), "^sim/short$"),
+    ("start-leaves-what-it-read-unsynced", "gateway:gw_store_open_file",
+     "        rc = sync_what_was_read(f, err);", "        rc = f ? 0 : sync_what_was_read(f, err);",
+     ("tests",), "^sim/regress-unsynced-rotation$"),
+    ("rebuilt-index-not-flushed-at-stop", "gateway:gw_store_start_file",
+     "        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->index_durable_seq;",
+     "        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->checkpoint_seq;",
+     ("tests",), "^sim/regress-index-rebuilt-then-cut$"),
     ("directory-never-synced", "gateway:gw_sync_dir",
      "    int rc = gw_io.fsync(fd) == 0 ? 0 : -errno;", "    int rc = 0;", ("tests",),
      "^sim/short$"),

@@ -13,6 +13,7 @@
  * the upgrade is one more operation among the rest. --seeds runs the seeds N, N+1, ...; --at-least
  * fails a run that reached fewer crash points; the store's log lines (stderr) are dropped unless
  * SIM_TRACE is set, which also names each operation as it runs. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,7 +52,9 @@ enum op_kind {
     OP_FAULT = 'f',   /* EIO, ENOSPC, a short write or a failed sync, then a start if it failed */
     OP_ARCHIVE = 'a', /* stop, `shardgate journal archive`, start */
     OP_DROP_INDEX = 'i', /* stop, index/ removed (docs/operations.md §5.2), start */
-    OP_FLIP = 'x',       /* a bit flipped in a durable sector, then a start */
+    OP_CUT =
+        'k', /* stop, the journal cut before its last receipts (docs/operations.md §5.2), start */
+    OP_FLIP = 'x', /* a bit flipped in a durable sector, then a start */
 };
 
 struct op {
@@ -59,7 +62,9 @@ struct op {
     uint32_t arg;
 };
 
-enum batch_state { ACKED = 1, MAYBE }; /* MAYBE: answered as failed: absent or whole */
+/* MAYBE: answered as failed: absent or whole; CUT: its line cut by the operator: absent, and
+ * new when sent again */
+enum batch_state { ACKED = 1, MAYBE, CUT };
 
 struct batch {
     char id[24];
@@ -224,6 +229,8 @@ static int send_batch(struct run *r, const char *id, int variant, int race)
     if (rc != 0) { /* a replay's receipt archived, or damaged after a flip */
         if (!(known && ((rc == -ESTALE && r->archived) || r->flipped)))
             failed(r, "claim of %s: %d", id, rc);
+    } else if (known && verdict != GW_COMMIT_NEW && known->state == CUT) {
+        failed(r, "%s was cut from the journal, yet its claim says %d", id, (int)verdict);
     } else if (known && verdict == GW_COMMIT_NEW && known->state == ACKED) {
         failed(r, "%s was acknowledged, yet its claim says new: dispatched twice", id);
     } else if (known && known->variant == variant && verdict == GW_COMMIT_REPLAY &&
@@ -371,6 +378,8 @@ static int check_all(struct run *r)
             failed(r, "%s was acknowledged and reads %d", b->id, rc);
         else if (b->state == MAYBE && !present && rc != -ENOENT && !(damaged && r->flipped))
             failed(r, "%s (answered failed) reads %d", b->id, rc);
+        else if (b->state == CUT && rc != -ENOENT)
+            failed(r, "%s was cut from the journal and reads %d", b->id, rc);
         if (!present)
             continue;
         for (size_t k = 0; k < b->shards; k++) { /* a legacy batch has none: in the base */
@@ -555,6 +564,65 @@ static int op_drop_index(struct run *r)
     return start_and_check(r);
 }
 
+/* The newest checkpoint's last seq (0: none). */
+static uint64_t newest_checkpoint(const struct run *r)
+{
+    uint64_t newest = 0;
+    DIR *d = opendir(r->state);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        unsigned long long seq;
+        if (sscanf(e->d_name, "checkpoint-%20llu.json", &seq) == 1 && seq > newest)
+            newest = seq;
+    }
+    if (d)
+        closedir(d);
+    return newest;
+}
+
+/* The documented cut (docs/operations.md §5.2): the journal's last 1 to 3 receipt lines, when
+ * its active segment ends with that many, removed, and the batches they held told to be gone;
+ * with segments archived, not past the newest checkpoint, which is what covers them. */
+static int op_cut(struct run *r, uint32_t arg)
+{
+    char path[160];
+    FILE *f;
+    char *text = NULL;
+    size_t len = 0;
+    store_close(r);
+    snprintf(path, sizeof(path), "%s/journal.jsonl", r->state);
+    if (gw_file_read(path, &text, &len) != 0)
+        return failed(r, "cut: cannot read %s", path);
+    size_t end = len, lines = 1 + arg % 3;
+    uint64_t keep = r->archived ? newest_checkpoint(r) : 0;
+    for (; lines > 0 && end > 0; lines--) {
+        size_t start = end - 1;
+        while (start > 0 && text[start - 1] != '\n')
+            start--;
+        unsigned long long seq = 0;
+        if (sscanf(text + start, "{\"type\":\"receipt\",\"seq\":%llu", &seq) != 1 || seq <= keep)
+            break;
+        const char *at = memmem(text + start, end - start, "\"batch_id\":\"", 12);
+        char id[32];
+        snprintf(id, sizeof(id), "%.*s", at ? (int)strcspn(at + 12, "\"") : 0, at ? at + 12 : "");
+        struct batch *b = find_batch(r, id);
+        if (!b) {
+            free(text);
+            return failed(r, "cut: the journal holds %s, never sent", id);
+        }
+        b->state = CUT;
+        end = start;
+    }
+    if (end < len &&
+        (!(f = fopen(path, "r+")) || ftruncate(fileno(f), (off_t)end) != 0 || fclose(f) != 0)) {
+        free(text);
+        return failed(r, "cut: cannot cut %s", path);
+    }
+    free(text);
+    sim_disk_settle(); /* the operator's cut, synced as `sync` would */
+    return start_and_check(r);
+}
+
 static int op_flip(struct run *r, uint32_t arg)
 {
     char path[4096];
@@ -591,6 +659,8 @@ static int run_op(struct run *r, const struct op *op)
         return op_archive(r);
     case OP_DROP_INDEX:
         return op_drop_index(r);
+    case OP_CUT:
+        return op_cut(r, op->arg);
     case OP_FLIP:
         return op_flip(r, op->arg);
     }
@@ -707,7 +777,7 @@ static int run_history(uint64_t seed, const struct op *ops, size_t n, char *why,
 /* The history a seed makes: `n` operations, crashes and submits the most frequent. */
 static void make_history(uint64_t seed, struct op *ops, size_t n, int flips)
 {
-    static const char weights[] = "nnnnnnnnnrrruummttsccccccfffai";
+    static const char weights[] = "nnnnnnnnnrrruummttscccccccfffaik";
     struct sim_rng rng;
     sim_rng_seed(&rng, seed * 0x9e3779b97f4a7c15ull + 1);
     for (size_t i = 0; i < n; i++) {

@@ -324,8 +324,9 @@ static void scan_roots(void)
 
 /* ---- the calls ---- */
 
-/* Counts a call on the roots and says whether it fails: 0 it runs, else the fault. */
-static enum sim_fault next_call(void)
+/* Counts a call on the roots and says whether it fails: 0 it runs, else the fault. With
+ * SIM_TRACE set, a fault names its call. */
+static enum sim_fault next_call_of(const char *what)
 {
     D.counts.calls++;
     if (D.crashed)
@@ -333,6 +334,9 @@ static enum sim_fault next_call(void)
     if (D.armed == SIM_NONE || --D.at > 0)
         return SIM_NONE;
     enum sim_fault f = D.armed;
+    if (getenv("SIM_TRACE"))
+        fprintf(stderr, "sim: fault %d at call %llu, %s\n", (int)f,
+                (unsigned long long)D.counts.calls, what);
     D.armed = SIM_NONE;
     D.hit = 1;
     if (f == SIM_CRASH)
@@ -341,6 +345,8 @@ static enum sim_fault next_call(void)
         D.counts.faults++;
     return f;
 }
+
+#define next_call() next_call_of(__func__)
 
 static int fail(enum sim_fault f)
 {
@@ -448,7 +454,7 @@ static int d_sync(int fd)
     int is_dir = 0, id = file_of_fd(fd, &st, &is_dir);
     if (id < 0)
         return gw_io_libc.fdatasync(fd);
-    enum sim_fault f = next_call();
+    enum sim_fault f = next_call_of(is_dir ? "d_sync of a directory" : "d_sync of a file");
     if (f != SIM_NONE) {
         if (f != SIM_CRASH && !is_dir)
             lose_file_changes(id); /* a failed sync's pages are lost, marked clean */
@@ -672,6 +678,12 @@ void sim_disk_crash(int keep_index)
     forget_all();
     D.armed = SIM_NONE;
     D.crashed = D.hit = 0;
+    scan_roots();
+}
+
+void sim_disk_settle(void)
+{
+    forget_all();
     scan_roots();
 }
 

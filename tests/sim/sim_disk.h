@@ -42,6 +42,10 @@ int sim_disk_hit(void);
  * prefix of each file's and directory's later changes. `keep_index` 0: index/ is dropped. */
 void sim_disk_crash(int keep_index);
 
+/* What the roots hold now becomes durable, as after an operator's edit and `sync`: the store
+ * must not run. */
+void sim_disk_settle(void);
+
 /* Flips one bit of one durable sector of a file below the roots (not index/), in the durable
  * bytes, and in the file too when `seen` (the next read finds it). Returns 0, or -1 when no file
  * holds a byte. Its path into `path` (4096). */

@@ -274,6 +274,20 @@ static int replay_state(struct gw_store *s, const struct gw_store_options *o,
     return rc;
 }
 
+/* What the replay read is what the start stands on: made durable before a commit joins it, as
+ * the run before may have put it in place without syncing it (a rotation whose directory sync
+ * failed leaves the new segment's name in the page cache only; docs/journal.md §5). */
+static int sync_what_was_read(struct gw_store_file *f, struct gw_error *err)
+{
+    int rc = gw_io.fdatasync(f->journal.fd) == 0 ? 0 : -errno;
+    if (rc == 0)
+        rc = gw_sync_dir(f->journal.dir);
+    if (rc != 0)
+        gw_error_set(err, "", "journal: %s: cannot sync what the start read: %s", f->journal.dir,
+                     strerror(-rc));
+    return rc;
+}
+
 int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
                        const struct gw_topology *topo, struct gw_error *err)
 {
@@ -303,6 +317,8 @@ int gw_store_open_file(struct gw_store *s, const struct gw_store_options *o,
         rc = gw_journal_seal_unchecked(&f->journal, err);
     if (rc == 0)
         rc = gw_journal_write_epoch(&f->journal, topo, &written, err);
+    if (rc == 0)
+        rc = sync_what_was_read(f, err);
     if (rc != 0)
         return rc == -EINVAL ? -EIO : rc;
     log_start(s, &log);
@@ -346,8 +362,13 @@ int gw_store_start_file(struct gw_store *s, const struct gw_store_options *o,
     }
     gw_scrub_durable(&f->scrub, atomic_load(&f->journal.segment), f->journal.size);
     struct gw_commit_hook hook = {announce_durable, s};
+    /* Taken through the older of the checkpoint and the index's durable mark: an index the start
+     * rebuilt is made durable by the next checkpoint, a clean stop's included, so that a cut of
+     * the journal after the stop finds it ahead (docs/journal.md §9). */
+    uint64_t taken =
+        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->index_durable_seq;
     int rc = gw_checkpointer_start(&f->checkpointer, &f->journal, &s->ledger, &f->idem,
-                                   o->checkpoint_interval_ms, f->checkpoint_seq, err);
+                                   o->checkpoint_interval_ms, taken, err);
     if (rc == 0)
         rc = gw_committer_start(&f->committer, &f->journal, metrics, &f->checkpointer,
                                 o->commit_delay_ms, &hook, err);
