@@ -12,7 +12,7 @@
  * live membership (tests/golden/legacy-state), and its batches join the model as acknowledged:
  * the upgrade is one more operation among the rest. --seeds runs the seeds N, N+1, ...; --at-least
  * fails a run that reached fewer crash points; the store's log lines (stderr) are dropped unless
- * SIM_TRACE is set, which also names each operation as it runs. */
+ * SIM_TRACE is set, which also names each operation as it runs, or the build is sanitized. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -866,8 +866,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+#ifndef __SANITIZE_ADDRESS__ /* under the sanitizers, stderr carries their reports */
     if (!getenv("SIM_TRACE") && !freopen("/dev/null", "w", stderr))
         return 2;
+#endif
     struct op *ops = calloc(history ? strlen(history) + 1 : nops, sizeof(*ops));
     struct totals t = {0};
     char why[1024];

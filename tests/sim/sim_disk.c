@@ -641,7 +641,8 @@ static void rebuild(int id, const char *path)
     size_t n = d->n;
     size_t cap = n;
     struct entry *entries = malloc((n ? n : 1) * sizeof(*entries));
-    memcpy(entries, d->entries, n * sizeof(*entries));
+    if (n)
+        memcpy(entries, d->entries, n * sizeof(*entries));
     size_t keep = (size_t)sim_rng_below(&D.rng, d->nops + 1);
     for (size_t i = 0; i < keep; i++)
         apply_name(&entries, &n, &cap, &d->ops[i]);
