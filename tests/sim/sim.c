@@ -352,14 +352,30 @@ static int check_feed(struct run *r)
     return r->failure[0] ? -1 : 0;
 }
 
+/* The load each shard id should hold, summed over the batches present. */
+struct loads {
+    char ids[MAX_SHARDS * 4][GW_SHARD_ID_MAX + 1];
+    uint64_t want[MAX_SHARDS * 4];
+    size_t n;
+};
+
+static void add_load(struct loads *l, const char *id, uint64_t load)
+{
+    size_t j = 0;
+    while (j < l->n && strcmp(l->ids[j], id) != 0)
+        j++;
+    if (j == l->n && l->n < MAX_SHARDS * 4)
+        snprintf(l->ids[l->n++], sizeof(l->ids[0]), "%s", id);
+    if (j < l->n)
+        l->want[j] += load;
+}
+
 /* Every acknowledged batch reads back byte for byte (or archived, or damaged after a flip);
  * one answered as failed reads back whole or not at all; the totals are those of the batches
  * present. */
 static int check_all(struct run *r)
 {
-    char ids[MAX_SHARDS * 4][GW_SHARD_ID_MAX + 1];
-    uint64_t want[MAX_SHARDS * 4] = {0};
-    size_t nids = 0;
+    struct loads loads = {0};
     for (size_t i = 0; i < r->nbatches && !r->failure[0]; i++) {
         struct batch *b = &r->batches[i];
         struct gw_buf got;
@@ -382,40 +398,26 @@ static int check_all(struct run *r)
             failed(r, "%s was cut from the journal and reads %d", b->id, rc);
         if (!present)
             continue;
-        for (size_t k = 0; k < b->shards; k++) { /* a legacy batch has none: in the base */
-            size_t j = 0;
-            while (j < nids && strcmp(ids[j], b->shard[k]) != 0)
-                j++;
-            if (j == nids && nids < MAX_SHARDS * 4)
-                snprintf(ids[nids++], sizeof(ids[0]), "%s", b->shard[k]);
-            if (j < nids)
-                want[j] += b->load[k];
-        }
+        for (size_t k = 0; k < b->shards; k++) /* a legacy batch has none: in the base */
+            add_load(&loads, b->shard[k], b->load[k]);
     }
     if (r->failure[0] || r->flipped)
         return r->failure[0] ? -1 : 0;
-    for (size_t k = 0; k < r->nbase; k++) {
-        size_t j = 0;
-        while (j < nids && strcmp(ids[j], r->base_ids[k]) != 0)
-            j++;
-        if (j == nids && nids < MAX_SHARDS * 4)
-            snprintf(ids[nids++], sizeof(ids[0]), "%s", r->base_ids[k]);
-        if (j < nids)
-            want[j] += r->base_load[k];
-    }
+    for (size_t k = 0; k < r->nbase; k++)
+        add_load(&loads, r->base_ids[k], r->base_load[k]);
     struct gw_ledger_entry *all = NULL;
     size_t count = 0;
     struct gw_error err;
     if (gw_store_shard_totals(r->store, &r->view->topo.members, &all, &count, &err) != 0)
         return failed(r, "the totals: %s", err.msg);
-    for (size_t j = 0; j < nids && !r->failure[0]; j++) {
+    for (size_t j = 0; j < loads.n && !r->failure[0]; j++) {
         uint64_t have = 0;
         for (size_t i = 0; i < count; i++)
-            if (strcmp(all[i].id, ids[j]) == 0)
+            if (strcmp(all[i].id, loads.ids[j]) == 0)
                 have = (uint64_t)all[i].total.load;
-        if (have != want[j])
-            failed(r, "shard %s: load %llu, the batches present hold %llu", ids[j],
-                   (unsigned long long)have, (unsigned long long)want[j]);
+        if (have != loads.want[j])
+            failed(r, "shard %s: load %llu, the batches present hold %llu", loads.ids[j],
+                   (unsigned long long)have, (unsigned long long)loads.want[j]);
     }
     free(all);
     return r->failure[0] ? -1 : check_feed(r);

@@ -331,8 +331,14 @@ static enum sim_fault next_call_of(const char *what)
     D.counts.calls++;
     if (D.crashed)
         return SIM_CRASH;
-    if (D.armed == SIM_NONE || --D.at > 0)
+    if (D.armed == SIM_NONE)
         return SIM_NONE;
+    if (D.at > 1) {
+        D.at--;
+        return SIM_NONE;
+    }
+    if (D.armed == SIM_SYNC_LOST && strncmp(what, "d_sync", 6) != 0)
+        return SIM_NONE; /* it waits for the next sync */
     enum sim_fault f = D.armed;
     if (getenv("SIM_TRACE"))
         fprintf(stderr, "sim: fault %d at call %llu, %s\n", (int)f,

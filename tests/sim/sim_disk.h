@@ -32,7 +32,8 @@ void sim_disk_reseed(uint64_t seed);
 void sim_disk_uninstall(void);
 
 /* Call `at` from now (1 = the next) fails with `fault`; with SIM_CRASH every call from it on
- * fails and does nothing until sim_disk_crash. */
+ * fails and does nothing until sim_disk_crash; SIM_SYNC_LOST is the first sync from call `at`
+ * on (any failed sync of a file loses its unsynced pages: EIO and ENOSPC at a sync too). */
 void sim_disk_arm(enum sim_fault fault, uint64_t at);
 
 /* 1 once an armed fault was injected (and, for a crash, from then on). */

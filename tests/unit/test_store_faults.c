@@ -110,19 +110,12 @@ static void close_store(struct open_store *s)
 /* One batch's commit, waited for. */
 struct commit {
     struct gw_commit_item item;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int done, rc;
+    struct gw_event done;
 };
 
 static void committed(struct gw_commit_item *item, int rc)
 {
-    struct commit *c = (struct commit *)item;
-    pthread_mutex_lock(&c->lock);
-    c->rc = rc;
-    c->done = 1;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->lock);
+    gw_event_set(&((struct commit *)item)->done, rc);
 }
 
 /* Commits batch `id` of one change; its receipt bytes into `receipt`. Returns the commit's rc,
@@ -158,16 +151,10 @@ static int commit(struct open_store *s, const char *id, struct gw_buf *receipt)
                                     .view_epoch_seq = s->view->epoch_seq,
                                     .slots = s->view->slots,
                                     .done = committed}};
-        pthread_mutex_init(&c.lock, NULL);
-        pthread_cond_init(&c.cond, NULL);
+        gw_event_init(&c.done);
         gw_store_submit(s->store, &c.item);
-        pthread_mutex_lock(&c.lock);
-        while (!c.done)
-            pthread_cond_wait(&c.cond, &c.lock);
-        pthread_mutex_unlock(&c.lock);
-        rc = c.rc;
-        pthread_cond_destroy(&c.cond);
-        pthread_mutex_destroy(&c.lock);
+        rc = gw_event_wait(&c.done);
+        gw_event_destroy(&c.done);
         gw_dispatch_free(&d);
     }
     gw_batch_free(&b);
