@@ -17,6 +17,8 @@ static int render_once(struct gw_topology *t)
         t->shard_at[s] = (uint32_t)t->shard_json.len;
         gw_buf_json_string(&t->shard_json, ring_shard_id(t->ring, s),
                            ring_shard_id_len(t->ring, s));
+        if (t->shard_json.len - t->shard_at[s] > t->shard_json_max)
+            t->shard_json_max = t->shard_json.len - t->shard_at[s];
     }
     t->shard_at[n] = (uint32_t)t->shard_json.len;
     struct gw_buf *out = &t->ring_json;

@@ -23,6 +23,7 @@ struct gw_topology {
      * and the ring object up to its points, unclosed (docs/contract.md §5; gw_ring_write). */
     struct gw_buf shard_json;
     uint32_t *shard_at;
+    size_t shard_json_max; /* the longest of them */
     struct gw_buf ring_json;
 };
 
