@@ -246,9 +246,10 @@ DEFECTS = [
     # its last record (its position no longer checks out: never used); the fast path of a
     # restart forgets the first id after the index's durable seq; the start checks ignore the
     # prev link (a segment of another history is accepted).
-    ("seal-sha256-of-wrong-bytes", "gateway:gw_journal_append",
-     "        EVP_DigestUpdate(j->hash, data, len);",
-     "        EVP_DigestUpdate(j->hash, data, len - 1);", ("tests",), "http_segments"),
+    ("seal-sha256-of-wrong-bytes", "gateway:gw_journal_appendv",
+     "            EVP_DigestUpdate(j->hash, iov[i].iov_base, iov[i].iov_len);",
+     "            EVP_DigestUpdate(j->hash, iov[i].iov_base, iov[i].iov_len - (i == n - 1));",
+     ("tests",), "http_segments"),
     ("checkpoint-last-seq-one-early", "gateway:gw_checkpoint_take",
      "    out->last_seq = j->last_seq;", "    out->last_seq = j->last_seq - 1;", ("tests",),
      "http_segments|http_segment_upgrade"),
@@ -616,10 +617,10 @@ DEFECTS = [
     # repeats an older epoch than the one in force, an index ahead of a cut journal kept, a
     # start that takes names it never synced as durable, a file put in place without its
     # directory's sync. Each is found by the simulator and shrunk.
-    ("journal-acked-before-its-sync", "gateway:gw_journal_append",
+    ("journal-acked-before-its-sync", "gateway:gw_journal_appendv",
      "        rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;", "        rc = 0;", ("tests",),
      "^sim/short$"),
-    ("journal-failed-append-not-cut-back", "gateway:gw_journal_append",
+    ("journal-failed-append-not-cut-back", "gateway:gw_journal_appendv",
      "    int cut = gw_io.ftruncate(j->fd, (off_t)j->size) == 0 && gw_io.fdatasync(j->fd) == 0;",
      "    int cut = 1;", ("tests",), "^sim/short$"),
     ("rotation-repeats-an-older-epoch", "gateway:chain_epochs",
@@ -790,10 +791,10 @@ DEFECTS = [
      ("tests",), "^unit/test_io_faults$"),
     # A commit whose write or sync failed is not acknowledged and is cut back (docs/journal.md
     # §4), faults injected in-process at each call.
-    ("journal-sync-failure-acknowledged", "gateway:gw_journal_append",
+    ("journal-sync-failure-acknowledged", "gateway:gw_journal_appendv",
      "rc = gw_io.fdatasync(j->fd) == 0 ? 0 : -errno;", "rc = (gw_io.fdatasync(j->fd), 0);",
      ("tests",), "^unit/test_store_faults$"),
-    ("journal-failed-append-not-cut", "gateway:gw_journal_append",
+    ("journal-failed-append-not-cut", "gateway:gw_journal_appendv",
      "int cut = gw_io.ftruncate(j->fd, (off_t)j->size) == 0 && gw_io.fdatasync(j->fd) == 0;",
      "int cut = 1;", ("tests",), "^unit/test_store_faults$"),
     ("rotation-dir-sync-failure-ignored", "gateway:gw_journal_rotate",
@@ -810,6 +811,11 @@ DEFECTS = [
     ("short-write-taken-for-whole", "gateway:gw_file_write_all",
      "        data += n;\n        len -= (size_t)n;", "        data += len;\n        len = 0;",
      ("tests",), "^unit/test_io_faults$"),
+    # A writev the kernel took in part: the rest of its iovec written again from the start.
+    ("writev-rest-from-the-iovec-start", "gateway:gw_file_writev_all",
+     "done ? gw_io.write(fd, (const char *)iov[0].iov_base + done,",
+     "done ? gw_io.write(fd, (const char *)iov[0].iov_base,", ("tests",),
+     "^unit/test_io_faults$"),
     # The membership in force PUT again with max_movement: no ring was built, nothing to plan.
     ("reload-check-on-unbuilt-ring", "gateway:apply_locked",
      "(rl->dry_run || (rl->max_movement >= 0 && rl->verdict == GW_RELOAD_APPLIED))",

@@ -61,6 +61,33 @@ int gw_file_write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
+/* The most iovecs one writev takes on Linux (UIO_MAXIOV; POSIX's IOV_MAX is at least 16). */
+#define WRITEV_MAX 1024
+
+int gw_file_writev_all(int fd, const struct iovec *iov, int n)
+{
+    size_t done = 0; /* bytes of iov[0] already written */
+    while (n > 0) {
+        if (done == iov[0].iov_len) {
+            iov++, n--, done = 0;
+            continue;
+        }
+        ssize_t w =
+            done ? gw_io.write(fd, (const char *)iov[0].iov_base + done, iov[0].iov_len - done)
+                 : gw_io.writev(fd, iov, n < WRITEV_MAX ? n : WRITEV_MAX);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? -errno : -EIO;
+        done += (size_t)w;
+        while (n > 0 && done >= iov[0].iov_len) {
+            done -= iov[0].iov_len;
+            iov++, n--;
+        }
+    }
+    return 0;
+}
+
 int gw_sync_dir(const char *dir)
 {
     int fd = gw_io.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Reads the file at `path` into a NUL-terminated malloc'd buffer. Returns 0, or -errno. */
 int gw_file_read(const char *path, char **out, size_t *len);
@@ -11,6 +12,10 @@ int gw_file_read(const char *path, char **out, size_t *len);
 /* Writes all `len` bytes at fd's offset, retrying short writes and EINTR. Returns 0, or -errno
  * (-EIO when write returns 0). */
 int gw_file_write_all(int fd, const char *data, size_t len);
+
+/* The same for the bytes of `n` iovecs in order, by writev (at most 1024 at a time), then
+ * write for the rest of one the kernel took in part. */
+int gw_file_writev_all(int fd, const struct iovec *iov, int n);
 
 /* A file put in place durably, the one way the gateway does it (docs/decisions.md §14): written
  * under a temporary name in its directory, fsync'd and closed, renamed over its name, the

@@ -7,11 +7,13 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct gw_io {
     int (*open)(const char *path, int flags, mode_t mode);
     int (*openat)(int dir_fd, const char *path, int flags, mode_t mode);
     ssize_t (*write)(int fd, const void *data, size_t len);
+    ssize_t (*writev)(int fd, const struct iovec *iov, int n);
     int (*fsync)(int fd);
     int (*fdatasync)(int fd);
     int (*ftruncate)(int fd, off_t len);

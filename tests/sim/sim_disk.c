@@ -454,6 +454,22 @@ static ssize_t d_write(int fd, const void *data, size_t len)
     return n;
 }
 
+/* A writev is the write of its bytes put together: one call, one fault, one change. */
+static ssize_t d_writev(int fd, const struct iovec *iov, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    char *all = malloc(len ? len : 1);
+    if (!all)
+        return -1;
+    for (size_t i = 0, at = 0; i < (size_t)n; at += iov[i].iov_len, i++)
+        memcpy(all + at, iov[i].iov_base, iov[i].iov_len);
+    ssize_t w = d_write(fd, all, len);
+    free(all);
+    return w;
+}
+
 static int d_sync(int fd)
 {
     struct stat st;
@@ -550,8 +566,16 @@ static int d_mkdir(const char *path, mode_t mode)
     return rc;
 }
 
-static const struct gw_io sim_io = {d_open,      d_openat, d_write,  d_sync, d_sync,
-                                    d_ftruncate, d_rename, d_unlink, d_mkdir};
+static const struct gw_io sim_io = {.open = d_open,
+                                    .openat = d_openat,
+                                    .write = d_write,
+                                    .writev = d_writev,
+                                    .fsync = d_sync,
+                                    .fdatasync = d_sync,
+                                    .ftruncate = d_ftruncate,
+                                    .rename = d_rename,
+                                    .unlink = d_unlink,
+                                    .mkdir = d_mkdir};
 
 void sim_disk_install(const char *root, const char *other_root, uint64_t seed)
 {

@@ -7,6 +7,8 @@
 
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "io.h"
 
@@ -31,6 +33,22 @@ static int f_openat(int d, const char *p, int fl, mode_t m)
 static ssize_t f_write(int fd, const void *b, size_t n)
 {
     return fault_here(1) ? -1 : gw_io_libc.write(fd, b, fault_write_len(n));
+}
+
+/* A writev is the write of its bytes put together: one call, faulted or shortened as one. */
+static ssize_t f_writev(int fd, const struct iovec *iov, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    char *all = malloc(len ? len : 1);
+    if (!all)
+        return -1;
+    for (size_t i = 0, at = 0; i < (size_t)n; at += iov[i].iov_len, i++)
+        memcpy(all + at, iov[i].iov_base, iov[i].iov_len);
+    ssize_t w = f_write(fd, all, len);
+    free(all);
+    return w;
 }
 
 static int f_fsync(int fd)
@@ -63,7 +81,15 @@ static int f_mkdir(const char *p, mode_t m)
     return fault_here(1) ? -1 : gw_io_libc.mkdir(p, m);
 }
 
-static const struct gw_io faulty_io = {f_open,      f_openat, f_write,  f_fsync, f_fdatasync,
-                                       f_ftruncate, f_rename, f_unlink, f_mkdir};
+static const struct gw_io faulty_io = {.open = f_open,
+                                       .openat = f_openat,
+                                       .write = f_write,
+                                       .writev = f_writev,
+                                       .fsync = f_fsync,
+                                       .fdatasync = f_fdatasync,
+                                       .ftruncate = f_ftruncate,
+                                       .rename = f_rename,
+                                       .unlink = f_unlink,
+                                       .mkdir = f_mkdir};
 
 #endif

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -125,11 +126,58 @@ static void test_durable_write_faults(void)
     }
 }
 
+/* gw_file_writev_all over 1,500 iovecs (empty ones among them: more than one writev takes) with
+ * a short write or an EIO at each of its calls: the file gets every byte in order, or the call's
+ * error. */
+static void test_writev_all_faults(void)
+{
+    enum { N = 1500 };
+    static struct iovec iov[N];
+    static char text[N * 8];
+    size_t len = 0;
+    for (int i = 0; i < N; i++) {
+        iov[i].iov_base = text + len;
+        iov[i].iov_len = (size_t)(i % 5 == 0 ? 0 : i % 7 + 1);
+        for (size_t k = 0; k < iov[i].iov_len; k++)
+            text[len + k] = (char)('a' + (i + (int)k) % 26);
+        len += iov[i].iov_len;
+    }
+    text[len] = '\0';
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/v.jsonl", dir);
+    enum fault all[] = {FAULT_SHORT, FAULT_EIO};
+    for (size_t f = 0; f < 2; f++)
+        for (int at = 1; at <= 4; at++) {
+            int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640);
+            inject(all[f], at);
+            int rc = gw_file_writev_all(fd, iov, N);
+            int calls = inj.calls;
+            gw_io = gw_io_libc;
+            close(fd);
+            const char *now = contents(path);
+            if (all[f] == FAULT_SHORT) {
+                CHECK_REPORT(rc == 0 && strcmp(now, text) == 0,
+                             "short write at call %d: rc %d, %zu bytes of %zu", at, rc, strlen(now),
+                             len);
+                /* 1024 iovecs, then the rest; a short one adds a write for its iovec's rest,
+                 * then a writev for what follows */
+                CHECK_REPORT(calls == (at == 1   ? 4
+                                       : at == 2 ? 4
+                                                 : 2),
+                             "short write at call %d: %d calls", at, calls);
+            } else {
+                CHECK_REPORT(rc == (at <= 2 ? -EIO : 0), "EIO at call %d: rc %d", at, rc);
+            }
+        }
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         return 2;
     test_durable_write_faults();
+    test_writev_all_faults();
     char path[4096];
     snprintf(path, sizeof(path), "%s/a.json", dir);
     unlink(path);

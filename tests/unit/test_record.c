@@ -49,26 +49,37 @@ static void test_crc_is_zlibs(void)
     CHECK_EQ_U64(wrong, 0);
 }
 
-static void test_end_after(void)
+/* A record closed around a receipt written elsewhere: the line, put together, is the one
+ * gw_record_end makes of the whole record. */
+static void test_close_around(void)
 {
-    const char *rec = "{\"type\":\"receipt\",\"seq\":7,\"receipt\":{\"a\":[1,2,3]}}";
+    const char *prefix = "{\"type\":\"receipt\",\"seq\":7,\"receipt\":";
     const char *receipt = "{\"a\":[1,2,3]}";
-    struct gw_buf a, b;
+    struct gw_buf a, b, line;
     gw_buf_init(&a);
     gw_buf_init(&b);
+    gw_buf_init(&line);
     gw_buf_puts(&a, "x\n");
-    gw_buf_puts(&a, rec);
+    gw_buf_puts(&a, prefix);
+    gw_buf_puts(&a, receipt);
+    gw_buf_puts(&a, "}");
     gw_record_end(&a, 2);
     gw_buf_puts(&b, "x\n");
-    gw_buf_puts(&b, rec);
-    gw_record_end_after(&b, 2, strlen(receipt), gw_record_crc(receipt, strlen(receipt)));
+    gw_buf_puts(&b, prefix);
+    size_t at = b.len;
+    gw_record_close_around(&b, 2, strlen(receipt), gw_record_crc(receipt, strlen(receipt)));
+    gw_buf_append(&line, b.data, at);
+    gw_buf_puts(&line, receipt);
+    gw_buf_append(&line, b.data + at, b.len - at);
     gw_buf_append(&a, "", 1);
-    gw_buf_append(&b, "", 1);
-    CHECK_EQ_STR(b.data, a.data);
+    gw_buf_append(&line, "", 1);
+    CHECK_EQ_STR(line.data, a.data);
+    CHECK_EQ_STR(line.data + at + strlen(receipt), ",\"crc32\":\"8601128f\"}\n");
     size_t body;
-    CHECK_EQ_U64(gw_record_check(b.data + 2, b.len - 4, &body), 0);
+    CHECK_EQ_U64(gw_record_check(line.data + 2, line.len - 4, &body), 0);
     gw_buf_free(&a);
     gw_buf_free(&b);
+    gw_buf_free(&line);
 }
 
 static int check(const char *line, size_t *body)
@@ -135,7 +146,7 @@ int main(void)
     test_crc_is_zlibs();
     test_ids_from_checked_lines();
     test_golden();
-    test_end_after();
+    test_close_around();
     test_check();
     printf("%d passed, %d failed\n", check_passes, check_failures);
     return check_failures ? 1 : 0;

@@ -12,19 +12,21 @@
 static void add_epoch(struct gw_committer *c, struct gw_commit_item *it, uint64_t receipts)
 {
     const struct gw_topology *t = it->epoch_of;
-    c->epoch_at = c->group.len;
+    struct gw_buf *own = &c->group.own;
+    c->epoch_at = own->len;
     gw_journal_epoch_entry(c->journal, t, it->source, receipts, &it->entry);
-    gw_records_epoch_line(&c->group, &t->contract, &t->members, &it->entry);
-    gw_record_end(&c->group, c->epoch_at);
-    c->epoch_len = c->group.len - c->epoch_at;
+    gw_records_epoch_line(own, &t->contract, &t->members, &it->entry);
+    gw_record_end(own, c->epoch_at);
+    c->epoch_len = own->len - c->epoch_at;
 }
 
-/* Lays the group's records out in c->group; each receipt learns its seq and offset. Returns the
- * number of receipts, or -ENOMEM. */
+/* Lays the group's records out in c->group, each receipt where its request wrote it; each
+ * learns its seq and offset. Returns the number of receipts, or -ENOMEM. */
 static long build_group(struct gw_committer *c, struct gw_commit_item *list)
 {
     uint64_t seq = c->journal->last_seq;
-    gw_buf_reset(&c->group);
+    struct gw_buf *own = &c->group.own;
+    gw_gather_reset(&c->group);
     c->epoch_len = 0;
     for (struct gw_commit_item *it = list; it; it = it->next) {
         if (it->epoch_of) {
@@ -33,15 +35,14 @@ static long build_group(struct gw_committer *c, struct gw_commit_item *list)
         }
         it->seq = ++seq;
         it->segment = c->journal->segment;
-        size_t line = c->group.len;
-        gw_records_receipt_prefix(&c->group, it->seq, it->fingerprint);
-        it->receipt_offset = c->journal->size + c->group.len;
-        gw_buf_append(&c->group, it->receipt, it->receipt_len);
-        gw_buf_puts(&c->group, "}");
+        size_t line = own->len;
+        gw_records_receipt_prefix(own, it->seq, it->fingerprint);
+        it->receipt_offset = c->journal->size + gw_gather_len(&c->group);
+        gw_gather_borrow(&c->group, it->receipt, it->receipt_len);
         /* the receipt's CRC came with it: the writer's thread adds only its prefix's */
-        gw_record_end_after(&c->group, line, it->receipt_len, it->receipt_crc);
+        gw_record_close_around(own, line, it->receipt_len, it->receipt_crc);
     }
-    return c->group.failed ? -ENOMEM : (long)(seq - c->journal->last_seq);
+    return c->group.failed || own->failed ? -ENOMEM : (long)(seq - c->journal->last_seq);
 }
 
 #ifndef NDEBUG
@@ -63,7 +64,7 @@ static void chain_epochs(struct gw_committer *c, struct gw_commit_item *list)
 {
     struct gw_epoch_entry e;
     if (c->epoch_len) /* the epoch record in force, which a rotation repeats (docs/journal.md §6) */
-        gw_journal_set_epoch_line(c->journal, c->group.data + c->epoch_at, c->epoch_len);
+        gw_journal_set_epoch_line(c->journal, c->group.own.data + c->epoch_at, c->epoch_len);
     for (struct gw_commit_item *it = list; it; it = it->next) {
         if (it->epoch_of)
             it->chained = gw_chain_append(&c->journal->chain, &it->entry) == 0;
@@ -79,7 +80,8 @@ static long rotate_if_due(struct gw_committer *c, struct gw_commit_item *list, l
                           int *rotated, struct gw_error *err)
 {
     struct gw_journal *j = c->journal;
-    if (built < 0 || j->last_seq < j->segment || j->size + c->group.len <= j->segment_bytes)
+    if (built < 0 || j->last_seq < j->segment ||
+        j->size + gw_gather_len(&c->group) <= j->segment_bytes)
         return built;
     int rc = gw_journal_rotate(j, err);
     if (rc != 0)
@@ -104,11 +106,14 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, int
     long built = rotate_if_due(c, list, build_group(c, list), rotated, &err);
     int rc = built < 0 ? (int)built : 0;
     uint64_t n = built < 0 ? 0 : (uint64_t)built;
-    if (rc == -ENOMEM) {
+    int pieces = 0;
+    const struct iovec *iov = rc == 0 ? gw_gather_iov(&c->group, &pieces) : NULL;
+    if (rc == 0 && !iov)
+        rc = -ENOMEM;
+    if (rc == -ENOMEM)
         gw_error_set(&err, "", "journal: out of memory");
-    } else if (rc == 0) {
-        rc = gw_journal_append(c->journal, c->group.data, c->group.len, &sync_ns, &err);
-    }
+    else if (rc == 0)
+        rc = gw_journal_appendv(c->journal, iov, pieces, &sync_ns, &err);
     if (rc == 0) {
         assert(seqs_follow(list, c->journal->last_seq));
         c->journal->last_seq += n;
@@ -121,8 +126,8 @@ static int commit_group(struct gw_committer *c, struct gw_commit_item *list, int
         atomic_store(&c->failed, 1);
     }
     /* Large groups leave a large buffer behind; give it back. */
-    if (c->group.cap > (64u << 20))
-        gw_buf_free(&c->group);
+    if (c->group.own.cap > (64u << 20))
+        gw_gather_free(&c->group);
     return rc;
 }
 
@@ -197,7 +202,7 @@ int gw_committer_start(struct gw_committer *c, struct gw_journal *journal,
     c->metrics = metrics;
     c->delay_ms = delay_ms;
     atomic_init(&c->failed, 0);
-    gw_buf_init(&c->group);
+    gw_gather_init(&c->group);
     return gw_worker_start(&c->worker, writer_main, c, "journal: cannot start the writer thread",
                            err);
 }
@@ -222,5 +227,5 @@ void gw_committer_destroy(struct gw_committer *c)
     if (!c->worker.started)
         return;
     gw_worker_destroy(&c->worker);
-    gw_buf_free(&c->group);
+    gw_gather_free(&c->group);
 }

@@ -12,6 +12,7 @@
 #include "checkpointer.h"
 #include "commit_item.h"
 #include "error.h"
+#include "gather.h"
 #include "journal.h"
 #include "metrics.h"
 #include "worker.h"
@@ -24,10 +25,10 @@ struct gw_committer {
     unsigned delay_ms; /* test only: sleep before each group (SHARDGATE_TEST_COMMIT_DELAY_MS) */
     struct gw_worker worker; /* the writer; its lock guards head, tail and stopping */
     struct gw_commit_item *head, *tail;
-    atomic_int failed;     /* set for good after the first write or sync failure */
-    struct gw_error error; /* what failed (written once, before `failed` is set) */
-    struct gw_buf group;
-    size_t epoch_at, epoch_len; /* the group's last epoch record line in `group` (len 0: none) */
+    atomic_int failed;      /* set for good after the first write or sync failure */
+    struct gw_error error;  /* what failed (written once, before `failed` is set) */
+    struct gw_gather group; /* the group's bytes: its receipts where their requests wrote them */
+    size_t epoch_at, epoch_len; /* the group's last epoch record line in `group.own` (0: none) */
 };
 
 /* Starts the writer for `journal`; it rotates segments and offers the checkpointer (may be

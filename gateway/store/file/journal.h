@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "batch.h"
 #include "buf.h"
@@ -149,6 +150,11 @@ void gw_journal_epoch_entry(struct gw_journal *j, const struct gw_topology *t,
  * err->msg naming the file. Not thread-safe: one writer at a time. */
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err);
+
+/* The same for the bytes of `n` iovecs, written in order by one writev where the kernel takes
+ * them whole. */
+int gw_journal_appendv(struct gw_journal *j, const struct iovec *iov, int n, uint64_t *sync_ns,
+                       struct gw_error *err);
 
 /* The receipt record a read expects at a place the index gave (docs/journal.md §9): its seq, its
  * batch id and its fingerprint, whole (a replayed POST's) or the index's first 8 bytes. */

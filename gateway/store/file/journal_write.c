@@ -21,7 +21,17 @@
 int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64_t *sync_ns,
                       struct gw_error *err)
 {
-    int rc = gw_file_write_all(j->fd, data, len);
+    struct iovec one = {(void *)data, len};
+    return gw_journal_appendv(j, &one, 1, sync_ns, err);
+}
+
+int gw_journal_appendv(struct gw_journal *j, const struct iovec *iov, int n, uint64_t *sync_ns,
+                       struct gw_error *err)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    int rc = gw_file_writev_all(j->fd, iov, n);
     const char *what = "write";
     if (rc == 0) {
         uint64_t t0 = gw_now_ns();
@@ -32,7 +42,8 @@ int gw_journal_append(struct gw_journal *j, const char *data, size_t len, uint64
     }
     if (rc == 0) {
         j->size += len;
-        EVP_DigestUpdate(j->hash, data, len);
+        for (int i = 0; i < n; i++)
+            EVP_DigestUpdate(j->hash, iov[i].iov_base, iov[i].iov_len);
         return 0;
     }
     /* No partial line may stay behind: cut back to the last whole, durable line. */

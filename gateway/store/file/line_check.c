@@ -16,11 +16,10 @@ unsigned long gw_record_crc(const char *p, size_t n)
     return crc32_gzip_refl(0, (const unsigned char *)p, n);
 }
 
-/* Replaces the record's closing '}' by the member with `crc`, '}' and a newline. */
+/* Appends the checksum member with `crc`, '}' and a newline. */
 static void put_member(struct gw_buf *out, unsigned long crc)
 {
     char tail[GW_RECORD_TAIL + 2];
-    out->len--; /* the record's closing brace */
     snprintf(tail, sizeof(tail), MEMBER "%08lx\"}\n", crc);
     gw_buf_append(out, tail, GW_RECORD_TAIL + 1);
 }
@@ -29,14 +28,16 @@ void gw_record_end(struct gw_buf *out, size_t start)
 {
     if (out->failed || out->len <= start || out->data[out->len - 1] != '}')
         return;
-    put_member(out, gw_record_crc(out->data + start, out->len - 1 - start));
+    out->len--; /* the record's closing brace */
+    put_member(out, gw_record_crc(out->data + start, out->len - start));
 }
 
-void gw_record_end_after(struct gw_buf *out, size_t start, size_t tail_len, unsigned long tail_crc)
+void gw_record_close_around(struct gw_buf *out, size_t start, size_t tail_len,
+                            unsigned long tail_crc)
 {
-    if (out->failed || out->len <= start + tail_len || out->data[out->len - 1] != '}')
+    if (out->failed || out->len < start)
         return;
-    size_t head = out->len - 1 - start - tail_len;
+    size_t head = out->len - start;
     put_member(out,
                crc32_combine(gw_record_crc(out->data + start, head), tail_crc, (z_off_t)tail_len));
 }

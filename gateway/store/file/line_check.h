@@ -17,9 +17,11 @@ void gw_record_end(struct gw_buf *out, size_t start);
 /* The CRC-32 of p[0..n), as the checksum member has it. */
 unsigned long gw_record_crc(const char *p, size_t n);
 
-/* gw_record_end for a record whose last `tail_len` bytes before its closing '}' have the CRC
- * `tail_crc` already (gw_record_crc): only the bytes before them are read. */
-void gw_record_end_after(struct gw_buf *out, size_t start, size_t tail_len, unsigned long tail_crc);
+/* Ends a record whose bytes are out->data[start..] and then `tail_len` bytes written elsewhere
+ * (a receipt in its request's buffer) whose CRC is `tail_crc` (gw_record_crc): appends the
+ * checksum member of them all, '}' and a newline, reading only the bytes in `out`. */
+void gw_record_close_around(struct gw_buf *out, size_t start, size_t tail_len,
+                            unsigned long tail_crc);
 
 /* Checks a line (without its newline) of a segment written with checksums. Returns 0 with
  * *body = len - GW_RECORD_TAIL (the record is line[0..*body) and a '}'); -ENOMSG when the line
