@@ -68,22 +68,43 @@ static const char digit_pairs[] = "000102030405060708091011121314151617181920212
                                   "6263646566676869707172737475767778798081828384858687888990919293"
                                   "949596979899";
 
-void gw_buf_u64(struct gw_buf *b, uint64_t v)
+/* The number of decimal digits of a 32-bit v, 1 to 10, by comparisons (no loop). */
+static unsigned decimal_digits_u32(uint32_t v)
 {
-    unsigned n = decimal_digits(v);
-    if (gw_buf_reserve(b, n) != 0)
-        return;
-    char *p = b->data + b->len + n;
-    b->len += n;
+    if (v < 100000)
+        return v < 100 ? 1 + (v >= 10) : v < 1000 ? 3 : v < 10000 ? 4 : 5;
+    return v < 10000000 ? 6 + (v >= 1000000) : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
+}
+
+/* Writes v's n digits ending at p, two per division. */
+static void put_digits_u32(char *p, uint32_t v)
+{
     while (v >= 100) {
+        uint32_t q = v / 100;
         p -= 2;
-        memcpy(p, digit_pairs + 2 * (v % 100), 2);
-        v /= 100;
+        memcpy(p, digit_pairs + 2 * (v - 100 * q), 2);
+        v = q;
     }
     if (v >= 10)
         memcpy(p - 2, digit_pairs + 2 * v, 2);
     else
         p[-1] = (char)('0' + v);
+}
+
+void gw_buf_u64(struct gw_buf *b, uint64_t v)
+{
+    unsigned n = v <= UINT32_MAX ? decimal_digits_u32((uint32_t)v) : decimal_digits(v);
+    if (gw_buf_reserve(b, n) != 0)
+        return;
+    char *p = b->data + b->len + n;
+    b->len += n;
+    /* a receipt's numbers (hash, point, vnode, size) fit in 32 bits: 32-bit divisions */
+    while (v > UINT32_MAX) {
+        p -= 2;
+        memcpy(p, digit_pairs + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    put_digits_u32(p, (uint32_t)v);
 }
 
 void gw_buf_printf(struct gw_buf *b, const char *fmt, ...)

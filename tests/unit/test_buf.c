@@ -91,6 +91,14 @@ static void test_integers(void)
             CHECK_EQ_STR(b.data, want);
         }
     }
+    /* either side of 2^32, where the 32-bit digits take over from the 64-bit ones */
+    for (uint64_t v = UINT32_MAX - 300; v <= UINT32_MAX + 300ULL; v++) {
+        gw_buf_reset(&b);
+        gw_buf_u64(&b, v);
+        gw_buf_append(&b, "", 1);
+        snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+        CHECK_EQ_STR(b.data, want);
+    }
     for (uint64_t v = 0; v <= 100000; v++) {
         gw_buf_reset(&b);
         gw_buf_u64(&b, v);
