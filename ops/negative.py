@@ -637,6 +637,12 @@ DEFECTS = [
      "        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->index_durable_seq;",
      "        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->checkpoint_seq;",
      ("tests",), "^sim/regress-index-rebuilt-then-cut$"),
+    # A start from a checkpoint taken after epoch records (a change, then a stop) resumed past
+    # them: its receipts' epoch is then unknown (docs/journal.md §7).
+    ("checkpoint-resumed-past-its-epoch-records", "gateway:use_checkpoint",
+     "            *from = (struct gw_journal_resume){c.segment, c.resume_offset, c.last_seq};",
+     "            *from = (struct gw_journal_resume){c.segment, c.offset, c.last_seq};", ("tests",),
+     "^sim/short$"),
     ("directory-never-synced", "gateway:gw_sync_dir",
      "    int rc = gw_io.fsync(fd) == 0 ? 0 : -errno;", "    int rc = 0;", ("tests",),
      "^sim/short$"),
