@@ -207,7 +207,8 @@ static int open_index(struct gw_store *s, const struct gw_store_options *o, stru
 }
 
 /* The index holds receipts past the journal's end (a journal cut by a repair, restored from a
- * backup, or that lost its tail): what it says of them is not the journal's, so it is emptied and
+ * backup, or that lost its tail; by its durable_seq, or by its top_seq when a memtable flushed
+ * on its own before a crash): what it says of them is not the journal's, so it is emptied and
  * the start runs again on the journal alone, as after `rm -rf index/` (docs/journal.md §9). */
 static void drop_index_ahead(struct gw_store *s, const struct gw_store_options *o)
 {
@@ -216,6 +217,7 @@ static void drop_index_ahead(struct gw_store *s, const struct gw_store_options *
     gw_buf_init(&f);
     gw_log_str(&f, "dir", fs->journal.dir);
     gw_log_u64(&f, "index_seq", fs->index_durable_seq);
+    gw_log_u64(&f, "index_top_seq", gw_idem_top_seq(&fs->idem));
     gw_log_u64(&f, "journal_seq", fs->journal.last_seq);
     gw_log_event("index_ahead_of_journal", &f);
     gw_idem_close(&fs->idem);
@@ -269,7 +271,8 @@ static int replay_state(struct gw_store *s, const struct gw_store_options *o,
         rc = resumed < 0 ? resumed : 0;
     if (rc == 0)
         rc = gw_journal_replay(&f->journal, resumed ? &from : NULL, replay_receipt, s, rep, err);
-    if (rc == 0 && f->index_durable_seq > f->journal.last_seq)
+    if (rc == 0 && (f->index_durable_seq > f->journal.last_seq ||
+                    gw_idem_top_seq(&f->idem) > f->journal.last_seq))
         return 1;
     return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,9 @@
 #define FORMAT_KEY "format" /* not 16 bytes: never a batch id's key */
 #define FORMAT "shardgate-idempotency-index 1"
 #define DURABLE_KEY "durable_seq"
+/* The highest seq of any entry, written with it: what the database holds past durable_seq (a
+ * memtable flushed on its own before a crash) is seen at the next open (docs/journal.md §9). */
+#define TOP_KEY "top_seq"
 #define LOCK_FILE "lock" /* the index's own flock (idem_open.c): kept by a sweep */
 
 struct gw_idem_db {
@@ -31,6 +35,8 @@ struct gw_idem_db {
     rocksdb_writeoptions_t *write;
     rocksdb_flushoptions_t *flush;
     atomic_int corrupt_logged;
+    pthread_mutex_t top_lock; /* an entry and top_seq are written in one batch, in seq order */
+    uint64_t top_seq;
     char dir[4096];
 };
 
@@ -166,7 +172,7 @@ static int put_raw(struct gw_idem_db *d, const char *k, size_t klen, const void 
 static const char *try_open(struct gw_idem_db *d, uint64_t *durable_seq, char *why, size_t n)
 {
     char *err = NULL, format[sizeof(FORMAT) - 1];
-    unsigned char seq[8];
+    unsigned char seq[8] = {0};
     d->db = rocksdb_open(d->options, d->dir, &err);
     int rc = err ? -1 : get_raw(d, FORMAT_KEY, strlen(FORMAT_KEY), format, sizeof(format), &err);
     if (rc == 0) /* a new database */
@@ -176,6 +182,9 @@ static const char *try_open(struct gw_idem_db *d, uint64_t *durable_seq, char *w
     if (rc >= 0)
         rc = get_raw(d, DURABLE_KEY, strlen(DURABLE_KEY), seq, sizeof(seq), &err);
     *durable_seq = rc == 1 ? get_le(seq, 8) : 0;
+    if (rc >= 0)
+        rc = get_raw(d, TOP_KEY, strlen(TOP_KEY), seq, sizeof(seq), &err);
+    d->top_seq = rc == 1 ? get_le(seq, 8) : 0;
     if (rc >= 0)
         return NULL;
     snprintf(why, n, "%s", err ? err : "out of memory");
@@ -204,6 +213,7 @@ struct gw_idem_db *gw_idem_db_open(const char *dir, uint64_t *durable_seq, char 
         return NULL;
     }
     snprintf(d->dir, sizeof(d->dir), "%s", dir);
+    pthread_mutex_init(&d->top_lock, NULL);
     set_options(d);
     char why[512];
     const char *unusable = try_open(d, durable_seq, why, sizeof(why));
@@ -213,6 +223,7 @@ struct gw_idem_db *gw_idem_db_open(const char *dir, uint64_t *durable_seq, char 
         if (try_open(d, durable_seq, why, sizeof(why))) {
             snprintf(msg, n, "index: %s: %s", dir, why);
             free_options(d);
+            pthread_mutex_destroy(&d->top_lock);
             free(d);
             return NULL;
         }
@@ -226,6 +237,7 @@ void gw_idem_db_close(struct gw_idem_db *d)
         return;
     rocksdb_close(d->db); /* flushes what the memtable holds */
     free_options(d);
+    pthread_mutex_destroy(&d->top_lock);
     free(d);
 }
 
@@ -249,15 +261,35 @@ int gw_idem_db_get(struct gw_idem_db *d, struct gw_idem_key key, struct gw_idem_
 
 int gw_idem_db_put(struct gw_idem_db *d, const struct gw_idem_rec *rec)
 {
-    unsigned char k[KEY_LEN], v[VAL_LEN];
+    unsigned char k[KEY_LEN], v[VAL_LEN], top[8];
     char *err = NULL;
     key_bytes(rec->key, k);
     encode(rec, v);
-    if (put_raw(d, (const char *)k, KEY_LEN, v, VAL_LEN, &err) == 0)
+    rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+    rocksdb_writebatch_put(b, (const char *)k, KEY_LEN, (const char *)v, VAL_LEN);
+    pthread_mutex_lock(&d->top_lock);
+    if (rec->seq > d->top_seq) { /* in the same batch: no flush holds the entry without it */
+        put_le(top, rec->seq, 8);
+        rocksdb_writebatch_put(b, TOP_KEY, strlen(TOP_KEY), (const char *)top, sizeof(top));
+    }
+    rocksdb_write(d->db, d->write, b, &err);
+    if (!err && rec->seq > d->top_seq)
+        d->top_seq = rec->seq;
+    pthread_mutex_unlock(&d->top_lock);
+    rocksdb_writebatch_destroy(b);
+    if (!err)
         return 0;
     log_corrupt(d, err);
     rocksdb_free(err);
     return -EIO;
+}
+
+uint64_t gw_idem_db_top_seq(struct gw_idem_db *d)
+{
+    pthread_mutex_lock(&d->top_lock);
+    uint64_t seq = d->top_seq;
+    pthread_mutex_unlock(&d->top_lock);
+    return seq;
 }
 
 int gw_idem_db_persist(struct gw_idem_db *d, uint64_t durable_seq, char *msg, size_t n)

@@ -25,6 +25,10 @@ int gw_idem_db_get(struct gw_idem_db *db, struct gw_idem_key key, struct gw_idem
  * -EIO. */
 int gw_idem_db_put(struct gw_idem_db *db, const struct gw_idem_rec *rec);
 
+/* The highest seq of any entry the database holds, durable or not (0: none, or an index written
+ * before it was kept): past durable_seq when a memtable was flushed on its own. */
+uint64_t gw_idem_db_top_seq(struct gw_idem_db *db);
+
 /* Records `durable_seq` and writes everything stored before it to disk (a flush: synced table
  * files and manifest). Returns 0, or -EIO with `msg` filled. */
 int gw_idem_db_persist(struct gw_idem_db *db, uint64_t durable_seq, char *msg, size_t n);

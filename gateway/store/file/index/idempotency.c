@@ -130,6 +130,11 @@ void gw_idem_commit(struct gw_idem *t, const char *id, size_t len, struct gw_ide
     pthread_mutex_unlock(&s->lock);
 }
 
+uint64_t gw_idem_top_seq(struct gw_idem *t)
+{
+    return gw_idem_db_top_seq(t->s->db);
+}
+
 void gw_idem_release(struct gw_idem *t, const char *id, size_t len)
 {
     struct gw_idem_state *s = t->s;

@@ -80,6 +80,10 @@ int gw_idem_find(struct gw_idem *t, const char *id, size_t len, struct gw_idem_r
  * err filled. */
 int gw_idem_persist(struct gw_idem *t, uint64_t through_seq, struct gw_error *err);
 
+/* The highest seq of any id the index holds (docs/journal.md §9): past the open's durable_seq
+ * when its memtable was flushed on its own before a crash; 0 for none. */
+uint64_t gw_idem_top_seq(struct gw_idem *t);
+
 /* Removes the files of <state_dir>/index/ (closed) but its lock: the next gw_idem_open starts it
  * empty, durable_seq 0, as after `rm -rf index/` (docs/journal.md §9). */
 void gw_idem_discard(const char *state_dir);
