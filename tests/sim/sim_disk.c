@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "iov_join.h"
 #include "sim_rng.h"
 
 #define SECTOR 512
@@ -457,14 +458,10 @@ static ssize_t d_write(int fd, const void *data, size_t len)
 /* A writev is the write of its bytes put together: one call, one fault, one change. */
 static ssize_t d_writev(int fd, const struct iovec *iov, int n)
 {
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += iov[i].iov_len;
-    char *all = malloc(len ? len : 1);
+    size_t len;
+    char *all = iov_join(iov, n, &len);
     if (!all)
         return -1;
-    for (size_t i = 0, at = 0; i < (size_t)n; at += iov[i].iov_len, i++)
-        memcpy(all + at, iov[i].iov_base, iov[i].iov_len);
     ssize_t w = d_write(fd, all, len);
     free(all);
     return w;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "iov_join.h"
 
 static int fault_here(int writes);
 static size_t fault_write_len(size_t len);
@@ -38,14 +39,10 @@ static ssize_t f_write(int fd, const void *b, size_t n)
 /* A writev is the write of its bytes put together: one call, faulted or shortened as one. */
 static ssize_t f_writev(int fd, const struct iovec *iov, int n)
 {
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += iov[i].iov_len;
-    char *all = malloc(len ? len : 1);
+    size_t len;
+    char *all = iov_join(iov, n, &len);
     if (!all)
         return -1;
-    for (size_t i = 0, at = 0; i < (size_t)n; at += iov[i].iov_len, i++)
-        memcpy(all + at, iov[i].iov_base, iov[i].iov_len);
     ssize_t w = f_write(fd, all, len);
     free(all);
     return w;
