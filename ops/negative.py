@@ -637,7 +637,7 @@ DEFECTS = [
     ("rebuilt-index-not-flushed-at-stop", "gateway:gw_store_start_file",
      "        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->index_durable_seq;",
      "        f->checkpoint_seq < f->index_durable_seq ? f->checkpoint_seq : f->checkpoint_seq;",
-     ("tests",), "^sim/regress-index-rebuilt-then-cut$"),
+     ("tests",), "^unit/test_store_faults$"),
     # An index whose memtable flushed on its own before a kill -9, then a cut journal: its
     # entries past durable_seq are seen only by its top_seq (docs/journal.md §9).
     ("index-top-seq-not-checked", "gateway:replay_state",
