@@ -35,7 +35,8 @@ static void membership_text(struct gw_buf *out, size_t n, int c)
 /* Builds the topology of n shards changed by c; returns the build time in ms or -1. */
 static double build(size_t n, int c, struct gw_topology *t)
 {
-    struct gw_contract contract = {c == REHASH ? RING_MD5 : RING_SHA1, 160, GW_POLICY_REPORT};
+    struct gw_contract contract = {
+        .digest = c == REHASH ? RING_MD5 : RING_SHA1, .vnodes = 160, .policy = GW_POLICY_REPORT};
     struct gw_membership m;
     struct gw_error err;
     struct gw_buf text;

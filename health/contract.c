@@ -53,6 +53,12 @@ static int hc_contract_set(struct hc_contract *c, int k, const char *value, stru
 {
     switch (k) {
     case K_RING:
+        /* A Maglev table (docs/contract.md §11) is refused, never judged as a ketama ring: a
+         * verdict this service cannot give is not a pass. */
+        if (strcmp(value, "maglev") == 0)
+            return hc_err_set(err, -EINVAL,
+                              "DISPATCH_HASH_RING: maglev: shardgate-health verifies ketama "
+                              "placements only");
         if (strcmp(value, "ketama") != 0)
             return hc_err_set(err, -EINVAL, "DISPATCH_HASH_RING: must be ketama, got '%s'", value);
         return 0;

@@ -108,8 +108,23 @@ int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n
     return 0;
 }
 
+/* A Maglev ring's answer: the slot of the key's 64 bits (docs/contract.md §11). */
+static int table_lookup(const struct ring *ring, const void *key, size_t len,
+                        struct ring_placement *out)
+{
+    if (ring->nshards == 0)
+        return -ENOENT;
+    uint64_t bits = ring_digest_u64(ring->digest, key, len);
+    uint32_t slot = (uint32_t)(bits % ring->table_size);
+    *out =
+        (struct ring_placement){.hash = (uint32_t)bits, .point = slot, .shard = ring->table[slot]};
+    return 0;
+}
+
 int ring_lookup(const struct ring *ring, const void *key, size_t len, struct ring_placement *out)
 {
+    if (ring->algorithm == RING_MAGLEV)
+        return table_lookup(ring, key, len, out);
     if (ring->npoints == 0)
         return -ENOENT;
     return ring_lookup_hash(ring, ring_hash_key(ring, key, len), out);

@@ -6,6 +6,7 @@
 #include "ring_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* A shard while the table fills: where its permutation stands, and its turns. */
@@ -113,4 +114,33 @@ int ring_maglev_table(const struct ring_shard *shards, size_t n, uint32_t m,
     free(e);
     free(taken);
     return 0;
+}
+
+int ring_build_maglev(struct ring **out, enum ring_digest digest, uint32_t table_size,
+                      const struct ring_shard *shards, size_t n, struct ring_error *err)
+{
+    *out = NULL;
+    if (table_size > RING_MAGLEV_TABLE_MAX || !ring_maglev_prime(table_size) || n > table_size) {
+        snprintf(err->msg, sizeof(err->msg), "table size %u is not a prime %zu..%d", table_size,
+                 n > 2 ? n : 2, RING_MAGLEV_TABLE_MAX);
+        return -EINVAL;
+    }
+    struct ring *ring = ring__new(RING_MAGLEV, digest, err);
+    if (!ring)
+        return -ENOMEM;
+    ring->table_size = table_size;
+    int rc = ring__copy_shards(ring, shards, n, err);
+    if (rc == 0 && n > 0) {
+        /* The table over the shards in id order, so that it holds ring shard indexes. */
+        struct ring_shard *sorted = malloc(n * sizeof(*sorted));
+        ring->table = malloc((size_t)table_size * sizeof(*ring->table));
+        rc = sorted && ring->table ? 0 : -ENOMEM;
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            sorted[i] = (struct ring_shard){ring->shards[i].id, ring->shards[i].id_len,
+                                            ring->shards[i].weight};
+        if (rc == 0)
+            rc = ring_maglev_table(sorted, n, table_size, digest, ring->table);
+        free(sorted);
+    }
+    return ring__finish(ring, rc, out, err);
 }

@@ -28,14 +28,30 @@ const char *ring_digest_name(enum ring_digest digest)
     return digest == RING_MD5 ? "md5" : "sha1";
 }
 
+int ring_algorithm_parse(const char *name, enum ring_algorithm *out)
+{
+    if (strcmp(name, "ketama") == 0)
+        *out = RING_KETAMA;
+    else if (strcmp(name, "maglev") == 0)
+        *out = RING_MAGLEV;
+    else
+        return -EINVAL;
+    return 0;
+}
+
+const char *ring_algorithm_name(enum ring_algorithm algorithm)
+{
+    return algorithm == RING_MAGLEV ? "maglev" : "ketama";
+}
+
 static int slot_compare(const void *pa, const void *pb)
 {
     const struct ring_shard_slot *a = pa, *b = pb;
     return ring__id_compare(a->id, a->id_len, b->id, b->id_len);
 }
 
-static int copy_shards(struct ring *ring, const struct ring_shard *shards, size_t n,
-                       struct ring_error *err)
+int ring__copy_shards(struct ring *ring, const struct ring_shard *shards, size_t n,
+                      struct ring_error *err)
 {
     ring->shards = calloc(n ? n : 1, sizeof(*ring->shards));
     if (!ring->shards)
@@ -71,16 +87,18 @@ static int copy_shards(struct ring *ring, const struct ring_shard *shards, size_
     return 0;
 }
 
-/* The ring id: SHA-1 of "ketama\n<hash>\n<vnodes>\n" and "<id> <weight>\n" per shard. */
-static void compute_id(struct ring *ring)
+/* The ring id: SHA-1 of "<algorithm>\n<hash>\n<vnodes or table size>\n" and "<id> <weight>\n"
+ * per shard. */
+void ring__compute_id(struct ring *ring)
 {
     static const char hex[] = "0123456789abcdef";
     char line[RING_ID_PREFIX_MAX + 16];
     unsigned char digest[SHA_DIGEST_LENGTH];
     SHA_CTX ctx;
     SHA1_Init(&ctx);
-    int n = snprintf(line, sizeof(line), "ketama\n%s\n%u\n", ring_digest_name(ring->digest),
-                     ring->vnodes);
+    int n = snprintf(line, sizeof(line), "%s\n%s\n%u\n", ring_algorithm_name(ring->algorithm),
+                     ring_digest_name(ring->digest),
+                     ring->algorithm == RING_MAGLEV ? ring->table_size : ring->vnodes);
     SHA1_Update(&ctx, line, (size_t)n);
     for (size_t i = 0; i < ring->nshards; i++) {
         n = snprintf(line, sizeof(line), "%s %u\n", ring->shards[i].id, ring->shards[i].weight);
@@ -94,6 +112,32 @@ static void compute_id(struct ring *ring)
     ring->id[RING_ID_HEX_LEN] = '\0';
 }
 
+struct ring *ring__new(enum ring_algorithm algorithm, enum ring_digest digest,
+                       struct ring_error *err)
+{
+    struct ring *ring = calloc(1, sizeof(*ring));
+    if (!ring) {
+        snprintf(err->msg, sizeof(err->msg), "out of memory");
+        return NULL;
+    }
+    ring->algorithm = algorithm;
+    ring->digest = digest;
+    return ring;
+}
+
+int ring__finish(struct ring *ring, int rc, struct ring **out, struct ring_error *err)
+{
+    if (rc == -ENOMEM)
+        snprintf(err->msg, sizeof(err->msg), "out of memory");
+    if (rc != 0) {
+        ring_free(ring);
+        return rc;
+    }
+    ring__compute_id(ring);
+    *out = ring;
+    return 0;
+}
+
 /* ring_build and ring_build_from: the points reused from `prev` when it has the same digest and
  * vnodes, else built from scratch; the same ring either way. */
 static int build(struct ring **out, const struct ring *prev, enum ring_digest digest,
@@ -104,14 +148,11 @@ static int build(struct ring **out, const struct ring *prev, enum ring_digest di
         snprintf(err->msg, sizeof(err->msg), "vnodes %u is not 1..%d", vnodes, RING_VNODES_MAX);
         return -EINVAL;
     }
-    struct ring *ring = calloc(1, sizeof(*ring));
-    if (!ring) {
-        snprintf(err->msg, sizeof(err->msg), "out of memory");
+    struct ring *ring = ring__new(RING_KETAMA, digest, err);
+    if (!ring)
         return -ENOMEM;
-    }
-    ring->digest = digest;
     ring->vnodes = vnodes;
-    int rc = copy_shards(ring, shards, n, err);
+    int rc = ring__copy_shards(ring, shards, n, err);
     if (rc == 0) {
         int reuse = prev && prev->digest == digest && prev->vnodes == vnodes;
         rc = reuse ? ring__build_points_from(ring, prev) : 1;
@@ -120,15 +161,7 @@ static int build(struct ring **out, const struct ring *prev, enum ring_digest di
         if (rc == -EINVAL)
             snprintf(err->msg, sizeof(err->msg), "more than %u points", UINT32_MAX);
     }
-    if (rc == -ENOMEM)
-        snprintf(err->msg, sizeof(err->msg), "out of memory");
-    if (rc != 0) {
-        ring_free(ring);
-        return rc;
-    }
-    compute_id(ring);
-    *out = ring;
-    return 0;
+    return ring__finish(ring, rc, out, err);
 }
 
 int ring_build(struct ring **out, enum ring_digest digest, uint32_t vnodes,
@@ -154,7 +187,23 @@ void ring_free(struct ring *ring)
     ring__big_free(ring->points, ring->points_bytes);
     ring__big_free(ring->buckets, ring->buckets_bytes);
     free(ring->coarse);
+    free(ring->table);
     free(ring);
+}
+
+enum ring_algorithm ring_algorithm_of(const struct ring *ring)
+{
+    return ring->algorithm;
+}
+
+uint32_t ring_table_size(const struct ring *ring)
+{
+    return ring->table_size;
+}
+
+const uint32_t *ring_table(const struct ring *ring)
+{
+    return ring->table;
 }
 
 enum ring_digest ring_digest_of(const struct ring *ring)

@@ -7,9 +7,14 @@
 
 enum ring_digest { RING_SHA1, RING_MD5 };
 
+/* DISPATCH_HASH_RING (docs/contract.md §1): ketama places on points (docs/contract.md §3),
+ * maglev on the slots of a table (docs/contract.md §11). */
+enum ring_algorithm { RING_KETAMA, RING_MAGLEV };
+
 #define RING_VNODES_MAX 4096
 #define RING_WEIGHT_MAX 1000
 #define RING_ID_HEX_LEN 40
+#define RING_MAGLEV_TABLE_MAX 16777213 /* the largest prime below 2^24 */
 
 struct ring;
 
@@ -20,7 +25,8 @@ struct ring_shard {
     uint32_t weight;
 };
 
-/* Where a key lands. `shard` indexes the ring's shards in id order (ring_shard_id). */
+/* Where a key lands. `shard` indexes the ring's shards in id order (ring_shard_id). On a Maglev
+ * ring `point` is the key's slot, `hash` the low 32 bits of the key's 64, vnode and wrapped 0. */
 struct ring_placement {
     uint32_t hash;
     uint32_t point;
@@ -46,6 +52,12 @@ int ring_digest_parse(const char *name, enum ring_digest *out);
 /* The contract name of a digest: "sha1" or "md5". */
 const char *ring_digest_name(enum ring_digest digest);
 
+/* Returns the algorithm named `name` ("ketama" or "maglev") in *out. Returns 0, or -EINVAL. */
+int ring_algorithm_parse(const char *name, enum ring_algorithm *out);
+
+/* The contract name of an algorithm: "ketama" or "maglev". */
+const char *ring_algorithm_name(enum ring_algorithm algorithm);
+
 /* Builds the ring of `n` online shards with `vnodes` points per unit of weight. Shards may
  * come in any order; ids must be unique. An empty shard list builds an empty ring. Returns 0
  * and the ring in *out, or -EINVAL (bad vnodes, weight or duplicate id) / -ENOMEM with a
@@ -63,7 +75,21 @@ int ring_build_from(struct ring **out, const struct ring *prev, enum ring_digest
                     uint32_t vnodes, const struct ring_shard *shards, size_t n,
                     struct ring_error *err);
 
+/* Builds the Maglev ring of `n` online shards (any order, ids unique) over a table of
+ * `table_size` slots (docs/contract.md §11): a prime 2..RING_MAGLEV_TABLE_MAX, at least n. An
+ * empty shard list builds an empty ring. Returns 0 and the ring in *out, or -EINVAL / -ENOMEM
+ * with a message in err. It has no points (ring_points_total is 0): ring_lookup places keys, and
+ * ring_table gives the slots. */
+int ring_build_maglev(struct ring **out, enum ring_digest digest, uint32_t table_size,
+                      const struct ring_shard *shards, size_t n, struct ring_error *err);
+
 void ring_free(struct ring *ring);
+
+enum ring_algorithm ring_algorithm_of(const struct ring *ring);
+
+/* A Maglev ring's slots (0 for ketama), and the shard (id order) owning each, NULL when empty. */
+uint32_t ring_table_size(const struct ring *ring);
+const uint32_t *ring_table(const struct ring *ring);
 
 /* The key hash (docs/contract.md "The ring"): LE32 of the first four digest bytes. */
 uint32_t ring_hash_key(const struct ring *ring, const void *key, size_t len);
@@ -73,17 +99,18 @@ uint32_t ring_hash_key(const struct ring *ring, const void *key, size_t len);
 void ring_hash_keys(const struct ring *ring, const char *const *keys, const size_t *lens, size_t n,
                     uint32_t *hashes);
 
-/* Places `key`. Allocates nothing. Returns 0, or -ENOENT when the ring is empty. */
+/* Places `key` (ketama or Maglev). Allocates nothing. Returns 0, or -ENOENT when the ring is
+ * empty. */
 int ring_lookup(const struct ring *ring, const void *key, size_t len, struct ring_placement *out);
 
-/* Places a key whose hash is already known. ring_lookup and this call search for one key at
- * a time with one trip to memory (a small table, then the points around an interpolated
+/* Ketama only: places a key whose hash is already known. ring_lookup and this call search for one
+ * key at a time with one trip to memory (a small table, then the points around an interpolated
  * guess); for many keys, ring_lookup_hashes is faster. Returns 0, or -ENOENT when the ring is
  * empty. */
 int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placement *out);
 
-/* Places n keys whose hashes are known: out[i] is what ring_lookup_hash(hashes[i]) gives.
- * Faster than n single calls on large rings: it prefetches the bucket and the points of keys
+/* Ketama only: places n keys whose hashes are known: out[i] is what ring_lookup_hash(hashes[i])
+ * gives. Faster than n single calls on large rings: it prefetches the bucket and the points of keys
  * a few places ahead, so their cache misses overlap. Allocates nothing. Returns 0, or -ENOENT
  * when the ring is empty. */
 int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n,

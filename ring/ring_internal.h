@@ -24,8 +24,11 @@ struct ring_shard_slot {
 #define RING_COARSE_FACTOR 3
 
 struct ring {
+    enum ring_algorithm algorithm;
     enum ring_digest digest;
-    uint32_t vnodes;
+    uint32_t vnodes;     /* ketama */
+    uint32_t table_size; /* maglev: the slots of `table`, which holds each one's shard */
+    uint32_t *table;
     size_t nshards;
     struct ring_shard_slot *shards; /* in id order */
     size_t npoints;
@@ -54,6 +57,21 @@ static inline int ring__id_compare(const char *a, size_t alen, const char *b, si
         return c;
     return (alen > blen) - (alen < blen);
 }
+
+/* ring.c: copies and sorts the shards into ring->shards. Returns 0, -EINVAL or -ENOMEM (err). */
+int ring__copy_shards(struct ring *ring, const struct ring_shard *shards, size_t n,
+                      struct ring_error *err);
+
+/* ring.c: a ring with nothing in it yet, or NULL (out of memory, said in err). */
+struct ring *ring__new(enum ring_algorithm algorithm, enum ring_digest digest,
+                       struct ring_error *err);
+
+/* ring.c: the end of a build whose steps returned rc: the ring with its id in *out (0), or
+ * freed, with "out of memory" in err for -ENOMEM (rc). */
+int ring__finish(struct ring *ring, int rc, struct ring **out, struct ring_error *err);
+
+/* ring.c: sets ring->id from its algorithm, digest, size and shards (docs/contract.md §3). */
+void ring__compute_id(struct ring *ring);
 
 /* hash.c: the digest's size in bytes (16 or 20). */
 size_t ring__digest_len(enum ring_digest digest);

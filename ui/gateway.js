@@ -109,7 +109,9 @@ function renderEpoch(ring, epochs) {
     ["source", current.source],
     ["since", current.time || "(not recorded)"],
     ["ring", ring.id, "mono"],
-    ["points", ring.vnodes_total + " (" + ring.vnodes + " per unit of weight, " + ring.hash + ")"],
+    ring.algorithm === "maglev"
+      ? ["slots", ring.table + " (maglev table, " + ring.hash + ")"]
+      : ["points", ring.vnodes_total + " (" + ring.vnodes + " per unit of weight, " + ring.hash + ")"],
     ["online shards", ring.online.length],
   ]);
   const rows = document.createDocumentFragment();

@@ -6,15 +6,18 @@ import re
 from typing import Any
 
 __all__ = ["Contract", "Shard", "Mismatch", "Unusable", "Unreadable", "CONTRACT_KEYS",
-           "load_contract", "check_contract_value", "load_shards", "check_membership",
+           "contract_keys", "is_prime", "load_contract", "check_contract_value", "load_shards",
+           "check_membership",
            "check_ring_size", "parse_json_bytes", "canonical", "is_int", "is_name"]
 
-Contract = dict[str, Any]  # DISPATCH_* key -> value (DISPATCH_VNODES an int)
+Contract = dict[str, Any]  # DISPATCH_* key -> value (DISPATCH_VNODES, _MAGLEV_TABLE an int)
 Shard = dict[str, Any]  # {"id", "state", "capacity", "weight"}, weight defaulted to 1
 Mismatch = tuple[str, str, str]  # (field, expected, actual), one line of a BAD verdict
 
-CONTRACT_KEYS = ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_RING_HASH",
-                 "DISPATCH_CAPACITY_POLICY")
+CONTRACT_KEYS = ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_MAGLEV_TABLE",
+                 "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY")  # every key a file may hold
+SIZE_KEYS = {"ketama": "DISPATCH_VNODES", "maglev": "DISPATCH_MAGLEV_TABLE"}
+MAX_MAGLEV_TABLE = 16777213  # the largest prime below 2^24 (docs/contract.md §1)
 SHARD_STATES = ("online", "draining", "offline")
 SHARD_FIELDS = ("id", "state", "capacity", "weight")
 NAME_RE = re.compile(r"[A-Za-z0-9._:-]+")
@@ -40,9 +43,27 @@ def _int_value(text, lo, hi):
     return value if lo <= value <= hi else None
 
 
-VALUE_RULES = {  # key: (allowed values or None for the integer range, "is not ..." text)
-    "DISPATCH_HASH_RING": (("ketama",), "ketama"),
-    "DISPATCH_VNODES": (None, "an integer 1..4096"),
+def is_prime(n: int) -> bool:
+    """True when n is a prime."""
+    if n < 2:
+        return False
+    d = 2
+    while d * d <= n:
+        if n % d == 0:
+            return False
+        d += 1
+    return True
+
+
+def _prime_value(text):
+    value = _int_value(text, 2, MAX_MAGLEV_TABLE)
+    return value if value is not None and is_prime(value) else None
+
+
+VALUE_RULES = {  # key: (allowed values or a parser of the text, "is not ..." text)
+    "DISPATCH_HASH_RING": (("ketama", "maglev"), "one of ketama, maglev"),
+    "DISPATCH_VNODES": (lambda v: _int_value(v, 1, 4096), "an integer 1..4096"),
+    "DISPATCH_MAGLEV_TABLE": (_prime_value, "a prime 2..%d" % MAX_MAGLEV_TABLE),
     "DISPATCH_RING_HASH": (("sha1", "md5"), "one of sha1, md5"),
     "DISPATCH_CAPACITY_POLICY": (("report", "reject", "spill"), "one of report, reject, spill"),
 }
@@ -51,8 +72,7 @@ VALUE_RULES = {  # key: (allowed values or None for the integer range, "is not .
 def check_contract_value(key: str, value: str) -> str | int:
     """Returns the parsed value or raises ValueError with what is wrong."""
     allowed, wanted = VALUE_RULES[key]
-    parsed = _int_value(value, 1, 4096) if allowed is None else (
-        value if value in allowed else None)
+    parsed = allowed(value) if callable(allowed) else (value if value in allowed else None)
     if parsed is None:
         raise ValueError('%s: "%s" is not %s' % (key, value[:100], wanted))
     return parsed
@@ -103,11 +123,34 @@ def load_contract(path: str) -> Contract:
             contract[key] = check_contract_value(key, value)
         except ValueError as e:
             raise Unusable("contract: %s:%d: %s" % (path, number, e))
+    _check_complete(path, contract, seen, len(lines))
+    return {key: contract[key] for key in contract_keys(contract)}
+
+
+def contract_keys(contract: Contract) -> tuple[str, ...]:
+    """The four keys of a contract in the epoch id's order (docs/contract.md §7): the ring, the
+    key that sizes it (DISPATCH_VNODES, or DISPATCH_MAGLEV_TABLE under maglev), hash, policy."""
+    size_key = SIZE_KEYS.get(contract.get("DISPATCH_HASH_RING"), "DISPATCH_VNODES")
+    return ("DISPATCH_HASH_RING", size_key, "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY")
+
+
+def _check_complete(path, contract, seen, last_line):
+    """Every key of the algorithm and none of the other's; spill needs ketama (docs/contract.md
+    §1, §9). A missing key has no line of its own: the end of the file is named."""
+    if "DISPATCH_HASH_RING" not in contract:
+        raise Unusable("contract: %s:%d: missing required key DISPATCH_HASH_RING"
+                       % (path, last_line))
+    ring = contract["DISPATCH_HASH_RING"]
+    other = SIZE_KEYS["ketama" if ring == "maglev" else "maglev"]
+    if other in seen:
+        raise Unusable("contract: %s:%d: %s is not a key of DISPATCH_HASH_RING=%s"
+                       % (path, seen[other], other, ring))
     for key in CONTRACT_KEYS:
-        if key not in contract:
-            # A missing key has no line of its own; name the end of the file.
-            raise Unusable("contract: %s:%d: missing required key %s" % (path, len(lines), key))
-    return contract
+        if key != other and key not in contract:
+            raise Unusable("contract: %s:%d: missing required key %s" % (path, last_line, key))
+    if ring == "maglev" and contract["DISPATCH_CAPACITY_POLICY"] == "spill":
+        raise Unusable("contract: %s:%d: DISPATCH_CAPACITY_POLICY: spill needs "
+                       "DISPATCH_HASH_RING=ketama" % (path, seen["DISPATCH_CAPACITY_POLICY"]))
 
 
 # ---------------------------------------------------------------- JSON helpers
@@ -214,9 +257,19 @@ def load_shards(path: str) -> list[Shard]:
         raise Unusable("shards: %s: %s" % (path, e))
 
 
-def check_ring_size(path: str, vnodes: int, shards: list[Shard]) -> None:
+def check_ring_size(path: str, contract: Contract, shards: list[Shard]) -> None:
     """Rule R2 (docs/contract.md, Membership): walking shards[] in file order, vnodes * weight
-    summed over online shards stays <= 2^24 points. Raises Unusable naming the first over."""
+    summed over online shards stays <= 2^24 points; under maglev, the online shards counted stay
+    <= DISPATCH_MAGLEV_TABLE. Raises Unusable naming the first over."""
+    if contract["DISPATCH_HASH_RING"] == "maglev":
+        table, online = contract["DISPATCH_MAGLEV_TABLE"], 0
+        for i, shard in enumerate(shards):
+            online += shard["state"] == "online"
+            if online > table:
+                raise Unusable("shards: %s: shards[%d].state: more online shards than "
+                               "DISPATCH_MAGLEV_TABLE (%d)" % (path, i, table))
+        return
+    vnodes = contract["DISPATCH_VNODES"]
     points = 0
     for i, shard in enumerate(shards):
         if shard["state"] == "online":

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from .contract import Shard, Unreadable, is_int, parse_json_bytes
 from .journal import journal_lines
-from .ring import Ring, spill_place
+from .ring import MaglevRing, Ring, spill_place
 
 __all__ = ["plan", "plan_json", "journal_movement", "moves", "owner_changed"]
 
@@ -24,17 +24,25 @@ def owner_of(ring: Ring, h: int) -> str | None:
 def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
          shard_ids: Iterable[str], with_ranges: bool = False) -> dict[str, Any]:
     """The plan as an ordered dict (docs/tools.md §1). Independent of the gateway's walk: each
-    arc ends at a distinct point value of either ring, and its owners are looked up by bisect."""
+    arc ends at a distinct point value of either ring, and its owners are looked up by bisect;
+    two Maglev tables of one size are compared slot by slot, a slot an arc (docs/contract.md
+    §11)."""
     before = {i: 0 for i in shard_ids}
     after = dict(before)
     pairs = {}
     ranges: list[dict[str, Any]] = []  # [lo, hi) of consecutive moved values, one pair each
-    ends = sorted(set(ring_from.values) | set(ring_to.values))
-    arcs = [(0 if k == 0 else ends[k - 1] + 1, v) for k, v in enumerate(ends)]
-    if ends[-1] < HASH_SPACE - 1:
-        arcs.append((ends[-1] + 1, HASH_SPACE - 1))
-    for lo, hi in arcs:
-        a, b = owner_of(ring_from, hi), owner_of(ring_to, hi)
+    space, owners = HASH_SPACE, []
+    if isinstance(ring_from, MaglevRing):
+        space = ring_from.size
+        owners = [(s, s, ring_from.online[a]["id"], ring_to.online[b]["id"])
+                  for s, (a, b) in enumerate(zip(ring_from.table, ring_to.table))]
+    else:
+        ends = sorted(set(ring_from.values) | set(ring_to.values))
+        arcs = [(0 if k == 0 else ends[k - 1] + 1, v) for k, v in enumerate(ends)]
+        if ends[-1] < HASH_SPACE - 1:
+            arcs.append((ends[-1] + 1, HASH_SPACE - 1))
+        owners = [(lo, hi, owner_of(ring_from, hi), owner_of(ring_to, hi)) for lo, hi in arcs]
+    for lo, hi, a, b in owners:
         before[a] += hi - lo + 1
         after[b] += hi - lo + 1
         if a != b:
@@ -48,17 +56,20 @@ def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
     # the least any remapping to the same shares could move: what the losing shards lose
     minimum = sum(max(0, before[i] - after[i]) for i in before)
     order = sorted(pairs, key=lambda ab: (ab[0].encode("utf-8"), ab[1].encode("utf-8")))
-    result = {
+    result: dict[str, Any] = {
         "from_epoch": from_epoch, "to_epoch": to_epoch,
-        "from_ring": ring_from.ring_id, "to_ring": ring_to.ring_id,
+        "from_ring": ring_from.ring_id, "to_ring": ring_to.ring_id}
+    if space != HASH_SPACE:
+        result["slots"] = space
+    result.update({
         "moved_points": moved,
-        "moved_fraction": RawNumber("%.9f" % (moved / HASH_SPACE)),
+        "moved_fraction": RawNumber("%.9f" % (moved / space)),
         "minimum_points": minimum,
-        "minimum_fraction": RawNumber("%.9f" % (minimum / HASH_SPACE)),
+        "minimum_fraction": RawNumber("%.9f" % (minimum / space)),
         "pairs": [{"from": a, "to": b, "moved_points": pairs[(a, b)]} for a, b in order],
         "shards": [{"id": i, "before": before[i], "after": after[i]}
                    for i in sorted(shard_ids, key=lambda i: i.encode("utf-8"))],
-    }
+    })
     if with_ranges:
         result["ranges"] = ranges
     return result
@@ -74,7 +85,7 @@ def moves(ring_from: Ring, ring_to: Ring) -> list[dict[str, Any]]:
 def owner_changed(key: bytes, ring_from: Ring, ring_to: Ring) -> bool:
     """True when `key` is placed on another shard by ring_to than by ring_from, each hashing it
     with its own contract's hash (docs/contract.md §3)."""
-    return ring_from.lookup(key)[3] != ring_to.lookup(key)[3]
+    return ring_from.owner(key) != ring_to.owner(key)
 
 
 class RawNumber(str):
@@ -157,7 +168,7 @@ def journal_movement(path: str, ring_from: Ring, ring_to: Ring,
                                  " key and an integer size >= 0" % (name, number))
             kb = key.encode("utf-8", "surrogatepass")
             changes += 1
-            if ring_from.lookup(kb)[3] != ring_to.lookup(kb)[3]:
+            if ring_from.owner(kb) != ring_to.owner(kb):
                 moved += 1
                 load += size
         if shards_to is not None:

@@ -23,7 +23,7 @@ import sys
 from .contract import Unreadable, Unusable, check_ring_size, load_contract, load_shards
 from .plan import journal_movement, plan, plan_json
 from .receipt import load_batch, read_receipt
-from .ring import Ring, epoch_id
+from .ring import MaglevRing, epoch_id, make_ring
 from .verify import verify_chain, verify_journal, verify_receipt
 
 EXIT_OK, EXIT_BAD, EXIT_UNREADABLE, EXIT_UNUSABLE, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3, 64, 70
@@ -35,8 +35,8 @@ def load_epoch_files(conf, shards_path):
         raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
     contract = load_contract(conf)
     shards = load_shards(shards_path)
-    check_ring_size(shards_path, contract["DISPATCH_VNODES"], shards)
-    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    check_ring_size(shards_path, contract, shards)
+    ring = make_ring(contract, shards)
     return contract, shards, ring, epoch_id(contract, shards)
 
 
@@ -62,8 +62,15 @@ def main_plan(argv, prog):
     except Unusable as e:
         print(e, file=sys.stderr)
         return EXIT_UNUSABLE
+    if (isinstance(ring_a, MaglevRing) or isinstance(ring_b, MaglevRing)) and not (
+            isinstance(ring_a, MaglevRing) and isinstance(ring_b, MaglevRing)
+            and ring_a.size == ring_b.size):
+        print("plan: no plan between a Maglev table and a ketama ring, or between tables of two "
+              "sizes: their places share no unit of the hash space (docs/contract.md §11)",
+              file=sys.stderr)
+        return EXIT_UNREADABLE
     for which, ring in (("from", ring_a), ("to", ring_b)):
-        if not ring.entries:
+        if not ring.online:
             print("plan: %s ring has no online shard" % which, file=sys.stderr)
             return EXIT_UNREADABLE
     ids = {s["id"] for s in shards_a} | {s["id"] for s in shards_b}
@@ -167,7 +174,7 @@ def main(argv=None, prog="probe.py"):
             raise Unusable("contract: no contract file: pass --conf FILE or set SHARDGATE_CONF")
         contract = load_contract(args.conf)
         shards = load_shards(args.shards)
-        check_ring_size(args.shards, contract["DISPATCH_VNODES"], shards)
+        check_ring_size(args.shards, contract, shards)
     except Unusable as e:
         print(e, file=sys.stderr)
         return EXIT_UNUSABLE

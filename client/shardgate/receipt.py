@@ -6,7 +6,7 @@ from typing import Any
 
 from .contract import (MAX_SAFE_INT, RECEIPT_VERSIONS, Contract, Mismatch, Shard, Unreadable,
                        canonical, is_int, is_name, parse_json_bytes)
-from .ring import Ring, epoch_id, id_order, spill_place
+from .ring import epoch_id, id_order, make_ring, spill_place
 
 __all__ = ["expected_receipt", "receipt_version_of", "compare", "compare_bytes",
            "changes_from_receipt", "load_batch", "read_receipt"]
@@ -19,7 +19,7 @@ def expected_receipt(contract: Contract, shards: list[Shard], batch_id: Any,
                      changes: list[dict[str, Any]], version: int = 2) -> dict[str, Any]:
     """The receipt the gateway must have written for these changes, keys in docs/contract.md §5
     order: version 2 names the epoch after batch_id, version 1 has no epoch key."""
-    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    ring = make_ring(contract, shards)
     by_id = {s["id"]: s for s in shards}
     load = {s["id"]: 0 for s in shards}
     received = {s["id"]: 0 for s in shards}
@@ -29,10 +29,8 @@ def expected_receipt(contract: Contract, shards: list[Shard], batch_id: Any,
         if "unplaceable" in change:  # already reported; counted, never dispatched
             placements.append(change["unplaceable"])
             continue
-        h, point, vnode, shard, reason = ring.lookup(change["key"].encode("utf-8"))
-        placements.append({"id": change["id"], "key": change["key"], "size": change["size"],
-                           "hash": h, "point": point, "vnode": vnode, "shard": shard,
-                           "reason": reason})
+        placements.append(ring.placement(change))
+        shard = placements[-1]["shard"]
         if spill and shard is not None and is_int(change["size"], 0, MAX_SAFE_INT):
             placements[-1] = spill_place(ring, by_id, load, placements[-1])
             shard = placements[-1]["shard"]
@@ -56,9 +54,7 @@ def expected_receipt(contract: Contract, shards: list[Shard], batch_id: Any,
     if version >= 2:
         receipt["epoch"] = epoch_id(contract, shards)
     receipt.update({
-        "ring": {"id": ring.ring_id, "algorithm": "ketama", "hash": ring.algorithm,
-                 "vnodes": ring.vnodes, "vnodes_total": ring.vnodes_total,
-                 "online": [s["id"] for s in ring.online]},
+        "ring": ring.summary(),
         "placements": placements,
         "shards": shard_section,
         "capacity": sum(s["capacity"] for s in ring.online),

@@ -1,15 +1,16 @@
 """The ketama ring (docs/contract.md §3): points, ring id, epoch id, lookup by bisect, and
-the spill walk (docs/contract.md §9). Written from the contract, independent of the gateway."""
+the spill walk (docs/contract.md §9); the Maglev table (docs/contract.md §11) and jump
+(docs/contract.md §10). Written from the contract, independent of the gateway."""
 
 import bisect
 import hashlib
 import struct
 from typing import Any
 
-from .contract import CONTRACT_KEYS, Contract, Shard
+from .contract import Contract, Shard, contract_keys, is_prime
 
-__all__ = ["Ring", "key_hash", "shard_points", "epoch_id", "id_order", "online_shards",
-           "spill_place", "jump", "key_u64", "maglev_table"]
+__all__ = ["Ring", "MaglevRing", "make_ring", "key_hash", "shard_points", "epoch_id", "id_order",
+           "online_shards", "spill_place", "jump", "key_u64", "maglev_table"]
 
 # ---------------------------------------------------------------- the ring (docs/contract.md §3)
 
@@ -46,7 +47,7 @@ def shard_points(algorithm: str, shard_id: str, count: int) -> list[tuple[int, i
 def epoch_id(contract: Contract, shards: list[Shard]) -> str:
     """The epoch id (docs/contract.md §7): SHA-1 of the contract and the whole membership."""
     text = "shardgate-epoch\n"
-    text += "".join("%s=%s\n" % (key, contract[key]) for key in CONTRACT_KEYS)
+    text += "".join("%s=%s\n" % (key, contract[key]) for key in contract_keys(contract))
     text += "".join("%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s["weight"])
                     for s in id_order(shards))
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
@@ -108,6 +109,69 @@ class Ring:
         h = key_hash(self.algorithm, key_bytes)
         return (h,) + self.lookup_hash(h)
 
+    def owner(self, key_bytes: bytes) -> str | None:
+        """The shard id a key lands on; None when no shard is online."""
+        return self.lookup(key_bytes)[3]
+
+    def placement(self, change: dict[str, Any]) -> dict[str, Any]:
+        """A change's placement as a receipt lists it (docs/contract.md §5)."""
+        h, point, vnode, shard, reason = self.lookup(change["key"].encode("utf-8"))
+        return {"id": change["id"], "key": change["key"], "size": change["size"], "hash": h,
+                "point": point, "vnode": vnode, "shard": shard, "reason": reason}
+
+    def summary(self) -> dict[str, Any]:
+        """The receipt's ring object (docs/contract.md §5)."""
+        return {"id": self.ring_id, "algorithm": "ketama", "hash": self.algorithm,
+                "vnodes": self.vnodes, "vnodes_total": self.vnodes_total,
+                "online": [s["id"] for s in self.online]}
+
+
+class MaglevRing:
+    """The Maglev table of the online shards (docs/contract.md §11): a key's slot is the LE64 of
+    its digest mod the table size, and its shard the slot's owner."""
+
+    def __init__(self, algorithm: str, size: int, shards: list[Shard]) -> None:
+        """The table of `size` slots of the online shards of a membership."""
+        self.algorithm = algorithm
+        self.size = size
+        self.online = online_shards(shards)
+        ids = [(s["id"].encode("utf-8"), s["weight"]) for s in self.online]
+        self.table = maglev_table(ids, size, algorithm) if ids else []
+
+    @property
+    def ring_id(self) -> str:
+        """SHA-1 of "maglev", the hash, the table size and the online shards' ids and weights."""
+        text = "maglev\n%s\n%d\n" % (self.algorithm, self.size)
+        text += "".join("%s %d\n" % (s["id"], s["weight"]) for s in self.online)
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def lookup(self, key_bytes: bytes) -> tuple[int, str | None]:
+        """Returns (slot, shard id) of a key; the shard is None when no shard is online."""
+        slot = key_u64(self.algorithm, key_bytes) % self.size
+        return slot, self.online[self.table[slot]]["id"] if self.table else None
+
+    def owner(self, key_bytes: bytes) -> str | None:
+        """The shard id a key lands on; None when no shard is online."""
+        return self.lookup(key_bytes)[1]
+
+    def placement(self, change: dict[str, Any]) -> dict[str, Any]:
+        """A change's placement as a receipt lists it: its slot, shard, reason "table"."""
+        slot, shard = self.lookup(change["key"].encode("utf-8"))
+        return {"id": change["id"], "key": change["key"], "size": change["size"], "slot": slot,
+                "shard": shard, "reason": "table"}
+
+    def summary(self) -> dict[str, Any]:
+        """The receipt's ring object under maglev (docs/contract.md §11)."""
+        return {"id": self.ring_id, "algorithm": "maglev", "hash": self.algorithm,
+                "table": self.size, "online": [s["id"] for s in self.online]}
+
+
+def make_ring(contract: Contract, shards: list[Shard]) -> "Ring | MaglevRing":
+    """The ring a contract names, of the online shards of a membership."""
+    if contract["DISPATCH_HASH_RING"] == "maglev":
+        return MaglevRing(contract["DISPATCH_RING_HASH"], contract["DISPATCH_MAGLEV_TABLE"], shards)
+    return Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+
 
 # ---------------------------------------------------------------- spill (docs/contract.md §9)
 
@@ -150,18 +214,6 @@ def jump(key: int, buckets: int) -> int:
 
 
 # ----------------------------------------------------- the Maglev table (docs/contract.md §11)
-
-def is_prime(n: int) -> bool:
-    """True when n is a prime."""
-    if n < 2:
-        return False
-    d = 2
-    while d * d <= n:
-        if n % d == 0:
-            return False
-        d += 1
-    return True
-
 
 def key_u64(algorithm: str, key_bytes: bytes) -> int:
     """A key's 64 bits for a table or jump: the first 8 bytes of its digest, little-endian."""

@@ -7,13 +7,13 @@ import os
 import re
 from typing import Any
 
-from .contract import (CONTRACT_KEYS, Contract, Mismatch, Shard, Unreadable, Unusable,
-                       check_contract_value, check_membership, check_ring_size, is_int, is_name,
-                       parse_json_bytes)
+from .contract import (MAX_MAGLEV_TABLE, Contract, Mismatch, Shard, Unreadable, Unusable,
+                       check_contract_value, check_membership, check_ring_size, contract_keys,
+                       is_int, is_name, parse_json_bytes)
 from .journal import CRC_MISMATCH, journal_lines, line_record
 from .receipt import (MISSING, canonical, changes_from_receipt, compare, compare_bytes,
                       expected_receipt, receipt_version_of, same, show)
-from .ring import Ring, epoch_id, id_order
+from .ring import epoch_id, id_order, make_ring
 
 __all__ = ["verify_receipt", "verify_chain", "verify_journal", "record_contract"]
 
@@ -59,17 +59,21 @@ RECORD_PREFIX_RE = re.compile(
 
 def record_contract(value: Any) -> Contract:
     """The contract of an epoch record (docs/journal.md §2) or raises ValueError."""
-    if not isinstance(value, dict) or tuple(value) != CONTRACT_KEYS:
-        raise ValueError("contract: must hold exactly %s in this order" % ",".join(CONTRACT_KEYS))
-    for key in CONTRACT_KEYS:
+    keys = contract_keys(value) if isinstance(value, dict) else ()
+    if not isinstance(value, dict) or tuple(value) != keys:
+        raise ValueError("contract: must hold exactly %s in this order" % ",".join(
+            keys or contract_keys({})))
+    for key in keys:
         v = value[key]
-        text = str(v) if key == "DISPATCH_VNODES" and is_int(v, 1, 4096) else v
+        text = str(v) if key == keys[1] and is_int(v, 1, MAX_MAGLEV_TABLE) else v
         if not isinstance(text, str):
             raise ValueError('contract.%s: %s is not valid' % (key, show(v, 0)))
         try:
             check_contract_value(key, text)
         except ValueError as e:
             raise ValueError("contract.%s" % e)
+    if value["DISPATCH_HASH_RING"] == "maglev" and value["DISPATCH_CAPACITY_POLICY"] == "spill":
+        raise ValueError("contract.DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama")
     return dict(value)
 
 
@@ -108,14 +112,14 @@ def chain_epoch(chain, number, rec):
     try:
         contract = record_contract(rec["contract"])
         shards = check_membership({"shards": rec["shards"]})
-        check_ring_size("epoch record", contract["DISPATCH_VNODES"], shards)
+        check_ring_size("epoch record", contract, shards)
     except (ValueError, Unusable) as e:
         chain.bad(number, "epoch record", "a usable contract and membership", str(e))
         return
     if rec["shards"] != id_order(shards):
         chain.bad(number, "shards", "every shard in id order, weight written",
                   show(rec["shards"], 0))
-    ring = Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
+    ring = make_ring(contract, shards)
     epoch = epoch_id(contract, shards)
     if len(rec) == len(EPOCH_KEYS):
         check_epoch_fields(chain, number, rec, epoch, ring.ring_id)

@@ -9,12 +9,11 @@
 #include "fileio.h"
 #include "number.h"
 
-enum contract_key { KEY_RING, KEY_VNODES, KEY_HASH, KEY_POLICY, KEY_COUNT };
+enum contract_key { KEY_RING, KEY_VNODES, KEY_TABLE, KEY_HASH, KEY_POLICY, KEY_COUNT };
 
 static const char *const key_names[KEY_COUNT] = {
-    [KEY_RING] = "DISPATCH_HASH_RING",
-    [KEY_VNODES] = "DISPATCH_VNODES",
-    [KEY_HASH] = "DISPATCH_RING_HASH",
+    [KEY_RING] = "DISPATCH_HASH_RING",         [KEY_VNODES] = "DISPATCH_VNODES",
+    [KEY_TABLE] = "DISPATCH_MAGLEV_TABLE",     [KEY_HASH] = "DISPATCH_RING_HASH",
     [KEY_POLICY] = "DISPATCH_CAPACITY_POLICY",
 };
 
@@ -39,6 +38,16 @@ const char *gw_policy_name(enum gw_policy policy)
     return names[policy];
 }
 
+const char *gw_contract_size_key(const struct gw_contract *c)
+{
+    return key_names[c->algorithm == RING_MAGLEV ? KEY_TABLE : KEY_VNODES];
+}
+
+uint32_t gw_contract_size(const struct gw_contract *c)
+{
+    return c->algorithm == RING_MAGLEV ? c->table : c->vnodes;
+}
+
 int gw_policy_refuses_over_capacity(enum gw_policy policy)
 {
     return policy != GW_POLICY_REPORT;
@@ -60,11 +69,18 @@ static int set_value(struct contract_parse *p, enum contract_key key, const char
     uint64_t n;
     switch (key) {
     case KEY_RING:
-        return strcmp(v, "ketama") == 0 ? 0 : fail(p, p->lineno, detail, "ketama");
+        if (ring_algorithm_parse(v, &p->out->algorithm) != 0)
+            return fail(p, p->lineno, detail, "one of ketama, maglev");
+        return 0;
     case KEY_VNODES:
         if (parse_range(v, 1, RING_VNODES_MAX, &n) != 0)
             return fail(p, p->lineno, detail, "an integer 1..4096");
         p->out->vnodes = (uint32_t)n;
+        return 0;
+    case KEY_TABLE:
+        if (parse_range(v, 2, RING_MAGLEV_TABLE_MAX, &n) != 0 || !ring_maglev_prime((uint32_t)n))
+            return fail(p, p->lineno, detail, "a prime 2..16777213");
+        p->out->table = (uint32_t)n;
         return 0;
     case KEY_HASH:
         if (ring_digest_parse(v, &p->out->digest) != 0)
@@ -135,11 +151,26 @@ static int parse_line(struct contract_parse *p, char *line)
     return set_value(p, (enum contract_key)key, eq + 1);
 }
 
+/* Every key the algorithm takes is there, and no key of another one (docs/contract.md §1); spill
+ * walks a ring's points, so it needs ketama (docs/contract.md §9). */
 static int check_complete(struct contract_parse *p)
 {
+    if (!p->seen_on[KEY_RING])
+        return fail(p, p->lineno, "missing required key ", key_names[KEY_RING]);
+    int maglev = p->out->algorithm == RING_MAGLEV;
+    enum contract_key other = maglev ? KEY_VNODES : KEY_TABLE;
+    char detail[128];
+    if (p->seen_on[other]) {
+        snprintf(detail, sizeof(detail), "%s is not a key of DISPATCH_HASH_RING=%s",
+                 key_names[other], ring_algorithm_name(p->out->algorithm));
+        return fail(p, p->seen_on[other], detail, "");
+    }
     for (int k = 0; k < KEY_COUNT; k++)
-        if (!p->seen_on[k])
+        if (k != (int)other && !p->seen_on[k])
             return fail(p, p->lineno, "missing required key ", key_names[k]);
+    if (maglev && p->out->policy == GW_POLICY_SPILL)
+        return fail(p, p->seen_on[KEY_POLICY],
+                    "DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama", "");
     return 0;
 }
 
@@ -147,6 +178,7 @@ int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_
                       struct gw_error *err)
 {
     struct contract_parse p = {.name = name, .out = out, .err = err};
+    memset(out, 0, sizeof(*out));
     if (memchr(text, '\0', len))
         return fail(&p, 0, "the file holds a NUL byte", "");
     char *copy = malloc(len + 1);

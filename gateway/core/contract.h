@@ -11,8 +11,10 @@
 enum gw_policy { GW_POLICY_REPORT, GW_POLICY_REJECT, GW_POLICY_SPILL };
 
 struct gw_contract {
+    enum ring_algorithm algorithm;
     enum ring_digest digest;
-    uint32_t vnodes;
+    uint32_t vnodes; /* ketama: DISPATCH_VNODES; maglev: 0 */
+    uint32_t table;  /* maglev: DISPATCH_MAGLEV_TABLE; ketama: 0 */
     enum gw_policy policy;
 };
 
@@ -25,6 +27,11 @@ int gw_contract_parse(const char *text, size_t len, const char *name, struct gw_
 int gw_contract_load(const char *path, struct gw_contract *out, struct gw_error *err);
 
 const char *gw_policy_name(enum gw_policy policy);
+
+/* The key that sizes the ring of this contract's algorithm, "DISPATCH_VNODES" or
+ * "DISPATCH_MAGLEV_TABLE", and its value (docs/contract.md §1). */
+const char *gw_contract_size_key(const struct gw_contract *c);
+uint32_t gw_contract_size(const struct gw_contract *c);
 
 /* 1 when a batch that leaves a shard over capacity is refused whole (reject; spill, where it
  * means no online shard had room: docs/contract.md §9), 0 when it is accepted (report). */

@@ -26,6 +26,16 @@ static void tally(const struct gw_topology *t, const struct gw_batch *b, struct 
     d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;
 }
 
+/* A Maglev ring: one table read per key (docs/contract.md §11). */
+static void place_table(const struct gw_topology *t, const struct gw_batch *b,
+                        struct gw_dispatch *d)
+{
+    for (size_t i = 0; i < b->count; i++) {
+        ring_lookup(t->ring, b->changes[i].key, b->changes[i].key_len, &d->placements[i]);
+        d->member[i] = t->member_of[d->placements[i].shard];
+    }
+}
+
 /* Hashes a chunk of keys at once (md5 interleaves four), then places the chunk at once:
  * ring_lookup_hashes overlaps the cache misses of neighbouring keys, which on large rings
  * costs a third of one-by-one lookups. */
@@ -73,7 +83,7 @@ int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struc
                     struct gw_error *err)
 {
     memset(out, 0, sizeof(*out));
-    if (ring_points_total(t->ring) == 0) {
+    if (ring_shard_count(t->ring) == 0) {
         gw_error_set(err, "", "no online shard: the ring is empty and cannot place changes");
         return -ENOENT;
     }
@@ -89,7 +99,10 @@ int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struc
         gw_error_set(err, "", "out of memory");
         return -ENOMEM;
     }
-    place(t, b, out);
+    if (t->contract.algorithm == RING_MAGLEV)
+        place_table(t, b, out);
+    else
+        place(t, b, out);
     if (spill && place_spill(t, b, out) != 0) {
         gw_dispatch_free(out);
         gw_error_set(err, "", "out of memory");

@@ -8,8 +8,11 @@
 
 void gw_epoch_text(struct gw_buf *out, const struct gw_contract *c, const struct gw_membership *m)
 {
-    gw_buf_puts(out, "shardgate-epoch\nDISPATCH_HASH_RING=ketama\n");
-    gw_buf_field_u64(out, "DISPATCH_VNODES=", c->vnodes);
+    gw_buf_puts(out, "shardgate-epoch\nDISPATCH_HASH_RING=");
+    gw_buf_puts(out, ring_algorithm_name(c->algorithm));
+    gw_buf_puts(out, "\n");
+    gw_buf_puts(out, gw_contract_size_key(c));
+    gw_buf_field_u64(out, "=", gw_contract_size(c));
     gw_buf_puts(out, "\nDISPATCH_RING_HASH=");
     gw_buf_puts(out, ring_digest_name(c->digest));
     gw_buf_puts(out, "\nDISPATCH_CAPACITY_POLICY=");
@@ -26,14 +29,15 @@ void gw_epoch_text(struct gw_buf *out, const struct gw_contract *c, const struct
     }
 }
 
-/* The ring id's bytes: "ketama\n<hash>\n<vnodes>\n", then "<id> <weight>\n" per online shard in
- * id order (ring/ring.c). */
+/* The ring id's bytes: "<algorithm>\n<hash>\n<vnodes or table size>\n", then "<id> <weight>\n"
+ * per online shard in id order (ring/ring.c). */
 static void ring_id_text(struct gw_buf *out, const struct gw_contract *c,
                          const struct gw_membership *m)
 {
-    gw_buf_puts(out, "ketama\n");
+    gw_buf_puts(out, ring_algorithm_name(c->algorithm));
+    gw_buf_puts(out, "\n");
     gw_buf_puts(out, ring_digest_name(c->digest));
-    gw_buf_field_u64(out, "\n", c->vnodes);
+    gw_buf_field_u64(out, "\n", gw_contract_size(c));
     gw_buf_puts(out, "\n");
     for (size_t i = 0; i < m->count; i++) {
         const struct gw_shard *s = &m->shards[i];

@@ -213,8 +213,9 @@ int gw_membership_from_json(json_t *list, const char *name, struct gw_membership
     return rc;
 }
 
-int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, const char *name,
-                             struct gw_error *err)
+/* Rule R2 for ketama: the running sum of vnodes * weight over online shards. */
+static int check_points(const struct gw_membership *m, uint32_t vnodes, const char *name,
+                        struct gw_error *err)
 {
     /* The running sum only grows, so the first shard over is the online one, in file order,
      * with the smallest file index among those over. online_weight <= 1000 * count: no wrap. */
@@ -231,6 +232,41 @@ int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, con
     char at[48];
     snprintf(at, sizeof(at), "shards[%zu].weight", m->shards[first].file_index);
     return fail(err, name, at, "ring exceeds 16777216 points");
+}
+
+/* Rule R2 for maglev: the running count of online shards stays <= the table's slots. */
+static int check_slots(const struct gw_membership *m, uint32_t table, const char *name,
+                       struct gw_error *err)
+{
+    size_t online = 0;
+    for (size_t i = 0; i < m->count; i++)
+        online += m->shards[i].state == GW_STATE_ONLINE;
+    if (online <= table)
+        return 0;
+    char *is_online = calloc(m->count, 1);
+    if (!is_online) {
+        gw_error_set(err, "", "out of memory");
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->count; i++)
+        is_online[m->shards[i].file_index] = m->shards[i].state == GW_STATE_ONLINE;
+    size_t at = 0;
+    for (online = 0; at < m->count; at++)
+        if (is_online[at] && ++online > table)
+            break;
+    free(is_online);
+    char where[48], what[96];
+    snprintf(where, sizeof(where), "shards[%zu].state", at);
+    snprintf(what, sizeof(what), "more online shards than DISPATCH_MAGLEV_TABLE (%u)", table);
+    return fail(err, name, where, what);
+}
+
+int gw_membership_check_ring(const struct gw_membership *m, const struct gw_contract *c,
+                             const char *name, struct gw_error *err)
+{
+    if (c->algorithm == RING_MAGLEV)
+        return check_slots(m, c->table, name, err);
+    return check_points(m, c->vnodes, name, err);
 }
 
 int gw_membership_parse_tree(const char *text, size_t len, const char *name,

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "contract.h"
 #include "error.h"
 #include "shard.h"
 
@@ -35,11 +36,13 @@ int gw_membership_parse_tree(const char *text, size_t len, const char *name,
 int gw_membership_from_json(json_t *list, const char *name, struct gw_membership *out,
                             struct gw_error *err);
 
-/* Rule R2 of docs/contract.md (Membership): walking shards[] in file order, the running sum of
- * vnodes * weight over online shards stays <= GW_RING_POINTS_MAX. Returns 0, or -EINVAL with
- * err->msg "shards: <name>: shards[N].weight: ring exceeds 16777216 points". */
-int gw_membership_check_ring(const struct gw_membership *m, uint32_t vnodes, const char *name,
-                             struct gw_error *err);
+/* Rule R2 of docs/contract.md (Membership), walking shards[] in file order: under ketama the
+ * running sum of vnodes * weight over online shards stays <= GW_RING_POINTS_MAX, else -EINVAL
+ * with err->msg "shards: <name>: shards[N].weight: ring exceeds 16777216 points"; under maglev
+ * the running count of online shards stays <= DISPATCH_MAGLEV_TABLE, else "shards: <name>:
+ * shards[N].state: more online shards than DISPATCH_MAGLEV_TABLE (M)". */
+int gw_membership_check_ring(const struct gw_membership *m, const struct gw_contract *c,
+                             const char *name, struct gw_error *err);
 
 /* Reads and parses the file at `path`, as gw_membership_parse. */
 int gw_membership_load(const char *path, struct gw_membership *out, struct gw_error *err);

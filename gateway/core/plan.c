@@ -137,10 +137,17 @@ static void count_arc(void *ctx, uint64_t start, uint64_t len, uint32_t shard_a,
     *run = (struct gw_plan_pair){from, to, len};
 }
 
-/* Walks both rings' points in value order, counting each arc whole. */
+/* Walks both rings' points in value order, counting each arc whole; two Maglev tables of one
+ * size slot by slot, a slot an arc of length 1 (docs/contract.md §11). */
 static void walk_arcs(struct walk *w, const struct ring *from, const struct ring *to)
 {
-    ring_walk_pair(from, to, count_arc, w);
+    if (ring_algorithm_of(from) == RING_MAGLEV) {
+        const uint32_t *a = ring_table(from), *b = ring_table(to);
+        for (uint32_t s = 0; s < ring_table_size(from); s++)
+            count_arc(w, s, 1, a[s], b[s]);
+    } else {
+        ring_walk_pair(from, to, count_arc, w);
+    }
     emit_run(w);
 }
 
@@ -234,9 +241,18 @@ static void store_shares(struct gw_plan *p, const struct walk *w)
 static int check_rings(const struct gw_topology *from, const struct gw_topology *to,
                        struct gw_error *err)
 {
-    const char *empty = ring_points_total(from->ring) == 0 ? "from"
-                        : ring_points_total(to->ring) == 0 ? "to"
-                                                           : NULL;
+    const struct gw_contract *a = &from->contract, *b = &to->contract;
+    if ((a->algorithm == RING_MAGLEV || b->algorithm == RING_MAGLEV) &&
+        (a->algorithm != b->algorithm || a->table != b->table)) {
+        gw_error_set(err, "",
+                     "plan: no plan between a Maglev table and a ketama ring, or "
+                     "between tables of two sizes: their places share no unit of the "
+                     "hash space (docs/contract.md §11)");
+        return -EINVAL;
+    }
+    const char *empty = ring_shard_count(from->ring) == 0 ? "from"
+                        : ring_shard_count(to->ring) == 0 ? "to"
+                                                          : NULL;
     if (!empty)
         return 0;
     gw_error_set(err, "", "plan: %s ring has no online shard", empty);
@@ -290,6 +306,8 @@ int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to
     if (rc != 0)
         return rc;
     copy_names(out, from, to);
+    out->space =
+        from->contract.algorithm == RING_MAGLEV ? from->contract.table : GW_PLAN_HASH_SPACE;
     size_t total = from->members.count + to->members.count;
     out->shards = calloc(total ? total : 1, sizeof(*out->shards));
     uint32_t *a_map = malloc((from->members.count + 1) * sizeof(*a_map));
@@ -308,7 +326,7 @@ int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to
     for (size_t i = 0; i < out->shard_count; i++)
         if (out->shards[i].before > out->shards[i].after)
             out->minimum_points += out->shards[i].before - out->shards[i].after;
-    assert(out->minimum_points <= out->moved_points && out->moved_points <= GW_PLAN_HASH_SPACE);
+    assert(out->minimum_points <= out->moved_points && out->moved_points <= out->space);
     return 0;
 }
 
@@ -332,12 +350,12 @@ void gw_plan_add_change(struct gw_plan *p, const struct gw_topology *from,
 
 double gw_plan_fraction(const struct gw_plan *p)
 {
-    return (double)p->moved_points / (double)GW_PLAN_HASH_SPACE;
+    return (double)p->moved_points / (double)p->space;
 }
 
 double gw_plan_minimum_fraction(const struct gw_plan *p)
 {
-    return (double)p->minimum_points / (double)GW_PLAN_HASH_SPACE;
+    return (double)p->minimum_points / (double)p->space;
 }
 
 void gw_plan_free(struct gw_plan *p)

@@ -37,6 +37,7 @@ struct gw_plan_pair {
 struct gw_plan {
     char from_epoch[GW_EPOCH_HEX_LEN + 1], to_epoch[GW_EPOCH_HEX_LEN + 1];
     char from_ring[RING_ID_HEX_LEN + 1], to_ring[RING_ID_HEX_LEN + 1];
+    uint64_t space; /* the units the points count: 2^32 hash values, or a Maglev table's slots */
     uint64_t moved_points;
     uint64_t minimum_points;      /* the least any remapping moves (docs/contract.md §8) */
     struct gw_plan_shard *shards; /* every id of either membership, bytewise id order */
@@ -67,10 +68,10 @@ void gw_plan_add_change(struct gw_plan *p, const struct gw_topology *from,
                         const struct gw_topology *to, const char *key, size_t key_len,
                         uint64_t size);
 
-/* moved_points / 2^32. */
+/* moved_points / space. */
 double gw_plan_fraction(const struct gw_plan *p);
 
-/* minimum_points / 2^32. */
+/* minimum_points / space. */
 double gw_plan_minimum_fraction(const struct gw_plan *p);
 
 /* Appends the plan as one line of compact JSON (docs/tools.md §1), without a newline. */

@@ -65,6 +65,8 @@ void gw_plan_write(struct gw_buf *out, const struct gw_plan *p)
 {
     char fraction[32];
     write_names(out, p);
+    if (p->space != GW_PLAN_HASH_SPACE) /* a Maglev plan counts slots (docs/contract.md §11) */
+        gw_buf_field_u64(out, ",\"slots\":", p->space);
     gw_buf_field_u64(out, ",\"moved_points\":", p->moved_points);
     /* %.9f of an exact double (moved_points / 2^32): the bytes Python's "%.9f" gives too. */
     snprintf(fraction, sizeof(fraction), "%.9f", gw_plan_fraction(p));

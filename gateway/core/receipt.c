@@ -17,12 +17,33 @@ static void write_placement_where(struct gw_buf *out, const struct gw_topology *
     gw_topology_shard_json(t, out, p->shard);
 }
 
-/* ... then the reason of a placement at its home point. */
+/* ... then the reason of a placement at its home point; on a Maglev ring, its slot, shard and
+ * reason "table" (docs/contract.md §11). */
 static void write_placement_tail(struct gw_buf *out, const struct gw_topology *t,
                                  const struct ring_placement *p)
 {
+    if (t->contract.algorithm == RING_MAGLEV) {
+        gw_buf_field_u64(out, ",\"slot\":", p->point);
+        gw_buf_puts(out, ",\"shard\":");
+        gw_topology_shard_json(t, out, p->shard);
+        gw_buf_puts(out, ",\"reason\":\"table\"}");
+        return;
+    }
     write_placement_where(out, t, p);
     gw_buf_puts(out, p->wrapped ? ",\"reason\":\"wrap\"}" : ",\"reason\":\"ring\"}");
+}
+
+/* A Maglev ring's slots: the shard of each, in slot order. */
+static void write_slots(struct gw_buf *out, const struct gw_topology *t)
+{
+    const uint32_t *table = ring_table(t->ring);
+    gw_buf_puts(out, ",\"slots\":[");
+    for (size_t s = 0; table && s < ring_table_size(t->ring); s++) {
+        if (s)
+            gw_buf_puts(out, ",");
+        gw_topology_shard_json(t, out, table[s]);
+    }
+    gw_buf_puts(out, "]");
 }
 
 static void write_points(struct gw_buf *out, const struct gw_topology *t)
@@ -39,12 +60,14 @@ static void write_points(struct gw_buf *out, const struct gw_topology *t)
     gw_buf_puts(out, "]");
 }
 
-/* The ring object: id, algorithm, hash, vnodes and online shards as the topology rendered them
- * once, then its points if asked for. */
+/* The ring object: id, algorithm, hash, vnodes (or table) and online shards as the topology
+ * rendered them once, then its points (or slots) if asked for. */
 void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points)
 {
     gw_buf_append(out, t->ring_json.data, t->ring_json.len);
-    if (points)
+    if (points && t->contract.algorithm == RING_MAGLEV)
+        write_slots(out, t);
+    else if (points)
         write_points(out, t);
     gw_buf_puts(out, "}");
 }

@@ -18,10 +18,12 @@ void gw_receipt_write(struct gw_buf *out, const struct gw_topology *t, const str
  * checks it, so that it never serves another batch's receipt (docs/journal.md §9, §10). */
 int gw_receipt_names_batch(const char *receipt, size_t len, const char *id, size_t id_len);
 
-/* Appends the ring summary {"id",...,"online":[...]}; with `points`, also every point. */
+/* Appends the ring summary {"id",...,"online":[...]}; with `points`, also every point (maglev:
+ * "slots", the shard of every slot). */
 void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points);
 
-/* Appends {"key":...,"hash":...,"point":...,"vnode":...,"shard":...,"reason":...}. */
+/* Appends {"key":...,"hash":...,"point":...,"vnode":...,"shard":...,"reason":...}; maglev:
+ * {"key":...,"slot":...,"shard":...,"reason":"table"}. */
 void gw_lookup_write(struct gw_buf *out, const struct gw_topology *t, const char *key,
                      size_t key_len, const struct ring_placement *p);
 

@@ -23,11 +23,46 @@
 /* One run: `len` hash values from `start` (wrapping past 2^32 - 1) owned by `shard`. */
 typedef void (*run_fn)(void *ctx, uint32_t start, uint64_t len, uint32_t shard);
 
+/* The first hash value of a Maglev slot when its M slots are drawn around the circle. */
+static uint64_t slot_start(uint64_t slot, uint64_t m)
+{
+    return (slot << 32) / m;
+}
+
+/* A Maglev ring drawn as its table's slots around the circle: `fn` for each run of
+ * consecutive slots of one shard (docs/tools.md §1.3). */
+static size_t table_runs(const struct ring *ring, run_fn fn, void *ctx)
+{
+    const uint32_t *table = ring_table(ring);
+    uint64_t m = ring_table_size(ring);
+    size_t runs = 0;
+    for (uint64_t s = 0, start = 0; table && s < m; s++)
+        if (s + 1 == m || table[s + 1] != table[s]) {
+            fn(ctx, (uint32_t)slot_start(start, m), slot_start(s + 1, m) - slot_start(start, m),
+               table[s]);
+            runs++;
+            start = s + 1;
+        }
+    return runs;
+}
+
+/* The shard that owns hash value `v` as drawn. */
+static uint32_t owner_at(const struct ring *ring, uint32_t v)
+{
+    struct ring_placement at = {0};
+    if (ring_algorithm_of(ring) == RING_MAGLEV)
+        return ring_table(ring)[((uint64_t)v * ring_table_size(ring)) >> 32];
+    ring_lookup_hash(ring, v, &at);
+    return at.shard;
+}
+
 /* Calls `fn` for each run of consecutive points of one shard, in ring order from a run's
  * start, skipping points that own nothing (a point equal to the one before it). Returns the
  * number of runs. */
 static size_t ring_runs(const struct ring *ring, run_fn fn, void *ctx)
 {
+    if (ring_algorithm_of(ring) == RING_MAGLEV)
+        return table_runs(ring, fn, ctx);
     const struct ring_point *p = ring_points(ring);
     size_t n = ring_points_total(ring), first = n;
     uint32_t prev = UINT32_MAX;
@@ -155,14 +190,13 @@ static void draw_bins(struct gw_buf *b, const struct ring *ring)
     uint32_t owner = 0;
     uint64_t start = 0;
     for (uint64_t bin = 0; bin <= GW_SVG_BINS; bin++) {
-        struct ring_placement at = {0};
-        if (bin < GW_SVG_BINS)
-            ring_lookup_hash(ring, (uint32_t)(bin * BIN_LEN + BIN_LEN / 2), &at);
-        if (bin > 0 && (bin == GW_SVG_BINS || at.shard != owner)) {
+        uint32_t at =
+            bin < GW_SVG_BINS ? owner_at(ring, (uint32_t)(bin * BIN_LEN + BIN_LEN / 2)) : 0;
+        if (bin > 0 && (bin == GW_SVG_BINS || at != owner)) {
             put_arc(b, "bin", ring, owner, (uint32_t)start, bin * BIN_LEN - start, RING_R);
             start = bin * BIN_LEN;
         }
-        owner = at.shard;
+        owner = at;
     }
 }
 
@@ -235,16 +269,19 @@ static int put_ring(struct gw_buf *b, const struct gw_topology *t)
     }
     size_t runs = ring_runs(ring, draw_run, &d); /* keeps the runs and sums the owned hashes */
     put_head(b, t);
+    int table = ring_algorithm_of(ring) == RING_MAGLEV;
     gw_buf_printf(b,
-                  "<text x=\"20\" y=\"28\" font-size=\"15\">ring %.12s, %zu points, %zu "
+                  "<text x=\"20\" y=\"28\" font-size=\"15\">%s %.12s, %zu %s, %zu "
                   "online shards, epoch %.12s</text>\n",
-                  ring_id(ring), ring_points_total(ring), ring_shard_count(ring), t->epoch);
+                  table ? "maglev" : "ring", ring_id(ring),
+                  table ? (size_t)ring_table_size(ring) : ring_points_total(ring),
+                  table ? "slots" : "points", ring_shard_count(ring), t->epoch);
     int exact = runs <= GW_SVG_MAX_ARCS;
     if (exact)
         gw_buf_printf(b,
                       "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">one arc per "
-                      "run of points: %zu arcs</text>\n",
-                      runs, runs);
+                      "run of %s: %zu arcs</text>\n",
+                      runs, table ? "slots" : "points", runs);
     else
         gw_buf_printf(b,
                       "<text x=\"20\" y=\"48\" class=\"mode\" data-runs=\"%zu\">%zu runs, "
@@ -349,10 +386,25 @@ static void put_moved_bins(struct gw_buf *b, const uint64_t *bins)
     }
 }
 
+/* Both rings' owners along the circle as drawn: ring/walk.h's walk over the points, or two Maglev
+ * tables of one size slot by slot (gw_plan_compute refuses any other pair). */
+static void walk_drawn_pair(const struct ring *from, const struct ring *to, ring_pair_fn fn,
+                            void *ctx)
+{
+    if (ring_algorithm_of(from) != RING_MAGLEV) {
+        ring_walk_pair(from, to, fn, ctx);
+        return;
+    }
+    const uint32_t *a = ring_table(from), *b = ring_table(to);
+    uint64_t m = ring_table_size(from);
+    for (uint64_t s = 0; s < m; s++)
+        fn(ctx, slot_start(s, m), slot_start(s + 1, m) - slot_start(s, m), a[s], b[s]);
+}
+
 int gw_ring_svg_moves(struct gw_buf *out, const struct gw_topology *from,
                       const struct gw_topology *to)
 {
-    if (ring_points_total(from->ring) == 0 || ring_points_total(to->ring) == 0)
+    if (ring_shard_count(from->ring) == 0 || ring_shard_count(to->ring) == 0)
         return -ENOENT;
     struct moves m = {.to = to->ring};
     m.same = same_shards(from->ring, to->ring);
@@ -365,7 +417,7 @@ int gw_ring_svg_moves(struct gw_buf *out, const struct gw_topology *from,
         out->failed = 1;
         return -ENOMEM;
     }
-    ring_walk_pair(from->ring, to->ring, move_segment, &m); /* keeps the ranges, fills bins */
+    walk_drawn_pair(from->ring, to->ring, move_segment, &m); /* keeps the ranges, fills bins */
     close_move(&m);
     gw_buf_printf(out,
                   "<text x=\"20\" y=\"668\" class=\"moves\" data-moved=\"%llu\" data-runs=\"%zu\" "

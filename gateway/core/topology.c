@@ -24,10 +24,16 @@ static int render_once(struct gw_topology *t)
     struct gw_buf *out = &t->ring_json;
     gw_buf_puts(out, "{\"id\":\"");
     gw_buf_puts(out, ring_id(t->ring));
-    gw_buf_puts(out, "\",\"algorithm\":\"ketama\",\"hash\":\"");
+    gw_buf_puts(out, "\",\"algorithm\":\"");
+    gw_buf_puts(out, ring_algorithm_name(ring_algorithm_of(t->ring)));
+    gw_buf_puts(out, "\",\"hash\":\"");
     gw_buf_puts(out, ring_digest_name(ring_digest_of(t->ring)));
-    gw_buf_field_u64(out, "\",\"vnodes\":", ring_vnodes(t->ring));
-    gw_buf_field_u64(out, ",\"vnodes_total\":", ring_points_total(t->ring));
+    if (ring_algorithm_of(t->ring) == RING_MAGLEV) {
+        gw_buf_field_u64(out, "\",\"table\":", ring_table_size(t->ring));
+    } else {
+        gw_buf_field_u64(out, "\",\"vnodes\":", ring_vnodes(t->ring));
+        gw_buf_field_u64(out, ",\"vnodes_total\":", ring_points_total(t->ring));
+    }
     gw_buf_puts(out, ",\"online\":[");
     for (uint32_t s = 0; s < n; s++) {
         if (s)
@@ -76,7 +82,11 @@ int gw_topology_build_from(const struct gw_contract *contract, struct gw_members
         return rc;
     }
     struct ring_error rerr;
-    rc = ring_build_from(&out->ring, prev, contract->digest, contract->vnodes, online, k, &rerr);
+    if (contract->algorithm == RING_MAGLEV)
+        rc = ring_build_maglev(&out->ring, contract->digest, contract->table, online, k, &rerr);
+    else
+        rc =
+            ring_build_from(&out->ring, prev, contract->digest, contract->vnodes, online, k, &rerr);
     free(online);
     if (rc != 0)
         gw_error_set(err, "", "ring: %s", rerr.msg);
@@ -96,7 +106,7 @@ int gw_topology_load(const char *conf_path, const char *shards_path, struct gw_t
     int rc = gw_contract_load(conf_path, &contract, err);
     if (rc == 0)
         rc = gw_membership_load(shards_path, &members, err);
-    if (rc == 0 && (rc = gw_membership_check_ring(&members, contract.vnodes, shards_path, err)))
+    if (rc == 0 && (rc = gw_membership_check_ring(&members, &contract, shards_path, err)))
         gw_membership_free(&members);
     if (rc == 0)
         rc = gw_topology_build(&contract, &members, out, err);

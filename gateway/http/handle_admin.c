@@ -187,10 +187,10 @@ static enum MHD_Result finish_body(struct gw_req *r)
     struct gw_error err;
     struct gw_membership m;
     /* An early check against the request's view; the epoch is built on the current one. */
-    uint32_t vnodes = r->view->topo.contract.vnodes;
+    const struct gw_contract *contract = &r->view->topo.contract;
     const char *text = r->body.data ? r->body.data : "";
     int rc = gw_membership_parse(text, r->body.len, r->srv->opt.shards, &m, &err);
-    if (rc == 0 && (rc = gw_membership_check_ring(&m, vnodes, r->srv->opt.shards, &err)))
+    if (rc == 0 && (rc = gw_membership_check_ring(&m, contract, r->srv->opt.shards, &err)))
         gw_membership_free(&m);
     if (rc == -ENOMEM) {
         gw_body_done(r);

@@ -13,7 +13,7 @@ int gw_serve_ready(struct gw_server *s)
         atomic_load(&s->metrics.record_damage) > 0)
         return 0;
     struct gw_view *v = gw_view_acquire(&s->views);
-    int ring = ring_points_total(v->topo.ring) > 0;
+    int ring = ring_shard_count(v->topo.ring) > 0;
     gw_view_unref(v);
     return ring;
 }
@@ -35,7 +35,7 @@ enum MHD_Result gw_handle_readyz(struct gw_req *r, const char *rest)
     gw_buf_init(&body);
     int replayed = atomic_load(&s->replayed), failed = !gw_store_writable(s->store);
     int damaged = atomic_load(&s->metrics.record_damage) > 0;
-    int ring = ring_points_total(r->view->topo.ring) > 0;
+    int ring = ring_shard_count(r->view->topo.ring) > 0;
     int ready = replayed && !failed && !damaged && ring;
     gw_buf_puts(&body, ready ? "{\"status\":\"ready\"" : "{\"status\":\"unready\"");
     gw_buf_puts(&body, ",\"checks\":{\"");

@@ -222,8 +222,7 @@ static int read_files(struct gw_server *s, struct gw_contract *contract,
     int rc = gw_contract_load(s->opt.conf, contract, err);
     if (rc == 0)
         rc = gw_membership_load(s->opt.shards, members, err);
-    if (rc == 0 &&
-        (rc = gw_membership_check_ring(members, contract->vnodes, s->opt.shards, err)) != 0)
+    if (rc == 0 && (rc = gw_membership_check_ring(members, contract, s->opt.shards, err)) != 0)
         gw_membership_free(members);
     return rc;
 }

@@ -165,7 +165,8 @@ static void render_over_capacity_by_shard(struct gw_buf *out, struct gw_metrics 
     }
 }
 
-/* Each online shard's share of the 2^32 hashes: the sum of what its points own (ring/walk.h). */
+/* Each online shard's share of the 2^32 hashes: the sum of what its points own (ring/walk.h);
+ * on a Maglev ring, of the table's slots. */
 static void render_ring_share(struct gw_buf *out, const struct ring *ring)
 {
     size_t n = ring_points_total(ring), shards = ring_shard_count(ring);
@@ -177,12 +178,16 @@ static void render_ring_share(struct gw_buf *out, const struct ring *ring)
     }
     for (size_t i = 0; i < n; i++)
         owned[p[i].shard] += ring_point_owns(p, n, i);
+    const uint32_t *table = ring_table(ring);
+    for (size_t s = 0; table && s < ring_table_size(ring); s++)
+        owned[table[s]]++;
+    double space = table ? (double)ring_table_size(ring) : (double)RING_HASHES;
     gw_metrics_header(out, "shardgate_ring_share_ratio", "gauge",
                       "The share of the hash space each online shard owns on the ring.");
     for (size_t s = 0; s < shards; s++) {
         gw_buf_puts(out, "shardgate_ring_share_ratio{shard=\"");
         gw_buf_append(out, ring_shard_id(ring, (uint32_t)s), ring_shard_id_len(ring, (uint32_t)s));
-        put_f(out, "\"} %.9f\n", (double)owned[s] / (double)RING_HASHES);
+        put_f(out, "\"} %.9f\n", (double)owned[s] / space);
     }
     free(owned);
 }
@@ -190,11 +195,16 @@ static void render_ring_share(struct gw_buf *out, const struct ring *ring)
 static void render_ring(struct gw_buf *out, const struct gw_topology *t)
 {
     gw_metrics_header(out, "shardgate_ring_points", "gauge",
-                      "Points on the ring (VNODES x weight over the online shards).");
+                      "Points on the ring (VNODES x weight over the online shards; maglev: 0).");
     put_f(out, "shardgate_ring_points %zu\n", ring_points_total(t->ring));
     gw_metrics_header(out, "shardgate_ring_info", "gauge", "The ring the gateway places with.");
-    put_f(out, "shardgate_ring_info{id=\"%s\",hash=\"%s\",vnodes=\"%u\"} 1\n", ring_id(t->ring),
-          ring_digest_name(t->contract.digest), (unsigned)t->contract.vnodes);
+    if (t->contract.algorithm == RING_MAGLEV)
+        put_f(out,
+              "shardgate_ring_info{id=\"%s\",algorithm=\"maglev\",hash=\"%s\",table=\"%u\"} 1\n",
+              ring_id(t->ring), ring_digest_name(t->contract.digest), (unsigned)t->contract.table);
+    else
+        put_f(out, "shardgate_ring_info{id=\"%s\",hash=\"%s\",vnodes=\"%u\"} 1\n", ring_id(t->ring),
+              ring_digest_name(t->contract.digest), (unsigned)t->contract.vnodes);
     gw_metrics_header(out, "shardgate_ring_online_shards", "gauge", "Online shards in the ring.");
     put_f(out, "shardgate_ring_online_shards %zu\n", ring_shard_count(t->ring));
     render_ring_share(out, t->ring);

@@ -15,6 +15,8 @@ from sgtest import Skip, case, client_package, eq, ok, run, src, tmpdir, write, 
 
 CONTRACT = ("# test contract\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
             "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
+MAGLEV = ("# test contract\nDISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=13\n"
+          "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
 
 
 def golden_text():
@@ -488,7 +490,21 @@ BAD_CONTRACTS = [
     (CONTRACT.replace("=report", "=drop"),
      '5: DISPATCH_CAPACITY_POLICY: "drop" is not one of report, reject, spill', "policy"),
     (CONTRACT.replace("=ketama", "=modula"),
-     '2: DISPATCH_HASH_RING: "modula" is not ketama', "algorithm"),
+     '2: DISPATCH_HASH_RING: "modula" is not one of ketama, maglev', "algorithm"),
+    (MAGLEV.replace("=13", "=65536"),
+     '3: DISPATCH_MAGLEV_TABLE: "65536" is not a prime 2..16777213', "table not a prime"),
+    (MAGLEV.replace("=13", "=1"), '3: DISPATCH_MAGLEV_TABLE: "1" is not a prime 2..16777213',
+     "table of one slot"),
+    (MAGLEV.replace("=13", "=16777259"),
+     '3: DISPATCH_MAGLEV_TABLE: "16777259" is not a prime 2..16777213', "table past 2^24"),
+    (MAGLEV.replace("DISPATCH_MAGLEV_TABLE=13\n", ""),
+     "4: missing required key DISPATCH_MAGLEV_TABLE", "maglev without its table"),
+    (MAGLEV + "DISPATCH_VNODES=160\n", "6: DISPATCH_VNODES is not a key of DISPATCH_HASH_RING=maglev",
+     "vnodes under maglev"),
+    (CONTRACT.replace("=160\n", "=160\nDISPATCH_MAGLEV_TABLE=13\n"),
+     "4: DISPATCH_MAGLEV_TABLE is not a key of DISPATCH_HASH_RING=ketama", "table under ketama"),
+    (MAGLEV.replace("=report", "=spill"),
+     "5: DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama", "spill under maglev"),
     (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES ="),
      "3: no spaces are allowed around '='", "space before ="),
     (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES= "),
@@ -633,6 +649,10 @@ def errors_agree_with_gateway():
              for i, (text, _, what) in enumerate(BAD_CONTRACTS)]
     cases += [(src("conf", "dispatch.env"), write(os.path.join(tmp, "s%d.json" % i), doc()), what)
               for i, (doc, _, what) in enumerate(BAD_SHARDS)]
+    # R2 under maglev: the 14th online shard in file order, past 3 offline ones, overflows 13.
+    maglev = write(os.path.join(tmp, "maglev.env"), MAGLEV)
+    cases.append((maglev, write(os.path.join(tmp, "s-maglev.json"), many_shards(20, offline=3)),
+                  "R2 maglev slots"))
     for conf, shards, what in cases:
         mine = probe(conf=conf, shards=shards)
         theirs = run([gateway, "ring", "--conf", conf, "--shards", shards])

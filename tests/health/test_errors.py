@@ -60,6 +60,10 @@ p = conf("hash", [GOOD[0], GOOD[1], GOOD[2], "DISPATCH_RING_HASH=crc32", GOOD[4]
 expect3("bad hash", p, SHARDS, "contract: %s:4: DISPATCH_RING_HASH: must be sha1 or md5, got 'crc32'" % p)
 p = conf("ring", [GOOD[0], "DISPATCH_HASH_RING=modula"] + GOOD[2:])
 expect3("bad ring", p, SHARDS, "contract: %s:2: DISPATCH_HASH_RING: must be ketama, got 'modula'" % p)
+# A Maglev contract (docs/contract.md §11) is one health cannot judge: refused, never passed.
+p = conf("maglev", [GOOD[0], "DISPATCH_HASH_RING=maglev", "DISPATCH_MAGLEV_TABLE=13"] + GOOD[3:])
+expect3("maglev", p, SHARDS, "contract: %s:2: DISPATCH_HASH_RING: maglev: shardgate-health "
+        "verifies ketama placements only" % p)
 p = conf("policy", GOOD[:4] + ["DISPATCH_CAPACITY_POLICY=drop"])
 expect3("bad policy", p, SHARDS,
         "contract: %s:5: DISPATCH_CAPACITY_POLICY: must be report, reject or spill, got 'drop'" % p)

@@ -263,6 +263,63 @@ def c_plan_equals_probe_plan_on_random_pairs():
             eq(plan["to_ring"], plan["from_ring"], "pair %d: same ring" % i)
 
 
+def maglev_text(table, hash_name="sha1"):
+    return ("DISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=%d\nDISPATCH_RING_HASH=%s\n"
+            "DISPATCH_CAPACITY_POLICY=report\n" % (table, hash_name))
+
+
+@case("plan_maglev")
+def maglev_plans_count_slots():
+    """Two Maglev tables of one size (docs/contract.md §11): 12 random pairs, the same bytes from
+    C and the probe, every other one with its ranges; the plan names its slots, before and after
+    each sum to them, the ranges are slots that moved and sum to moved_points; the worked
+    example's table to shard s1 draining and s3 added moves 7 of 13 slots. A table and a ketama
+    ring, or tables of two sizes, have no plan: exit 2 with one message from both."""
+    rng = random.Random(20261207)
+    tmp = tmpdir()
+    for i in range(12):
+        table = rng.choice((13, 251, 65537))
+        hash_name = rng.choice(("sha1", "md5"))
+        a = random_membership(rng, rng.randrange(1, 12))
+        b = mutate(rng, a, KINDS[i % 4])
+        conf = write(os.path.join(tmp, "m%d.env" % i), maglev_text(table, hash_name))
+        pa = write(os.path.join(tmp, "ma%d.json" % i), json.dumps({"shards": a}))
+        pb = write(os.path.join(tmp, "mb%d.json" % i), json.dumps({"shards": b}))
+        if not any(s["state"] == "online" for s in a) or not any(
+                s["state"] == "online" for s in b):
+            continue
+        ranges = ("--ranges",) if i % 2 else ()
+        plan = plan_ok("--conf", conf, "--shards", pa, "--to", pb, *ranges)
+        what = "maglev pair %d" % i
+        eq(plan["slots"], table, what + ": slots")
+        eq(sum(x["before"] for x in plan["shards"]), table, what + ": before sums to the slots")
+        eq(sum(x["after"] for x in plan["shards"]), table, what + ": after sums to the slots")
+        eq(sum(x["moved_points"] for x in plan["pairs"]), plan["moved_points"], what + ": pairs")
+        eq(plan["moved_fraction"], float("%.9f" % (plan["moved_points"] / table)), what)
+        if ranges:
+            eq(sum(r["hi"] - r["lo"] for r in plan["ranges"]), plan["moved_points"],
+               what + ": ranges sum to the moved slots")
+            ok(all(0 <= r["lo"] < r["hi"] <= table for r in plan["ranges"]), what + ": in range")
+    conf = write(os.path.join(tmp, "m13.env"), maglev_text(13))
+    s_a = write(os.path.join(tmp, "s-a.json"), json.dumps({"shards": [
+        {"id": i, "state": "online", "capacity": 1} for i in ("s2", "s0", "s1")]}))
+    s_b = write(os.path.join(tmp, "s-b.json"), json.dumps({"shards": [
+        {"id": "s2", "state": "online", "capacity": 1}, {"id": "s0", "state": "online",
+         "capacity": 1}, {"id": "s1", "state": "draining", "capacity": 1},
+        {"id": "s3", "state": "online", "capacity": 1}]}))
+    plan = plan_ok("--conf", conf, "--shards", s_a, "--to", s_b, "--ranges")
+    eq((plan["moved_points"], plan["minimum_points"], len(plan["ranges"])), (7, 4, 7),
+       "the worked example's table, s1 draining and s3 added")
+    eq(plan["ranges"][0], {"lo": 1, "hi": 2, "from": "s0", "to": "s3"}, "its first range")
+    message = ("plan: no plan between a Maglev table and a ketama ring, or between tables of two "
+               "sizes: their places share no unit of the hash space (docs/contract.md §11)\n")
+    other = write(os.path.join(tmp, "m17.env"), maglev_text(17))
+    for to_conf in (src("conf", "dispatch.env"), other):
+        for args in (("--conf", conf, "--to-conf", to_conf), ("--conf", to_conf, "--to-conf", conf)):
+            r = both(*args, "--shards", s_a, "--to", s_b)
+            eq((r.returncode, r.stdout, r.stderr), (2, "", message), " ".join(args))
+
+
 def dispatch_journal(tmp, batches):
     """A journal of receipt records whose receipts `shardgate dispatch` printed (the worked
     example's contract and membership), after the epoch record of that membership."""

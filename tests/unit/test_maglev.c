@@ -184,6 +184,48 @@ static void test_worked_example(void)
     CHECK_EQ_STR(got, want);
 }
 
+/* The worked example as a ring: its table in id order, keys placed at LE64(SHA-1) mod 13 ("a"
+ * at slot 8 of s2), its ring id, a table too small for its shards refused, an empty ring. */
+static void test_ring_of_table(void)
+{
+    struct ring_shard s[3] = {{"s2", 2, 1}, {"s0", 2, 1}, {"s1", 2, 1}};
+    struct ring_error err;
+    struct ring *r;
+    CHECK_EQ_U64(ring_build_maglev(&r, RING_SHA1, 13, s, 3, &err), 0);
+    CHECK_EQ_U64(ring_algorithm_of(r), RING_MAGLEV);
+    CHECK_EQ_U64(ring_table_size(r), 13);
+    CHECK_EQ_U64(ring_points_total(r), 0);
+    CHECK_EQ_STR(ring_id(r), "30b8f347663f99556f30720d106687db7ec16b50");
+    char got[14];
+    for (int i = 0; i < 13; i++)
+        got[i] = ring_shard_id(r, ring_table(r)[i])[1];
+    got[13] = '\0';
+    CHECK_EQ_STR(got, "2001210220110");
+    static const char *const keys[] = {"a", "b", "c", "order:1001", ""};
+    static const uint32_t slots[] = {8, 5, 3};
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        struct ring_placement p;
+        size_t len = strlen(keys[k]);
+        CHECK_EQ_U64(ring_lookup(r, keys[k], len, &p), 0);
+        uint64_t bits = ring_digest_u64(RING_SHA1, keys[k], len);
+        CHECK_EQ_U64(p.point, bits % 13);
+        CHECK_EQ_U64(p.hash, (uint32_t)bits);
+        CHECK_EQ_U64(p.shard, ring_table(r)[p.point]);
+        CHECK_EQ_U64(p.vnode + (uint64_t)p.wrapped, 0);
+        if (k < 3)
+            CHECK_EQ_U64(p.point, slots[k]);
+    }
+    ring_free(r);
+    CHECK_EQ_U64(ring_build_maglev(&r, RING_SHA1, 2, s, 3, &err), (uint64_t)-EINVAL);
+    CHECK_EQ_U64(ring_build_maglev(&r, RING_SHA1, 15, s, 3, &err), (uint64_t)-EINVAL);
+    CHECK_EQ_U64(ring_build_maglev(&r, RING_SHA1, RING_MAGLEV_TABLE_MAX + 2, s, 1, &err),
+                 (uint64_t)-EINVAL);
+    CHECK_EQ_U64(ring_build_maglev(&r, RING_MD5, 3, s, 0, &err), 0);
+    struct ring_placement p;
+    CHECK_EQ_U64(ring_lookup(r, "a", 1, &p), (uint64_t)-ENOENT);
+    ring_free(r);
+}
+
 /* 300 random memberships (1 to 60 shards, weights 1 to 9, ids of 1 to 12 bytes from a small
  * alphabet so that prefixes occur, a prime size from 2 to about 20,000, SHA-1 or MD5): the
  * gateway's table and health's agree slot by slot, and every shard owns about its share. */
@@ -264,6 +306,7 @@ int main(int argc, char **argv)
         return 2;
     }
     test_worked_example();
+    test_ring_of_table();
     test_golden_file(argv[1]);
     test_random_agree();
     test_refused();

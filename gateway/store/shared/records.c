@@ -22,8 +22,11 @@ void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
     gw_chain_write_links(out, e);
     gw_buf_puts(out, ",\"ring_id\":\"");
     gw_buf_puts(out, e->ring_id);
-    gw_buf_field_u64(
-        out, "\",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":", c->vnodes);
+    gw_buf_puts(out, "\",\"contract\":{\"DISPATCH_HASH_RING\":\"");
+    gw_buf_puts(out, ring_algorithm_name(c->algorithm));
+    gw_buf_puts(out, "\",\"");
+    gw_buf_puts(out, gw_contract_size_key(c));
+    gw_buf_field_u64(out, "\":", gw_contract_size(c));
     gw_buf_puts(out, ",\"DISPATCH_RING_HASH\":\"");
     gw_buf_puts(out, ring_digest_name(c->digest));
     gw_buf_puts(out, "\",\"DISPATCH_CAPACITY_POLICY\":\"");
@@ -34,17 +37,24 @@ void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
 }
 
 /* The record's contract object, read by the contract file's own parser (same rules, same
- * messages): each of the four keys becomes a KEY=VALUE line. */
+ * messages): each of the four keys becomes a KEY=VALUE line. The second sizes the ring:
+ * DISPATCH_VNODES, or DISPATCH_MAGLEV_TABLE under maglev (docs/contract.md §1). */
 static int contract_from_json(json_t *obj, struct gw_contract *out, struct gw_error *err)
 {
-    static const char *const keys[] = {"DISPATCH_HASH_RING", "DISPATCH_VNODES",
-                                       "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY"};
+    const char *ring = json_string_value(json_object_get(obj, "DISPATCH_HASH_RING"));
+    int maglev = ring && strcmp(ring, "maglev") == 0;
+    const char *const keys[] = {"DISPATCH_HASH_RING",
+                                maglev ? "DISPATCH_MAGLEV_TABLE" : "DISPATCH_VNODES",
+                                "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY"};
     char text[512];
     size_t n = 0;
-    json_t *vnodes = json_object_get(obj, "DISPATCH_VNODES");
-    if (!json_is_integer(vnodes) || json_integer_value(vnodes) < 1 ||
-        json_integer_value(vnodes) > RING_VNODES_MAX)
-        return bad(err, "epoch record: contract.DISPATCH_VNODES must be an integer 1..%s", "4096");
+    json_t *size = json_object_get(obj, keys[1]);
+    long long lo = maglev ? 2 : 1, hi = maglev ? RING_MAGLEV_TABLE_MAX : RING_VNODES_MAX;
+    if (!json_is_integer(size) || json_integer_value(size) < lo || json_integer_value(size) > hi)
+        return bad(err,
+                   maglev ? "epoch record: contract.%s must be an integer 2..16777213"
+                          : "epoch record: contract.%s must be an integer 1..4096",
+                   keys[1]);
     if (json_object_size(obj) != 4)
         return bad(err, "epoch record: contract must hold exactly the four keys of %s",
                    "docs/contract.md §1");
@@ -75,7 +85,7 @@ static int read_epoch(json_t *root, struct gw_contract *c, struct gw_membership 
         rc = gw_membership_from_json(shards, "epoch record", m, err);
     if (rc != 0)
         return rc;
-    rc = gw_membership_check_ring(m, c->vnodes, "epoch record", err);
+    rc = gw_membership_check_ring(m, c, "epoch record", err);
     if (rc == 0)
         rc = gw_epoch_id(c, m, e->epoch, err);
     if (rc == 0)
