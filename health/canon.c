@@ -81,8 +81,12 @@ static void hc_put_ring(struct hc_canon *c, const struct hc_receipt *r)
     hc_put_hstr(c, r->algorithm);
     hc_puts(c, ",\"hash\":");
     hc_put_hstr(c, r->hash);
-    hc_put_int(c, ",\"vnodes\":", r->vnodes);
-    hc_put_int(c, ",\"vnodes_total\":", r->vnodes_total);
+    if (r->maglev) {
+        hc_put_int(c, ",\"table\":", r->table);
+    } else {
+        hc_put_int(c, ",\"vnodes\":", r->vnodes);
+        hc_put_int(c, ",\"vnodes_total\":", r->vnodes_total);
+    }
     hc_puts(c, ",\"online\":[");
     for (size_t i = 0; i < r->n_online; i++) {
         if (i)
@@ -102,9 +106,13 @@ static void hc_put_placements(struct hc_canon *c, const struct hc_receipt *r)
         hc_puts(c, ",\"key\":");
         hc_put_hstr(c, p->key);
         hc_put_int(c, ",\"size\":", p->size);
-        hc_put_int(c, ",\"hash\":", p->hash);
-        hc_put_int(c, ",\"point\":", p->point);
-        hc_put_int(c, ",\"vnode\":", p->vnode);
+        if (r->maglev) {
+            hc_put_int(c, ",\"slot\":", p->point);
+        } else {
+            hc_put_int(c, ",\"hash\":", p->hash);
+            hc_put_int(c, ",\"point\":", p->point);
+            hc_put_int(c, ",\"vnode\":", p->vnode);
+        }
         hc_puts(c, ",\"shard\":");
         hc_put_hstr(c, p->shard);
         hc_puts(c, ",\"reason\":");
@@ -198,8 +206,11 @@ long hc_canon_epoch_record(const struct hc_epoch *ep, struct hc_str line)
         hc_put_chain(&c, &ep->chain);
     hc_puts(&c, ",\"ring_id\":");
     hc_put_str(&c, ep->recorded_id, strlen(ep->recorded_id));
-    hc_put_int(&c, ",\"contract\":{\"DISPATCH_HASH_RING\":\"ketama\",\"DISPATCH_VNODES\":",
-               (int64_t)k->vnodes);
+    hc_puts(&c, ",\"contract\":{\"DISPATCH_HASH_RING\":");
+    hc_put_str(&c, hc_ring_name(k->ring), strlen(hc_ring_name(k->ring)));
+    hc_puts(&c, ",");
+    hc_put_str(&c, hc_size_key(k), strlen(hc_size_key(k)));
+    hc_put_int(&c, ":", (int64_t)hc_size(k));
     hc_puts(&c, ",\"DISPATCH_RING_HASH\":");
     hc_put_str(&c, hc_hash_name(k->hash), strlen(hc_hash_name(k->hash)));
     hc_puts(&c, ",\"DISPATCH_CAPACITY_POLICY\":");

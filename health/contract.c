@@ -6,16 +6,29 @@
 
 #include "contract.h"
 
-enum { K_RING, K_VNODES, K_HASH, K_POLICY, K_COUNT };
+enum { K_RING, K_VNODES, K_TABLE, K_HASH, K_POLICY, K_COUNT };
 
 #define HC_LINE_MAX 4095 /* bytes of a line without its newline */
 
 static const char *const hc_contract_keys[K_COUNT] = {
-    "DISPATCH_HASH_RING",
-    "DISPATCH_VNODES",
-    "DISPATCH_RING_HASH",
-    "DISPATCH_CAPACITY_POLICY",
+    "DISPATCH_HASH_RING", "DISPATCH_VNODES",          "DISPATCH_MAGLEV_TABLE",
+    "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY",
 };
+
+const char *hc_ring_name(enum hc_ring_kind k)
+{
+    return k == HC_RING_MAGLEV ? "maglev" : "ketama";
+}
+
+const char *hc_size_key(const struct hc_contract *c)
+{
+    return hc_contract_keys[c->ring == HC_RING_MAGLEV ? K_TABLE : K_VNODES];
+}
+
+unsigned hc_size(const struct hc_contract *c)
+{
+    return c->ring == HC_RING_MAGLEV ? c->table : c->vnodes;
+}
 
 const char *hc_hash_name(enum hc_hash h)
 {
@@ -48,19 +61,40 @@ static int hc_parse_vnodes(const char *s, unsigned *out)
     return 0;
 }
 
+/* Parses a table size: decimal digits, a prime 2..HC_TABLE_MAX. Returns 0 or -EINVAL. */
+static int hc_parse_table(const char *s, unsigned *out)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 9 || strspn(s, "0123456789") != n || (s[0] == '0' && n > 1))
+        return -EINVAL;
+    unsigned long v = strtoul(s, NULL, 10);
+    if (v < 2 || v > HC_TABLE_MAX)
+        return -EINVAL;
+    for (unsigned long d = 2; d * d <= v; d++)
+        if (v % d == 0)
+            return -EINVAL;
+    *out = (unsigned)v;
+    return 0;
+}
+
 /* Applies one key's value. Returns 0 or -EINVAL with err->msg holding only the description. */
 static int hc_contract_set(struct hc_contract *c, int k, const char *value, struct hc_err *err)
 {
     switch (k) {
     case K_RING:
-        /* A Maglev table (docs/contract.md §11) is refused, never judged as a ketama ring: a
-         * verdict this service cannot give is not a pass. */
-        if (strcmp(value, "maglev") == 0)
+        if (strcmp(value, "ketama") == 0)
+            c->ring = HC_RING_KETAMA;
+        else if (strcmp(value, "maglev") == 0)
+            c->ring = HC_RING_MAGLEV;
+        else
             return hc_err_set(err, -EINVAL,
-                              "DISPATCH_HASH_RING: maglev: shardgate-health verifies ketama "
-                              "placements only");
-        if (strcmp(value, "ketama") != 0)
-            return hc_err_set(err, -EINVAL, "DISPATCH_HASH_RING: must be ketama, got '%s'", value);
+                              "DISPATCH_HASH_RING: must be ketama or maglev, got '%s'", value);
+        return 0;
+    case K_TABLE:
+        if (hc_parse_table(value, &c->table) != 0)
+            return hc_err_set(err, -EINVAL,
+                              "DISPATCH_MAGLEV_TABLE: must be a prime 2..%u, got '%s'",
+                              HC_TABLE_MAX, value);
         return 0;
     case K_VNODES: {
         int rc = hc_parse_vnodes(value, &c->vnodes);
@@ -154,14 +188,31 @@ static int hc_contract_take_line(const char *path, long lineno, char *buf, size_
     return 0;
 }
 
-/* Every key was given, after the last line. */
-static int hc_contract_complete(const char *path, long lineno, const int seen[K_COUNT],
-                                struct hc_err *err)
+/* The key of the other algorithm's ring, which this contract must not hold. */
+static int hc_other_key(const struct hc_contract *c)
 {
+    return c->ring == HC_RING_MAGLEV ? K_VNODES : K_TABLE;
+}
+
+/* Every key of the algorithm was given and none of the other's, after the last line; spill
+ * walks ring points, so it needs ketama (docs/contract.md §1, §9). `seen` holds lines. */
+static int hc_contract_complete(const char *path, long lineno, const int seen[K_COUNT],
+                                const struct hc_contract *c, struct hc_err *err)
+{
+    if (!seen[K_RING])
+        return hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
+                          hc_contract_keys[K_RING]);
+    int other = hc_other_key(c);
+    if (seen[other])
+        return hc_err_set(err, -EINVAL, "%s:%d: %s: not a key of DISPATCH_HASH_RING=%s", path,
+                          seen[other], hc_contract_keys[other], hc_ring_name(c->ring));
     for (int k = 0; k < K_COUNT; k++)
-        if (!seen[k])
+        if (k != other && !seen[k])
             return hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
                               hc_contract_keys[k]);
+    if (c->ring == HC_RING_MAGLEV && c->policy == HC_POLICY_SPILL)
+        return hc_err_set(err, -EINVAL, "%s:%d: DISPATCH_CAPACITY_POLICY: spill needs ketama", path,
+                          seen[K_POLICY]);
     return 0;
 }
 
@@ -173,6 +224,7 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
         return hc_err_set(err, -e, "%s: cannot open: %s", path, strerror(e));
     }
     int seen[K_COUNT] = {0};
+    memset(c, 0, sizeof *c);
     /* getline, not fgets: it counts the bytes it read, so a NUL inside a line is seen
      * (with fgets, strlen stopped at the NUL, and "16<NUL>0" was read as 16). */
     char *buf = NULL;
@@ -194,7 +246,7 @@ int hc_contract_load(const char *path, struct hc_contract *c, struct hc_err *err
     if (rc == 0 && ferror(f))
         rc = hc_err_set(err, -EIO, "%s:%ld: read error", path, lineno);
     if (rc == 0)
-        rc = hc_contract_complete(path, lineno, seen, err);
+        rc = hc_contract_complete(path, lineno, seen, c, err);
     free(buf);
     fclose(f);
     return rc;
@@ -208,6 +260,7 @@ int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_er
     const char *key;
     json_t *val;
     struct hc_err what;
+    memset(c, 0, sizeof *c);
     json_object_foreach((json_t *)obj, key, val)
     {
         int k = hc_key_index(key);
@@ -216,7 +269,7 @@ int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_er
         seen[k] = 1;
         char num[32];
         const char *text;
-        if (k == K_VNODES) {
+        if (k == K_VNODES || k == K_TABLE) {
             if (!json_is_integer(val))
                 return hc_err_set(err, -EINVAL, "contract.%s: must be an integer", key);
             snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
@@ -229,8 +282,13 @@ int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_er
         if (hc_contract_set(c, k, text, &what) != 0)
             return hc_err_set(err, -EINVAL, "contract.%s", what.msg);
     }
+    if (seen[K_RING] && seen[hc_other_key(c)])
+        return hc_err_set(err, -EINVAL, "contract.%s: not a key of DISPATCH_HASH_RING=%s",
+                          hc_contract_keys[hc_other_key(c)], hc_ring_name(c->ring));
     for (int k = 0; k < K_COUNT; k++)
-        if (!seen[k])
+        if (k != hc_other_key(c) && !seen[k])
             return hc_err_set(err, -EINVAL, "contract.%s: missing", hc_contract_keys[k]);
+    if (c->ring == HC_RING_MAGLEV && c->policy == HC_POLICY_SPILL)
+        return hc_err_set(err, -EINVAL, "contract.DISPATCH_CAPACITY_POLICY: spill needs ketama");
     return 0;
 }

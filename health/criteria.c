@@ -46,12 +46,22 @@ static void hc_c_ring_contract(struct hc_run *run)
     const struct hc_receipt *r = run->r;
     const struct hc_contract *c = &run->ep->contract;
     hc_run_count(run, 1);
-    if (!hc_str_eq(r->algorithm, "ketama"))
-        hc_run_fail(run, "ring.algorithm: expected ketama, got %.*s", HC_S(r->algorithm));
+    if (!hc_str_eq(r->algorithm, hc_ring_name(c->ring)))
+        hc_run_fail(run, "ring.algorithm: expected %s, got %.*s", hc_ring_name(c->ring),
+                    HC_S(r->algorithm));
     if (!hc_str_eq(r->hash, hc_hash_name(c->hash)))
         hc_run_fail(run, "ring.hash: expected %s, got %.*s", hc_hash_name(c->hash), HC_S(r->hash));
-    if (r->vnodes != (int64_t)c->vnodes)
+    if (c->ring == HC_RING_MAGLEV && r->maglev && r->table != (int64_t)c->table)
+        hc_run_fail(run, "ring.table: expected %u, got " HC_I64, c->table, r->table);
+    if (c->ring == HC_RING_KETAMA && !r->maglev && r->vnodes != (int64_t)c->vnodes)
         hc_run_fail(run, "ring.vnodes: expected %u, got " HC_I64, c->vnodes, r->vnodes);
+}
+
+/* 1 when the receipt has the form of its contract's algorithm (ring_contract reports it when
+ * not): the criteria of one form's fields judge only receipts of that form. */
+static int hc_same_form(const struct hc_run *run)
+{
+    return run->r->maglev == (run->ep->contract.ring == HC_RING_MAGLEV);
 }
 
 /* Writes the ids as "a,b,c" (shortened with "..." when long). */
@@ -109,6 +119,8 @@ static void hc_c_ring_online(struct hc_run *run)
 
 static void hc_c_vnodes_total(struct hc_run *run)
 {
+    if (run->r->maglev || !hc_same_form(run))
+        return; /* a table has slots, not points (ring_contract judges them) */
     hc_run_count(run, 1);
     uint64_t want = run->ep->ring.vnodes_total;
     if (run->r->vnodes_total < 0 || (uint64_t)run->r->vnodes_total != want)
@@ -174,6 +186,8 @@ static void hc_c_placement_ids(struct hc_run *run)
 static void hc_c_placement_hash(struct hc_run *run)
 {
     const struct hc_receipt *r = run->r;
+    if (r->maglev || !hc_same_form(run))
+        return; /* a table's placement names its slot, not a hash */
     hc_run_count(run, r->n_pl);
     for (size_t i = 0; i < r->n_pl; i++)
         if (r->pl[i].hash != (int64_t)run->d->hash[i])
@@ -184,18 +198,23 @@ static void hc_c_placement_hash(struct hc_run *run)
 static void hc_c_placement_point(struct hc_run *run)
 {
     const struct hc_receipt *r = run->r;
+    if (!hc_same_form(run))
+        return;
     hc_run_count(run, r->n_pl);
     if (run->d->ring_empty)
-        return; /* placement_shard reports it */
+        return;                                      /* placement_shard reports it */
+    const char *what = r->maglev ? "slot" : "point"; /* a table's slot (docs/contract.md §11) */
     for (size_t i = 0; i < r->n_pl; i++)
         if (r->pl[i].point != (int64_t)run->d->hit[i].point)
-            hc_run_fail(run, "%.*s point: expected %" PRIu32 ", got " HC_I64, HC_S(r->pl[i].id),
+            hc_run_fail(run, "%.*s %s: expected %" PRIu32 ", got " HC_I64, HC_S(r->pl[i].id), what,
                         run->d->hit[i].point, r->pl[i].point);
 }
 
 static void hc_c_placement_vnode(struct hc_run *run)
 {
     const struct hc_receipt *r = run->r;
+    if (r->maglev || !hc_same_form(run))
+        return;
     hc_run_count(run, r->n_pl);
     if (run->d->ring_empty)
         return;
@@ -247,7 +266,10 @@ static void hc_c_placement_reason(struct hc_run *run)
     if (run->d->ring_empty)
         return;
     for (size_t i = 0; i < r->n_pl; i++) {
-        const char *want = run->d->home[i] >= 0 ? "spill" : run->d->hit[i].wrap ? "wrap" : "ring";
+        const char *want = run->ep->contract.ring == HC_RING_MAGLEV ? "table"
+                           : run->d->home[i] >= 0                   ? "spill"
+                           : run->d->hit[i].wrap                    ? "wrap"
+                                                                    : "ring";
         if (!hc_str_eq(r->pl[i].reason, want))
             hc_run_fail(run, "%.*s reason: expected %s, got %.*s", HC_S(r->pl[i].id), want,
                         HC_S(r->pl[i].reason));
@@ -536,6 +558,12 @@ static void hc_c_epoch_current(struct hc_run *run)
         hc_run_fail(run, "epoch: the latest epoch record (line %ld) is %s, the files read are %s",
                     e->line, e->epoch_id, own->epoch_id);
     const struct hc_contract *a = &e->contract, *b = &own->contract;
+    if (a->ring != b->ring)
+        hc_run_fail(run, "epoch@line %ld DISPATCH_HASH_RING: journal %s, contract %s", e->line,
+                    hc_ring_name(a->ring), hc_ring_name(b->ring));
+    if (a->table != b->table)
+        hc_run_fail(run, "epoch@line %ld DISPATCH_MAGLEV_TABLE: journal %u, contract %u", e->line,
+                    a->table, b->table);
     if (a->vnodes != b->vnodes)
         hc_run_fail(run, "epoch@line %ld DISPATCH_VNODES: journal %u, contract %u", e->line,
                     a->vnodes, b->vnodes);

@@ -14,9 +14,10 @@ int hc_epoch_id(const struct hc_contract *c, const struct hc_membership *m, char
         return rc;
     char line[160];
     int len = snprintf(line, sizeof line,
-                       "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%u\n"
+                       "shardgate-epoch\nDISPATCH_HASH_RING=%s\n%s=%u\n"
                        "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n",
-                       c->vnodes, hc_hash_name(c->hash), hc_policy_name(c->policy));
+                       hc_ring_name(c->ring), hc_size_key(c), hc_size(c), hc_hash_name(c->hash),
+                       hc_policy_name(c->policy));
     rc = hc_digest_begin(d);
     rc = rc ? rc : hc_digest_update(d, line, (size_t)len);
     /* The membership is sorted by id (membership.h), so index order is bytewise id order. */

@@ -105,7 +105,7 @@ int hc_epoch_record_decode(const json_t *rec, long line, struct hc_epoch *ep, st
     struct hc_membership m;
     rc = hc_contract_from_json(json_object_get(rec, "contract"), &c, err);
     if (rc == 0)
-        rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", c.vnodes, &m, err);
+        rc = hc_membership_from_json(json_object_get(rec, "shards"), "shards", &c, &m, err);
     if (rc != 0)
         return rc;
     rc = hc_epoch_make(ep, &c, &m, line, err);

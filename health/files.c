@@ -42,7 +42,7 @@ static int hc_files_read(const struct hc_files *f, struct hc_epoch *ep, struct h
     int rc = hc_contract_load(f->conf, &c, &what);
     if (rc != 0)
         return hc_err_set(err, rc, "contract: %s", what.msg);
-    rc = hc_membership_load(f->shards, c.vnodes, &m, &what);
+    rc = hc_membership_load(f->shards, &c, &m, &what);
     if (rc != 0)
         return hc_err_set(err, rc, "shards: %s", what.msg);
     rc = hc_epoch_make(ep, &c, &m, 0, &what);

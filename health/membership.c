@@ -103,18 +103,24 @@ static int hc_shard_from_json(const json_t *o, const char *prefix, size_t i, str
 
 /* Rules R1 and R2 of docs/contract.md (section 2): walking shards[] in file order, the running
  * sum of capacities (any state) stays <= 2^53-1, and the running sum of VNODES * weight over
- * online shards stays <= 2^24 ring points. The first shard that goes over is named. */
+ * online shards stays <= 2^24 ring points (under maglev: the count of online shards stays <=
+ * the table's slots). The first shard that goes over is named. */
 static int hc_membership_limits(const struct hc_shard *sh, size_t n, const char *prefix,
-                                unsigned vnodes, struct hc_err *err)
+                                const struct hc_contract *c, struct hc_err *err)
 {
-    uint64_t capacity = 0, points = 0;
+    uint64_t capacity = 0, points = 0, online = 0;
     for (size_t i = 0; i < n; i++) {
         capacity += (uint64_t)sh[i].capacity; /* each <= 2^53-1: no wrap before the check */
         if (capacity > (uint64_t)HC_SAFE_INT_MAX)
             return hc_err_set(err, -EINVAL, "%s[%zu].capacity: sum of capacities exceeds %lld",
                               prefix, i, HC_SAFE_INT_MAX);
+        online += sh[i].state == HC_STATE_ONLINE;
+        if (c->ring == HC_RING_MAGLEV && online > c->table)
+            return hc_err_set(err, -EINVAL,
+                              "%s[%zu].state: more online shards than DISPATCH_MAGLEV_TABLE (%u)",
+                              prefix, i, c->table);
         if (sh[i].state == HC_STATE_ONLINE)
-            points += (uint64_t)vnodes * sh[i].weight;
+            points += (uint64_t)c->vnodes * sh[i].weight;
         if (points > HC_RING_POINTS_MAX)
             return hc_err_set(err, -EINVAL, "%s[%zu].weight: ring exceeds %llu points", prefix, i,
                               (unsigned long long)HC_RING_POINTS_MAX);
@@ -122,7 +128,7 @@ static int hc_membership_limits(const struct hc_shard *sh, size_t n, const char 
     return 0;
 }
 
-int hc_membership_from_json(const json_t *arr, const char *prefix, unsigned vnodes,
+int hc_membership_from_json(const json_t *arr, const char *prefix, const struct hc_contract *c,
                             struct hc_membership *m, struct hc_err *err)
 {
     m->shards = NULL;
@@ -148,7 +154,7 @@ int hc_membership_from_json(const json_t *arr, const char *prefix, unsigned vnod
             }
         }
     }
-    int rc = hc_membership_limits(sh, n, prefix, vnodes, err);
+    int rc = hc_membership_limits(sh, n, prefix, c, err);
     if (rc != 0) {
         free(sh);
         return rc;
@@ -159,7 +165,7 @@ int hc_membership_from_json(const json_t *arr, const char *prefix, unsigned vnod
     return 0;
 }
 
-int hc_membership_load(const char *path, unsigned vnodes, struct hc_membership *m,
+int hc_membership_load(const char *path, const struct hc_contract *c, struct hc_membership *m,
                        struct hc_err *err)
 {
     json_error_t jerr;
@@ -183,7 +189,7 @@ int hc_membership_load(const char *path, unsigned vnodes, struct hc_membership *
         rc = hc_err_set(err, -EINVAL, "%s: $: must be an object with exactly the key \"shards\"",
                         path);
     } else {
-        rc = hc_membership_from_json(json_object_get(root, "shards"), "shards", vnodes, m, &what);
+        rc = hc_membership_from_json(json_object_get(root, "shards"), "shards", c, m, &what);
         if (rc != 0)
             hc_err_set(err, rc, "%s: %s", path, what.msg);
     }

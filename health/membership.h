@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "contract.h"
 #include "error.h"
 
 #define HC_SHARD_ID_MAX 64
@@ -31,15 +32,15 @@ struct hc_membership {
 };
 
 /* Reads a shards file: an object with exactly the key "shards" holding an array. Returns 0, or
- * a negative errno-style code with err->msg = "<file>: <path>: <what is wrong>". vnodes is the
- * contract's DISPATCH_VNODES, for rule R2. */
-int hc_membership_load(const char *path, unsigned vnodes, struct hc_membership *m,
+ * a negative errno-style code with err->msg = "<file>: <path>: <what is wrong>". `c` is the
+ * contract, for rule R2. */
+int hc_membership_load(const char *path, const struct hc_contract *c, struct hc_membership *m,
                        struct hc_err *err);
 
 /* Validates a JSON array of shard objects, with rules R1 and R2 (docs/contract.md, section 2)
- * for a contract of `vnodes`; paths in messages are "<prefix>[i].<field>".
+ * for the contract `c`; paths in messages are "<prefix>[i].<field>".
  * Returns 0, or -EINVAL / -ENOMEM with err->msg = "<path>: <what is wrong>". */
-int hc_membership_from_json(const json_t *arr, const char *prefix, unsigned vnodes,
+int hc_membership_from_json(const json_t *arr, const char *prefix, const struct hc_contract *c,
                             struct hc_membership *m, struct hc_err *err);
 
 void hc_membership_free(struct hc_membership *m);

@@ -104,24 +104,32 @@ static const char *const hc_ring_keys[] = {"id",     "algorithm",    "hash",
                                            "vnodes", "vnodes_total", "online"};
 static const char *const hc_pl_keys[] = {"id",    "key",   "size",  "hash",
                                          "point", "vnode", "shard", "reason"};
+static const char *const hc_ring_keys_maglev[] = {"id", "algorithm", "hash", "table", "online"};
+static const char *const hc_pl_keys_maglev[] = {"id", "key", "size", "slot", "shard", "reason"};
 static const char *const hc_sh_keys[] = {"state", "weight",   "capacity",
                                          "load",  "received", "over_capacity"};
 static const char *const hc_counts_keys[] = {"changes", "dispatched", "over_capacity_shards"};
 
 #define HC_N(a) (sizeof(a) / sizeof((a)[0]))
 
-static int hc_decode_placement(const json_t *o, size_t i, struct hc_rplacement *p,
+static int hc_decode_placement(const json_t *o, size_t i, int maglev, struct hc_rplacement *p,
                                struct hc_err *err)
 {
     char path[48];
     snprintf(path, sizeof path, "placements[%zu]", i);
-    int rc = hc_keys_opt(o, path, hc_pl_keys, HC_N(hc_pl_keys), "home", err);
+    int rc = maglev ? hc_keys(o, path, hc_pl_keys_maglev, HC_N(hc_pl_keys_maglev), err)
+                    : hc_keys_opt(o, path, hc_pl_keys, HC_N(hc_pl_keys), "home", err);
     rc = rc ? rc : hc_string(o, path, "id", &p->id, err);
     rc = rc ? rc : hc_string(o, path, "key", &p->key, err);
     rc = rc ? rc : hc_int(o, path, "size", &p->size, err);
-    rc = rc ? rc : hc_int(o, path, "hash", &p->hash, err);
-    rc = rc ? rc : hc_int(o, path, "point", &p->point, err);
-    rc = rc ? rc : hc_int(o, path, "vnode", &p->vnode, err);
+    p->hash = p->vnode = 0;
+    if (maglev) {
+        rc = rc ? rc : hc_int(o, path, "slot", &p->point, err);
+    } else {
+        rc = rc ? rc : hc_int(o, path, "hash", &p->hash, err);
+        rc = rc ? rc : hc_int(o, path, "point", &p->point, err);
+        rc = rc ? rc : hc_int(o, path, "vnode", &p->vnode, err);
+    }
     rc = rc ? rc : hc_string(o, path, "shard", &p->shard, err);
     rc = rc ? rc : hc_string(o, path, "reason", &p->reason, err);
     p->home.p = NULL;
@@ -150,12 +158,19 @@ static int hc_decode_shard(const char *id, const json_t *o, struct hc_rshard *s,
 static int hc_decode_ring(const json_t *root, struct hc_receipt *r, struct hc_err *err)
 {
     const json_t *ring = json_object_get(root, "ring");
-    int rc = hc_keys(ring, "ring", hc_ring_keys, HC_N(hc_ring_keys), err);
+    const char *algorithm = json_string_value(json_object_get(ring, "algorithm"));
+    r->maglev = algorithm && strcmp(algorithm, "maglev") == 0;
+    int rc = r->maglev ? hc_keys(ring, "ring", hc_ring_keys_maglev, HC_N(hc_ring_keys_maglev), err)
+                       : hc_keys(ring, "ring", hc_ring_keys, HC_N(hc_ring_keys), err);
     rc = rc ? rc : hc_string(ring, "ring", "id", &r->ring_id, err);
     rc = rc ? rc : hc_string(ring, "ring", "algorithm", &r->algorithm, err);
     rc = rc ? rc : hc_string(ring, "ring", "hash", &r->hash, err);
-    rc = rc ? rc : hc_int(ring, "ring", "vnodes", &r->vnodes, err);
-    rc = rc ? rc : hc_int(ring, "ring", "vnodes_total", &r->vnodes_total, err);
+    if (r->maglev) {
+        rc = rc ? rc : hc_int(ring, "ring", "table", &r->table, err);
+    } else {
+        rc = rc ? rc : hc_int(ring, "ring", "vnodes", &r->vnodes, err);
+        rc = rc ? rc : hc_int(ring, "ring", "vnodes_total", &r->vnodes_total, err);
+    }
     if (rc != 0)
         return rc;
     const json_t *online = json_object_get(ring, "online");
@@ -197,7 +212,7 @@ static int hc_decode_placements(const json_t *root, struct hc_receipt *r, struct
     if (r->pl == NULL)
         return hc_err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < r->n_pl; i++) {
-        int rc = hc_decode_placement(json_array_get(pl, i), i, &r->pl[i], err);
+        int rc = hc_decode_placement(json_array_get(pl, i), i, r->maglev, &r->pl[i], err);
         if (rc != 0)
             return rc;
     }

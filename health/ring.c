@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "maglev.h"
 #include "ring.h"
 
 static uint32_t hc_le32(const unsigned char *d)
@@ -27,7 +28,8 @@ int hc_ring_id(const struct hc_contract *c, const struct hc_membership *m, char 
     if (rc != 0)
         return rc;
     char line[128];
-    int len = snprintf(line, sizeof line, "ketama\n%s\n%u\n", hc_hash_name(c->hash), c->vnodes);
+    int len = snprintf(line, sizeof line, "%s\n%s\n%u\n", hc_ring_name(c->ring),
+                       hc_hash_name(c->hash), hc_size(c));
     rc = hc_digest_begin(d);
     rc = rc ? rc : hc_digest_update(d, line, (size_t)len);
     for (size_t i = 0; rc == 0 && i < m->n; i++) {
@@ -58,6 +60,46 @@ static int hc_point_cmp(const void *pa, const void *pb)
     return (a->vnode > b->vnode) - (a->vnode < b->vnode);
 }
 
+/* The Maglev table of the online shards, by health's own hc_maglev_table; each entry turned from
+ * an index among the online shards into one in the membership. */
+static int hc_table_build(const struct hc_contract *c, const struct hc_membership *m,
+                          struct hc_ring *r, struct hc_err *err)
+{
+    r->table_size = c->table;
+    struct hc_maglev_shard *online = malloc((m->n ? m->n : 1) * sizeof *online);
+    uint32_t *member = malloc((m->n ? m->n : 1) * sizeof *member);
+    size_t k = 0;
+    for (size_t i = 0; online && member && i < m->n; i++)
+        if (m->shards[i].state == HC_STATE_ONLINE) {
+            online[k] =
+                (struct hc_maglev_shard){m->shards[i].id, m->shards[i].id_len, m->shards[i].weight};
+            member[k++] = (uint32_t)i;
+        }
+    int rc = online && member ? 0 : hc_err_set(err, -ENOMEM, "out of memory");
+    if (rc == 0 && k > 0) {
+        r->table = malloc((size_t)c->table * sizeof *r->table);
+        rc = r->table
+                 ? hc_maglev_table(online, k, c->table, hc_digest_ossl_name(c->hash), r->table, err)
+                 : hc_err_set(err, -ENOMEM, "out of memory for a table of %u slots", c->table);
+        for (uint32_t s = 0; rc == 0 && s < c->table; s++)
+            r->table[s] = member[r->table[s]];
+    }
+    free(online);
+    free(member);
+    return rc;
+}
+
+int hc_ring_place_table(struct hc_ring *r, const void *key, size_t len, struct hc_hit *out)
+{
+    unsigned char d[HC_DIGEST_MAX];
+    if (hc_digest_once(r->key_digest, key, len, d) != 0)
+        return -EIO;
+    uint64_t bits = (uint64_t)hc_le32(d) | (uint64_t)hc_le32(d + 4) << 32;
+    uint32_t slot = (uint32_t)(bits % r->table_size);
+    *out = (struct hc_hit){.point = slot, .shard = r->table[slot]};
+    return 0;
+}
+
 int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, struct hc_ring *r,
                   struct hc_err *err)
 {
@@ -65,6 +107,13 @@ int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, st
     int rc = hc_ring_id(c, m, r->id, err);
     if (rc != 0)
         return rc;
+    if (c->ring == HC_RING_MAGLEV) {
+        rc = hc_digest_open(hc_digest_ossl_name(c->hash), &r->key_digest, err);
+        rc = rc ? rc : hc_table_build(c, m, r, err);
+        if (rc != 0)
+            hc_ring_free(r);
+        return rc;
+    }
     for (size_t i = 0; i < m->n; i++)
         if (m->shards[i].state == HC_STATE_ONLINE)
             r->vnodes_total += (uint64_t)c->vnodes * m->shards[i].weight;
@@ -106,6 +155,7 @@ int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, st
 void hc_ring_free(struct hc_ring *r)
 {
     free(r->points);
+    free(r->table);
     hc_digest_close(r->key_digest);
     memset(r, 0, sizeof *r);
 }

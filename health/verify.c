@@ -139,8 +139,31 @@ static int hc_derive_spill(struct hc_derived *d, struct hc_epoch *ep, const stru
     return 0;
 }
 
-/* Re-derives every fact of r from ep alone: key hashes, placements (by sorting the key hashes
- * and merging them along the ring), loads by size, received counts, over-capacity, ok. */
+/* Places every key of r: along the ring (the key hashes sorted and merged with its points), or
+ * under maglev at its table's slot (docs/contract.md §11). */
+static int hc_derive_hits(struct hc_derived *d, struct hc_epoch *ep, const struct hc_receipt *r,
+                          struct hc_err *err)
+{
+    struct hc_ring *ring = &ep->ring;
+    if (ep->contract.ring == HC_RING_MAGLEV) {
+        for (size_t i = 0; i < r->n_pl; i++)
+            if (hc_ring_place_table(ring, r->pl[i].key.p, r->pl[i].key.n, &d->hit[i]) != 0)
+                return hc_err_set(err, -EIO, "digest failed");
+        return 0;
+    }
+    if (r->n_pl > UINT32_MAX)
+        return hc_err_set(err, -E2BIG, "too many placements");
+    qsort(d->order, r->n_pl, sizeof *d->order, hc_u64_cmp);
+    for (size_t i = 0; i < r->n_pl; i++)
+        d->sorted[i] = (uint32_t)(d->order[i] >> 32);
+    hc_ring_place_sorted(ring, d->sorted, r->n_pl, d->sorted_hit);
+    for (size_t i = 0; i < r->n_pl; i++)
+        d->hit[d->order[i] & 0xffffffffu] = d->sorted_hit[i];
+    return hc_derive_spill(d, ep, r, err);
+}
+
+/* Re-derives every fact of r from ep alone: key hashes, placements, loads by size, received
+ * counts, over-capacity, ok. */
 static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_receipt *r,
                      struct hc_err *err)
 {
@@ -151,7 +174,7 @@ static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_
     if (rc != 0)
         return rc;
     struct hc_ring *ring = &ep->ring;
-    d->ring_empty = ring->n == 0;
+    d->ring_empty = ep->contract.ring == HC_RING_MAGLEV ? ring->table == NULL : ring->n == 0;
     for (size_t i = 0; i < r->n_pl; i++) {
         if (hc_ring_key_hash(ring, r->pl[i].key.p, r->pl[i].key.n, &d->hash[i]) != 0)
             return hc_err_set(err, -EIO, "digest failed");
@@ -165,15 +188,7 @@ static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_
     for (size_t i = 0; i < r->n_pl; i++)
         d->home[i] = -1;
     if (!d->ring_empty && r->n_pl > 0) {
-        if (r->n_pl > UINT32_MAX)
-            return hc_err_set(err, -E2BIG, "too many placements");
-        qsort(d->order, r->n_pl, sizeof *d->order, hc_u64_cmp);
-        for (size_t i = 0; i < r->n_pl; i++)
-            d->sorted[i] = (uint32_t)(d->order[i] >> 32);
-        hc_ring_place_sorted(ring, d->sorted, r->n_pl, d->sorted_hit);
-        for (size_t i = 0; i < r->n_pl; i++)
-            d->hit[d->order[i] & 0xffffffffu] = d->sorted_hit[i];
-        rc = hc_derive_spill(d, ep, r, err);
+        rc = hc_derive_hits(d, ep, r, err);
         if (rc != 0)
             return rc;
         for (size_t i = 0; i < r->n_pl; i++) {

@@ -26,7 +26,7 @@ static inline struct fuzz_health *fuzz_health_get(void)
     snprintf(conf, sizeof(conf), "%s", fuzz_source_path("conf/dispatch.env"));
     snprintf(shards, sizeof(shards), "%s", fuzz_source_path("input/shards.json"));
     FUZZ_REQUIRE(hc_contract_load(conf, &c, &err) == 0);
-    FUZZ_REQUIRE(hc_membership_load(shards, c.vnodes, &m, &err) == 0);
+    FUZZ_REQUIRE(hc_membership_load(shards, &c, &m, &err) == 0);
     FUZZ_REQUIRE(hc_epoch_make(&h.epoch, &c, &m, 0, &err) == 0);
     hc_report_init(&h.report);
     FUZZ_REQUIRE(hc_verifier_init(&h.verifier, &h.report, hc_criteria_count, &err) == 0);

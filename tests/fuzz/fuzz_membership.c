@@ -12,7 +12,8 @@ static void check_health_agrees(const uint8_t *data, size_t size, const struct g
     struct hc_membership hm;
     struct hc_err herr;
     const char *path = fuzz_scratch_file(".json", data, size);
-    int rc = hc_membership_load(path, 1, &hm, &herr); /* R2 needs VNODES; 1 is the least */
+    struct hc_contract hc = {.ring = HC_RING_KETAMA, .vnodes = 1}; /* R2: 1 is the least */
+    int rc = hc_membership_load(path, &hc, &hm, &herr);
     remove(path);
     if (rc != 0)
         fprintf(stderr, "health refuses a membership the gateway accepts: %s\n", herr.msg);

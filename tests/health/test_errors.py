@@ -59,11 +59,22 @@ expect3("spaces around =", p, SHARDS, "contract: %s:3: no spaces allowed around 
 p = conf("hash", [GOOD[0], GOOD[1], GOOD[2], "DISPATCH_RING_HASH=crc32", GOOD[4]])
 expect3("bad hash", p, SHARDS, "contract: %s:4: DISPATCH_RING_HASH: must be sha1 or md5, got 'crc32'" % p)
 p = conf("ring", [GOOD[0], "DISPATCH_HASH_RING=modula"] + GOOD[2:])
-expect3("bad ring", p, SHARDS, "contract: %s:2: DISPATCH_HASH_RING: must be ketama, got 'modula'" % p)
-# A Maglev contract (docs/contract.md §11) is one health cannot judge: refused, never passed.
-p = conf("maglev", [GOOD[0], "DISPATCH_HASH_RING=maglev", "DISPATCH_MAGLEV_TABLE=13"] + GOOD[3:])
-expect3("maglev", p, SHARDS, "contract: %s:2: DISPATCH_HASH_RING: maglev: shardgate-health "
-        "verifies ketama placements only" % p)
+expect3("bad ring", p, SHARDS,
+        "contract: %s:2: DISPATCH_HASH_RING: must be ketama or maglev, got 'modula'" % p)
+# A Maglev contract (docs/contract.md §1, §11): its own key, not the other's, and no spill.
+MAGLEV = [GOOD[0], "DISPATCH_HASH_RING=maglev", "DISPATCH_MAGLEV_TABLE=13"] + GOOD[3:]
+p = conf("maglev-vnodes", MAGLEV + ["DISPATCH_VNODES=160"])
+expect3("vnodes under maglev", p, SHARDS,
+        "contract: %s:6: DISPATCH_VNODES: not a key of DISPATCH_HASH_RING=maglev" % p)
+p = conf("maglev-no-table", MAGLEV[:2] + MAGLEV[3:])
+expect3("maglev without a table", p, SHARDS,
+        "contract: %s:4: missing required key DISPATCH_MAGLEV_TABLE" % p)
+p = conf("maglev-not-prime", MAGLEV[:2] + ["DISPATCH_MAGLEV_TABLE=65536"] + MAGLEV[3:])
+expect3("table not a prime", p, SHARDS,
+        "contract: %s:3: DISPATCH_MAGLEV_TABLE: must be a prime 2..16777213, got '65536'" % p)
+p = conf("maglev-spill", MAGLEV[:4] + ["DISPATCH_CAPACITY_POLICY=spill"])
+expect3("spill under maglev", p, SHARDS,
+        "contract: %s:5: DISPATCH_CAPACITY_POLICY: spill needs ketama" % p)
 p = conf("policy", GOOD[:4] + ["DISPATCH_CAPACITY_POLICY=drop"])
 expect3("bad policy", p, SHARDS,
         "contract: %s:5: DISPATCH_CAPACITY_POLICY: must be report, reject or spill, got 'drop'" % p)

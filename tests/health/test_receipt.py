@@ -211,6 +211,49 @@ F.check(rc == 2 and doc is not None and doc["issues"] == [
         "v2 receipt against files of another epoch (capacity 21): epoch and capacity issues",
         "rc=%d out=%s" % (rc, out))
 
+# --- a Maglev table's receipt (docs/contract.md §11): the worked example's batch ------------
+MAGLEV_DIR = os.path.join(os.path.dirname(GOLDEN), "..", "cases", "valid", "maglev")
+MAGLEV_CONF = os.path.join(MAGLEV_DIR, "dispatch.env")
+with open(os.path.join(MAGLEV_DIR, "stdout"), encoding="utf-8") as f:
+    MAGLEV = __import__("json").loads(f.read())
+rc, out, err = check_receipt(BIN, os.path.join(MAGLEV_DIR, "stdout"), conf=MAGLEV_CONF)
+F.check(rc == 0 and out == '{"status":"pass","checks":76,"receipts":1,"issues":[]}\n',
+        "the maglev receipt passes with 76 checks", "rc=%d out=%r err=%r" % (rc, out, err))
+MAGLEV_CASES = [
+    ("slot", t_pl("ch-001", "slot", 3878),
+     "placement_point: %s: ch-001 slot: expected 3877, got 3878" % B),
+    ("shard", t_pl("ch-002", "shard", "shard-b"),
+     "placement_shard: %s: ch-002 shard: expected shard-a, got shard-b" % B),
+    ("reason", t_pl("ch-003", "reason", "ring"),
+     "placement_reason: %s: ch-003 reason: expected table, got ring" % B),
+    ("table", t_set(("ring", "table"), 65521),
+     "ring_contract: %s: ring.table: expected 65537, got 65521" % B),
+    ("ring-id", t_set(("ring", "id"), RID),
+     "ring_id: %s: ring.id: expected 6ac599c206403d194aed12bdc90b2c1a939520a4, got %s"
+     % (B, RID)),
+    ("load", t_set(("shards", "shard-b", "load"), 15),
+     "shard_load: %s: shards.shard-b.load: expected 16 (sum of sizes), got 15" % B),
+    ("schema-point", lambda r: pl(r, "ch-001").update(point=1),
+     "schema: %s: placements[0].point: unknown key" % B),
+]
+for name, alter, issue in MAGLEV_CASES:
+    r = deep(MAGLEV)
+    alter(r)
+    path = write(os.path.join(T, "maglev-%s.json" % name), ketama.dumps(r) + "\n")
+    rc, out, err = check_receipt(BIN, path, conf=MAGLEV_CONF)
+    doc = parse_line(out)
+    F.check(rc == 2 and doc is not None and issue in doc["issues"],
+            "maglev tamper %s -> exit 2 + %r" % (name, issue), "rc=%d out=%s err=%s" % (rc, out, err))
+# The same receipt judged against the ketama contract, and the ketama one against the table's.
+rc, out, _ = check_receipt(BIN, os.path.join(MAGLEV_DIR, "stdout"))
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and "ring_contract: %s: ring.algorithm: expected ketama, got maglev" % B
+        in doc["issues"], "a maglev receipt under a ketama contract fails", out)
+rc, out, _ = check_receipt(BIN, GOLDEN, conf=MAGLEV_CONF)
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and "ring_contract: %s: ring.algorithm: expected maglev, got ketama" % B
+        in doc["issues"], "a ketama receipt under a maglev contract fails", out)
+
 # --- the test hook: with the criteria table emptied nothing can pass ----------------------
 r = golden()
 t_pl("ch-003", "shard", "shard-b")(r)
