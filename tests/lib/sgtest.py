@@ -589,10 +589,12 @@ def metric_value(text, name):
     raise Failure("no series %s in:\n%s" % (name, text))
 
 
-def epoch_of(doc, policy="report", vnodes=160, digest="sha1"):
+def epoch_of(doc, policy="report", vnodes=160, digest="sha1", table=None):
     """The epoch id of docs/contract.md §7 for a membership document under conf/dispatch.env's
-    ring (or the given one), computed here independently of the gateway."""
-    text = "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % vnodes
+    ring (or the given one; a Maglev table of `table` slots when given), computed here
+    independently of the gateway."""
+    text = ("shardgate-epoch\nDISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=%d\n" % table
+            if table else "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % vnodes)
     text += "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n" % (digest, policy)
     for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):
         text += "%s %s %d %d\n" % (s["id"], s["state"], s["capacity"], s.get("weight", 1))

@@ -48,7 +48,7 @@ ADMIN = "model-admin-token"
 ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
 SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
-STATS = {"sequences": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
+STATS = {"sequences": 0, "maglev": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
          "damaged": 0, "points": 0, "repeats": 0, "beside_sighup": 0, "failed_puts": 0,
          "repairs": 0, "index_rebuilt": 0, "archives_refused": 0, "backups": 0, "restores": 0,
          "failed": 0}
@@ -183,6 +183,7 @@ class GatewayModel(RuleBasedStateMachine):
         self.states = ["online"] * 3 + ["offline", "draining"]  # the membership in force
         self.backup = None  # (the copy of the state dir, what the model knew when it was taken)
         self.policy = "report"  # conf/dispatch.env's DISPATCH_CAPACITY_POLICY
+        self.table = None  # DISPATCH_MAGLEV_TABLE under maglev; None: conf/dispatch.env's ketama
         STATS["sequences"] += 1
         if STATS["sequences"] % 100 == 0:  # a long run says how far it is
             print("model: %s" % json.dumps(STATS), flush=True)
@@ -298,7 +299,7 @@ class GatewayModel(RuleBasedStateMachine):
         """The ring served is the epoch of the model's membership and policy (docs/contract.md
         §7, computed by sgtest.epoch_of); the membership in force, the --shards file and the
         chain's latest epoch are one (docs/journal.md §11)."""
-        epoch = sgtest.epoch_of(membership(self.states), self.policy)
+        epoch = self.epoch_of(membership(self.states), self.policy)
         eq(self.current_epoch(), epoch,
            "GET /v1/ring's epoch: membership %s, policy %s" % (self.states, self.policy))
         r = self.server.get("/v1/admin/membership", headers={"Authorization": "Bearer " + ADMIN})
@@ -312,6 +313,10 @@ class GatewayModel(RuleBasedStateMachine):
             for k in self.reloads}, self.reloads,
            "shardgate_reloads_total: SIGHUPs and PUTs since the start, a 412 not one "
            "(docs/api.md §15)")
+
+    def epoch_of(self, doc, policy):
+        """The epoch id of a membership document under the contract in force."""
+        return sgtest.epoch_of(doc, policy, table=self.table)
 
     def count_reload(self, before):
         """One reload done, SIGHUP's or a PUT's: applied when the epoch changed."""
@@ -410,7 +415,7 @@ class GatewayModel(RuleBasedStateMachine):
         sock.sendall(("PUT /v1/admin/membership HTTP/1.1\r\nHost: x\r\n"
                       "Content-Type: application/json\r\nAuthorization: Bearer %s\r\n"
                       "If-Match: \"%s\"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
-                      % (ADMIN, sgtest.epoch_of(membership(self.states), policy), len(body))
+                      % (ADMIN, self.epoch_of(membership(self.states), policy), len(body))
                       ).encode() + body[:10])
         time.sleep(0.2)  # the request begins on the view before the SIGHUP
         self.reload(self.states, policy)
@@ -419,7 +424,7 @@ class GatewayModel(RuleBasedStateMachine):
         self.states = states
         self.count_reload(before)
         eq((status, json.loads(payload).get("epoch")),
-           (200, sgtest.epoch_of(membership(states), policy)), "the PUT across a SIGHUP")
+           (200, self.epoch_of(membership(states), policy)), "the PUT across a SIGHUP")
         self.check_epoch()
 
     @rule(query=st.sampled_from(["", "?max_movement=0.5", "?max_movement=0", "?force=1",
@@ -478,7 +483,7 @@ class GatewayModel(RuleBasedStateMachine):
         self.server.proc.send_signal(signal.SIGHUP)
         t.join(60)
         eq((got[0].status, got[0].json()["epoch"]),
-           (200, sgtest.epoch_of(membership(states), self.policy)), "the PUT beside a SIGHUP")
+           (200, self.epoch_of(membership(states), self.policy)), "the PUT beside a SIGHUP")
         sgtest.wait_until(lambda: sum(len(self.server.events(k)) for k in before)
                           >= sum(before.values()) + 2, 30, "both reloads' events")
         for k in before:
@@ -489,7 +494,7 @@ class GatewayModel(RuleBasedStateMachine):
             # included (docs/api.md §15); the SIGHUP read that edit after it, and applied it
             # unless it refused it. A refused edit stays in the file: the operator puts the
             # file back, as after any refused SIGHUP.
-            if self.current_epoch() == sgtest.epoch_of(membership(edited), self.policy):
+            if self.current_epoch() == self.epoch_of(membership(edited), self.policy):
                 self.states = edited
             else:
                 write(self.shards, json.dumps(membership(states)))
@@ -501,7 +506,7 @@ class GatewayModel(RuleBasedStateMachine):
         cannot be installed after it (--shards became a directory): 503, --shards as before, the
         membership in force as before (docs/journal.md §11). The journal that refused is
         unavailable: the server is restarted."""
-        if sgtest.epoch_of(membership(states), self.policy) == self.current_epoch():
+        if self.epoch_of(membership(states), self.policy) == self.current_epoch():
             return
         before = read(self.shards)
         STATS["failed_puts"] += 1
@@ -538,7 +543,7 @@ class GatewayModel(RuleBasedStateMachine):
     def kill_during_put(self, states, point):
         """kill -9 at a step of a PUT (SHARDGATE_TEST_CRASH_AT, docs/journal.md §11): the start
         has the old membership before the file is installed, the new one after."""
-        if sgtest.epoch_of(membership(states), self.policy) == self.current_epoch():
+        if self.epoch_of(membership(states), self.policy) == self.current_epoch():
             return
         self.stop()
         self.server = Server(state_dir=self.state, conf=self.conf, shards=self.shards,
@@ -583,6 +588,20 @@ class GatewayModel(RuleBasedStateMachine):
                          for l in text.split("\n"))
         write(self.conf, text)
         self.policy = policy
+
+    @rule(algorithm=st.sampled_from(["ketama", "maglev"]), kill=st.booleans())
+    def switch_algorithm(self, algorithm, kill):
+        """A restart with the contract's other placement (docs/contract.md §1, §11): a reload
+        cannot switch it, a start can; the policy kept, a new epoch when it changed."""
+        self.stop(kill=kill)
+        size = {"ketama": "DISPATCH_VNODES=160", "maglev": "DISPATCH_MAGLEV_TABLE=251"}
+        lines = [l for l in read(self.conf).decode().split("\n")
+                 if not l.startswith(("DISPATCH_HASH_RING=", "DISPATCH_VNODES=",
+                                      "DISPATCH_MAGLEV_TABLE="))]
+        write(self.conf, "\n".join(["DISPATCH_HASH_RING=" + algorithm, size[algorithm]] + lines))
+        STATS["maglev"] += algorithm == "maglev"
+        self.table = 251 if algorithm == "maglev" else None
+        self.start()
 
     @rule(kill=st.booleans())
     def restart(self, kill):
