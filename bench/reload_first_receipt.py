@@ -5,7 +5,8 @@ N shards x 160 vnodes (default 10,000: 1.6 M points) takes PUT /v1/admin/members
 the figure is the time from sending the PUT to the POST's receipt naming the new epoch. Prints
 the median and the maximum of ROUNDS rounds. Not a ctest (the label would be bench).
 
-usage: reload_first_receipt.py SHARDGATE [SHARDS] [ROUNDS]
+usage: reload_first_receipt.py SHARDGATE [SHARDS] [ROUNDS] [CONF]
+(CONF: the contract, conf/dispatch.env unless given: e.g. a Maglev table's)
 """
 import http.client
 import json
@@ -38,6 +39,7 @@ def main():
     binary = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 10000
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    conf = sys.argv[4] if len(sys.argv) > 4 else os.path.join(ROOT, "conf", "dispatch.env")
     work = tempfile.mkdtemp(prefix="shardgate-reload-bench-")
     try:
         doc = {"shards": [{"id": "s%05d" % i, "state": "online", "capacity": 1000000}
@@ -47,8 +49,7 @@ def main():
         open(token, "w").write(ADMIN + "\n")
         os.chmod(token, 0o600)
         log = open(os.path.join(work, "log"), "w+")
-        proc = subprocess.Popen([binary, "serve", "--conf", os.path.join(ROOT, "conf",
-                                 "dispatch.env"), "--shards", shards, "--state-dir",
+        proc = subprocess.Popen([binary, "serve", "--conf", conf, "--shards", shards, "--state-dir",
                                  os.path.join(work, "state"), "--listen", "127.0.0.1:0",
                                  "--admin-token-file", token, "--max-body", "67108864"],
                                 stderr=log, stdout=subprocess.DEVNULL)
@@ -78,8 +79,9 @@ def main():
             assert st == 200 and json.loads(out)["epoch"] == epoch
         proc.terminate()
         proc.wait(60)
-        print("reload to first receipt, %d shards x 160: median %.1f ms, max %.1f ms (%d rounds)"
-              % (n, 1000 * statistics.median(times), 1000 * max(times), rounds))
+        print("reload to first receipt, %d shards, %s: median %.1f ms, max %.1f ms (%d rounds)"
+              % (n, os.path.basename(conf), 1000 * statistics.median(times), 1000 * max(times),
+                 rounds))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

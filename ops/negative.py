@@ -100,7 +100,7 @@ DEFECTS = [
     # Placing by the Maglev table (docs/contract.md §11): a slot from the low 32 bits of the key,
     # the epoch named as a ketama one, the slot written from the key's hash, rule R2 one late,
     # spill let through, two tables' plan walked as rings, the probe's slot from the 32-bit hash.
-    ("maglev-slot-of-low-bits", "ring:table_lookup",
+    ("maglev-slot-of-low-bits", "ring:table_slot",
      "uint32_t slot = (uint32_t)(bits % ring->table_size);",
      "uint32_t slot = (uint32_t)((uint32_t)bits % ring->table_size);", ("tests",),
      "^(unit/test_maglev|case/valid)$"),

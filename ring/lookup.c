@@ -108,16 +108,46 @@ int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n
     return 0;
 }
 
-/* A Maglev ring's answer: the slot of the key's 64 bits (docs/contract.md §11). */
+/* A key's place in a Maglev table, its shard not yet read: the slot of the key's 64 bits
+ * (docs/contract.md §11). */
+static struct ring_placement table_slot(const struct ring *ring, const void *key, size_t len)
+{
+    uint64_t bits = ring_digest_u64(ring->digest, key, len);
+    uint32_t slot = (uint32_t)(bits % ring->table_size);
+    return (struct ring_placement){.hash = (uint32_t)bits, .point = slot};
+}
+
 static int table_lookup(const struct ring *ring, const void *key, size_t len,
                         struct ring_placement *out)
 {
     if (ring->nshards == 0)
         return -ENOENT;
-    uint64_t bits = ring_digest_u64(ring->digest, key, len);
-    uint32_t slot = (uint32_t)(bits % ring->table_size);
-    *out =
-        (struct ring_placement){.hash = (uint32_t)bits, .point = slot, .shard = ring->table[slot]};
+    *out = table_slot(ring, key, len);
+    out->shard = ring->table[out->point];
+    return 0;
+}
+
+int ring_lookup_keys(const struct ring *ring, const char *const *keys, const size_t *lens, size_t n,
+                     struct ring_placement *out)
+{
+    if (ring->nshards == 0)
+        return -ENOENT;
+    if (ring->algorithm != RING_MAGLEV) {
+        enum { CHUNK = 256 };
+        uint32_t hash[CHUNK];
+        for (size_t at = 0; at < n; at += CHUNK) {
+            size_t k = n - at < CHUNK ? n - at : CHUNK;
+            ring_hash_keys(ring, keys + at, lens + at, k, hash);
+            ring_lookup_hashes(ring, hash, k, out + at);
+        }
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = table_slot(ring, keys[i], lens[i]);
+        __builtin_prefetch(&ring->table[out[i].point]);
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i].shard = ring->table[out[i].point];
     return 0;
 }
 

@@ -116,6 +116,13 @@ int ring_lookup_hash(const struct ring *ring, uint32_t hash, struct ring_placeme
 int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n,
                        struct ring_placement *out);
 
+/* Places n keys (ketama or Maglev): out[i] is what ring_lookup(keys[i], lens[i]) gives. On a
+ * Maglev ring each slot is found first and its table entry prefetched, then all are read, so
+ * the reads of a chunk overlap. Allocates nothing. Returns 0, or -ENOENT when the ring is
+ * empty. */
+int ring_lookup_keys(const struct ring *ring, const char *const *keys, const size_t *lens, size_t n,
+                     struct ring_placement *out);
+
 enum ring_digest ring_digest_of(const struct ring *ring);
 uint32_t ring_vnodes(const struct ring *ring);
 

@@ -26,23 +26,11 @@ static void tally(const struct gw_topology *t, const struct gw_batch *b, struct 
     d->ok = d->dispatched == b->count && d->over_capacity_shards == 0;
 }
 
-/* A Maglev ring: one table read per key (docs/contract.md §11). */
-static void place_table(const struct gw_topology *t, const struct gw_batch *b,
-                        struct gw_dispatch *d)
-{
-    for (size_t i = 0; i < b->count; i++) {
-        ring_lookup(t->ring, b->changes[i].key, b->changes[i].key_len, &d->placements[i]);
-        d->member[i] = t->member_of[d->placements[i].shard];
-    }
-}
-
-/* Hashes a chunk of keys at once (md5 interleaves four), then places the chunk at once:
- * ring_lookup_hashes overlaps the cache misses of neighbouring keys, which on large rings
- * costs a third of one-by-one lookups. */
+/* Places a chunk of keys at once (ring_lookup_keys): the ring's cache misses, or the table's,
+ * of neighbouring keys overlap, which on large rings costs a third of one-by-one lookups. */
 static void place(const struct gw_topology *t, const struct gw_batch *b, struct gw_dispatch *d)
 {
     enum { CHUNK = 256 };
-    uint32_t hash[CHUNK];
     const char *key[CHUNK];
     size_t len[CHUNK];
     for (size_t at = 0; at < b->count; at += CHUNK) {
@@ -51,8 +39,7 @@ static void place(const struct gw_topology *t, const struct gw_batch *b, struct 
             key[i] = b->changes[at + i].key;
             len[i] = b->changes[at + i].key_len;
         }
-        ring_hash_keys(t->ring, key, len, n, hash);
-        ring_lookup_hashes(t->ring, hash, n, d->placements + at);
+        ring_lookup_keys(t->ring, key, len, n, d->placements + at);
         for (size_t i = at; i < at + n; i++)
             d->member[i] = t->member_of[d->placements[i].shard];
     }
@@ -99,10 +86,7 @@ int gw_dispatch_run(const struct gw_topology *t, const struct gw_batch *b, struc
         gw_error_set(err, "", "out of memory");
         return -ENOMEM;
     }
-    if (t->contract.algorithm == RING_MAGLEV)
-        place_table(t, b, out);
-    else
-        place(t, b, out);
+    place(t, b, out);
     if (spill && place_spill(t, b, out) != 0) {
         gw_dispatch_free(out);
         gw_error_set(err, "", "out of memory");

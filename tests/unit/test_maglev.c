@@ -215,6 +215,16 @@ static void test_ring_of_table(void)
         if (k < 3)
             CHECK_EQ_U64(p.point, slots[k]);
     }
+    size_t lens[5];
+    struct ring_placement many[5];
+    for (size_t k = 0; k < 5; k++)
+        lens[k] = strlen(keys[k]);
+    CHECK_EQ_U64(ring_lookup_keys(r, keys, lens, 5, many), 0); /* the batched path, the same */
+    for (size_t k = 0; k < 5; k++) {
+        struct ring_placement one;
+        ring_lookup(r, keys[k], lens[k], &one);
+        CHECK_EQ_U64(memcmp(&one, &many[k], sizeof(one)), 0);
+    }
     ring_free(r);
     CHECK_EQ_U64(ring_build_maglev(&r, RING_SHA1, 2, s, 3, &err), (uint64_t)-EINVAL);
     CHECK_EQ_U64(ring_build_maglev(&r, RING_SHA1, 15, s, 3, &err), (uint64_t)-EINVAL);
