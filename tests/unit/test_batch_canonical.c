@@ -185,8 +185,31 @@ static void test_every_byte(void)
     CHECK_TRUE(taken > n); /* many changes keep the body canonical: a digit for a digit */
 }
 
+/* A key of 37 bytes with one byte changed at each place: the scan tests eight bytes at a time,
+ * so every place in a word and every kind of byte that may end a plain string is tried. It takes
+ * the body exactly when the byte is plain (0x20..0x7f but for '"' and '\\'), and the two
+ * readers agree either way. */
+static void test_long_key_every_byte(void)
+{
+    static const unsigned char bytes[] = {0x01, 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7e, 0x7f,
+                                          0x80, 0xa0, 0xc3, 0xff, '"',  '\\', 'a'};
+    char key[38], body[256];
+    for (size_t at = 0; at < 37; at++)
+        for (size_t k = 0; k < sizeof(bytes); k++) {
+            memset(key, 'k', 37);
+            key[37] = '\0';
+            key[at] = (char)bytes[k];
+            int n = snprintf(body, sizeof(body), HEAD "{\"id\":\"c1\",\"key\":\"%s\",\"size\":1}]}",
+                             key);
+            unsigned char b = bytes[k];
+            int plain = b >= 0x20 && b < 0x80 && b != '"' && b != '\\';
+            CHECK_EQ_U64((uint64_t)agrees(body, (size_t)n), (uint64_t)plain);
+        }
+}
+
 int main(void)
 {
+    test_long_key_every_byte();
     test_golden();
     test_near_canonical();
     test_lengths();
