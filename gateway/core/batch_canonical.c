@@ -28,29 +28,34 @@ static int take(struct scan *s, const char *text, size_t len)
 
 #define BYTES(b) (UINT64_C(0x0101010101010101) * (b))
 
-/* 1 when one of the 8 bytes of w may end a plain string: below 0x20, from 0x80, '"' or '\\'.
- * Each test may also flag a byte next to one it finds (a borrow), never miss one: a flagged
- * word is walked byte by byte. */
-static int may_end(uint64_t w)
+/* The bytes of w that end a plain string, each as its high bit: below 0x20, from 0x80, '"' or
+ * '\\'. Each byte is tested in its own 7 bits (no carry crosses into the next), so the mask is
+ * exact and its lowest bit names the first such byte (memory order, little-endian). */
+static uint64_t ends_mask(uint64_t w)
 {
+    const uint64_t low7 = BYTES(0x7f);
     uint64_t quote = w ^ BYTES('"'), slash = w ^ BYTES('\\');
-    uint64_t low = w - BYTES(0x20);
-    uint64_t zero = ((quote - BYTES(1)) & ~quote) | ((slash - BYTES(1)) & ~slash);
-    return ((low & ~w) | zero | w) & BYTES(0x80) ? 1 : 0;
+    uint64_t is_quote = ~(((quote & low7) + low7) | quote);
+    uint64_t is_slash = ~(((slash & low7) + low7) | slash);
+    uint64_t is_control = ~((w & low7) + BYTES(0x60));
+    return (is_quote | is_slash | is_control | w) & BYTES(0x80);
 }
 
 /* A string of 1..max bytes that a receipt writes as they are: ASCII from 0x20 but for '"' and
  * '\\' (docs/decisions.md "Receipt bytes"), up to its closing quote, which is taken too. Eight
- * bytes are tested at a time while none of them may end it. */
+ * bytes are tested at a time; the last few, one at a time. */
 static int take_plain(struct scan *s, size_t max, const char **str, size_t *len)
 {
     const unsigned char *p = (const unsigned char *)s->p, *end = (const unsigned char *)s->end;
     const unsigned char *from = p;
-    uint64_t w;
-    while (end - p >= 8 && (memcpy(&w, p, 8), !may_end(w)))
+    uint64_t w, m = 0;
+    while (end - p >= 8 && (memcpy(&w, p, 8), (m = ends_mask(w)) == 0))
         p += 8;
-    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-        p++;
+    if (m)
+        p += (unsigned)__builtin_ctzll(m) >> 3;
+    else
+        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+            p++;
     size_t n = (size_t)(p - from);
     if (p == end || *p != '"' || n < 1 || n > max)
         return 0;
