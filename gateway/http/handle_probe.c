@@ -84,6 +84,7 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest)
         gw_metrics_render(&body, &s->metrics, &r->view->topo, totals, gw_serve_ready(s),
                           atomic_load(&s->views.alive), &feed);
         gw_request_metrics_render(&body, &s->requests);
+        gw_listener_metrics_render(&body, &s->listener);
         gw_metrics_process(&body, s->started_s);
     }
     free(totals);

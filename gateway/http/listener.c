@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "timing.h"
 
 static socklen_t addr_len(const struct sockaddr_storage *addr)
@@ -84,6 +85,14 @@ static void hand_over(struct gw_listener *l, int fd, struct sockaddr_storage *pe
 void gw_listener_closed(struct gw_listener *l)
 {
     atomic_fetch_sub(&l->open_now, 1);
+}
+
+void gw_listener_metrics_render(struct gw_buf *out, const struct gw_listener *l)
+{
+    gw_metrics_header(out, "shardgate_connections_open", "gauge",
+                      "Connections open now, counted against --max-connections (docs/api.md §1).");
+    gw_buf_field_u64(out, "shardgate_connections_open ", atomic_load(&l->open_now));
+    gw_buf_puts(out, "\n");
 }
 
 static void *accept_loop(void *arg)

@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 
 #include "error.h"
+#include "buf.h"
 #include "heads.h"
 
 struct gw_listener {
@@ -41,6 +42,10 @@ int gw_listener_start(struct gw_listener *l, struct MHD_Daemon *daemon, unsigned
 
 /* The daemon closed a connection this listener handed it (MHD_CONNECTION_NOTIFY_CLOSED). */
 void gw_listener_closed(struct gw_listener *l);
+
+/* Appends the gauge shardgate_connections_open: the connections counted against
+ * --max-connections now (one over for a moment while an evicted one closes, docs/api.md §8). */
+void gw_listener_metrics_render(struct gw_buf *out, const struct gw_listener *l);
 
 /* Stops accepting: new connections are refused from then on. Joins the thread and closes the
  * socket; safe on a listener never opened or started. */

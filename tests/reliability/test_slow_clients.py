@@ -156,6 +156,13 @@ def slowloris_does_not_starve_a_normal_client():
         eq(len(journal_receipts(s.state_dir)), n, "the normal posts are journaled")
 
 
+def open_connections(s):
+    """shardgate_connections_open, counting the scrape's own connection."""
+    text = s.get("/metrics").body.decode()
+    return next(l.rsplit(" ", 1)[1] for l in text.splitlines()
+                if l.startswith("shardgate_connections_open "))
+
+
 def refused(s):
     """True when a new connection is closed by the server without an answer."""
     try:
@@ -218,6 +225,9 @@ def connection_limit_refuses_the_excess_then_recovers():
             for sock in held:
                 sock.close()
         sgtest.wait_until(lambda: not refused(s), 10, "a connection slot after they left")
+        # Every one of them closed by the server, not only the first: one still counted would
+        # make the slow ones below evict each other (only this scrape's own connection is open).
+        sgtest.wait_until(lambda: open_connections(s) == "1", 10, "the 16 closed by the server")
         slow = Slowloris(s.port, limit - 1).open()
         time.sleep(0.3)
         newest = raw_connect(s.port)
