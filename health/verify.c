@@ -175,7 +175,9 @@ static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_
         return rc;
     struct hc_ring *ring = &ep->ring;
     d->ring_empty = ep->contract.ring == HC_RING_MAGLEV ? ring->table == NULL : ring->n == 0;
-    for (size_t i = 0; i < r->n_pl; i++) {
+    /* The 32-bit key hashes: ketama's placements and placement_hash; a table's slots come from
+     * the key's 64 bits, digested once in hc_derive_hits. */
+    for (size_t i = 0; ep->contract.ring == HC_RING_KETAMA && i < r->n_pl; i++) {
         if (hc_ring_key_hash(ring, r->pl[i].key.p, r->pl[i].key.n, &d->hash[i]) != 0)
             return hc_err_set(err, -EIO, "digest failed");
         d->order[i] = (uint64_t)d->hash[i] << 32 | (uint64_t)i;
