@@ -81,7 +81,7 @@ static void hc_put_ring(struct hc_canon *c, const struct hc_receipt *r)
     hc_put_hstr(c, r->algorithm);
     hc_puts(c, ",\"hash\":");
     hc_put_hstr(c, r->hash);
-    if (r->maglev) {
+    if (r->table_form) {
         hc_put_int(c, ",\"table\":", r->table);
     } else {
         hc_put_int(c, ",\"vnodes\":", r->vnodes);
@@ -106,7 +106,7 @@ static void hc_put_placements(struct hc_canon *c, const struct hc_receipt *r)
         hc_puts(c, ",\"key\":");
         hc_put_hstr(c, p->key);
         hc_put_int(c, ",\"size\":", p->size);
-        if (r->maglev) {
+        if (r->table_form) {
             hc_put_int(c, ",\"slot\":", p->point);
         } else {
             hc_put_int(c, ",\"hash\":", p->hash);

@@ -6,28 +6,54 @@
 
 #include "contract.h"
 
-enum { K_RING, K_VNODES, K_TABLE, K_HASH, K_POLICY, K_COUNT };
+enum { K_RING, K_VNODES, K_TABLE, K_SLOTS, K_HASH, K_POLICY, K_COUNT };
 
 #define HC_LINE_MAX 4095 /* bytes of a line without its newline */
 
 static const char *const hc_contract_keys[K_COUNT] = {
-    "DISPATCH_HASH_RING", "DISPATCH_VNODES",          "DISPATCH_MAGLEV_TABLE",
-    "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY",
+    "DISPATCH_HASH_RING",  "DISPATCH_VNODES",    "DISPATCH_MAGLEV_TABLE",
+    "DISPATCH_JUMP_SLOTS", "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY",
 };
 
 const char *hc_ring_name(enum hc_ring_kind k)
 {
-    return k == HC_RING_MAGLEV ? "maglev" : "ketama";
+    return k == HC_RING_MAGLEV ? "maglev" : k == HC_RING_JUMP ? "jump" : "ketama";
+}
+
+/* The key that sizes a ring of this kind. */
+static int hc_own_key(enum hc_ring_kind k)
+{
+    return k == HC_RING_MAGLEV ? K_TABLE : k == HC_RING_JUMP ? K_SLOTS : K_VNODES;
+}
+
+static int hc_is_size_key(int k)
+{
+    return k == K_VNODES || k == K_TABLE || k == K_SLOTS;
+}
+
+/* The first sizing key in key order that this contract must not hold but does, or -1. */
+static int hc_foreign_key(const struct hc_contract *c, const int seen[K_COUNT])
+{
+    for (int k = 0; k < K_COUNT; k++)
+        if (hc_is_size_key(k) && k != hc_own_key(c->ring) && seen[k])
+            return k;
+    return -1;
+}
+
+/* A key the contract must hold: not a sizing key, or the one of its ring. */
+static int hc_required(const struct hc_contract *c, int k)
+{
+    return !hc_is_size_key(k) || k == hc_own_key(c->ring);
 }
 
 const char *hc_size_key(const struct hc_contract *c)
 {
-    return hc_contract_keys[c->ring == HC_RING_MAGLEV ? K_TABLE : K_VNODES];
+    return hc_contract_keys[hc_own_key(c->ring)];
 }
 
 unsigned hc_size(const struct hc_contract *c)
 {
-    return c->ring == HC_RING_MAGLEV ? c->table : c->vnodes;
+    return c->ring == HC_RING_KETAMA ? c->vnodes : c->table;
 }
 
 const char *hc_hash_name(enum hc_hash h)
@@ -48,14 +74,14 @@ static int hc_key_index(const char *key)
     return -1;
 }
 
-/* Parses VNODES text: decimal digits only, 1..4096. Returns 0 or -EINVAL / -ERANGE. */
-static int hc_parse_vnodes(const char *s, unsigned *out)
+/* Parses a count: decimal digits only, 1..max. Returns 0 or -EINVAL / -ERANGE. */
+static int hc_parse_count(const char *s, long long max, unsigned *out)
 {
     size_t n = strlen(s);
     if (n == 0 || n > 18 || strspn(s, "0123456789") != n)
         return -EINVAL;
     long long v = strtoll(s, NULL, 10);
-    if (v < 1 || v > HC_VNODES_MAX)
+    if (v < 1 || v > max)
         return -ERANGE;
     *out = (unsigned)v;
     return 0;
@@ -86,10 +112,24 @@ static int hc_contract_set(struct hc_contract *c, int k, const char *value, stru
             c->ring = HC_RING_KETAMA;
         else if (strcmp(value, "maglev") == 0)
             c->ring = HC_RING_MAGLEV;
+        else if (strcmp(value, "jump") == 0)
+            c->ring = HC_RING_JUMP;
         else
             return hc_err_set(err, -EINVAL,
-                              "DISPATCH_HASH_RING: must be ketama or maglev, got '%s'", value);
+                              "DISPATCH_HASH_RING: must be ketama, maglev or jump, got '%s'",
+                              value);
         return 0;
+    case K_SLOTS: {
+        unsigned slots;
+        int rc = hc_parse_count(value, HC_JUMP_SLOTS_MAX, &slots);
+        if (rc == -EINVAL || (value[0] == '0' && value[1]))
+            return hc_err_set(err, -EINVAL, "DISPATCH_JUMP_SLOTS: not an integer: '%s'", value);
+        if (rc != 0)
+            return hc_err_set(err, -EINVAL, "DISPATCH_JUMP_SLOTS: %s is out of range 1..%u", value,
+                              HC_JUMP_SLOTS_MAX);
+        c->table = slots;
+        return 0;
+    }
     case K_TABLE:
         if (hc_parse_table(value, &c->table) != 0)
             return hc_err_set(err, -EINVAL,
@@ -97,7 +137,7 @@ static int hc_contract_set(struct hc_contract *c, int k, const char *value, stru
                               HC_TABLE_MAX, value);
         return 0;
     case K_VNODES: {
-        int rc = hc_parse_vnodes(value, &c->vnodes);
+        int rc = hc_parse_count(value, HC_VNODES_MAX, &c->vnodes);
         if (rc == -EINVAL)
             return hc_err_set(err, -EINVAL, "DISPATCH_VNODES: not an integer: '%s'", value);
         if (rc != 0)
@@ -188,12 +228,6 @@ static int hc_contract_take_line(const char *path, long lineno, char *buf, size_
     return 0;
 }
 
-/* The key of the other algorithm's ring, which this contract must not hold. */
-static int hc_other_key(const struct hc_contract *c)
-{
-    return c->ring == HC_RING_MAGLEV ? K_VNODES : K_TABLE;
-}
-
 /* Every key of the algorithm was given and none of the other's, after the last line; spill
  * walks ring points, so it needs ketama (docs/contract.md §1, §9). `seen` holds lines. */
 static int hc_contract_complete(const char *path, long lineno, const int seen[K_COUNT],
@@ -202,15 +236,15 @@ static int hc_contract_complete(const char *path, long lineno, const int seen[K_
     if (!seen[K_RING])
         return hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
                           hc_contract_keys[K_RING]);
-    int other = hc_other_key(c);
-    if (seen[other])
+    int other = hc_foreign_key(c, seen);
+    if (other >= 0)
         return hc_err_set(err, -EINVAL, "%s:%d: %s: not a key of DISPATCH_HASH_RING=%s", path,
                           seen[other], hc_contract_keys[other], hc_ring_name(c->ring));
     for (int k = 0; k < K_COUNT; k++)
-        if (k != other && !seen[k])
+        if (hc_required(c, k) && !seen[k])
             return hc_err_set(err, -EINVAL, "%s:%ld: missing required key %s", path, lineno,
                               hc_contract_keys[k]);
-    if (c->ring == HC_RING_MAGLEV && c->policy == HC_POLICY_SPILL)
+    if (c->ring != HC_RING_KETAMA && c->policy == HC_POLICY_SPILL)
         return hc_err_set(err, -EINVAL, "%s:%d: DISPATCH_CAPACITY_POLICY: spill needs ketama", path,
                           seen[K_POLICY]);
     return 0;
@@ -269,7 +303,7 @@ int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_er
         seen[k] = 1;
         char num[32];
         const char *text;
-        if (k == K_VNODES || k == K_TABLE) {
+        if (hc_is_size_key(k)) {
             if (!json_is_integer(val))
                 return hc_err_set(err, -EINVAL, "contract.%s: must be an integer", key);
             snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(val));
@@ -282,13 +316,14 @@ int hc_contract_from_json(const json_t *obj, struct hc_contract *c, struct hc_er
         if (hc_contract_set(c, k, text, &what) != 0)
             return hc_err_set(err, -EINVAL, "contract.%s", what.msg);
     }
-    if (seen[K_RING] && seen[hc_other_key(c)])
+    int other = seen[K_RING] ? hc_foreign_key(c, seen) : -1;
+    if (other >= 0)
         return hc_err_set(err, -EINVAL, "contract.%s: not a key of DISPATCH_HASH_RING=%s",
-                          hc_contract_keys[hc_other_key(c)], hc_ring_name(c->ring));
+                          hc_contract_keys[other], hc_ring_name(c->ring));
     for (int k = 0; k < K_COUNT; k++)
-        if (k != hc_other_key(c) && !seen[k])
+        if (hc_required(c, k) && !seen[k])
             return hc_err_set(err, -EINVAL, "contract.%s: missing", hc_contract_keys[k]);
-    if (c->ring == HC_RING_MAGLEV && c->policy == HC_POLICY_SPILL)
+    if (c->ring != HC_RING_KETAMA && c->policy == HC_POLICY_SPILL)
         return hc_err_set(err, -EINVAL, "contract.DISPATCH_CAPACITY_POLICY: spill needs ketama");
     return 0;
 }

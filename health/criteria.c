@@ -51,9 +51,9 @@ static void hc_c_ring_contract(struct hc_run *run)
                     HC_S(r->algorithm));
     if (!hc_str_eq(r->hash, hc_hash_name(c->hash)))
         hc_run_fail(run, "ring.hash: expected %s, got %.*s", hc_hash_name(c->hash), HC_S(r->hash));
-    if (c->ring == HC_RING_MAGLEV && r->maglev && r->table != (int64_t)c->table)
+    if (c->ring != HC_RING_KETAMA && r->table_form && r->table != (int64_t)c->table)
         hc_run_fail(run, "ring.table: expected %u, got " HC_I64, c->table, r->table);
-    if (c->ring == HC_RING_KETAMA && !r->maglev && r->vnodes != (int64_t)c->vnodes)
+    if (c->ring == HC_RING_KETAMA && !r->table_form && r->vnodes != (int64_t)c->vnodes)
         hc_run_fail(run, "ring.vnodes: expected %u, got " HC_I64, c->vnodes, r->vnodes);
 }
 
@@ -61,7 +61,7 @@ static void hc_c_ring_contract(struct hc_run *run)
  * not): the criteria of one form's fields judge only receipts of that form. */
 static int hc_same_form(const struct hc_run *run)
 {
-    return run->r->maglev == (run->ep->contract.ring == HC_RING_MAGLEV);
+    return run->r->table_form == (run->ep->contract.ring != HC_RING_KETAMA);
 }
 
 /* Writes the ids as "a,b,c" (shortened with "..." when long). */
@@ -119,7 +119,7 @@ static void hc_c_ring_online(struct hc_run *run)
 
 static void hc_c_vnodes_total(struct hc_run *run)
 {
-    if (run->r->maglev || !hc_same_form(run))
+    if (run->r->table_form || !hc_same_form(run))
         return; /* a table has slots, not points (ring_contract judges them) */
     hc_run_count(run, 1);
     uint64_t want = run->ep->ring.vnodes_total;
@@ -186,7 +186,7 @@ static void hc_c_placement_ids(struct hc_run *run)
 static void hc_c_placement_hash(struct hc_run *run)
 {
     const struct hc_receipt *r = run->r;
-    if (r->maglev || !hc_same_form(run))
+    if (r->table_form || !hc_same_form(run))
         return; /* a table's placement names its slot, not a hash */
     hc_run_count(run, r->n_pl);
     for (size_t i = 0; i < r->n_pl; i++)
@@ -202,8 +202,8 @@ static void hc_c_placement_point(struct hc_run *run)
         return;
     hc_run_count(run, r->n_pl);
     if (run->d->ring_empty)
-        return;                                      /* placement_shard reports it */
-    const char *what = r->maglev ? "slot" : "point"; /* a table's slot (docs/contract.md §11) */
+        return;                                          /* placement_shard reports it */
+    const char *what = r->table_form ? "slot" : "point"; /* a table's slot (docs/contract.md §11) */
     for (size_t i = 0; i < r->n_pl; i++)
         if (r->pl[i].point != (int64_t)run->d->hit[i].point)
             hc_run_fail(run, "%.*s %s: expected %" PRIu32 ", got " HC_I64, HC_S(r->pl[i].id), what,
@@ -213,7 +213,7 @@ static void hc_c_placement_point(struct hc_run *run)
 static void hc_c_placement_vnode(struct hc_run *run)
 {
     const struct hc_receipt *r = run->r;
-    if (r->maglev || !hc_same_form(run))
+    if (r->table_form || !hc_same_form(run))
         return;
     hc_run_count(run, r->n_pl);
     if (run->d->ring_empty)
@@ -266,7 +266,7 @@ static void hc_c_placement_reason(struct hc_run *run)
     if (run->d->ring_empty)
         return;
     for (size_t i = 0; i < r->n_pl; i++) {
-        const char *want = run->ep->contract.ring == HC_RING_MAGLEV ? "table"
+        const char *want = run->ep->contract.ring != HC_RING_KETAMA ? "table"
                            : run->d->home[i] >= 0                   ? "spill"
                            : run->d->hit[i].wrap                    ? "wrap"
                                                                     : "ring";
@@ -562,7 +562,7 @@ static void hc_c_epoch_current(struct hc_run *run)
         hc_run_fail(run, "epoch@line %ld DISPATCH_HASH_RING: journal %s, contract %s", e->line,
                     hc_ring_name(a->ring), hc_ring_name(b->ring));
     if (a->table != b->table)
-        hc_run_fail(run, "epoch@line %ld DISPATCH_MAGLEV_TABLE: journal %u, contract %u", e->line,
+        hc_run_fail(run, "epoch@line %ld %s: journal %u, contract %u", e->line, hc_size_key(b),
                     a->table, b->table);
     if (a->vnodes != b->vnodes)
         hc_run_fail(run, "epoch@line %ld DISPATCH_VNODES: journal %u, contract %u", e->line,

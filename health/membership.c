@@ -103,8 +103,8 @@ static int hc_shard_from_json(const json_t *o, const char *prefix, size_t i, str
 
 /* Rules R1 and R2 of docs/contract.md (section 2): walking shards[] in file order, the running
  * sum of capacities (any state) stays <= 2^53-1, and the running sum of VNODES * weight over
- * online shards stays <= 2^24 ring points (under maglev: the count of online shards stays <=
- * the table's slots). The first shard that goes over is named. */
+ * online shards stays <= 2^24 ring points (under jump 160 a unit of weight; under maglev: the
+ * count of online shards stays <= the table's slots). The first shard that goes over is named. */
 static int hc_membership_limits(const struct hc_shard *sh, size_t n, const char *prefix,
                                 const struct hc_contract *c, struct hc_err *err)
 {
@@ -120,7 +120,8 @@ static int hc_membership_limits(const struct hc_shard *sh, size_t n, const char 
                               "%s[%zu].state: more online shards than DISPATCH_MAGLEV_TABLE (%u)",
                               prefix, i, c->table);
         if (sh[i].state == HC_STATE_ONLINE)
-            points += (uint64_t)c->vnodes * sh[i].weight;
+            points +=
+                (uint64_t)(c->ring == HC_RING_JUMP ? HC_JUMP_VNODES : c->vnodes) * sh[i].weight;
         if (points > HC_RING_POINTS_MAX)
             return hc_err_set(err, -EINVAL, "%s[%zu].weight: ring exceeds %llu points", prefix, i,
                               (unsigned long long)HC_RING_POINTS_MAX);

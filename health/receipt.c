@@ -159,13 +159,15 @@ static int hc_decode_ring(const json_t *root, struct hc_receipt *r, struct hc_er
 {
     const json_t *ring = json_object_get(root, "ring");
     const char *algorithm = json_string_value(json_object_get(ring, "algorithm"));
-    r->maglev = algorithm && strcmp(algorithm, "maglev") == 0;
-    int rc = r->maglev ? hc_keys(ring, "ring", hc_ring_keys_maglev, HC_N(hc_ring_keys_maglev), err)
-                       : hc_keys(ring, "ring", hc_ring_keys, HC_N(hc_ring_keys), err);
+    r->table_form =
+        algorithm && (strcmp(algorithm, "maglev") == 0 || strcmp(algorithm, "jump") == 0);
+    int rc = r->table_form
+                 ? hc_keys(ring, "ring", hc_ring_keys_maglev, HC_N(hc_ring_keys_maglev), err)
+                 : hc_keys(ring, "ring", hc_ring_keys, HC_N(hc_ring_keys), err);
     rc = rc ? rc : hc_string(ring, "ring", "id", &r->ring_id, err);
     rc = rc ? rc : hc_string(ring, "ring", "algorithm", &r->algorithm, err);
     rc = rc ? rc : hc_string(ring, "ring", "hash", &r->hash, err);
-    if (r->maglev) {
+    if (r->table_form) {
         rc = rc ? rc : hc_int(ring, "ring", "table", &r->table, err);
     } else {
         rc = rc ? rc : hc_int(ring, "ring", "vnodes", &r->vnodes, err);
@@ -212,7 +214,7 @@ static int hc_decode_placements(const json_t *root, struct hc_receipt *r, struct
     if (r->pl == NULL)
         return hc_err_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < r->n_pl; i++) {
-        int rc = hc_decode_placement(json_array_get(pl, i), i, r->maglev, &r->pl[i], err);
+        int rc = hc_decode_placement(json_array_get(pl, i), i, r->table_form, &r->pl[i], err);
         if (rc != 0)
             return rc;
     }

@@ -18,7 +18,7 @@ struct hc_str {
 struct hc_rplacement {
     struct hc_str id, key, shard, reason;
     struct hc_str home; /* spill only (docs/contract.md §9); home.p == NULL when absent */
-    int64_t size, hash, point, vnode; /* maglev: point is the slot, hash and vnode 0 */
+    int64_t size, hash, point, vnode; /* maglev, jump: point is the slot, hash and vnode 0 */
 };
 
 struct hc_rshard {
@@ -33,8 +33,8 @@ struct hc_receipt {
     struct hc_str epoch; /* receipt_version 2 only; epoch.p is NULL in a version-1 receipt */
     struct hc_str ring_id, algorithm, hash;
     int64_t vnodes, vnodes_total; /* ketama */
-    int64_t table;                /* maglev: ring.table (docs/contract.md §11) */
-    int maglev;                   /* ring.algorithm is "maglev": the keys of that form */
+    int64_t table;                /* maglev, jump: ring.table (docs/contract.md §11, §10) */
+    int table_form; /* ring.algorithm is "maglev" or "jump": the keys of a table's form */
     struct hc_str *online;
     size_t n_online;
     struct hc_rplacement *pl;
@@ -49,10 +49,10 @@ struct hc_receipt {
 };
 
 /* Decodes root into r; strings stay owned by root, which must outlive r. Keys must be exactly
- * those of docs/contract.md §5 (docs/contract.md §11 when ring.algorithm is "maglev"), in its
- * order, with the right JSON types: with "epoch" after batch_id when receipt_version is 2, without
- * it otherwise (version 1). Returns 0, or -EINVAL with err->msg = "<path>: <what is wrong>", or
- * -ENOMEM. */
+ * those of docs/contract.md §5 (docs/contract.md §11 when ring.algorithm is "maglev" or "jump"), in
+ * its order, with the right JSON types: with "epoch" after batch_id when receipt_version is 2,
+ * without it otherwise (version 1). Returns 0, or -EINVAL with err->msg = "<path>: <what is
+ * wrong>", or -ENOMEM. */
 int hc_receipt_decode(const json_t *root, struct hc_receipt *r, struct hc_err *err);
 void hc_receipt_free(struct hc_receipt *r);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jump.h"
 #include "maglev.h"
 #include "ring.h"
 
@@ -95,51 +96,36 @@ int hc_ring_place_table(struct hc_ring *r, const void *key, size_t len, struct h
     if (hc_digest_once(r->key_digest, key, len, d) != 0)
         return -EIO;
     uint64_t bits = (uint64_t)hc_le32(d) | (uint64_t)hc_le32(d + 4) << 32;
-    uint32_t slot = (uint32_t)(bits % r->table_size);
+    uint32_t slot = r->kind == HC_RING_JUMP ? (uint32_t)hc_jump(bits, (int32_t)r->table_size)
+                                            : (uint32_t)(bits % r->table_size);
     *out = (struct hc_hit){.point = slot, .shard = r->table[slot]};
     return 0;
 }
 
-int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, struct hc_ring *r,
-                  struct hc_err *err)
+/* The ketama points of the online shards, `vnodes` a unit of weight (docs/contract.md §3), in
+ * ring order. r->key_digest must be open. Returns 0, -ENOMEM or -EIO with err filled. */
+static int hc_points_build(unsigned vnodes, const struct hc_membership *m, struct hc_ring *r,
+                           struct hc_err *err)
 {
-    memset(r, 0, sizeof *r);
-    int rc = hc_ring_id(c, m, r->id, err);
-    if (rc != 0)
-        return rc;
-    if (c->ring == HC_RING_MAGLEV) {
-        rc = hc_digest_open(hc_digest_ossl_name(c->hash), &r->key_digest, err);
-        rc = rc ? rc : hc_table_build(c, m, r, err);
-        if (rc != 0)
-            hc_ring_free(r);
-        return rc;
-    }
     for (size_t i = 0; i < m->n; i++)
         if (m->shards[i].state == HC_STATE_ONLINE)
-            r->vnodes_total += (uint64_t)c->vnodes * m->shards[i].weight;
-    rc = hc_digest_open(hc_digest_ossl_name(c->hash), &r->key_digest, err);
-    if (rc != 0)
-        return rc;
+            r->vnodes_total += (uint64_t)vnodes * m->shards[i].weight;
     r->points = malloc((r->vnodes_total ? r->vnodes_total : 1) * sizeof *r->points);
-    if (r->points == NULL) {
-        unsigned long long total = (unsigned long long)r->vnodes_total; /* freed just below */
-        hc_ring_free(r);
-        return hc_err_set(err, -ENOMEM, "out of memory for %llu ring points", total);
-    }
+    if (r->points == NULL)
+        return hc_err_set(err, -ENOMEM, "out of memory for %llu ring points",
+                          (unsigned long long)r->vnodes_total);
     size_t words = hc_digest_size(r->key_digest) / 4;
     for (size_t i = 0; i < m->n; i++) {
         const struct hc_shard *s = &m->shards[i];
         if (s->state != HC_STATE_ONLINE)
             continue;
-        uint32_t want = c->vnodes * s->weight;
+        uint32_t want = vnodes * s->weight;
         char text[HC_SHARD_ID_MAX + 32];
         unsigned char d[HC_DIGEST_MAX];
         for (uint32_t g = 0, k = 0; k < want; g++) {
             int len = snprintf(text, sizeof text, "%s-%u", s->id, g);
-            if (hc_digest_once(r->key_digest, text, (size_t)len, d) != 0) {
-                hc_ring_free(r);
+            if (hc_digest_once(r->key_digest, text, (size_t)len, d) != 0)
                 return hc_err_set(err, -EIO, "digest failed");
-            }
             for (size_t j = 0; j < words && k < want; j++, k++) {
                 struct hc_point *p = &r->points[r->n++];
                 p->value = hc_le32(d + 4 * j);
@@ -150,6 +136,52 @@ int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, st
     }
     qsort(r->points, r->n, sizeof *r->points, hc_point_cmp);
     return 0;
+}
+
+/* The jump table (docs/contract.md §10): slot s belongs to the owner of hash value
+ * floor(s * 2^32 / slots) on the ring of 160 points a unit of weight, looked up as ascending
+ * hashes along those points; the points are dropped once the slots are drawn. */
+static int hc_jump_table_build(const struct hc_contract *c, const struct hc_membership *m,
+                               struct hc_ring *r, struct hc_err *err)
+{
+    r->table_size = c->table;
+    int rc = hc_points_build(HC_JUMP_VNODES, m, r, err);
+    if (rc != 0 || r->n == 0)
+        return rc;
+    uint32_t *starts = malloc((size_t)c->table * sizeof *starts);
+    struct hc_hit *hits = malloc((size_t)c->table * sizeof *hits);
+    r->table = malloc((size_t)c->table * sizeof *r->table);
+    if (!starts || !hits || !r->table)
+        rc = hc_err_set(err, -ENOMEM, "out of memory for a table of %u slots", c->table);
+    for (uint64_t s = 0; rc == 0 && s < c->table; s++)
+        starts[s] = (uint32_t)((s << 32) / c->table);
+    if (rc == 0)
+        hc_ring_place_sorted(r, starts, c->table, hits);
+    for (uint32_t s = 0; rc == 0 && s < c->table; s++)
+        r->table[s] = hits[s].shard;
+    free(starts);
+    free(hits);
+    free(r->points);
+    r->points = NULL;
+    r->n = 0;
+    r->vnodes_total = 0;
+    return rc;
+}
+
+int hc_ring_build(const struct hc_contract *c, const struct hc_membership *m, struct hc_ring *r,
+                  struct hc_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = c->ring;
+    int rc = hc_ring_id(c, m, r->id, err);
+    rc = rc ? rc : hc_digest_open(hc_digest_ossl_name(c->hash), &r->key_digest, err);
+    if (rc == 0)
+        rc = c->ring == HC_RING_MAGLEV ? hc_table_build(c, m, r, err)
+             : c->ring == HC_RING_JUMP ? hc_jump_table_build(c, m, r, err)
+                                       : hc_points_build(c->vnodes, m, r, err);
+    if (rc != 0)
+        hc_ring_free(r);
+    return rc;
 }
 
 void hc_ring_free(struct hc_ring *r)

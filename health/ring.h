@@ -17,13 +17,14 @@ struct hc_point {
 };
 
 struct hc_ring {
-    struct hc_point *points; /* ascending by (value, shard id, vnode) */
+    enum hc_ring_kind kind;
+    struct hc_point *points; /* ascending by (value, shard id, vnode); ketama only */
     size_t n;
     uint64_t vnodes_total;
-    uint32_t *table;     /* maglev (docs/contract.md §11): each slot's shard (membership index);
-                            NULL when no shard is online, and under ketama */
-    uint32_t table_size; /* maglev: DISPATCH_MAGLEV_TABLE */
-    char id[41];         /* ring id: lowercase hex SHA-1, docs/contract.md §3 */
+    uint32_t *table; /* maglev, jump (docs/contract.md §11, §10): each slot's shard (membership
+                        index); NULL when no shard is online, and under ketama */
+    uint32_t table_size;          /* DISPATCH_MAGLEV_TABLE or DISPATCH_JUMP_SLOTS */
+    char id[41];                  /* ring id: lowercase hex SHA-1, docs/contract.md §3 */
     struct hc_digest *key_digest; /* the contract digest, for key hashes */
 };
 
@@ -48,8 +49,8 @@ void hc_ring_free(struct hc_ring *r);
 /* hash(key) = LE32(H(key)[0..3]) with the contract digest. Returns 0 or -EIO. */
 int hc_ring_key_hash(struct hc_ring *r, const void *key, size_t len, uint32_t *hash);
 
-/* Under maglev: the slot of a key (LE64 of its digest mod the table size) and its shard. The
- * table must not be empty. Returns 0 or -EIO. */
+/* Under maglev or jump: the slot of a key (LE64 of its digest mod the table size, or jumped to)
+ * and its shard. The table must not be empty. Returns 0 or -EIO. */
 int hc_ring_place_table(struct hc_ring *r, const void *key, size_t len, struct hc_hit *out);
 
 /* Looks up k hashes given in ascending order, by a galloping merge along the ring (each

@@ -140,12 +140,12 @@ static int hc_derive_spill(struct hc_derived *d, struct hc_epoch *ep, const stru
 }
 
 /* Places every key of r: along the ring (the key hashes sorted and merged with its points), or
- * under maglev at its table's slot (docs/contract.md §11). */
+ * under maglev and jump at its table's slot (docs/contract.md §11, §10). */
 static int hc_derive_hits(struct hc_derived *d, struct hc_epoch *ep, const struct hc_receipt *r,
                           struct hc_err *err)
 {
     struct hc_ring *ring = &ep->ring;
-    if (ep->contract.ring == HC_RING_MAGLEV) {
+    if (ep->contract.ring != HC_RING_KETAMA) {
         for (size_t i = 0; i < r->n_pl; i++)
             if (hc_ring_place_table(ring, r->pl[i].key.p, r->pl[i].key.n, &d->hit[i]) != 0)
                 return hc_err_set(err, -EIO, "digest failed");
@@ -174,7 +174,7 @@ static int hc_derive(struct hc_derived *d, struct hc_epoch *ep, const struct hc_
     if (rc != 0)
         return rc;
     struct hc_ring *ring = &ep->ring;
-    d->ring_empty = ep->contract.ring == HC_RING_MAGLEV ? ring->table == NULL : ring->n == 0;
+    d->ring_empty = ep->contract.ring != HC_RING_KETAMA ? ring->table == NULL : ring->n == 0;
     /* The 32-bit key hashes: ketama's placements and placement_hash; a table's slots come from
      * the key's 64 bits, digested once in hc_derive_hits. */
     for (size_t i = 0; ep->contract.ring == HC_RING_KETAMA && i < r->n_pl; i++) {

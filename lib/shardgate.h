@@ -42,8 +42,9 @@ typedef struct shardgate_topology shardgate_topology;
 
 /* Where a key lands (docs/contract.md §3): its shard (valid as long as the topology), the key's
  * 32-bit hash, the ring point and the shard's vnode it landed on, and 1 when the hash was above
- * every point and wrapped to the first. Under DISPATCH_HASH_RING=maglev (docs/contract.md §11)
- * `point` is the key's slot, `hash` the low 32 bits of its 64, vnode and wrapped 0. */
+ * every point and wrapped to the first. Under DISPATCH_HASH_RING=maglev or jump
+ * (docs/contract.md §11, §10) `point` is the key's slot, `hash` the low 32 bits of its 64, vnode
+ * and wrapped 0. */
 typedef struct shardgate_placement {
     const char *shard;
     size_t shard_len;

@@ -108,12 +108,14 @@ int ring_lookup_hashes(const struct ring *ring, const uint32_t *hashes, size_t n
     return 0;
 }
 
-/* A key's place in a Maglev table, its shard not yet read: the slot of the key's 64 bits
- * (docs/contract.md §11). */
+/* A key's place in a Maglev or jump table, its shard not yet read: the slot of the key's 64
+ * bits, by modulo (docs/contract.md §11) or by jump (docs/contract.md §10). */
 static struct ring_placement table_slot(const struct ring *ring, const void *key, size_t len)
 {
     uint64_t bits = ring_digest_u64(ring->digest, key, len);
-    uint32_t slot = (uint32_t)(bits % ring->table_size);
+    uint32_t slot = ring->algorithm == RING_JUMP
+                        ? (uint32_t)ring_jump(bits, (int32_t)ring->table_size)
+                        : (uint32_t)(bits % ring->table_size);
     return (struct ring_placement){.hash = (uint32_t)bits, .point = slot};
 }
 
@@ -132,7 +134,7 @@ int ring_lookup_keys(const struct ring *ring, const char *const *keys, const siz
 {
     if (ring->nshards == 0)
         return -ENOENT;
-    if (ring->algorithm != RING_MAGLEV) {
+    if (ring->algorithm == RING_KETAMA) {
         enum { CHUNK = 256 };
         uint32_t hash[CHUNK];
         for (size_t at = 0; at < n; at += CHUNK) {
@@ -153,7 +155,7 @@ int ring_lookup_keys(const struct ring *ring, const char *const *keys, const siz
 
 int ring_lookup(const struct ring *ring, const void *key, size_t len, struct ring_placement *out)
 {
-    if (ring->algorithm == RING_MAGLEV)
+    if (ring->algorithm != RING_KETAMA)
         return table_lookup(ring, key, len, out);
     if (ring->npoints == 0)
         return -ENOENT;

@@ -34,6 +34,8 @@ int ring_algorithm_parse(const char *name, enum ring_algorithm *out)
         *out = RING_KETAMA;
     else if (strcmp(name, "maglev") == 0)
         *out = RING_MAGLEV;
+    else if (strcmp(name, "jump") == 0)
+        *out = RING_JUMP;
     else
         return -EINVAL;
     return 0;
@@ -41,7 +43,7 @@ int ring_algorithm_parse(const char *name, enum ring_algorithm *out)
 
 const char *ring_algorithm_name(enum ring_algorithm algorithm)
 {
-    return algorithm == RING_MAGLEV ? "maglev" : "ketama";
+    return algorithm == RING_MAGLEV ? "maglev" : algorithm == RING_JUMP ? "jump" : "ketama";
 }
 
 static int slot_compare(const void *pa, const void *pb)
@@ -87,8 +89,8 @@ int ring__copy_shards(struct ring *ring, const struct ring_shard *shards, size_t
     return 0;
 }
 
-/* The ring id: SHA-1 of "<algorithm>\n<hash>\n<vnodes or table size>\n" and "<id> <weight>\n"
- * per shard. */
+/* The ring id: SHA-1 of "<algorithm>\n<hash>\n<vnodes or slots>\n" and "<id> <weight>\n" per
+ * shard. */
 void ring__compute_id(struct ring *ring)
 {
     static const char hex[] = "0123456789abcdef";
@@ -98,7 +100,7 @@ void ring__compute_id(struct ring *ring)
     SHA1_Init(&ctx);
     int n = snprintf(line, sizeof(line), "%s\n%s\n%u\n", ring_algorithm_name(ring->algorithm),
                      ring_digest_name(ring->digest),
-                     ring->algorithm == RING_MAGLEV ? ring->table_size : ring->vnodes);
+                     ring->algorithm == RING_KETAMA ? ring->vnodes : ring->table_size);
     SHA1_Update(&ctx, line, (size_t)n);
     for (size_t i = 0; i < ring->nshards; i++) {
         n = snprintf(line, sizeof(line), "%s %u\n", ring->shards[i].id, ring->shards[i].weight);

@@ -8,13 +8,17 @@
 enum ring_digest { RING_SHA1, RING_MD5 };
 
 /* DISPATCH_HASH_RING (docs/contract.md §1): ketama places on points (docs/contract.md §3),
- * maglev on the slots of a table (docs/contract.md §11). */
-enum ring_algorithm { RING_KETAMA, RING_MAGLEV };
+ * maglev and jump on the slots of a table (docs/contract.md §11, §10). */
+enum ring_algorithm { RING_KETAMA, RING_MAGLEV, RING_JUMP };
 
 #define RING_VNODES_MAX 4096
 #define RING_WEIGHT_MAX 1000
 #define RING_ID_HEX_LEN 40
 #define RING_MAGLEV_TABLE_MAX 16777213 /* the largest prime below 2^24 */
+#define RING_JUMP_SLOTS_MAX 16777216   /* 2^24 */
+#define RING_JUMP_VNODES                                                                           \
+    160 /* points per unit of weight of the ring a jump table is drawn from                        \
+         */
 
 struct ring;
 
@@ -52,10 +56,11 @@ int ring_digest_parse(const char *name, enum ring_digest *out);
 /* The contract name of a digest: "sha1" or "md5". */
 const char *ring_digest_name(enum ring_digest digest);
 
-/* Returns the algorithm named `name` ("ketama" or "maglev") in *out. Returns 0, or -EINVAL. */
+/* Returns the algorithm named `name` ("ketama", "maglev" or "jump") in *out. Returns 0, or
+ * -EINVAL. */
 int ring_algorithm_parse(const char *name, enum ring_algorithm *out);
 
-/* The contract name of an algorithm: "ketama" or "maglev". */
+/* The contract name of an algorithm: "ketama", "maglev" or "jump". */
 const char *ring_algorithm_name(enum ring_algorithm algorithm);
 
 /* Builds the ring of `n` online shards with `vnodes` points per unit of weight. Shards may
@@ -83,11 +88,21 @@ int ring_build_from(struct ring **out, const struct ring *prev, enum ring_digest
 int ring_build_maglev(struct ring **out, enum ring_digest digest, uint32_t table_size,
                       const struct ring_shard *shards, size_t n, struct ring_error *err);
 
+/* Builds the jump ring of `n` online shards (any order, ids unique) over `slots` slots
+ * (docs/contract.md §10): 1..RING_JUMP_SLOTS_MAX. A key's slot is ring_jump of its 64 bits; slot
+ * s belongs to the shard owning hash value floor(s * 2^32 / slots) on the ketama ring of the same
+ * shards with RING_JUMP_VNODES points per unit of weight. An empty shard list builds an empty
+ * ring. Returns 0 and the ring in *out, or -EINVAL / -ENOMEM with a message in err. Like a
+ * Maglev ring it has no points: ring_table gives the slots. */
+int ring_build_jump(struct ring **out, enum ring_digest digest, uint32_t slots,
+                    const struct ring_shard *shards, size_t n, struct ring_error *err);
+
 void ring_free(struct ring *ring);
 
 enum ring_algorithm ring_algorithm_of(const struct ring *ring);
 
-/* A Maglev ring's slots (0 for ketama), and the shard (id order) owning each, NULL when empty. */
+/* A Maglev or jump ring's slots (0 for ketama), and the shard (id order) owning each, NULL when
+ * empty. */
 uint32_t ring_table_size(const struct ring *ring);
 const uint32_t *ring_table(const struct ring *ring);
 
@@ -145,7 +160,7 @@ uint32_t ring_shard_weight(const struct ring *ring, uint32_t shard);
 const char *ring_id(const struct ring *ring);
 
 /* Jump consistent hash (docs/contract.md §10): the bucket in [0, buckets) of `key`, or -1 when
- * buckets < 1. Not yet a placement of the contract (DISPATCH_HASH_RING takes ketama only). */
+ * buckets < 1. */
 int32_t ring_jump(uint64_t key, int32_t buckets);
 
 /* 1 when `m` is a prime, the size a Maglev table must have (docs/contract.md §11). */
@@ -153,7 +168,7 @@ int ring_maglev_prime(uint32_t m);
 
 /* The Maglev table of `n` shards (ids unique, weights at least 1), listed in any order, with `m`
  * slots (docs/contract.md §11): table[s] is the index in `shards` of the shard that owns slot s (m
- * entries). Not yet a placement of the contract (DISPATCH_HASH_RING takes ketama only). Returns 0,
+ * entries). Returns 0,
  * or -EINVAL (no shard, an id twice, a weight 0, or m not a prime below 2^31), or -ENOMEM. */
 int ring_maglev_table(const struct ring_shard *shards, size_t n, uint32_t m,
                       enum ring_digest digest, uint32_t *table);

@@ -27,7 +27,7 @@ struct ring {
     enum ring_algorithm algorithm;
     enum ring_digest digest;
     uint32_t vnodes;     /* ketama */
-    uint32_t table_size; /* maglev: the slots of `table`, which holds each one's shard */
+    uint32_t table_size; /* maglev, jump: the slots of `table`, which holds each one's shard */
     uint32_t *table;
     size_t nshards;
     struct ring_shard_slot *shards; /* in id order */

@@ -109,8 +109,8 @@ function renderEpoch(ring, epochs) {
     ["source", current.source],
     ["since", current.time || "(not recorded)"],
     ["ring", ring.id, "mono"],
-    ring.algorithm === "maglev"
-      ? ["slots", ring.table + " (maglev table, " + ring.hash + ")"]
+    ring.table !== undefined
+      ? ["slots", ring.table + " (" + ring.algorithm + " table, " + ring.hash + ")"]
       : ["points", ring.vnodes_total + " (" + ring.vnodes + " per unit of weight, " + ring.hash + ")"],
     ["online shards", ring.online.length],
   ]);

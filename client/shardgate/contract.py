@@ -6,18 +6,23 @@ import re
 from typing import Any
 
 __all__ = ["Contract", "Shard", "Mismatch", "Unusable", "Unreadable", "CONTRACT_KEYS",
-           "contract_keys", "is_prime", "load_contract", "check_contract_value", "load_shards",
+           "contract_keys", "is_prime", "MAX_JUMP_SLOTS", "JUMP_VNODES", "load_contract", "check_contract_value", "load_shards",
            "check_membership",
            "check_ring_size", "parse_json_bytes", "canonical", "is_int", "is_name"]
 
-Contract = dict[str, Any]  # DISPATCH_* key -> value (DISPATCH_VNODES, _MAGLEV_TABLE an int)
+Contract = dict[str, Any]  # DISPATCH_* key -> value (the sizing key an int)
 Shard = dict[str, Any]  # {"id", "state", "capacity", "weight"}, weight defaulted to 1
 Mismatch = tuple[str, str, str]  # (field, expected, actual), one line of a BAD verdict
 
 CONTRACT_KEYS = ("DISPATCH_HASH_RING", "DISPATCH_VNODES", "DISPATCH_MAGLEV_TABLE",
-                 "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY")  # every key a file may hold
-SIZE_KEYS = {"ketama": "DISPATCH_VNODES", "maglev": "DISPATCH_MAGLEV_TABLE"}
+                 "DISPATCH_JUMP_SLOTS", "DISPATCH_RING_HASH",
+                 "DISPATCH_CAPACITY_POLICY")  # every key a file may hold
+SIZE_KEYS = {"ketama": "DISPATCH_VNODES", "maglev": "DISPATCH_MAGLEV_TABLE",
+             "jump": "DISPATCH_JUMP_SLOTS"}
 MAX_MAGLEV_TABLE = 16777213  # the largest prime below 2^24 (docs/contract.md §1)
+MAX_JUMP_SLOTS = 2**24
+# the points a unit of weight of the ring a jump table is drawn from (docs/contract.md §10)
+JUMP_VNODES = 160
 SHARD_STATES = ("online", "draining", "offline")
 SHARD_FIELDS = ("id", "state", "capacity", "weight")
 NAME_RE = re.compile(r"[A-Za-z0-9._:-]+")
@@ -61,9 +66,11 @@ def _prime_value(text):
 
 
 VALUE_RULES = {  # key: (allowed values or a parser of the text, "is not ..." text)
-    "DISPATCH_HASH_RING": (("ketama", "maglev"), "one of ketama, maglev"),
+    "DISPATCH_HASH_RING": (("ketama", "maglev", "jump"), "one of ketama, maglev, jump"),
     "DISPATCH_VNODES": (lambda v: _int_value(v, 1, 4096), "an integer 1..4096"),
     "DISPATCH_MAGLEV_TABLE": (_prime_value, "a prime 2..%d" % MAX_MAGLEV_TABLE),
+    "DISPATCH_JUMP_SLOTS": (lambda v: _int_value(v, 1, MAX_JUMP_SLOTS),
+                            "an integer 1..%d" % MAX_JUMP_SLOTS),
     "DISPATCH_RING_HASH": (("sha1", "md5"), "one of sha1, md5"),
     "DISPATCH_CAPACITY_POLICY": (("report", "reject", "spill"), "one of report, reject, spill"),
 }
@@ -129,26 +136,29 @@ def load_contract(path: str) -> Contract:
 
 def contract_keys(contract: Contract) -> tuple[str, ...]:
     """The four keys of a contract in the epoch id's order (docs/contract.md §7): the ring, the
-    key that sizes it (DISPATCH_VNODES, or DISPATCH_MAGLEV_TABLE under maglev), hash, policy."""
+    key that sizes it (DISPATCH_VNODES, DISPATCH_MAGLEV_TABLE or DISPATCH_JUMP_SLOTS), hash,
+    policy."""
     size_key = SIZE_KEYS.get(contract.get("DISPATCH_HASH_RING"), "DISPATCH_VNODES")
     return ("DISPATCH_HASH_RING", size_key, "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY")
 
 
 def _check_complete(path, contract, seen, last_line):
-    """Every key of the algorithm and none of the other's; spill needs ketama (docs/contract.md
-    §1, §9). A missing key has no line of its own: the end of the file is named."""
+    """Every key of the algorithm and no sizing key of another, the first in key order named;
+    spill needs ketama (docs/contract.md §1, §9). A missing key has no line of its own: the end
+    of the file is named."""
     if "DISPATCH_HASH_RING" not in contract:
         raise Unusable("contract: %s:%d: missing required key DISPATCH_HASH_RING"
                        % (path, last_line))
     ring = contract["DISPATCH_HASH_RING"]
-    other = SIZE_KEYS["ketama" if ring == "maglev" else "maglev"]
-    if other in seen:
-        raise Unusable("contract: %s:%d: %s is not a key of DISPATCH_HASH_RING=%s"
-                       % (path, seen[other], other, ring))
+    others = [key for key in CONTRACT_KEYS if key in SIZE_KEYS.values() and key != SIZE_KEYS[ring]]
+    for other in others:
+        if other in seen:
+            raise Unusable("contract: %s:%d: %s is not a key of DISPATCH_HASH_RING=%s"
+                           % (path, seen[other], other, ring))
     for key in CONTRACT_KEYS:
-        if key != other and key not in contract:
+        if key not in others and key not in contract:
             raise Unusable("contract: %s:%d: missing required key %s" % (path, last_line, key))
-    if ring == "maglev" and contract["DISPATCH_CAPACITY_POLICY"] == "spill":
+    if ring != "ketama" and contract["DISPATCH_CAPACITY_POLICY"] == "spill":
         raise Unusable("contract: %s:%d: DISPATCH_CAPACITY_POLICY: spill needs "
                        "DISPATCH_HASH_RING=ketama" % (path, seen["DISPATCH_CAPACITY_POLICY"]))
 
@@ -259,8 +269,9 @@ def load_shards(path: str) -> list[Shard]:
 
 def check_ring_size(path: str, contract: Contract, shards: list[Shard]) -> None:
     """Rule R2 (docs/contract.md, Membership): walking shards[] in file order, vnodes * weight
-    summed over online shards stays <= 2^24 points; under maglev, the online shards counted stay
-    <= DISPATCH_MAGLEV_TABLE. Raises Unusable naming the first over."""
+    summed over online shards stays <= 2^24 points (under jump, 160 points a unit of weight);
+    under maglev, the online shards counted stay <= DISPATCH_MAGLEV_TABLE. Raises Unusable
+    naming the first over."""
     if contract["DISPATCH_HASH_RING"] == "maglev":
         table, online = contract["DISPATCH_MAGLEV_TABLE"], 0
         for i, shard in enumerate(shards):
@@ -269,7 +280,7 @@ def check_ring_size(path: str, contract: Contract, shards: list[Shard]) -> None:
                 raise Unusable("shards: %s: shards[%d].state: more online shards than "
                                "DISPATCH_MAGLEV_TABLE (%d)" % (path, i, table))
         return
-    vnodes = contract["DISPATCH_VNODES"]
+    vnodes = contract.get("DISPATCH_VNODES", JUMP_VNODES)
     points = 0
     for i, shard in enumerate(shards):
         if shard["state"] == "online":

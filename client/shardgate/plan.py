@@ -25,8 +25,8 @@ def plan(ring_from: Ring, ring_to: Ring, from_epoch: str, to_epoch: str,
          shard_ids: Iterable[str], with_ranges: bool = False) -> dict[str, Any]:
     """The plan as an ordered dict (docs/tools.md §1). Independent of the gateway's walk: each
     arc ends at a distinct point value of either ring, and its owners are looked up by bisect;
-    two Maglev tables of one size are compared slot by slot, a slot an arc (docs/contract.md
-    §11)."""
+    two Maglev or jump tables of one size are compared slot by slot, a slot an arc
+    (docs/contract.md §11, §10)."""
     before = {i: 0 for i in shard_ids}
     after = dict(before)
     pairs = {}

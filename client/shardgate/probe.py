@@ -62,12 +62,10 @@ def main_plan(argv, prog):
     except Unusable as e:
         print(e, file=sys.stderr)
         return EXIT_UNUSABLE
-    if (isinstance(ring_a, MaglevRing) or isinstance(ring_b, MaglevRing)) and not (
-            isinstance(ring_a, MaglevRing) and isinstance(ring_b, MaglevRing)
-            and ring_a.size == ring_b.size):
-        print("plan: no plan between a Maglev table and a ketama ring, or between tables of two "
-              "sizes: their places share no unit of the hash space (docs/contract.md §11)",
-              file=sys.stderr)
+    if type(ring_a) is not type(ring_b) or (
+            isinstance(ring_a, MaglevRing) and ring_a.size != ring_b.size):
+        print("plan: no plan between two algorithms or between tables of two sizes: their "
+              "places share no unit of the hash space (docs/contract.md §11)", file=sys.stderr)
         return EXIT_UNREADABLE
     for which, ring in (("from", ring_a), ("to", ring_b)):
         if not ring.online:

@@ -7,9 +7,9 @@ import hashlib
 import struct
 from typing import Any
 
-from .contract import Contract, Shard, contract_keys, is_prime
+from .contract import JUMP_VNODES, Contract, Shard, contract_keys, is_prime
 
-__all__ = ["Ring", "MaglevRing", "make_ring", "key_hash", "shard_points", "epoch_id", "id_order",
+__all__ = ["Ring", "MaglevRing", "JumpRing", "make_ring", "key_hash", "shard_points", "epoch_id", "id_order",
            "online_shards", "spill_place", "jump", "key_u64", "maglev_table"]
 
 # ---------------------------------------------------------------- the ring (docs/contract.md §3)
@@ -130,24 +130,34 @@ class MaglevRing:
     """The Maglev table of the online shards (docs/contract.md §11): a key's slot is the LE64 of
     its digest mod the table size, and its shard the slot's owner."""
 
+    name = "maglev"
+
     def __init__(self, algorithm: str, size: int, shards: list[Shard]) -> None:
         """The table of `size` slots of the online shards of a membership."""
         self.algorithm = algorithm
         self.size = size
         self.online = online_shards(shards)
+        self.table = self._draw() if self.online else []
+
+    def _draw(self) -> list[int]:
+        """The owner of each slot, an index into self.online: Maglev's fill."""
         ids = [(s["id"].encode("utf-8"), s["weight"]) for s in self.online]
-        self.table = maglev_table(ids, size, algorithm) if ids else []
+        return maglev_table(ids, self.size, self.algorithm)
+
+    def slot(self, key_bytes: bytes) -> int:
+        """The slot of a key."""
+        return key_u64(self.algorithm, key_bytes) % self.size
 
     @property
     def ring_id(self) -> str:
-        """SHA-1 of "maglev", the hash, the table size and the online shards' ids and weights."""
-        text = "maglev\n%s\n%d\n" % (self.algorithm, self.size)
+        """SHA-1 of the algorithm, the hash, the slots and the online shards' ids and weights."""
+        text = "%s\n%s\n%d\n" % (self.name, self.algorithm, self.size)
         text += "".join("%s %d\n" % (s["id"], s["weight"]) for s in self.online)
         return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
     def lookup(self, key_bytes: bytes) -> tuple[int, str | None]:
         """Returns (slot, shard id) of a key; the shard is None when no shard is online."""
-        slot = key_u64(self.algorithm, key_bytes) % self.size
+        slot = self.slot(key_bytes)
         return slot, self.online[self.table[slot]]["id"] if self.table else None
 
     def owner(self, key_bytes: bytes) -> str | None:
@@ -161,15 +171,35 @@ class MaglevRing:
                 "shard": shard, "reason": "table"}
 
     def summary(self) -> dict[str, Any]:
-        """The receipt's ring object under maglev (docs/contract.md §11)."""
-        return {"id": self.ring_id, "algorithm": "maglev", "hash": self.algorithm,
+        """The receipt's ring object under maglev or jump (docs/contract.md §11, §10)."""
+        return {"id": self.ring_id, "algorithm": self.name, "hash": self.algorithm,
                 "table": self.size, "online": [s["id"] for s in self.online]}
+
+
+class JumpRing(MaglevRing):
+    """Jump onto a fixed number of slots (docs/contract.md §10): a key's slot is jump of its
+    LE64 over the slots; slot s belongs to the owner of hash value floor(s * 2^32 / slots) on
+    the ketama ring of the online shards with 160 points per unit of weight."""
+
+    name = "jump"
+
+    def _draw(self) -> list[int]:
+        """The owner of each slot: the ketama owner of the slot's start."""
+        ketama = Ring(self.algorithm, JUMP_VNODES, self.online)
+        index = {s["id"]: i for i, s in enumerate(self.online)}
+        return [index[ketama.lookup_hash((s << 32) // self.size)[2]] for s in range(self.size)]
+
+    def slot(self, key_bytes: bytes) -> int:
+        """The slot of a key."""
+        return jump(key_u64(self.algorithm, key_bytes), self.size)
 
 
 def make_ring(contract: Contract, shards: list[Shard]) -> "Ring | MaglevRing":
     """The ring a contract names, of the online shards of a membership."""
     if contract["DISPATCH_HASH_RING"] == "maglev":
         return MaglevRing(contract["DISPATCH_RING_HASH"], contract["DISPATCH_MAGLEV_TABLE"], shards)
+    if contract["DISPATCH_HASH_RING"] == "jump":
+        return JumpRing(contract["DISPATCH_RING_HASH"], contract["DISPATCH_JUMP_SLOTS"], shards)
     return Ring(contract["DISPATCH_RING_HASH"], contract["DISPATCH_VNODES"], shards)
 
 

@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-from .contract import (MAX_MAGLEV_TABLE, Contract, Mismatch, Shard, Unreadable, Unusable,
+from .contract import (MAX_JUMP_SLOTS, Contract, Mismatch, Shard, Unreadable, Unusable,
                        check_contract_value, check_membership, check_ring_size, contract_keys,
                        is_int, is_name, parse_json_bytes)
 from .journal import CRC_MISMATCH, journal_lines, line_record
@@ -65,14 +65,14 @@ def record_contract(value: Any) -> Contract:
             keys or contract_keys({})))
     for key in keys:
         v = value[key]
-        text = str(v) if key == keys[1] and is_int(v, 1, MAX_MAGLEV_TABLE) else v
+        text = str(v) if key == keys[1] and is_int(v, 1, MAX_JUMP_SLOTS) else v
         if not isinstance(text, str):
             raise ValueError('contract.%s: %s is not valid' % (key, show(v, 0)))
         try:
             check_contract_value(key, text)
         except ValueError as e:
             raise ValueError("contract.%s" % e)
-    if value["DISPATCH_HASH_RING"] == "maglev" and value["DISPATCH_CAPACITY_POLICY"] == "spill":
+    if value["DISPATCH_HASH_RING"] != "ketama" and value["DISPATCH_CAPACITY_POLICY"] == "spill":
         raise ValueError("contract.DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama")
     return dict(value)
 

@@ -9,13 +9,24 @@
 #include "fileio.h"
 #include "number.h"
 
-enum contract_key { KEY_RING, KEY_VNODES, KEY_TABLE, KEY_HASH, KEY_POLICY, KEY_COUNT };
+enum contract_key { KEY_RING, KEY_VNODES, KEY_TABLE, KEY_SLOTS, KEY_HASH, KEY_POLICY, KEY_COUNT };
 
 static const char *const key_names[KEY_COUNT] = {
-    [KEY_RING] = "DISPATCH_HASH_RING",         [KEY_VNODES] = "DISPATCH_VNODES",
-    [KEY_TABLE] = "DISPATCH_MAGLEV_TABLE",     [KEY_HASH] = "DISPATCH_RING_HASH",
-    [KEY_POLICY] = "DISPATCH_CAPACITY_POLICY",
+    [KEY_RING] = "DISPATCH_HASH_RING",     [KEY_VNODES] = "DISPATCH_VNODES",
+    [KEY_TABLE] = "DISPATCH_MAGLEV_TABLE", [KEY_SLOTS] = "DISPATCH_JUMP_SLOTS",
+    [KEY_HASH] = "DISPATCH_RING_HASH",     [KEY_POLICY] = "DISPATCH_CAPACITY_POLICY",
 };
+
+/* The key that sizes each algorithm's ring (docs/contract.md §1). */
+static enum contract_key size_key(enum ring_algorithm a)
+{
+    return a == RING_MAGLEV ? KEY_TABLE : a == RING_JUMP ? KEY_SLOTS : KEY_VNODES;
+}
+
+static int is_size_key(int k)
+{
+    return k == KEY_VNODES || k == KEY_TABLE || k == KEY_SLOTS;
+}
 
 struct contract_parse {
     const char *name;
@@ -40,12 +51,12 @@ const char *gw_policy_name(enum gw_policy policy)
 
 const char *gw_contract_size_key(const struct gw_contract *c)
 {
-    return key_names[c->algorithm == RING_MAGLEV ? KEY_TABLE : KEY_VNODES];
+    return key_names[size_key(c->algorithm)];
 }
 
 uint32_t gw_contract_size(const struct gw_contract *c)
 {
-    return c->algorithm == RING_MAGLEV ? c->table : c->vnodes;
+    return c->algorithm == RING_KETAMA ? c->vnodes : c->table;
 }
 
 int gw_policy_refuses_over_capacity(enum gw_policy policy)
@@ -70,7 +81,7 @@ static int set_value(struct contract_parse *p, enum contract_key key, const char
     switch (key) {
     case KEY_RING:
         if (ring_algorithm_parse(v, &p->out->algorithm) != 0)
-            return fail(p, p->lineno, detail, "one of ketama, maglev");
+            return fail(p, p->lineno, detail, "one of ketama, maglev, jump");
         return 0;
     case KEY_VNODES:
         if (parse_range(v, 1, RING_VNODES_MAX, &n) != 0)
@@ -80,6 +91,11 @@ static int set_value(struct contract_parse *p, enum contract_key key, const char
     case KEY_TABLE:
         if (parse_range(v, 2, RING_MAGLEV_TABLE_MAX, &n) != 0 || !ring_maglev_prime((uint32_t)n))
             return fail(p, p->lineno, detail, "a prime 2..16777213");
+        p->out->table = (uint32_t)n;
+        return 0;
+    case KEY_SLOTS:
+        if (parse_range(v, 1, RING_JUMP_SLOTS_MAX, &n) != 0)
+            return fail(p, p->lineno, detail, "an integer 1..16777216");
         p->out->table = (uint32_t)n;
         return 0;
     case KEY_HASH:
@@ -151,24 +167,25 @@ static int parse_line(struct contract_parse *p, char *line)
     return set_value(p, (enum contract_key)key, eq + 1);
 }
 
-/* Every key the algorithm takes is there, and no key of another one (docs/contract.md §1); spill
- * walks a ring's points, so it needs ketama (docs/contract.md §9). */
+/* Every key the algorithm takes is there, and no sizing key of another one, the first in key order
+ * named (docs/contract.md §1); spill walks a ring's points, so it needs ketama (docs/contract.md
+ * §9). */
 static int check_complete(struct contract_parse *p)
 {
     if (!p->seen_on[KEY_RING])
         return fail(p, p->lineno, "missing required key ", key_names[KEY_RING]);
-    int maglev = p->out->algorithm == RING_MAGLEV;
-    enum contract_key other = maglev ? KEY_VNODES : KEY_TABLE;
+    enum contract_key own = size_key(p->out->algorithm);
     char detail[128];
-    if (p->seen_on[other]) {
-        snprintf(detail, sizeof(detail), "%s is not a key of DISPATCH_HASH_RING=%s",
-                 key_names[other], ring_algorithm_name(p->out->algorithm));
-        return fail(p, p->seen_on[other], detail, "");
-    }
     for (int k = 0; k < KEY_COUNT; k++)
-        if (k != (int)other && !p->seen_on[k])
+        if (is_size_key(k) && k != (int)own && p->seen_on[k]) {
+            snprintf(detail, sizeof(detail), "%s is not a key of DISPATCH_HASH_RING=%s",
+                     key_names[k], ring_algorithm_name(p->out->algorithm));
+            return fail(p, p->seen_on[k], detail, "");
+        }
+    for (int k = 0; k < KEY_COUNT; k++)
+        if ((!is_size_key(k) || k == (int)own) && !p->seen_on[k])
             return fail(p, p->lineno, "missing required key ", key_names[k]);
-    if (maglev && p->out->policy == GW_POLICY_SPILL)
+    if (p->out->algorithm != RING_KETAMA && p->out->policy == GW_POLICY_SPILL)
         return fail(p, p->seen_on[KEY_POLICY],
                     "DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama", "");
     return 0;

@@ -13,8 +13,8 @@ enum gw_policy { GW_POLICY_REPORT, GW_POLICY_REJECT, GW_POLICY_SPILL };
 struct gw_contract {
     enum ring_algorithm algorithm;
     enum ring_digest digest;
-    uint32_t vnodes; /* ketama: DISPATCH_VNODES; maglev: 0 */
-    uint32_t table;  /* maglev: DISPATCH_MAGLEV_TABLE; ketama: 0 */
+    uint32_t vnodes; /* ketama: DISPATCH_VNODES; maglev, jump: 0 */
+    uint32_t table;  /* maglev: DISPATCH_MAGLEV_TABLE; jump: DISPATCH_JUMP_SLOTS; ketama: 0 */
     enum gw_policy policy;
 };
 
@@ -28,8 +28,8 @@ int gw_contract_load(const char *path, struct gw_contract *out, struct gw_error 
 
 const char *gw_policy_name(enum gw_policy policy);
 
-/* The key that sizes the ring of this contract's algorithm, "DISPATCH_VNODES" or
- * "DISPATCH_MAGLEV_TABLE", and its value (docs/contract.md §1). */
+/* The key that sizes the ring of this contract's algorithm, "DISPATCH_VNODES",
+ * "DISPATCH_MAGLEV_TABLE" or "DISPATCH_JUMP_SLOTS", and its value (docs/contract.md §1). */
 const char *gw_contract_size_key(const struct gw_contract *c);
 uint32_t gw_contract_size(const struct gw_contract *c);
 

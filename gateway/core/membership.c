@@ -266,7 +266,7 @@ int gw_membership_check_ring(const struct gw_membership *m, const struct gw_cont
 {
     if (c->algorithm == RING_MAGLEV)
         return check_slots(m, c->table, name, err);
-    return check_points(m, c->vnodes, name, err);
+    return check_points(m, c->algorithm == RING_JUMP ? RING_JUMP_VNODES : c->vnodes, name, err);
 }
 
 int gw_membership_parse_tree(const char *text, size_t len, const char *name,

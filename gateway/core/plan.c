@@ -141,7 +141,7 @@ static void count_arc(void *ctx, uint64_t start, uint64_t len, uint32_t shard_a,
  * size slot by slot, a slot an arc of length 1 (docs/contract.md §11). */
 static void walk_arcs(struct walk *w, const struct ring *from, const struct ring *to)
 {
-    if (ring_algorithm_of(from) == RING_MAGLEV) {
+    if (ring_algorithm_of(from) != RING_KETAMA) {
         const uint32_t *a = ring_table(from), *b = ring_table(to);
         for (uint32_t s = 0; s < ring_table_size(from); s++)
             count_arc(w, s, 1, a[s], b[s]);
@@ -242,12 +242,10 @@ static int check_rings(const struct gw_topology *from, const struct gw_topology 
                        struct gw_error *err)
 {
     const struct gw_contract *a = &from->contract, *b = &to->contract;
-    if ((a->algorithm == RING_MAGLEV || b->algorithm == RING_MAGLEV) &&
-        (a->algorithm != b->algorithm || a->table != b->table)) {
+    if (a->algorithm != b->algorithm || a->table != b->table) {
         gw_error_set(err, "",
-                     "plan: no plan between a Maglev table and a ketama ring, or "
-                     "between tables of two sizes: their places share no unit of the "
-                     "hash space (docs/contract.md §11)");
+                     "plan: no plan between two algorithms or between tables of two sizes: "
+                     "their places share no unit of the hash space (docs/contract.md §11)");
         return -EINVAL;
     }
     const char *empty = ring_shard_count(from->ring) == 0 ? "from"
@@ -307,7 +305,7 @@ int gw_plan_compute(const struct gw_topology *from, const struct gw_topology *to
         return rc;
     copy_names(out, from, to);
     out->space =
-        from->contract.algorithm == RING_MAGLEV ? from->contract.table : GW_PLAN_HASH_SPACE;
+        from->contract.algorithm == RING_KETAMA ? GW_PLAN_HASH_SPACE : from->contract.table;
     size_t total = from->members.count + to->members.count;
     out->shards = calloc(total ? total : 1, sizeof(*out->shards));
     uint32_t *a_map = malloc((from->members.count + 1) * sizeof(*a_map));

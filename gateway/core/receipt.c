@@ -17,12 +17,12 @@ static void write_placement_where(struct gw_buf *out, const struct gw_topology *
     gw_topology_shard_json(t, out, p->shard);
 }
 
-/* ... then the reason of a placement at its home point; on a Maglev ring, its slot, shard and
- * reason "table" (docs/contract.md §11). */
+/* ... then the reason of a placement at its home point; on a Maglev or jump ring, its slot, shard
+ * and reason "table" (docs/contract.md §11, §10). */
 static void write_placement_tail(struct gw_buf *out, const struct gw_topology *t,
                                  const struct ring_placement *p)
 {
-    if (t->contract.algorithm == RING_MAGLEV) {
+    if (t->contract.algorithm != RING_KETAMA) {
         gw_buf_field_u64(out, ",\"slot\":", p->point);
         gw_buf_puts(out, ",\"shard\":");
         gw_topology_shard_json(t, out, p->shard);
@@ -33,7 +33,7 @@ static void write_placement_tail(struct gw_buf *out, const struct gw_topology *t
     gw_buf_puts(out, p->wrapped ? ",\"reason\":\"wrap\"}" : ",\"reason\":\"ring\"}");
 }
 
-/* A Maglev ring's slots: the shard of each, in slot order. */
+/* A Maglev or jump ring's slots: the shard of each, in slot order. */
 static void write_slots(struct gw_buf *out, const struct gw_topology *t)
 {
     const uint32_t *table = ring_table(t->ring);
@@ -65,7 +65,7 @@ static void write_points(struct gw_buf *out, const struct gw_topology *t)
 void gw_ring_write(struct gw_buf *out, const struct gw_topology *t, int points)
 {
     gw_buf_append(out, t->ring_json.data, t->ring_json.len);
-    if (points && t->contract.algorithm == RING_MAGLEV)
+    if (points && t->contract.algorithm != RING_KETAMA)
         write_slots(out, t);
     else if (points)
         write_points(out, t);

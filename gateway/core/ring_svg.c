@@ -50,7 +50,7 @@ static size_t table_runs(const struct ring *ring, run_fn fn, void *ctx)
 static uint32_t owner_at(const struct ring *ring, uint32_t v)
 {
     struct ring_placement at = {0};
-    if (ring_algorithm_of(ring) == RING_MAGLEV)
+    if (ring_algorithm_of(ring) != RING_KETAMA)
         return ring_table(ring)[((uint64_t)v * ring_table_size(ring)) >> 32];
     ring_lookup_hash(ring, v, &at);
     return at.shard;
@@ -61,7 +61,7 @@ static uint32_t owner_at(const struct ring *ring, uint32_t v)
  * number of runs. */
 static size_t ring_runs(const struct ring *ring, run_fn fn, void *ctx)
 {
-    if (ring_algorithm_of(ring) == RING_MAGLEV)
+    if (ring_algorithm_of(ring) != RING_KETAMA)
         return table_runs(ring, fn, ctx);
     const struct ring_point *p = ring_points(ring);
     size_t n = ring_points_total(ring), first = n;
@@ -269,11 +269,11 @@ static int put_ring(struct gw_buf *b, const struct gw_topology *t)
     }
     size_t runs = ring_runs(ring, draw_run, &d); /* keeps the runs and sums the owned hashes */
     put_head(b, t);
-    int table = ring_algorithm_of(ring) == RING_MAGLEV;
+    int table = ring_algorithm_of(ring) != RING_KETAMA;
     gw_buf_printf(b,
                   "<text x=\"20\" y=\"28\" font-size=\"15\">%s %.12s, %zu %s, %zu "
                   "online shards, epoch %.12s</text>\n",
-                  table ? "maglev" : "ring", ring_id(ring),
+                  table ? ring_algorithm_name(ring_algorithm_of(ring)) : "ring", ring_id(ring),
                   table ? (size_t)ring_table_size(ring) : ring_points_total(ring),
                   table ? "slots" : "points", ring_shard_count(ring), t->epoch);
     int exact = runs <= GW_SVG_MAX_ARCS;
@@ -391,7 +391,7 @@ static void put_moved_bins(struct gw_buf *b, const uint64_t *bins)
 static void walk_drawn_pair(const struct ring *from, const struct ring *to, ring_pair_fn fn,
                             void *ctx)
 {
-    if (ring_algorithm_of(from) != RING_MAGLEV) {
+    if (ring_algorithm_of(from) == RING_KETAMA) {
         ring_walk_pair(from, to, fn, ctx);
         return;
     }

@@ -28,7 +28,7 @@ static int render_once(struct gw_topology *t)
     gw_buf_puts(out, ring_algorithm_name(ring_algorithm_of(t->ring)));
     gw_buf_puts(out, "\",\"hash\":\"");
     gw_buf_puts(out, ring_digest_name(ring_digest_of(t->ring)));
-    if (ring_algorithm_of(t->ring) == RING_MAGLEV) {
+    if (ring_algorithm_of(t->ring) != RING_KETAMA) {
         gw_buf_field_u64(out, "\",\"table\":", ring_table_size(t->ring));
     } else {
         gw_buf_field_u64(out, "\",\"vnodes\":", ring_vnodes(t->ring));
@@ -84,6 +84,8 @@ int gw_topology_build_from(const struct gw_contract *contract, struct gw_members
     struct ring_error rerr;
     if (contract->algorithm == RING_MAGLEV)
         rc = ring_build_maglev(&out->ring, contract->digest, contract->table, online, k, &rerr);
+    else if (contract->algorithm == RING_JUMP)
+        rc = ring_build_jump(&out->ring, contract->digest, contract->table, online, k, &rerr);
     else
         rc =
             ring_build_from(&out->ring, prev, contract->digest, contract->vnodes, online, k, &rerr);

@@ -195,13 +195,14 @@ static void render_ring_share(struct gw_buf *out, const struct ring *ring)
 static void render_ring(struct gw_buf *out, const struct gw_topology *t)
 {
     gw_metrics_header(out, "shardgate_ring_points", "gauge",
-                      "Points on the ring (VNODES x weight over the online shards; maglev: 0).");
+                      "Points on the ring (VNODES x weight over the online shards; maglev, jump: "
+                      "0).");
     put_f(out, "shardgate_ring_points %zu\n", ring_points_total(t->ring));
     gw_metrics_header(out, "shardgate_ring_info", "gauge", "The ring the gateway places with.");
-    if (t->contract.algorithm == RING_MAGLEV)
-        put_f(out,
-              "shardgate_ring_info{id=\"%s\",algorithm=\"maglev\",hash=\"%s\",table=\"%u\"} 1\n",
-              ring_id(t->ring), ring_digest_name(t->contract.digest), (unsigned)t->contract.table);
+    if (t->contract.algorithm != RING_KETAMA)
+        put_f(out, "shardgate_ring_info{id=\"%s\",algorithm=\"%s\",hash=\"%s\",table=\"%u\"} 1\n",
+              ring_id(t->ring), ring_algorithm_name(t->contract.algorithm),
+              ring_digest_name(t->contract.digest), (unsigned)t->contract.table);
     else
         put_f(out, "shardgate_ring_info{id=\"%s\",hash=\"%s\",vnodes=\"%u\"} 1\n", ring_id(t->ring),
               ring_digest_name(t->contract.digest), (unsigned)t->contract.vnodes);

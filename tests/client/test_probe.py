@@ -17,6 +17,8 @@ CONTRACT = ("# test contract\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=160\n"
             "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
 MAGLEV = ("# test contract\nDISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=13\n"
           "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
+JUMP = ("# test contract\nDISPATCH_HASH_RING=jump\nDISPATCH_JUMP_SLOTS=1024\n"
+        "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n")
 
 
 def golden_text():
@@ -490,7 +492,7 @@ BAD_CONTRACTS = [
     (CONTRACT.replace("=report", "=drop"),
      '5: DISPATCH_CAPACITY_POLICY: "drop" is not one of report, reject, spill', "policy"),
     (CONTRACT.replace("=ketama", "=modula"),
-     '2: DISPATCH_HASH_RING: "modula" is not one of ketama, maglev', "algorithm"),
+     '2: DISPATCH_HASH_RING: "modula" is not one of ketama, maglev, jump', "algorithm"),
     (MAGLEV.replace("=13", "=65536"),
      '3: DISPATCH_MAGLEV_TABLE: "65536" is not a prime 2..16777213', "table not a prime"),
     (MAGLEV.replace("=13", "=1"), '3: DISPATCH_MAGLEV_TABLE: "1" is not a prime 2..16777213',
@@ -505,6 +507,18 @@ BAD_CONTRACTS = [
      "4: DISPATCH_MAGLEV_TABLE is not a key of DISPATCH_HASH_RING=ketama", "table under ketama"),
     (MAGLEV.replace("=report", "=spill"),
      "5: DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama", "spill under maglev"),
+    (JUMP.replace("=1024", "=0"), '3: DISPATCH_JUMP_SLOTS: "0" is not an integer 1..16777216',
+     "no slot"),
+    (JUMP.replace("=1024", "=16777217"),
+     '3: DISPATCH_JUMP_SLOTS: "16777217" is not an integer 1..16777216', "slots past 2^24"),
+    (JUMP.replace("DISPATCH_JUMP_SLOTS=1024\n", ""),
+     "4: missing required key DISPATCH_JUMP_SLOTS", "jump without its slots"),
+    (JUMP + "DISPATCH_MAGLEV_TABLE=13\nDISPATCH_VNODES=160\n",
+     "7: DISPATCH_VNODES is not a key of DISPATCH_HASH_RING=jump", "two foreign keys: key order"),
+    (MAGLEV + "DISPATCH_JUMP_SLOTS=16\n",
+     "6: DISPATCH_JUMP_SLOTS is not a key of DISPATCH_HASH_RING=maglev", "slots under maglev"),
+    (JUMP.replace("=report", "=spill"),
+     "5: DISPATCH_CAPACITY_POLICY: spill needs DISPATCH_HASH_RING=ketama", "spill under jump"),
     (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES ="),
      "3: no spaces are allowed around '='", "space before ="),
     (CONTRACT.replace("DISPATCH_VNODES=", "DISPATCH_VNODES= "),
@@ -653,6 +667,11 @@ def errors_agree_with_gateway():
     maglev = write(os.path.join(tmp, "maglev.env"), MAGLEV)
     cases.append((maglev, write(os.path.join(tmp, "s-maglev.json"), many_shards(20, offline=3)),
                   "R2 maglev slots"))
+    # R2 under jump: 160 points a unit of weight; the 105th shard of weight 1000 passes 2^24.
+    jump = write(os.path.join(tmp, "jump.env"), JUMP)
+    cases.append((jump, write(os.path.join(tmp, "s-jump.json"), many_shards(110, weight=1000,
+                                                                           offline=2)),
+                  "R2 jump points"))
     for conf, shards, what in cases:
         mine = probe(conf=conf, shards=shards)
         theirs = run([gateway, "ring", "--conf", conf, "--shards", shards])

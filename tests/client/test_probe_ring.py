@@ -213,5 +213,27 @@ def maglev_worked_example_and_golden_file():
     eq((tables, keys), (12, 8), "rows")
 
 
+@case("probe_ring")
+def jump_ring_worked_example():
+    """docs/contract.md §10's worked example: s0, s1, s2 over 13 slots (the same figures as
+    unit/test_jump's for the gateway), each slot the ketama owner of its start, keys a, b, c at
+    slots 3, 10, 2, and an added shard taking slots only."""
+    sg = client_package()
+    ring = sg.ring.JumpRing("sha1", 13, [shard("s2"), shard("s0"), shard("s1")])
+    eq("".join(ring.online[i]["id"][1] for i in ring.table), "1110011012220", "table")
+    eq(ring.ring_id, "3372cede41e717b33f44256369ccd6c9ade0254c", "ring id")
+    eq([ring.lookup(k) for k in (b"a", b"b", b"c")], [(3, "s0"), (10, "s2"), (2, "s1")], "keys")
+    ketama = sg.ring.Ring("sha1", 160, [shard("s2"), shard("s0"), shard("s1")])
+    eq([ring.online[i]["id"] for i in ring.table],
+       [ketama.lookup_hash(s * 2**32 // 13)[2] for s in range(13)], "owners of the starts")
+    eq(ring.summary(), {"id": ring.ring_id, "algorithm": "jump", "hash": "sha1", "table": 13,
+                        "online": ["s0", "s1", "s2"]}, "summary")
+    more = sg.ring.JumpRing("sha1", 1000, [shard("s2"), shard("s0"), shard("s1"), shard("s3")])
+    less = sg.ring.JumpRing("sha1", 1000, [shard("s2"), shard("s0"), shard("s1")])
+    moved = [(less.online[a]["id"], more.online[b]["id"]) for a, b in zip(less.table, more.table)
+             if less.online[a]["id"] != more.online[b]["id"]]
+    ok(moved and all(to == "s3" for _, to in moved), "an added shard only takes slots")
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv, ("source",)))

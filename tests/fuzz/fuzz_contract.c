@@ -22,6 +22,7 @@ static void check_health_agrees(const uint8_t *data, size_t size, const struct g
     FUZZ_REQUIRE(rc == 0);
     FUZZ_REQUIRE(hc.vnodes == c->vnodes && hc.table == c->table);
     FUZZ_REQUIRE((hc.ring == HC_RING_MAGLEV) == (c->algorithm == RING_MAGLEV));
+    FUZZ_REQUIRE((hc.ring == HC_RING_JUMP) == (c->algorithm == RING_JUMP));
     FUZZ_REQUIRE((hc.hash == HC_HASH_MD5) == (c->digest == RING_MD5));
     FUZZ_REQUIRE((hc.policy == HC_POLICY_REJECT) == (c->policy == GW_POLICY_REJECT));
 }
@@ -76,6 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_REQUIRE(fuzz_contains(data, size, "DISPATCH_MAGLEV_TABLE=") && c.vnodes == 0 &&
                      c.table >= 2 && c.table <= RING_MAGLEV_TABLE_MAX &&
                      ring_maglev_prime(c.table) && c.policy != GW_POLICY_SPILL);
+    else if (c.algorithm == RING_JUMP)
+        FUZZ_REQUIRE(fuzz_contains(data, size, "DISPATCH_JUMP_SLOTS=") && c.vnodes == 0 &&
+                     c.table >= 1 && c.table <= RING_JUMP_SLOTS_MAX && c.policy != GW_POLICY_SPILL);
     else
         FUZZ_REQUIRE(fuzz_contains(data, size, "DISPATCH_VNODES=") && c.table == 0 &&
                      c.vnodes >= 1 && c.vnodes <= RING_VNODES_MAX);

@@ -60,7 +60,7 @@ p = conf("hash", [GOOD[0], GOOD[1], GOOD[2], "DISPATCH_RING_HASH=crc32", GOOD[4]
 expect3("bad hash", p, SHARDS, "contract: %s:4: DISPATCH_RING_HASH: must be sha1 or md5, got 'crc32'" % p)
 p = conf("ring", [GOOD[0], "DISPATCH_HASH_RING=modula"] + GOOD[2:])
 expect3("bad ring", p, SHARDS,
-        "contract: %s:2: DISPATCH_HASH_RING: must be ketama or maglev, got 'modula'" % p)
+        "contract: %s:2: DISPATCH_HASH_RING: must be ketama, maglev or jump, got 'modula'" % p)
 # A Maglev contract (docs/contract.md §1, §11): its own key, not the other's, and no spill.
 MAGLEV = [GOOD[0], "DISPATCH_HASH_RING=maglev", "DISPATCH_MAGLEV_TABLE=13"] + GOOD[3:]
 p = conf("maglev-vnodes", MAGLEV + ["DISPATCH_VNODES=160"])
@@ -75,6 +75,31 @@ expect3("table not a prime", p, SHARDS,
 p = conf("maglev-spill", MAGLEV[:4] + ["DISPATCH_CAPACITY_POLICY=spill"])
 expect3("spill under maglev", p, SHARDS,
         "contract: %s:5: DISPATCH_CAPACITY_POLICY: spill needs ketama" % p)
+# A jump contract (docs/contract.md §1, §10): its slots, no other ring's key (the first in key
+# order named), no spill; R2 counts 160 points a unit of weight.
+JUMP = [GOOD[0], "DISPATCH_HASH_RING=jump", "DISPATCH_JUMP_SLOTS=1024"] + GOOD[3:]
+p = conf("jump-foreign", JUMP + ["DISPATCH_MAGLEV_TABLE=13", "DISPATCH_VNODES=160"])
+expect3("vnodes and a table under jump", p, SHARDS,
+        "contract: %s:7: DISPATCH_VNODES: not a key of DISPATCH_HASH_RING=jump" % p)
+p = conf("jump-no-slots", JUMP[:2] + JUMP[3:])
+expect3("jump without slots", p, SHARDS,
+        "contract: %s:4: missing required key DISPATCH_JUMP_SLOTS" % p)
+p = conf("jump-slots-big", JUMP[:2] + ["DISPATCH_JUMP_SLOTS=16777217"] + JUMP[3:])
+expect3("slots past 2^24", p, SHARDS,
+        "contract: %s:3: DISPATCH_JUMP_SLOTS: 16777217 is out of range 1..16777216" % p)
+p = conf("jump-slots-zero", JUMP[:2] + ["DISPATCH_JUMP_SLOTS=01"] + JUMP[3:])
+expect3("slots with a leading zero", p, SHARDS,
+        "contract: %s:3: DISPATCH_JUMP_SLOTS: not an integer: '01'" % p)
+p = conf("jump-spill", JUMP[:4] + ["DISPATCH_CAPACITY_POLICY=spill"])
+expect3("spill under jump", p, SHARDS,
+        "contract: %s:5: DISPATCH_CAPACITY_POLICY: spill needs ketama" % p)
+p = conf("maglev-slots", MAGLEV + ["DISPATCH_JUMP_SLOTS=16"])
+expect3("slots under maglev", p, SHARDS,
+        "contract: %s:6: DISPATCH_JUMP_SLOTS: not a key of DISPATCH_HASH_RING=maglev" % p)
+heavy = write(os.path.join(T, "heavy.json"), json.dumps({"shards": [
+    {"id": "s%03d" % i, "state": "online", "capacity": 1, "weight": 1000} for i in range(110)]}))
+expect3("R2 under jump", conf("jump", JUMP), heavy,
+        "shards: %s: shards[104].weight: ring exceeds 16777216 points" % heavy)
 p = conf("policy", GOOD[:4] + ["DISPATCH_CAPACITY_POLICY=drop"])
 expect3("bad policy", p, SHARDS,
         "contract: %s:5: DISPATCH_CAPACITY_POLICY: must be report, reject or spill, got 'drop'" % p)

@@ -102,36 +102,46 @@ F.check(rc == 2 and doc["issues"][:1] == ["journal_line: line %d: crc32: checksu
                                           "line's crc32 is not that of its bytes" % (idx + 1)],
         "one byte changed in a gateway journal: its checksum fails", out[:500])
 
-# A Maglev table (docs/contract.md §11) over the same two memberships: health rebuilds both
-# tables and passes the journal; the probe agrees; one slot altered fails.
-MAGLEV = write(os.path.join(T, "maglev.env"), "DISPATCH_HASH_RING=maglev\n"
-               "DISPATCH_MAGLEV_TABLE=251\nDISPATCH_RING_HASH=md5\nDISPATCH_CAPACITY_POLICY=reject\n")
-M_STATE = os.path.join(T, "maglev-state")
-os.makedirs(M_STATE)
-codes = run_gateway(sh1, [batch("m-one-%d" % i, 5 + i) for i in range(3)], MAGLEV, M_STATE)
-codes += run_gateway(sh2, [batch("m-two-%d" % i, 6 + i) for i in range(3)], MAGLEV, M_STATE)
-F.check(codes == [200] * 6, "gateway accepted 6 batches on two Maglev tables", str(codes))
-journal = os.path.join(M_STATE, "journal.jsonl")
-rc, out, err = check_journal(HEALTH, journal, conf=MAGLEV, shards=sh2)
-doc = parse_line(out)
-F.check(rc == 0 and doc is not None and doc["receipts"] == 6 and doc["status"] == "pass",
-        "a Maglev gateway journal over two epochs passes", "rc=%d out=%s err=%s" % (rc, out, err))
-probe = subprocess.run([sys.executable, os.path.join(os.path.dirname(CONF), "..", "client",
-                                                     "probe.py"), "journal", "--state-dir", M_STATE],
-                       capture_output=True, text=True, timeout=60)
-F.check(probe.returncode == 0 and '"result":"ok"' in probe.stdout and '"receipts":6' in probe.stdout,
-        "the probe verifies the Maglev journal", probe.stdout[:300] + probe.stderr[:300])
-lines = open(journal, encoding="utf-8").read().splitlines()
-idx = next(i for i, l in enumerate(lines) if '"batch_id":"m-two-1"' in l)
-rec = json.loads(lines[idx])
-del rec["crc32"]
-slot = rec["receipt"]["placements"][2]["slot"]
-rec["receipt"]["placements"][2]["slot"] = (slot + 1) % 251
-body = ketama.dumps(rec)[:-1]
-lines[idx] = body + ',"crc32":"%08x"}' % zlib.crc32(body.encode())
-bad = write(os.path.join(T, "maglev-bad.jsonl"), "\n".join(lines) + "\n")
-rc, out, err = check_journal(HEALTH, bad, conf=MAGLEV, shards=sh2)
-doc = parse_line(out) or {"issues": []}
-want = "placement_point: m-two-1: c2 slot: expected %d, got %d" % (slot, (slot + 1) % 251)
-F.check(rc == 2 and want in doc["issues"], "one slot altered in a Maglev journal fails", out[:500])
+
+def table_journal(name, contract_text, size):
+    """A gateway on a table (docs/contract.md §11, §10) over the same two memberships: health
+    rebuilds both tables and passes the journal; the probe agrees; one slot altered fails."""
+    conf = write(os.path.join(T, name + ".env"), contract_text)
+    state = os.path.join(T, name + "-state")
+    os.makedirs(state)
+    codes = run_gateway(sh1, [batch("m-one-%d" % i, 5 + i) for i in range(3)], conf, state)
+    codes += run_gateway(sh2, [batch("m-two-%d" % i, 6 + i) for i in range(3)], conf, state)
+    F.check(codes == [200] * 6, "gateway accepted 6 batches on two %s tables" % name, str(codes))
+    journal = os.path.join(state, "journal.jsonl")
+    rc, out, err = check_journal(HEALTH, journal, conf=conf, shards=sh2)
+    doc = parse_line(out)
+    F.check(rc == 0 and doc is not None and doc["receipts"] == 6 and doc["status"] == "pass",
+            "a %s gateway journal over two epochs passes" % name,
+            "rc=%d out=%s err=%s" % (rc, out, err))
+    probe = subprocess.run([sys.executable, os.path.join(os.path.dirname(CONF), "..", "client",
+                                                         "probe.py"), "journal", "--state-dir",
+                            state], capture_output=True, text=True, timeout=60)
+    F.check(probe.returncode == 0 and '"result":"ok"' in probe.stdout
+            and '"receipts":6' in probe.stdout,
+            "the probe verifies the %s journal" % name, probe.stdout[:300] + probe.stderr[:300])
+    lines = open(journal, encoding="utf-8").read().splitlines()
+    idx = next(i for i, l in enumerate(lines) if '"batch_id":"m-two-1"' in l)
+    rec = json.loads(lines[idx])
+    del rec["crc32"]
+    slot = rec["receipt"]["placements"][2]["slot"]
+    rec["receipt"]["placements"][2]["slot"] = (slot + 1) % size
+    body = ketama.dumps(rec)[:-1]
+    lines[idx] = body + ',"crc32":"%08x"}' % zlib.crc32(body.encode())
+    bad = write(os.path.join(T, name + "-bad.jsonl"), "\n".join(lines) + "\n")
+    rc, out, err = check_journal(HEALTH, bad, conf=conf, shards=sh2)
+    doc = parse_line(out) or {"issues": []}
+    want = "placement_point: m-two-1: c2 slot: expected %d, got %d" % (slot, (slot + 1) % size)
+    F.check(rc == 2 and want in doc["issues"], "one slot altered in a %s journal fails" % name,
+            out[:500])
+
+
+table_journal("maglev", "DISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=251\n"
+              "DISPATCH_RING_HASH=md5\nDISPATCH_CAPACITY_POLICY=reject\n", 251)
+table_journal("jump", "DISPATCH_HASH_RING=jump\nDISPATCH_JUMP_SLOTS=1000\n"
+              "DISPATCH_RING_HASH=sha1\nDISPATCH_CAPACITY_POLICY=report\n", 1000)
 F.exit()

@@ -254,6 +254,42 @@ doc = parse_line(out) or {"issues": []}
 F.check(rc == 2 and "ring_contract: %s: ring.algorithm: expected maglev, got ketama" % B
         in doc["issues"], "a ketama receipt under a maglev contract fails", out)
 
+# --- a jump table's receipt (docs/contract.md §10): the same batch over 65,536 slots --------
+JUMP_DIR = os.path.join(os.path.dirname(GOLDEN), "..", "cases", "valid", "jump")
+JUMP_CONF = os.path.join(JUMP_DIR, "dispatch.env")
+with open(os.path.join(JUMP_DIR, "stdout"), encoding="utf-8") as f:
+    JUMP = __import__("json").loads(f.read())
+rc, out, err = check_receipt(BIN, os.path.join(JUMP_DIR, "stdout"), conf=JUMP_CONF)
+F.check(rc == 0 and out == '{"status":"pass","checks":76,"receipts":1,"issues":[]}\n',
+        "the jump receipt passes with 76 checks", "rc=%d out=%r err=%r" % (rc, out, err))
+JUMP_CASES = [
+    ("slot", t_pl("ch-001", "slot", 64188),
+     "placement_point: %s: ch-001 slot: expected 64189, got 64188" % B),
+    ("shard", t_pl("ch-002", "shard", "shard-b"),
+     "placement_shard: %s: ch-002 shard: expected shard-a, got shard-b" % B),
+    ("table", t_set(("ring", "table"), 65537),
+     "ring_contract: %s: ring.table: expected 65536, got 65537" % B),
+    ("algorithm", t_set(("ring", "algorithm"), "maglev"),
+     "ring_contract: %s: ring.algorithm: expected jump, got maglev" % B),
+    ("ring-id", t_set(("ring", "id"), RID),
+     "ring_id: %s: ring.id: expected 5dd228263b4173b279cf2d0f5f03652e48a84322, got %s"
+     % (B, RID)),
+    ("load", t_set(("shards", "shard-a", "load"), 16),
+     "shard_load: %s: shards.shard-a.load: expected 17 (sum of sizes), got 16" % B),
+]
+for name, alter, issue in JUMP_CASES:
+    r = deep(JUMP)
+    alter(r)
+    path = write(os.path.join(T, "jump-%s.json" % name), ketama.dumps(r) + "\n")
+    rc, out, err = check_receipt(BIN, path, conf=JUMP_CONF)
+    doc = parse_line(out)
+    F.check(rc == 2 and doc is not None and issue in doc["issues"],
+            "jump tamper %s -> exit 2 + %r" % (name, issue), "rc=%d out=%s err=%s" % (rc, out, err))
+rc, out, _ = check_receipt(BIN, os.path.join(JUMP_DIR, "stdout"), conf=MAGLEV_CONF)
+doc = parse_line(out) or {"issues": []}
+F.check(rc == 2 and "ring_contract: %s: ring.algorithm: expected maglev, got jump" % B
+        in doc["issues"], "a jump receipt under a maglev contract fails", out)
+
 # --- the test hook: with the criteria table emptied nothing can pass ----------------------
 r = golden()
 t_pl("ch-003", "shard", "shard-b")(r)

@@ -589,11 +589,12 @@ def metric_value(text, name):
     raise Failure("no series %s in:\n%s" % (name, text))
 
 
-def epoch_of(doc, policy="report", vnodes=160, digest="sha1", table=None):
+def epoch_of(doc, policy="report", vnodes=160, digest="sha1", table=None, algorithm="maglev"):
     """The epoch id of docs/contract.md §7 for a membership document under conf/dispatch.env's
-    ring (or the given one; a Maglev table of `table` slots when given), computed here
-    independently of the gateway."""
-    text = ("shardgate-epoch\nDISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=%d\n" % table
+    ring (or the given one; a Maglev table, or with algorithm="jump" jump's slots, of `table`
+    slots when given), computed here independently of the gateway."""
+    key = "DISPATCH_JUMP_SLOTS" if algorithm == "jump" else "DISPATCH_MAGLEV_TABLE"
+    text = ("shardgate-epoch\nDISPATCH_HASH_RING=%s\n%s=%d\n" % (algorithm, key, table)
             if table else "shardgate-epoch\nDISPATCH_HASH_RING=ketama\nDISPATCH_VNODES=%d\n" % vnodes)
     text += "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n" % (digest, policy)
     for s in sorted(doc["shards"], key=lambda s: s["id"].encode()):

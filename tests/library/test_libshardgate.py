@@ -168,7 +168,7 @@ def random_batch(rng, i):
 @case("library")
 def receipts_equal_dispatch_on_random_memberships():
     """50 random memberships and contracts (sha1 and md5, 1..300 vnodes, report, spill and
-    reject; every fifth a Maglev table), 2,000 random keys each: the receipt bytes of shardgate_place equal `shardgate
+    reject; every fifth a Maglev or jump table), 2,000 random keys each: the receipt bytes of shardgate_place equal `shardgate
     dispatch`'s, and what dispatch refuses the library refuses."""
     rng = sgtest.seeded_rng("libshardgate")
     d = tmpdir()
@@ -177,11 +177,14 @@ def receipts_equal_dispatch_on_random_memberships():
         conf = write(os.path.join(d, "c%d.env" % i), ketama.contract_text(ketama.contract(
             rng.choice(["sha1", "md5"]), rng.randint(1, 300),
             rng.choice(["report", "spill", "reject"]))))
-        if i % 5 == 4:  # a Maglev table (docs/contract.md §11)
-            write(conf, "DISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=%d\n"
+        if i % 5 == 4:  # a Maglev or jump table (docs/contract.md §11, §10)
+            jump = i % 10 == 9
+            write(conf, "DISPATCH_HASH_RING=%s\n%s=%d\n"
                   "DISPATCH_RING_HASH=%s\nDISPATCH_CAPACITY_POLICY=%s\n"
-                  % (rng.choice([251, 65537]), rng.choice(["sha1", "md5"]),
-                     rng.choice(["report", "reject"])))
+                  % ("jump" if jump else "maglev",
+                     "DISPATCH_JUMP_SLOTS" if jump else "DISPATCH_MAGLEV_TABLE",
+                     rng.choice([1, 1000, 65536] if jump else [251, 65537]),
+                     rng.choice(["sha1", "md5"]), rng.choice(["report", "reject"])))
         shards = write(os.path.join(d, "s%d.json" % i), json.dumps(random_membership(rng, i)))
         batch = write(os.path.join(d, "b%d.json" % i), json.dumps(random_batch(rng, i)))
         g = run_gateway("dispatch", "--conf", conf, "--shards", shards, "--batch", batch)

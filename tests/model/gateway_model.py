@@ -48,7 +48,7 @@ ADMIN = "model-admin-token"
 ARGS = ["--segment-bytes", "65536", "--checkpoint-interval", "100ms"]
 SHARD_IDS = ["shard-a", "shard-b", "shard-c", "shard-d", "shard-e"]
 STATES = ["online", "draining", "offline"]
-STATS = {"sequences": 0, "maglev": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
+STATS = {"sequences": 0, "maglev": 0, "jump": 0, "operations": 0, "restarts": 0, "kills": 0, "archives": 0, "legacy": 0,
          "damaged": 0, "points": 0, "repeats": 0, "beside_sighup": 0, "failed_puts": 0,
          "repairs": 0, "index_rebuilt": 0, "archives_refused": 0, "backups": 0, "restores": 0,
          "failed": 0}
@@ -183,7 +183,8 @@ class GatewayModel(RuleBasedStateMachine):
         self.states = ["online"] * 3 + ["offline", "draining"]  # the membership in force
         self.backup = None  # (the copy of the state dir, what the model knew when it was taken)
         self.policy = "report"  # conf/dispatch.env's DISPATCH_CAPACITY_POLICY
-        self.table = None  # DISPATCH_MAGLEV_TABLE under maglev; None: conf/dispatch.env's ketama
+        self.table = None  # the table's slots under maglev or jump; None: conf/dispatch.env's ketama
+        self.algorithm = "ketama"
         STATS["sequences"] += 1
         if STATS["sequences"] % 100 == 0:  # a long run says how far it is
             print("model: %s" % json.dumps(STATS), flush=True)
@@ -316,7 +317,7 @@ class GatewayModel(RuleBasedStateMachine):
 
     def epoch_of(self, doc, policy):
         """The epoch id of a membership document under the contract in force."""
-        return sgtest.epoch_of(doc, policy, table=self.table)
+        return sgtest.epoch_of(doc, policy, table=self.table, algorithm=self.algorithm)
 
     def count_reload(self, before):
         """One reload done, SIGHUP's or a PUT's: applied when the epoch changed."""
@@ -589,18 +590,21 @@ class GatewayModel(RuleBasedStateMachine):
         write(self.conf, text)
         self.policy = policy
 
-    @rule(algorithm=st.sampled_from(["ketama", "maglev"]), kill=st.booleans())
+    @rule(algorithm=st.sampled_from(["ketama", "maglev", "jump"]), kill=st.booleans())
     def switch_algorithm(self, algorithm, kill):
-        """A restart with the contract's other placement (docs/contract.md §1, §11): a reload
-        cannot switch it, a start can; the policy kept, a new epoch when it changed."""
+        """A restart with another of the contract's placements (docs/contract.md §1, §10, §11):
+        a reload cannot switch it, a start can; the policy kept, a new epoch when it changed."""
         self.stop(kill=kill)
-        size = {"ketama": "DISPATCH_VNODES=160", "maglev": "DISPATCH_MAGLEV_TABLE=251"}
+        size = {"ketama": "DISPATCH_VNODES=160", "maglev": "DISPATCH_MAGLEV_TABLE=251",
+                "jump": "DISPATCH_JUMP_SLOTS=256"}
         lines = [l for l in read(self.conf).decode().split("\n")
                  if not l.startswith(("DISPATCH_HASH_RING=", "DISPATCH_VNODES=",
-                                      "DISPATCH_MAGLEV_TABLE="))]
+                                      "DISPATCH_MAGLEV_TABLE=", "DISPATCH_JUMP_SLOTS="))]
         write(self.conf, "\n".join(["DISPATCH_HASH_RING=" + algorithm, size[algorithm]] + lines))
         STATS["maglev"] += algorithm == "maglev"
-        self.table = 251 if algorithm == "maglev" else None
+        STATS["jump"] += algorithm == "jump"
+        self.algorithm = algorithm
+        self.table = {"maglev": 251, "jump": 256}.get(algorithm)
         self.start()
 
     @rule(kill=st.booleans())

@@ -263,34 +263,38 @@ def c_plan_equals_probe_plan_on_random_pairs():
             eq(plan["to_ring"], plan["from_ring"], "pair %d: same ring" % i)
 
 
-def maglev_text(table, hash_name="sha1"):
-    return ("DISPATCH_HASH_RING=maglev\nDISPATCH_MAGLEV_TABLE=%d\nDISPATCH_RING_HASH=%s\n"
-            "DISPATCH_CAPACITY_POLICY=report\n" % (table, hash_name))
+def maglev_text(table, hash_name="sha1", algorithm="maglev"):
+    key = "DISPATCH_JUMP_SLOTS" if algorithm == "jump" else "DISPATCH_MAGLEV_TABLE"
+    return ("DISPATCH_HASH_RING=%s\n%s=%d\nDISPATCH_RING_HASH=%s\n"
+            "DISPATCH_CAPACITY_POLICY=report\n" % (algorithm, key, table, hash_name))
 
 
 @case("plan_maglev")
 def maglev_plans_count_slots():
-    """Two Maglev tables of one size (docs/contract.md §11): 12 random pairs, the same bytes from
-    C and the probe, every other one with its ranges; the plan names its slots, before and after
-    each sum to them, the ranges are slots that moved and sum to moved_points; the worked
-    example's table to shard s1 draining and s3 added moves 7 of 13 slots. A table and a ketama
-    ring, or tables of two sizes, have no plan: exit 2 with one message from both."""
+    """Two Maglev or two jump tables of one size (docs/contract.md §11, §10): 24 random pairs,
+    the same bytes from C and the probe, every other one with its ranges; the plan names its
+    slots, before and after each sum to them, the ranges are slots that moved and sum to
+    moved_points; a shard added to a jump table takes slots from the others and no other slot
+    moves; the worked example's table to shard s1 draining and s3 added moves 7 of 13 slots. A
+    table and a ketama ring, tables of two algorithms or of two sizes, have no plan: exit 2 with
+    one message from both."""
     rng = random.Random(20261207)
     tmp = tmpdir()
-    for i in range(12):
-        table = rng.choice((13, 251, 65537))
+    for i in range(24):
+        algorithm = ("maglev", "jump")[i % 2]
+        table = rng.choice((13, 251, 65537) if algorithm == "maglev" else (1, 16, 1000, 65536))
         hash_name = rng.choice(("sha1", "md5"))
         a = random_membership(rng, rng.randrange(1, 12))
-        b = mutate(rng, a, KINDS[i % 4])
-        conf = write(os.path.join(tmp, "m%d.env" % i), maglev_text(table, hash_name))
+        b = mutate(rng, a, KINDS[i // 2 % 4])
+        conf = write(os.path.join(tmp, "m%d.env" % i), maglev_text(table, hash_name, algorithm))
         pa = write(os.path.join(tmp, "ma%d.json" % i), json.dumps({"shards": a}))
         pb = write(os.path.join(tmp, "mb%d.json" % i), json.dumps({"shards": b}))
         if not any(s["state"] == "online" for s in a) or not any(
                 s["state"] == "online" for s in b):
             continue
-        ranges = ("--ranges",) if i % 2 else ()
+        ranges = ("--ranges",) if i // 2 % 2 else ()
         plan = plan_ok("--conf", conf, "--shards", pa, "--to", pb, *ranges)
-        what = "maglev pair %d" % i
+        what = "%s pair %d" % (algorithm, i)
         eq(plan["slots"], table, what + ": slots")
         eq(sum(x["before"] for x in plan["shards"]), table, what + ": before sums to the slots")
         eq(sum(x["after"] for x in plan["shards"]), table, what + ": after sums to the slots")
@@ -311,13 +315,22 @@ def maglev_plans_count_slots():
     eq((plan["moved_points"], plan["minimum_points"], len(plan["ranges"])), (7, 4, 7),
        "the worked example's table, s1 draining and s3 added")
     eq(plan["ranges"][0], {"lo": 1, "hi": 2, "from": "s0", "to": "s3"}, "its first range")
-    message = ("plan: no plan between a Maglev table and a ketama ring, or between tables of two "
-               "sizes: their places share no unit of the hash space (docs/contract.md §11)\n")
-    other = write(os.path.join(tmp, "m17.env"), maglev_text(17))
-    for to_conf in (src("conf", "dispatch.env"), other):
+    s_c = write(os.path.join(tmp, "s-c.json"), json.dumps({"shards": [
+        {"id": i, "state": "online", "capacity": 1} for i in ("s2", "s0", "s1", "s3")]}))
+    jump = write(os.path.join(tmp, "j4096.env"), maglev_text(4096, "sha1", "jump"))
+    plan = plan_ok("--conf", jump, "--shards", s_a, "--to", s_c, "--ranges")
+    eq({(r["to"]) for r in plan["ranges"]}, {"s3"}, "jump: a shard added only takes slots")
+    eq(plan["moved_points"], plan["minimum_points"], "jump: adding a shard moves the minimum")
+    message = ("plan: no plan between two algorithms or between tables of two sizes: their "
+               "places share no unit of the hash space (docs/contract.md §11)\n")
+    others = (src("conf", "dispatch.env"), write(os.path.join(tmp, "m17.env"), maglev_text(17)),
+              write(os.path.join(tmp, "j13.env"), maglev_text(13, "sha1", "jump")))
+    for to_conf in others:
         for args in (("--conf", conf, "--to-conf", to_conf), ("--conf", to_conf, "--to-conf", conf)):
             r = both(*args, "--shards", s_a, "--to", s_b)
             eq((r.returncode, r.stdout, r.stderr), (2, "", message), " ".join(args))
+    r = both("--conf", jump, "--to-conf", others[2], "--shards", s_a, "--to", s_b)
+    eq((r.returncode, r.stdout, r.stderr), (2, "", message), "jump tables of two sizes")
 
 
 def dispatch_journal(tmp, batches):

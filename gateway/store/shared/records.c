@@ -36,25 +36,40 @@ void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
     gw_buf_puts(out, "}");
 }
 
+/* The key that sizes each algorithm's ring and its bounds (docs/contract.md §1). */
+struct size_key {
+    const char *algorithm, *key;
+    long long lo, hi;
+};
+
+static const struct size_key size_keys[] = {
+    {"ketama", "DISPATCH_VNODES", 1, RING_VNODES_MAX},
+    {"maglev", "DISPATCH_MAGLEV_TABLE", 2, RING_MAGLEV_TABLE_MAX},
+    {"jump", "DISPATCH_JUMP_SLOTS", 1, RING_JUMP_SLOTS_MAX},
+};
+
 /* The record's contract object, read by the contract file's own parser (same rules, same
  * messages): each of the four keys becomes a KEY=VALUE line. The second sizes the ring:
- * DISPATCH_VNODES, or DISPATCH_MAGLEV_TABLE under maglev (docs/contract.md §1). */
+ * DISPATCH_VNODES, DISPATCH_MAGLEV_TABLE or DISPATCH_JUMP_SLOTS (docs/contract.md §1); an
+ * unknown algorithm is read as ketama's, for the parser to name. */
 static int contract_from_json(json_t *obj, struct gw_contract *out, struct gw_error *err)
 {
     const char *ring = json_string_value(json_object_get(obj, "DISPATCH_HASH_RING"));
-    int maglev = ring && strcmp(ring, "maglev") == 0;
-    const char *const keys[] = {"DISPATCH_HASH_RING",
-                                maglev ? "DISPATCH_MAGLEV_TABLE" : "DISPATCH_VNODES",
-                                "DISPATCH_RING_HASH", "DISPATCH_CAPACITY_POLICY"};
+    const struct size_key *sk = &size_keys[0];
+    for (size_t i = 1; ring && i < sizeof(size_keys) / sizeof(size_keys[0]); i++)
+        if (strcmp(ring, size_keys[i].algorithm) == 0)
+            sk = &size_keys[i];
+    const char *const keys[] = {"DISPATCH_HASH_RING", sk->key, "DISPATCH_RING_HASH",
+                                "DISPATCH_CAPACITY_POLICY"};
     char text[512];
     size_t n = 0;
     json_t *size = json_object_get(obj, keys[1]);
-    long long lo = maglev ? 2 : 1, hi = maglev ? RING_MAGLEV_TABLE_MAX : RING_VNODES_MAX;
-    if (!json_is_integer(size) || json_integer_value(size) < lo || json_integer_value(size) > hi)
-        return bad(err,
-                   maglev ? "epoch record: contract.%s must be an integer 2..16777213"
-                          : "epoch record: contract.%s must be an integer 1..4096",
-                   keys[1]);
+    if (!json_is_integer(size) || json_integer_value(size) < sk->lo ||
+        json_integer_value(size) > sk->hi) {
+        gw_error_set(err, "", "epoch record: contract.%s must be an integer %lld..%lld", keys[1],
+                     sk->lo, sk->hi);
+        return -EINVAL;
+    }
     if (json_object_size(obj) != 4)
         return bad(err, "epoch record: contract must hold exactly the four keys of %s",
                    "docs/contract.md §1");
