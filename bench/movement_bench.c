@@ -2,10 +2,12 @@
  * weight 1 and each change — one shard added (its id last), the first, middle or last taken
  * out, the middle one at weight 2 — the share of keys that change shard under ketama (exact,
  * over the 2^32 hash values by arcs), a Maglev table of the next prime >= 100 slots a shard
- * (exact, over its slots) and jump over the shards in id order (1,000,000 sampled keys), next
- * to the minimum: what the shards that own less afterwards lose (docs/contract.md §8), for
- * jump from its exact shares.
- * usage: movement_bench [--check]   (--check: 10 and 100 shards, and the rules asserted) */
+ * (exact, over its slots), the jump placement of docs/contract.md §10 over 100 slots a shard
+ * (exact, over its slots) and bare jump over the shards in id order (1,000,000 sampled keys),
+ * next to the minimum: what the shards that own less afterwards lose (docs/contract.md §8),
+ * for bare jump from its exact shares.
+ * usage: movement_bench [--check]   (--check: 10 and 100 shards, and the rules asserted: ketama
+ * and the jump placement move exactly the minimum) */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +128,27 @@ static void maglev_tally(const struct members *ma, const struct members *mb, siz
     free(b);
 }
 
+/* The jump placement's tables (docs/contract.md §10), slot by slot: a slot holds 1/S of the
+ * keys whatever the membership, so the slots that change owner are the share that moves. */
+static void jump_slots_tally(const struct members *ma, const struct members *mb, size_t n,
+                             struct tally *t)
+{
+    uint32_t slots = (uint32_t)(100 * n);
+    struct ring *a, *b;
+    struct ring_error err;
+    if (ring_build_jump(&a, RING_SHA1, slots, ma->s, ma->n, &err) != 0 ||
+        ring_build_jump(&b, RING_SHA1, slots, mb->s, mb->n, &err) != 0) {
+        fprintf(stderr, "jump ring of %u slots: %s\n", slots, err.msg);
+        exit(1);
+    }
+    /* both rings hold their shards in id order, as ma and mb do */
+    const uint32_t *ta = ring_table(a), *tb = ring_table(b);
+    for (uint32_t s = 0; s < slots; s++)
+        count(t, ma->gid[ta[s]], mb->gid[tb[s]], 1);
+    ring_free(a);
+    ring_free(b);
+}
+
 static void jump_tally(const struct members *ma, const struct members *mb, struct tally *t)
 {
     char key[32];
@@ -194,13 +217,20 @@ int main(int argc, char **argv)
             memset(&t, 0, sizeof(t));
             maglev_tally(&ma, &mb, n, &t);
             row(n, c, "maglev", &t, -1);
-            if (c == WEIGHT) { /* jump has buckets, not weights */
-                printf("| %zu | %s | jump | - | - | no weights |\n", n, change_names[c]);
+            memset(&t, 0, sizeof(t));
+            jump_slots_tally(&ma, &mb, n, &t);
+            row(n, c, "jump", &t, -1);
+            if (check && t.moved != minimum(&t, n)) {
+                printf("FAILED: the jump placement moved more than the minimum\n");
+                failures++;
+            }
+            if (c == WEIGHT) { /* bare jump has buckets, not weights */
+                printf("| %zu | %s | bare jump | - | - | no weights |\n", n, change_names[c]);
                 continue;
             }
             memset(&t, 0, sizeof(t));
             jump_tally(&ma, &mb, &t);
-            row(n, c, "jump", &t, jump_minimum(&ma, &mb));
+            row(n, c, "bare jump", &t, jump_minimum(&ma, &mb));
         }
     }
     printf("movement_bench: %s\n", failures ? "FAILED" : "every algorithm at or above the minimum");

@@ -673,6 +673,84 @@ static void bench_maglev(const struct opts *o, const struct bench_keys *k)
     free(owned);
 }
 
+/* Lookups on a table ring, one by one (ring_lookup) and batched (ring_lookup_keys), against the
+ * SHA-1 floor of the same round, medians of the rounds; the batched answers checked. */
+static void bench_ring_lookups(const struct opts *o, const struct bench_keys *k, const char *what,
+                               const struct ring *r)
+{
+    uint32_t *out = malloc(k->n * sizeof(*out));
+    struct ring_placement *one = malloc(k->n * sizeof(*one)), *many = malloc(k->n * sizeof(*many));
+    REQUIRE(out && one && many, "out of memory");
+    double fl[32], sg[32], bt[32], rsg[32], rbt[32];
+    for (int i = 0; i < o->rounds; i++) {
+        fl[i] = floor_pass(k, out);
+        double t0 = bench_now_ns();
+        for (size_t j = 0; j < k->n; j++)
+            ring_lookup(r, k->data + k->off[j], k->len[j], &one[j]);
+        sg[i] = (bench_now_ns() - t0) / (double)k->n;
+        bt[i] = maglev_batched_pass(k, r, many);
+        rsg[i] = sg[i] / fl[i];
+        rbt[i] = bt[i] / fl[i];
+    }
+    for (size_t j = 0; j < k->n; j++)
+        REQUIRE(one[j].shard == many[j].shard && one[j].point == many[j].point,
+                "batched %s lookup %zu differs", what, j);
+    size_t nr = (size_t)o->rounds;
+    printf("%s lookup: %6.1f ns one by one (%.2fx floor), %6.1f ns batched (%.2fx); floor %6.1f "
+           "ns\n",
+           what, bench_median(sg, nr), bench_median(rsg, nr), bench_median(bt, nr),
+           bench_median(rbt, nr), bench_median(fl, nr));
+    free(out);
+    free(one);
+    free(many);
+}
+
+/* The jump placement (docs/contract.md §10): wall time of ring_build_jump at 10,000 shards x
+ * weight 1 over 2^20 slots (about a hundred a shard; the ketama ring of 1.6 million points
+ * built, then walked with the slot starts), the table's memory, how evenly it is shared, then
+ * lookups at 2^20 slots and at 2^14 (a table that stays in the core's cache). */
+static void bench_jump(const struct opts *o, const struct bench_keys *k)
+{
+    size_t n = o->check ? 100 : 10000;
+    uint32_t slots = o->check ? 16384 : 1048576;
+    char(*ids)[16] = calloc(n, 16);
+    struct ring_shard *sh = calloc(n, sizeof(*sh));
+    uint32_t *owned = calloc(n, sizeof(*owned));
+    REQUIRE(ids && sh && owned, "out of memory");
+    for (size_t j = 0; j < n; j++) {
+        snprintf(ids[j], 16, "shard-%05zu", j);
+        sh[j] = (struct ring_shard){ids[j], strlen(ids[j]), 1};
+    }
+    double ms[32];
+    struct ring *r = NULL;
+    struct ring_error err;
+    for (int i = 0; i < o->rounds; i++) {
+        ring_free(r);
+        double t0 = bench_now_ns();
+        REQUIRE(ring_build_jump(&r, RING_SHA1, slots, sh, n, &err) == 0, "%s", err.msg);
+        ms[i] = (bench_now_ns() - t0) / 1e6;
+    }
+    uint32_t most = 0, fewest = UINT32_MAX;
+    for (uint32_t s = 0; s < slots; s++)
+        owned[ring_table(r)[s]]++;
+    for (size_t j = 0; j < n; j++) {
+        most = owned[j] > most ? owned[j] : most;
+        fewest = owned[j] < fewest ? owned[j] : fewest;
+    }
+    printf("jump sha1 %5zu shards x 1, %u slots: %.2f ms wall (median of %d), table %zu kB, "
+           "slots a shard %u..%u\n",
+           n, slots, bench_median(ms, (size_t)o->rounds), o->rounds,
+           (size_t)slots * sizeof(uint32_t) / 1024, fewest, most);
+    bench_ring_lookups(o, k, "jump, 2^20 slots", r);
+    ring_free(r);
+    REQUIRE(ring_build_jump(&r, RING_SHA1, 16384, sh, n, &err) == 0, "%s", err.msg);
+    bench_ring_lookups(o, k, "jump, 2^14 slots", r);
+    ring_free(r);
+    free(ids);
+    free(sh);
+    free(owned);
+}
+
 /* Whether item `name` runs: all do unless --only names one. */
 static int wanted(const struct opts *o, const char *name)
 {
@@ -683,9 +761,10 @@ int main(int argc, char **argv)
 {
     struct opts o;
     if (parse_opts(argc, argv, &o) != 0) {
-        fprintf(stderr,
-                "usage: ring_bench [--check] [--rounds N<=32] [--keys N] [--json FILE] "
-                "[--memory SHARDS] [--only lookup|peer|build|build_from|distribution|maglev]\n");
+        fprintf(
+            stderr,
+            "usage: ring_bench [--check] [--rounds N<=32] [--keys N] [--json FILE] "
+            "[--memory SHARDS] [--only lookup|peer|build|build_from|distribution|maglev|jump]\n");
         return 64;
     }
     if (o.memory_of)
@@ -709,6 +788,8 @@ int main(int argc, char **argv)
         bench_distribution(&o, &k);
     if (wanted(&o, "maglev"))
         bench_maglev(&o, &k);
+    if (wanted(&o, "jump"))
+        bench_jump(&o, &k);
     if (o.json) {
         fprintf(o.json, "\"failures\": %d}\n", failures);
         fclose(o.json);
