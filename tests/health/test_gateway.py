@@ -12,8 +12,11 @@ import urllib.request
 import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "client"))
 from sgtest import (Failures, check_journal, free_port, golden_shards, parse_line, tmpdir, write, CONF)  # noqa: E402
 import ketama  # noqa: E402
+from shardgate.contract import load_contract, load_shards  # noqa: E402
+from shardgate.ring import make_ring  # noqa: E402
 
 HEALTH, GATEWAY = sys.argv[1], sys.argv[2]
 F = Failures()
@@ -33,7 +36,14 @@ def post(port, batch):
         return e.code
 
 
-def run_gateway(shards_path, batches, conf=CONF, state=STATE):
+def get(port, path):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=10) as r:
+        return r.read().decode()
+
+
+def run_gateway(shards_path, batches, conf=CONF, state=STATE, reads=None):
+    """Posts the batches to a gateway on a fresh port, then GETs each path of `reads` into it
+    (path -> body); returns the POSTs' statuses."""
     port = free_port()
     proc = subprocess.Popen([GATEWAY, "serve", "--conf", conf, "--shards", shards_path,
                              "--state-dir", state, "--listen", "127.0.0.1:%d" % port],
@@ -48,6 +58,8 @@ def run_gateway(shards_path, batches, conf=CONF, state=STATE):
             except OSError:
                 time.sleep(0.05)
         codes = [post(port, b) for b in batches]
+        for path in reads or {}:
+            reads[path] = get(port, path)
     finally:
         proc.terminate()
         try:
@@ -103,6 +115,32 @@ F.check(rc == 2 and doc["issues"][:1] == ["journal_line: line %d: crc32: checksu
         "one byte changed in a gateway journal: its checksum fails", out[:500])
 
 
+def table_reads(name, conf, size, reads):
+    """What a table gateway shows of its table, against the probe's own table: the ring's slots,
+    a lookup, shardgate_ring_info and each shard's shardgate_ring_share_ratio (slots owned over
+    the slots), and the drawing's caption (docs/api.md §5, §6, §8; docs/tools.md §1.3)."""
+    ring = make_ring(load_contract(conf), load_shards(sh2))
+    want = [ring.online[i]["id"] for i in ring.table]
+    doc = json.loads(reads["/v1/ring?points=1"])
+    F.check(doc["slots"] == want and doc["table"] == size and doc["algorithm"] == name,
+            "%s: /v1/ring?points=1 lists the probe's slots" % name, str(doc)[:300])
+    slot, shard = ring.lookup(b"order:1001")
+    F.check(json.loads(reads["/v1/lookup?key=order%3A1001"]) == {
+        "key": "order:1001", "slot": slot, "shard": shard, "reason": "table"},
+        "%s: /v1/lookup is the probe's placement" % name, reads["/v1/lookup?key=order%3A1001"])
+    metrics = reads["/metrics"]
+    info = 'shardgate_ring_info{id="%s",algorithm="%s",hash="%s",table="%d"} 1' % (
+        ring.ring_id, name, ring.algorithm, size)
+    F.check(info in metrics.splitlines(), "%s: %s" % (name, info), metrics[:200])
+    for s in ring.online:
+        line = 'shardgate_ring_share_ratio{shard="%s"} %.9f' % (s["id"], want.count(s["id"]) / size)
+        F.check(line in metrics.splitlines(), "%s: %s" % (name, line), metrics[:200])
+    caption = ">%s %s, %d slots, %d online shards, epoch " % (name, ring.ring_id[:12], size,
+                                                              len(ring.online))
+    F.check(caption in reads["/v1/ring?format=svg"], "%s: the drawing's caption %r" % (name, caption),
+            reads["/v1/ring?format=svg"][:400])
+
+
 def table_journal(name, contract_text, size):
     """A gateway on a table (docs/contract.md §11, §10) over the same two memberships: health
     rebuilds both tables and passes the journal; the probe agrees; one slot altered fails."""
@@ -110,8 +148,12 @@ def table_journal(name, contract_text, size):
     state = os.path.join(T, name + "-state")
     os.makedirs(state)
     codes = run_gateway(sh1, [batch("m-one-%d" % i, 5 + i) for i in range(3)], conf, state)
-    codes += run_gateway(sh2, [batch("m-two-%d" % i, 6 + i) for i in range(3)], conf, state)
+    reads = dict.fromkeys(["/metrics", "/v1/ring?points=1", "/v1/ring?format=svg",
+                           "/v1/lookup?key=order%3A1001"])
+    codes += run_gateway(sh2, [batch("m-two-%d" % i, 6 + i) for i in range(3)], conf, state,
+                         reads)
     F.check(codes == [200] * 6, "gateway accepted 6 batches on two %s tables" % name, str(codes))
+    table_reads(name, conf, size, reads)
     journal = os.path.join(state, "journal.jsonl")
     rc, out, err = check_journal(HEALTH, journal, conf=conf, shards=sh2)
     doc = parse_line(out)
