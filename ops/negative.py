@@ -177,6 +177,14 @@ DEFECTS = [
      "return jump(key_u64(self.algorithm, key_bytes), self.size)",
      "return key_u64(self.algorithm, key_bytes) % self.size", ("tests",),
      "^(client_probe_ring|case/valid)$"),
+    # What moved between two epochs of a journal (docs/tools.md §1.4): the first epoch taken for
+    # both, the probe's epochs the other way round.
+    ("moves-takes-from-twice", "gateway:take_epoch", "if (f->want[k] != seq || f->found[k])",
+     "if (f->want[0] != seq || f->found[k])", ("tests",), "^plan_plan_moves$"),
+    ("probe-moves-reversed", "client:moves_between",
+     "return plan(ring_a, ring_b, epoch_id(ca, sa), epoch_id(cb, sb), ids, True)",
+     "return plan(ring_b, ring_a, epoch_id(cb, sb), epoch_id(ca, sa), ids, True)", ("tests",),
+     "^plan_plan_moves$"),
     # The canonical scan's eight-byte test (docs/performance.md §19.5): a word holding the
     # closing quote, or a control byte, let through.
     ("canonical-scan-skips-quotes", "gateway:ends_mask",
@@ -1029,12 +1037,12 @@ DEFECTS = [
      "            return NULL;", ("tests",), "^http_limits$"),
     ("te-with-cl-read-as-chunked", "gateway:gw_framing_fault", "    if (te && l.count) {",
      "    if (0 && te && l.count) {", ("tests",), "^http_limits$"),
-    ("plan-reads-unchecked", "gateway:count_file",
+    ("plan-reads-unchecked", "gateway:walk_file",
      "        const char *bad = checked && gw_record_check(",
-     "        const char *bad = 0 && gw_record_check(", ("tests",), "^plan_plan_journal$"),
-    ("plan-reads-one-segment", "gateway:count_journal",
-     "    for (size_t i = 0; rc == GW_EXIT_OK && i < segs.count; i++) {",
-     "    for (size_t i = 0; rc == GW_EXIT_OK && i < 0; i++) {", ("tests",),
+     "        const char *bad = 0 && gw_record_check(", ("tests",), "^plan_plan_(journal|moves)$"),
+    ("plan-reads-one-segment", "gateway:gw_cli_walk_journal",
+     "    for (size_t i = 0; rc == GW_EXIT_OK && !stopped && i < segs.count; i++) {",
+     "    for (size_t i = 0; rc == GW_EXIT_OK && !stopped && i < 0; i++) {", ("tests",),
      "^plan_plan_journal$"),
     ("shard-over-capacity-at-capacity", "gateway:gw_metrics_over_capacity_shards",
      "        if (tally[i].load > sh->capacity)", "        if (tally[i].load >= sh->capacity)",

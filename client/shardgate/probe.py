@@ -21,6 +21,7 @@ import os
 import sys
 
 from .contract import Unreadable, Unusable, check_ring_size, load_contract, load_shards
+from .moves import MovesUnavailable, moves_between
 from .plan import journal_movement, plan, plan_json
 from .receipt import load_batch, read_receipt
 from .ring import MaglevRing, epoch_id, make_ring
@@ -127,6 +128,37 @@ def main_journal(argv, prog):
     return EXIT_BAD if lines else EXIT_OK
 
 
+def main_moves(argv, prog):
+    parser = argparse.ArgumentParser(
+        prog=prog + " moves",
+        description="Print the ranges of the hash space (or of a table's slots) whose owner "
+                    "differs between two epochs of a state dir's journal, as `shardgate moves` "
+                    "does (docs/tools.md §1.4), computed independently.",
+        epilog="Exit: 0 ok; 2 an epoch not in the segments present, an empty ring, no plan "
+               "between the two, or a damaged line; 3 an epoch record unusable; 64 usage.")
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--from", dest="seq_from", required=True, type=epoch_seq)
+    parser.add_argument("--to", dest="seq_to", required=True, type=epoch_seq)
+    args = parse_or_usage(parser, argv)
+    try:
+        result = moves_between(args.state_dir, args.seq_from, args.seq_to)
+    except (MovesUnavailable, Unreadable) as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNREADABLE
+    except Unusable as e:
+        print(e, file=sys.stderr)
+        return EXIT_UNUSABLE
+    sys.stdout.write(plan_json(result) + "\n")
+    return EXIT_OK
+
+
+def epoch_seq(text):
+    """An epoch_seq operand: a decimal integer 1 or more, no sign or leading zero."""
+    if not text.isdigit() or text[0] == "0" or int(text) >= 2**63:
+        raise argparse.ArgumentTypeError("an epoch_seq, an integer 1 or more")
+    return int(text)
+
+
 def parse_args(argv, prog):
     parser = argparse.ArgumentParser(
         prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -196,7 +228,8 @@ def report(mismatches):
     return EXIT_BAD
 
 
-SUBCOMMANDS.update({"plan": main_plan, "chain": main_chain, "journal": main_journal})
+SUBCOMMANDS.update({"plan": main_plan, "chain": main_chain, "journal": main_journal,
+                    "moves": main_moves})
 
 
 def console(prog="shardgate-probe"):

@@ -14,6 +14,8 @@ static const struct gw_command commands[] = {
     {"lookup", "show where keys are placed", gw_usage_lookup, gw_cmd_lookup},
     {"serve", "serve the HTTP API with a durable journal", gw_usage_serve, gw_cmd_serve},
     {"plan", "show what a membership change would move", gw_usage_plan, gw_cmd_plan},
+    {"moves", "show the ranges that moved between two epochs of a journal", gw_usage_moves,
+     gw_cmd_moves},
     {"journal", "verify a state dir's journal and checkpoints", gw_usage_journal, gw_cmd_journal},
     {"db", "create or migrate the schema of --store postgres", gw_usage_db, gw_cmd_db},
     {"admin", "status, epochs and membership changes of a running server", gw_usage_admin,

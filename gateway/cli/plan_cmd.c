@@ -13,9 +13,8 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "journal_walk.h"
 #include "plan.h"
-#include "line_check.h"
-#include "segment.h"
 #include "ring_svg.h"
 #include "spill.h"
 #include "topology.h"
@@ -93,13 +92,7 @@ static int parse_plan_args(int argc, char **argv, struct plan_args *a)
     return -1;
 }
 
-static int journal_error(const char *path, size_t line, const char *what)
-{
-    fprintf(stderr, "plan: journal: %s:%zu: %s\n", path, line, what);
-    return GW_EXIT_NOT_OK;
-}
-
-static const char OUT_OF_MEMORY[] = "out of memory";
+static const char *const OUT_OF_MEMORY = GW_CLI_WALK_NO_MEMORY;
 
 /* Under a spill contract on the to side: replays one receipt's changes in order on the to ring,
  * loads from 0 (docs/contract.md §9), and counts those that would spill (docs/tools.md §1.1).
@@ -168,52 +161,16 @@ static const char *count_line(struct gw_plan *p, const struct gw_topology *from,
     return bad;
 }
 
-/* Counts one journal file's complete lines (docs/journal.md §2); in a file whose lines carry
- * checksums (`checked`) each line's crc32 is checked before it is read. An unterminated last
- * line is an append in progress and is not counted (docs/decisions.md §8). */
-static int count_file(struct gw_plan *p, const struct gw_topology *from,
-                      const struct gw_topology *to, const char *path, int checked)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "plan: journal: %s: cannot read: %s\n", path, strerror(errno));
-        return GW_EXIT_NOT_OK;
-    }
-    char *line = NULL;
-    size_t cap = 0, number = 0, body;
-    ssize_t n;
-    int rc = GW_EXIT_OK;
-    while (rc == GW_EXIT_OK && (n = getline(&line, &cap, f)) > 0) {
-        number++;
-        if (line[n - 1] != '\n')
-            break;
-        const char *bad = checked && gw_record_check(line, (size_t)n - 1, &body) != 0
-                              ? "crc32: checksum mismatch"
-                              : count_line(p, from, to, line, (size_t)n - 1);
-        if (bad == OUT_OF_MEMORY) {
-            fprintf(stderr, "plan: out of memory\n");
-            rc = GW_EXIT_INTERNAL;
-        } else if (bad) {
-            rc = journal_error(path, number, bad);
-        }
-    }
-    if (rc == GW_EXIT_OK && ferror(f))
-        rc = journal_error(path, number + 1, "read error");
-    free(line);
-    fclose(f);
-    return rc;
-}
+/* The plan and the two epochs a journal's lines are counted against. */
+struct count_ctx {
+    struct gw_plan *p;
+    const struct gw_topology *from, *to;
+};
 
-/* Whether the active journal J's lines carry checksums, as its first line decides. */
-static int active_checked(const char *path, const struct gw_segments *segs)
+static const char *count_one(void *ctx, const char *line, size_t len)
 {
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int checked = fd >= 0 && fstat(fd, &st) == 0 &&
-                  gw_segment_file_checked(fd, gw_segments_next_first(segs), (uint64_t)st.st_size);
-    if (fd >= 0)
-        close(fd);
-    return checked;
+    struct count_ctx *c = ctx;
+    return count_line(c->p, c->from, c->to, line, len);
 }
 
 /* Reads the state dir of J as `journal verify` does (docs/journal.md §8): the sealed segments
@@ -222,31 +179,12 @@ static int active_checked(const char *path, const struct gw_segments *segs)
 static int count_journal(struct gw_plan *p, const struct gw_topology *from,
                          const struct gw_topology *to, const char *path)
 {
-    char dir[4096], seg[4200], name[GW_SEGMENT_NAME_MAX];
-    struct gw_segments segs = {0};
-    struct gw_error err;
+    struct count_ctx c = {p, from, to};
     p->has_journal = 1;
     p->counts_spills = to->contract.policy == GW_POLICY_SPILL;
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof(dir), ".");
-    else
-        slash[slash == dir] = '\0'; /* "/journal.jsonl": the root */
-    if (gw_segments_scan(dir, &segs, &err) != 0) {
-        fprintf(stderr, "plan: %s\n", err.msg);
-        gw_segments_free(&segs);
-        return GW_EXIT_NOT_OK;
-    }
-    int rc = GW_EXIT_OK;
-    for (size_t i = 0; rc == GW_EXIT_OK && i < segs.count; i++) {
-        gw_segment_name(name, segs.sealed[i].first_seq);
-        snprintf(seg, sizeof(seg), "%s/%s", dir, name);
-        rc = count_file(p, from, to, seg, segs.sealed[i].checked);
-    }
-    if (rc == GW_EXIT_OK)
-        rc = count_file(p, from, to, path, active_checked(path, &segs));
-    gw_segments_free(&segs);
+    int rc = gw_cli_walk_journal("plan", path, count_one, &c);
+    if (rc == GW_EXIT_INTERNAL)
+        fprintf(stderr, "plan: out of memory\n");
     return rc;
 }
 

@@ -16,7 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "health"))
 import ketama  # noqa: E402
-from sgtest import case, eq, ok, run, run_gateway, src, tmpdir, write, main  # noqa: E402
+from sgtest import (Server, case, eq, ok, post_batches, run, run_gateway, src, tmpdir, write,  # noqa: E402
+                    main)
 
 SPACE = 2**32
 D_ONLINE = os.path.join(HERE, "shards-d-online.json")
@@ -536,6 +537,114 @@ def usage_exit_64():
     r = c_plan("--help")
     eq((r.returncode, r.stdout.splitlines()[0]), (0, "usage: shardgate plan --conf FILE "
        "--shards CURRENT --to NEW [--to-conf FILE]"), "--help")
+
+
+def both_moves(*args):
+    """`shardgate moves` and `probe.py moves`; asserts the same exit, stdout and stderr."""
+    c = run_gateway("moves", *args)
+    p = run([sys.executable, src("client", "probe.py"), "moves"] + list(args))
+    eq((p.returncode, p.stdout, p.stderr), (c.returncode, c.stdout, c.stderr),
+       "probe moves == shardgate moves for %s" % " ".join(args))
+    return c
+
+
+def epoch_files(tmp, state):
+    """epoch_seq -> (conf path, shards path) of every epoch record of a state dir, written out
+    from the records (the repeat after a segment header skipped)."""
+    out, after_header = {}, False
+    names = sorted(n for n in os.listdir(state) if n.startswith("journal-")) + ["journal.jsonl"]
+    for name in names:
+        for line in open(os.path.join(state, name), encoding="utf-8"):
+            rec = json.loads(line)
+            repeat, after_header = after_header, rec["type"] == "segment"
+            if rec["type"] != "epoch" or repeat:
+                continue
+            n = rec["epoch_seq"]
+            conf = write(os.path.join(tmp, "e%d.env" % n), "".join(
+                "%s=%s\n" % kv for kv in rec["contract"].items()))
+            out[n] = (conf, write(os.path.join(tmp, "e%d.json" % n),
+                                  json.dumps({"shards": rec["shards"]})))
+    return out
+
+
+@case("plan_moves")
+def moves_between_epochs_of_a_journal():
+    """`shardgate moves` (docs/tools.md §1.4) on a real gateway's state dir of five epochs (a
+    shard added, a weight changed, a switch to jump over 1,000 slots, a shard taken out), with
+    segments rotated every 64 KiB so that epoch records repeat after segment headers: for every
+    pair of epochs the same bytes from C and the probe, which are `plan --ranges` of the two
+    records' files; 3,000 keys each change shard exactly when they lie in a range (ketama) or
+    their slot does (jump); an epoch not in the journal, a pair across algorithms and a
+    damaged epoch record get one message from both."""
+    tmp = tmpdir()
+    state = os.path.join(tmp, "state")
+    base = json.load(open(src("input", "shards.json")))["shards"]
+    s2 = json.loads(json.dumps(base))
+    s2[3]["state"] = "online"
+    s3 = json.loads(json.dumps(s2))
+    s3[0]["weight"] = 3
+    s5 = json.loads(json.dumps(s3))
+    s5[1]["state"] = "offline"
+    jump = write(os.path.join(tmp, "jump.env"), maglev_text(1000, "sha1", "jump"))
+    steps = [(None, base), (None, s2), (None, s3), (jump, s3), (jump, s5)]
+    for i, (conf, shards) in enumerate(steps):
+        path = write(os.path.join(tmp, "s%d.json" % i), json.dumps({"shards": shards}))
+        server = Server(state_dir=state, conf=conf, shards=path,
+                        args=["--segment-bytes", "65536", "--no-token"]).start()
+        try:
+            post_batches(server, 12, "e%d-" % i, changes=40)
+        finally:
+            server.stop()
+    ok(len([n for n in os.listdir(state) if n.startswith("journal-")]) >= 3, "segments rotated")
+    files = epoch_files(tmp, state)
+    eq(sorted(files), [1, 2, 3, 4, 5], "five epochs")
+    rng = random.Random(20261208)
+    keys = [("k%d" % rng.getrandbits(40)).encode() for _ in range(3000)]
+    for a in range(1, 6):
+        for b in range(1, 6):
+            r = both_moves("--state-dir", state, "--from", str(a), "--to", str(b))
+            if (a <= 3) != (b <= 3):
+                eq((r.returncode, r.stdout), (2, ""), "%d -> %d: across algorithms" % (a, b))
+                continue
+            eq(r.returncode, 0, "%d -> %d: %s" % (a, b, r.stderr))
+            plan_r = both("--conf", files[a][0], "--to-conf", files[b][0], "--shards",
+                          files[a][1], "--to", files[b][1], "--ranges")
+            eq(r.stdout, plan_r.stdout, "%d -> %d: the plan of the two records" % (a, b))
+            moved = json.loads(r.stdout)["ranges"]
+            los = [m["lo"] for m in moved]
+            ring_a = probe_ring(files[a])
+            ring_b = probe_ring(files[b])
+            for key in keys:
+                where = (ring_a.slot(key) if hasattr(ring_a, "slot")
+                         else ketama.key_hash("sha1", key.decode()))
+                i = bisect.bisect_right(los, where) - 1
+                inside = i >= 0 and where < moved[i]["hi"]
+                eq(inside, ring_a.owner(key) != ring_b.owner(key),
+                   "%d -> %d: key %r in a range iff its owner changed" % (a, b, key))
+    r = both_moves("--state-dir", state, "--from", "1", "--to", "6")
+    eq((r.returncode, r.stdout), (2, ""), "an epoch not in the journal")
+    ok("no epoch record with epoch_seq 6" in r.stderr, r.stderr)
+    c = run_gateway("moves", "--state-dir", state, "--from", "0", "--to", "1")
+    p = run([sys.executable, src("client", "probe.py"), "moves", "--state-dir", state, "--from",
+             "0", "--to", "1"])
+    eq((c.returncode, p.returncode, c.stdout, p.stdout), (64, 64, "", ""), "usage: --from 0")
+    active = os.path.join(state, "journal.jsonl")
+    lines = open(active, "rb").read().split(b"\n")
+    at = next(i for i, l in enumerate(lines) if l.startswith(b'{"type":"epoch"') and i > 1)
+    lines[at] = lines[at].replace(b'"capacity":20', b'"capacity":21', 1)
+    write(active, b"\n".join(lines), "wb")
+    r = both_moves("--state-dir", state, "--from", "1", "--to", "5")
+    eq((r.returncode, r.stdout, r.stderr), (2, "", "moves: journal: %s:%d: crc32: checksum "
+                                                   "mismatch\n" % (active, at + 1)),
+       "a damaged epoch record")
+
+
+def probe_ring(files):
+    """The probe's ring of an epoch's contract and shards files."""
+    sys.path.insert(0, src("client"))
+    from shardgate.contract import load_contract, load_shards
+    from shardgate.ring import make_ring
+    return make_ring(load_contract(files[0]), load_shards(files[1]))
 
 
 if __name__ == "__main__":

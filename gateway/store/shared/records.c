@@ -88,9 +88,8 @@ static int contract_from_json(json_t *obj, struct gw_contract *out, struct gw_er
     return gw_contract_parse(text, n, "epoch record", out, err);
 }
 
-/* Reads contract and shards, and recomputes the epoch id and the ring id into *e. */
-static int read_epoch(json_t *root, struct gw_contract *c, struct gw_membership *m,
-                      struct gw_epoch_entry *e, struct gw_error *err)
+int gw_epoch_record_read(json_t *root, struct gw_contract *c, struct gw_membership *m,
+                         struct gw_epoch_entry *e, struct gw_error *err)
 {
     json_t *contract = json_object_get(root, "contract"), *shards = json_object_get(root, "shards");
     if (!json_is_object(contract) || !json_is_array(shards))
@@ -185,7 +184,7 @@ int gw_epoch_record_replay(json_t *root, const char *line, size_t len, struct gw
                    "type, ring_id, contract and shards");
     struct gw_contract c;
     struct gw_epoch_entry e;
-    int rc = read_epoch(root, &c, members, &e, err);
+    int rc = gw_epoch_record_read(root, &c, members, &e, err);
     if (rc != 0)
         return rc;
     gw_chain_next(chain, e.epoch, e.ring_id, entry);

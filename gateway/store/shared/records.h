@@ -24,6 +24,13 @@ void gw_records_epoch_line(struct gw_buf *out, const struct gw_contract *c,
 void gw_records_receipt_prefix(struct gw_buf *out, uint64_t seq,
                                const unsigned char fingerprint[GW_FINGERPRINT_LEN]);
 
+/* Reads an epoch record's contract and membership (`root` its JSON) under the rules of a start
+ * (docs/contract.md §1, §2, R1 and R2) and recomputes its epoch id and ring id into e->epoch
+ * and e->ring_id, without checking it against a chain. Returns 0 with *m to be freed by the
+ * caller, -EINVAL with err->msg saying what is wrong, or -ENOMEM. */
+int gw_epoch_record_read(json_t *root, struct gw_contract *c, struct gw_membership *m,
+                         struct gw_epoch_entry *e, struct gw_error *err);
+
 /* Checks one epoch record line (`root` its JSON) against the chain so far and the receipts
  * before it (`last_seq`): the recomputed epoch id and ring id, epoch_seq, prev, first_seq, a
  * different epoch than the previous one, and the canonical bytes of the new form. On success
