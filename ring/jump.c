@@ -38,13 +38,21 @@ static void draw_table(const struct ring *ketama, uint32_t slots, uint32_t *tabl
 int ring_build_jump(struct ring **out, enum ring_digest digest, uint32_t slots,
                     const struct ring_shard *shards, size_t n, struct ring_error *err)
 {
+    return ring_build_jump_from(out, NULL, digest, slots, shards, n, err);
+}
+
+int ring_build_jump_from(struct ring **out, const struct ring *prev, enum ring_digest digest,
+                         uint32_t slots, const struct ring_shard *shards, size_t n,
+                         struct ring_error *err)
+{
     *out = NULL;
     if (slots < 1 || slots > RING_JUMP_SLOTS_MAX) {
         snprintf(err->msg, sizeof(err->msg), "slots %u is not 1..%d", slots, RING_JUMP_SLOTS_MAX);
         return -EINVAL;
     }
     struct ring *ketama = NULL;
-    int rc = ring_build(&ketama, digest, RING_JUMP_VNODES, shards, n, err);
+    const struct ring *under = prev && prev->algorithm == RING_JUMP ? prev->under : NULL;
+    int rc = ring_build_from(&ketama, under, digest, RING_JUMP_VNODES, shards, n, err);
     if (rc != 0)
         return rc;
     struct ring *ring = ring__new(RING_JUMP, digest, err);
@@ -63,6 +71,6 @@ int ring_build_jump(struct ring **out, enum ring_digest digest, uint32_t slots,
         else
             rc = -ENOMEM;
     }
-    ring_free(ketama);
+    ring->under = ketama;
     return ring__finish(ring, rc, out, err);
 }

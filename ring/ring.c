@@ -190,6 +190,7 @@ void ring_free(struct ring *ring)
     ring__big_free(ring->buckets, ring->buckets_bytes);
     free(ring->coarse);
     free(ring->table);
+    ring_free(ring->under);
     free(ring);
 }
 

@@ -97,6 +97,14 @@ int ring_build_maglev(struct ring **out, enum ring_digest digest, uint32_t table
 int ring_build_jump(struct ring **out, enum ring_digest digest, uint32_t slots,
                     const struct ring_shard *shards, size_t n, struct ring_error *err);
 
+/* The same ring, byte for byte, with the ketama ring under the table built from the one under
+ * `prev` when `prev` is a jump ring (ring_build_from: only the points it lacks are hashed), so a
+ * reload does not hash every point again. A jump ring keeps that ketama ring (about 12 bytes a
+ * point) for this. `prev` is only read. Returns as ring_build_jump. */
+int ring_build_jump_from(struct ring **out, const struct ring *prev, enum ring_digest digest,
+                         uint32_t slots, const struct ring_shard *shards, size_t n,
+                         struct ring_error *err);
+
 void ring_free(struct ring *ring);
 
 enum ring_algorithm ring_algorithm_of(const struct ring *ring);

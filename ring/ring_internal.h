@@ -29,6 +29,8 @@ struct ring {
     uint32_t vnodes;     /* ketama */
     uint32_t table_size; /* maglev, jump: the slots of `table`, which holds each one's shard */
     uint32_t *table;
+    struct ring
+        *under; /* jump: the ketama ring its table was drawn from, kept for the next build */
     size_t nshards;
     struct ring_shard_slot *shards; /* in id order */
     size_t npoints;

@@ -85,7 +85,8 @@ int gw_topology_build_from(const struct gw_contract *contract, struct gw_members
     if (contract->algorithm == RING_MAGLEV)
         rc = ring_build_maglev(&out->ring, contract->digest, contract->table, online, k, &rerr);
     else if (contract->algorithm == RING_JUMP)
-        rc = ring_build_jump(&out->ring, contract->digest, contract->table, online, k, &rerr);
+        rc = ring_build_jump_from(&out->ring, prev, contract->digest, contract->table, online, k,
+                                  &rerr);
     else
         rc =
             ring_build_from(&out->ring, prev, contract->digest, contract->vnodes, online, k, &rerr);

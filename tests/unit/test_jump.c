@@ -158,7 +158,8 @@ static uint32_t *health_table(const struct ring_shard *s, size_t n, uint32_t slo
 
 /* 200 random memberships (1 to 40 shards, weights 1 to 5, ids with common prefixes, 1 to 5,000
  * slots): the gateway's and health's tables name the same shard in every slot; adding a shard
- * moves slots only to it, and taking the first away moves only its own slots. */
+ * moves slots only to it, and taking the first away moves only its own slots; each ring built
+ * from the one before (a reload) is the ring built from scratch. */
 static void test_jump_ring_random(void)
 {
     uint64_t x = 0x2545F4914F6CDD1DULL;
@@ -179,6 +180,15 @@ static void test_jump_ring_random(void)
         CHECK_EQ_U64(ring_build_jump(&a, d, slots, s, n, &err), 0);
         CHECK_EQ_U64(ring_build_jump(&b, d, slots, s, n + 1, &err), 0);     /* s[n] added */
         CHECK_EQ_U64(ring_build_jump(&c, d, slots, s + 1, n - 1, &err), 0); /* s[0] gone */
+        struct ring *b2, *c2; /* the same rings built from a's, as a reload builds them */
+        CHECK_EQ_U64(ring_build_jump_from(&b2, a, d, slots, s, n + 1, &err), 0);
+        CHECK_EQ_U64(ring_build_jump_from(&c2, b2, d, slots, s + 1, n - 1, &err), 0);
+        CHECK_EQ_STR(ring_id(b2), ring_id(b));
+        CHECK_EQ_U64(memcmp(ring_table(b2), ring_table(b), slots * sizeof(uint32_t)), 0);
+        if (n > 1)
+            CHECK_EQ_U64(memcmp(ring_table(c2), ring_table(c), slots * sizeof(uint32_t)), 0);
+        ring_free(b2);
+        ring_free(c2);
         struct hc_membership m;
         uint32_t *theirs = health_table(s, n, slots, md5, &m);
         const uint32_t *ta = ring_table(a), *tb = ring_table(b), *tc = ring_table(c);
