@@ -8,7 +8,7 @@
 #include "buf.h"
 #include "metrics.h"
 
-#define GW_ROUTE_SLOTS 16
+#define GW_ROUTE_SLOTS 20
 #define GW_STATUS_CLASSES 5
 
 /* A route slot's labels; `route` NULL: the slot is not used. */

@@ -12,6 +12,7 @@ static const struct gw_route routes[] = {
     {"GET", "/v1/lookup", 0, GW_ACCESS_TOKEN, gw_handle_lookup, NULL, "/v1/lookup"},
     {"GET", "/v1/shards", 0, GW_ACCESS_TOKEN, gw_handle_shards, NULL, "/v1/shards"},
     {"GET", "/v1/epochs", 0, GW_ACCESS_TOKEN, gw_handle_epochs, NULL, "/v1/epochs"},
+    {"GET", "/v1/moves", 0, GW_ACCESS_TOKEN, gw_handle_moves, NULL, "/v1/moves"},
     {"GET", "/v1/receipts", 0, GW_ACCESS_TOKEN, gw_handle_receipts, NULL, "/v1/receipts"},
     {"GET", "/v1/shards/", 1, GW_ACCESS_TOKEN, gw_handle_shard_path, NULL,
      "/v1/shards/{id}/assignments"},

@@ -77,6 +77,16 @@ int gw_chain_latest(struct gw_epoch_chain *c, struct gw_epoch_entry *out)
     return found;
 }
 
+int gw_chain_at(struct gw_epoch_chain *c, uint64_t epoch_seq, struct gw_epoch_entry *out)
+{
+    pthread_mutex_lock(&c->lock);
+    int found = epoch_seq >= 1 && epoch_seq <= c->count;
+    if (found)
+        *out = c->entries[epoch_seq - 1];
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
 int gw_chain_find(struct gw_epoch_chain *c, const char *id, int by_ring, struct gw_epoch_entry *out)
 {
     pthread_mutex_lock(&c->lock);

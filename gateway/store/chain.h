@@ -43,6 +43,10 @@ int gw_chain_append(struct gw_epoch_chain *c, const struct gw_epoch_entry *e);
 /* Copies the latest entry to *out. Returns 1, or 0 when the chain is empty. */
 int gw_chain_latest(struct gw_epoch_chain *c, struct gw_epoch_entry *out);
 
+/* Copies the entry with this epoch_seq (the chain holds epoch_seq 1, 2, ... in order) to *out.
+ * Returns 1, or 0 when there is none. */
+int gw_chain_at(struct gw_epoch_chain *c, uint64_t epoch_seq, struct gw_epoch_entry *out);
+
 /* Copies the latest entry with this epoch id (or, with by_ring, this ring id) to *out.
  * Returns 1, or 0 when there is none. */
 int gw_chain_find(struct gw_epoch_chain *c, const char *id, int by_ring,

@@ -147,6 +147,12 @@ struct gw_epoch_chain *gw_store_chain(struct gw_store *s)
     return s->ops->chain(s);
 }
 
+int gw_store_epoch_record(struct gw_store *s, const struct gw_epoch_entry *e, struct gw_buf *out,
+                          struct gw_error *err)
+{
+    return s->ops->epoch_record(s, e, out, err);
+}
+
 const char *gw_store_damage_what(struct gw_store *s, int rc)
 {
     return s->ops->damage_what(rc);

@@ -17,6 +17,7 @@
 #include "feed_watch.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "topology.h"
 
 #define GW_STORE_FILE_NAME_MAX 40 /* a segment's file name and its NUL (gw_store_segment_file) */
 
@@ -147,6 +148,20 @@ void gw_store_close(struct gw_store *s);
 
 /* The epoch chain of the store in use: every epoch recorded, oldest first (docs/contract.md §7). */
 struct gw_epoch_chain *gw_store_chain(struct gw_store *s);
+
+/* Appends the epoch record of chain entry `e` (docs/journal.md §2) without its crc32 member:
+ * from the segments present (the state dir's store) or the epoch's row (PostgreSQL). Returns 0;
+ * -ENOENT when the store no longer holds it (an archived segment); -EBADMSG with err->msg when
+ * the line that holds it fails its check; -EAGAIN with err->msg when the database cannot be
+ * read; -ENOMEM. */
+int gw_store_epoch_record(struct gw_store *s, const struct gw_epoch_entry *e, struct gw_buf *out,
+                          struct gw_error *err);
+
+/* The topology of chain entry `e` (its contract and membership, its ring built) from its record
+ * (epoch_topology.c). Returns 0; gw_store_epoch_record's codes, with err->msg saying which
+ * record for -ENOENT; -EINVAL when the record is not usable (err set); -ENOMEM. */
+int gw_store_epoch_topology(struct gw_store *s, const struct gw_epoch_entry *e,
+                            struct gw_topology *out, struct gw_error *err);
 
 /* Why a stored receipt was not read (gw_store_read_receipt). */
 struct gw_store_miss {

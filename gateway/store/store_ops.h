@@ -55,6 +55,8 @@ struct gw_store_ops {
                         struct gw_error *err);
     int (*catch_up)(struct gw_store *s, gw_epoch_fn apply, void *ctx, struct gw_error *err);
     struct gw_epoch_chain *(*chain)(struct gw_store *s);
+    int (*epoch_record)(struct gw_store *s, const struct gw_epoch_entry *e, struct gw_buf *out,
+                        struct gw_error *err);
 };
 
 /* file/store_file.c and file/store_file_open.c: the state dir's store. */

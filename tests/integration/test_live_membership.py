@@ -156,6 +156,53 @@ def sighup_applies_a_changed_membership():
        (epoch_of(new), 2, EPOCH0, "sighup", 2), "epoch record")
 
 
+@case("live_moves")
+def moves_follow_each_change():
+    """GET /v1/moves (docs/api.md §20) on a live server over three changes (SIGHUP, PUT, a
+    capacity-only PUT): each item is `shardgate moves` and the probe's `moves` for its two
+    epochs, byte for byte, with its cursor; paging by limit; the empty page past the head; a
+    record whose segment line is damaged is 500 record_corrupt; bad parameters are 400."""
+    path = shards_file()
+    with admin_server(shards=path) as s:
+        eq(s.post(batch("m0")).status, 200, "POST")
+        write(path, json.dumps(changed_shards(shard_d="online")))
+        sighup(s, "reload_applied")
+        eq(put(s, changed_shards(shard_d="online", shard_b="offline"),
+               if_match=current_epoch(s)).status, 200, "PUT")
+        eq(put(s, with_capacity(changed_shards(shard_d="online", shard_b="offline"), "shard-a",
+                                 7), if_match=current_epoch(s)).status, 200, "PUT capacity")
+        r = s.get("/v1/moves")
+        eq(r.status, 200, "GET /v1/moves")
+        doc = r.json()
+        eq(([(i["from_epoch_seq"], i["epoch_seq"]) for i in doc["items"]], doc["last_epoch_seq"]),
+           ([(1, 2), (2, 3), (3, 4)], 4), "one item a change")
+        items = r.body.decode()[len('{"items":['):r.body.decode().rindex('],"last_epoch_seq"')]
+        for a in (1, 2, 3):
+            c = sgtest.run_gateway("moves", "--state-dir", s.state_dir, "--from", str(a), "--to",
+                                   str(a + 1))
+            p = sgtest.run([sys.executable, src("client", "probe.py"), "moves", "--state-dir",
+                            s.state_dir, "--from", str(a), "--to", str(a + 1)])
+            eq((c.returncode, p.stdout), (0, c.stdout), "moves %d -> %d: C and the probe" % (a, a + 1))
+            want = '{"type":"moves","from_epoch_seq":%d,"epoch_seq":%d,%s' % (
+                a, a + 1, c.stdout.rstrip("\n")[1:])
+            ok(want in items, "the item of %d -> %d is `shardgate moves`'s bytes" % (a, a + 1))
+        last = doc["items"][2]
+        eq((last["moved_points"], last["ranges"]), (0, []), "a capacity change moves nothing")
+        page = s.get("/v1/moves?after=1&limit=1").json()
+        eq(([i["epoch_seq"] for i in page["items"]], page["last_epoch_seq"]), ([2], 2), "paged")
+        eq(s.get("/v1/moves?after=9").body, b'{"items":[],"last_epoch_seq":4}\n', "past the head")
+        for query, name in (("limit=0", "limit"), ("limit=101", "limit"), ("after=x", "after")):
+            r = s.get("/v1/moves?" + query)
+            eq((r.status, r.json()["error"]["code"], r.json()["error"]["path"]),
+               (400, "invalid_parameter", name), query)
+        journal = os.path.join(s.state_dir, "journal.jsonl")
+        raw = read(journal)
+        at = raw.index(b'"epoch_seq":3,')
+        write(journal, raw[:at] + raw[at:].replace(b'"capacity":20', b'"capacity":21', 1), "wb")
+        r = s.get("/v1/moves?after=2&limit=1")
+        eq((r.status, r.json()["error"]["code"]), (500, "record_corrupt"), "a damaged record")
+
+
 @case("live_sighup")
 def sighup_refuses_a_bad_membership_and_keeps_serving():
     path = shards_file()

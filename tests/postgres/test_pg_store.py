@@ -379,6 +379,17 @@ def a_change_through_one_replica_is_applied_by_all_within_a_second():
         after = post(c.gws[2], batch("after")).json()
         eq((after["epoch"], after["shards"]["shard-d"]["state"]), (new, "online"),
            "a receipt after the change names the new epoch")
+        # GET /v1/moves (docs/api.md §20) on a replica that heard of the change: the plan of the
+        # two epochs' rows, the bytes `shardgate plan --ranges` prints for their files.
+        d = write(os.path.join(c.pg.base, "d-online.json"), json.dumps({"shards": SHARDS_D_ONLINE}))
+        plan = run_gateway("plan", "--conf", sgtest.CONF, "--shards", sgtest.SHARDS, "--to", d,
+                           "--ranges")
+        eq(plan.returncode, 0, "plan --ranges: %s" % plan.stderr)
+        moves = c.gws[2].get("/v1/moves")
+        eq((moves.status, moves.body.decode()),
+           (200, '{"items":[{"type":"moves","from_epoch_seq":1,"epoch_seq":2,%s],'
+                 '"last_epoch_seq":2}\n' % plan.stdout.rstrip("\n")[1:]),
+           "GET /v1/moves from the database's rows")
         epochs = c.sql("SELECT epoch_seq, epoch, first_seq FROM shardgate_epochs ORDER BY 1")
         eq(epochs, [["1", first, "1"], ["2", new, "2"]], "the chain in the database")
         for gw in c.gws:

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "epoch_read.h"
 #include "line_check.h"
 
 static void stop_file(struct gw_store *s)
@@ -243,6 +244,12 @@ static struct gw_epoch_chain *chain_file(struct gw_store *s)
     return &gw_fs(s)->journal.chain;
 }
 
+static int epoch_record_file(struct gw_store *s, const struct gw_epoch_entry *e, struct gw_buf *out,
+                             struct gw_error *err)
+{
+    return gw_file_epoch_record(gw_fs(s)->journal.dir, e, out, err);
+}
+
 static const char *damage_what_file(int rc)
 {
     return rc == -EILSEQ ? "the line at the index's position is not that record's"
@@ -280,4 +287,5 @@ const struct gw_store_ops gw_store_file_ops = {
     .record_epoch = record_epoch_file,
     .catch_up = catch_up_file,
     .chain = chain_file,
+    .epoch_record = epoch_record_file,
 };

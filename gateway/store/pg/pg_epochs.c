@@ -204,3 +204,41 @@ int gw_pg_epochs_open(struct gw_pg_store *s, const struct gw_topology *topo, gw_
     }
     return -ESTALE;
 }
+
+struct record_read {
+    const struct gw_epoch_entry *e;
+    struct gw_buf *out;
+    int found;
+};
+
+static int read_record_on(struct gw_pg_conn *c, void *arg, struct gw_error *err)
+{
+    struct record_read *q = arg;
+    char seq[24];
+    snprintf(seq, sizeof(seq), "%" PRIu64, q->e->epoch_seq);
+    const char *params[] = {seq, q->e->epoch};
+    PGresult *res = gw_pg_ensure(c, err) == 0 ? gw_pg_exec(c,
+                                                           "SELECT record FROM shardgate_epochs "
+                                                           "WHERE epoch_seq = $1 AND epoch = $2",
+                                                           2, params, err)
+                                              : NULL;
+    if (!res)
+        return -EIO;
+    q->found = PQntuples(res) == 1;
+    if (q->found)
+        gw_buf_append(q->out, PQgetvalue(res, 0, 0), (size_t)PQgetlength(res, 0, 0));
+    PQclear(res);
+    return 0;
+}
+
+int gw_pg_epoch_record_read(struct gw_pg_store *s, const struct gw_epoch_entry *e,
+                            struct gw_buf *out, struct gw_error *err)
+{
+    struct record_read q = {e, out, 0};
+    pthread_mutex_lock(&s->read_lock);
+    int rc = gw_pg_once_more(&s->reader, read_record_on, &q, err);
+    pthread_mutex_unlock(&s->read_lock);
+    if (rc == 0 && out->failed)
+        return -ENOMEM;
+    return rc != 0 ? rc : q.found ? 0 : -ENOENT;
+}

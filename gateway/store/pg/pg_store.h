@@ -93,6 +93,11 @@ int gw_pg_epoch_record(struct gw_pg_store *s, const struct gw_topology *t,
                        enum gw_epoch_source source, const char *base, struct gw_epoch_entry *out,
                        struct gw_error *err);
 
+/* Appends the epoch record of chain entry `e` (its row's `record`, docs/journal.md §10), read
+ * on the readers' connection. Returns 0, -ENOENT (no such row), -EIO (err set), -ENOMEM. */
+int gw_pg_epoch_record_read(struct gw_pg_store *s, const struct gw_epoch_entry *e,
+                            struct gw_buf *out, struct gw_error *err);
+
 /* pg_listen.c: a thread LISTENing on shardgate_epochs on its own connection (gw_pg_changed_fn
  * runs on it). */
 int gw_pg_listener_start(struct gw_pg_store *s, gw_pg_changed_fn changed, void *ctx,

@@ -262,6 +262,13 @@ static struct gw_epoch_chain *chain_pg(struct gw_store *s)
     return &db(s)->pg.chain;
 }
 
+static int epoch_record_pg(struct gw_store *s, const struct gw_epoch_entry *e, struct gw_buf *out,
+                           struct gw_error *err)
+{
+    int rc = gw_pg_epoch_record_read(&db(s)->pg, e, out, err);
+    return rc == -EIO ? -EAGAIN : rc;
+}
+
 const struct gw_store_ops gw_store_pg_ops = {
     .check_name = "store",
     .holds_membership = 1,
@@ -283,6 +290,7 @@ const struct gw_store_ops gw_store_pg_ops = {
     .record_epoch = record_epoch_pg,
     .catch_up = catch_up_pg,
     .chain = chain_pg,
+    .epoch_record = epoch_record_pg,
 };
 
 int gw_store_open_pg(struct gw_store *s, const struct gw_store_options *o, struct gw_topology *topo,

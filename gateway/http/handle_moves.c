@@ -1,0 +1,104 @@
+/* GET /v1/moves (docs/api.md §20): after each membership change, the ranges of the hash space
+ * that moved and between which shards, derived from the two epochs' records on demand
+ * (docs/decisions.md §61). */
+#include "request.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "chain.h"
+#include "plan.h"
+#include "store.h"
+#include "topology.h"
+
+#define MOVES_LIMIT_MAX 100
+#define MOVES_LIMIT_DEFAULT 10
+
+/* The item of the change to epoch `b` from `a`: the plan with its ranges, or `plan` null and
+ * why. Returns 0, -ENOMEM, or -EAGAIN / -EBADMSG (the store could not be read: err set). */
+static int write_item(struct gw_store *store, const struct gw_epoch_entry *a,
+                      const struct gw_epoch_entry *b, struct gw_buf *out, struct gw_error *err)
+{
+    struct gw_topology from, to;
+    struct gw_plan p;
+    int have_from = 0, have_to = 0, have_plan = 0;
+    int rc = gw_store_epoch_topology(store, a, &from, err);
+    have_from = rc == 0;
+    if (rc == 0)
+        have_to = (rc = gw_store_epoch_topology(store, b, &to, err)) == 0;
+    if (rc == 0)
+        have_plan = (rc = gw_plan_compute(&from, &to, 1, &p, err)) == 0;
+    gw_buf_field_u64(out, "{\"type\":\"moves\",\"from_epoch_seq\":", a->epoch_seq);
+    gw_buf_field_u64(out, ",\"epoch_seq\":", b->epoch_seq);
+    if (have_plan) {
+        size_t at = out->len;
+        gw_plan_write(out, &p);
+        if (!out->failed)
+            out->data[at] = ','; /* the plan's members continue the item */
+        gw_plan_free(&p);
+    } else if (rc != -ENOMEM && rc != -EAGAIN && rc != -EBADMSG) {
+        gw_buf_puts(out, ",\"from_epoch\":\"");
+        gw_buf_puts(out, a->epoch);
+        gw_buf_puts(out, "\",\"to_epoch\":\"");
+        gw_buf_puts(out, b->epoch);
+        gw_buf_puts(out, "\",\"plan\":null,\"reason\":");
+        gw_buf_json_string(out, err->msg, strlen(err->msg));
+        gw_buf_puts(out, "}");
+        rc = 0;
+    }
+    if (have_from)
+        gw_topology_free(&from);
+    if (have_to)
+        gw_topology_free(&to);
+    return out->failed ? -ENOMEM : rc;
+}
+
+static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const char *what)
+{
+    char msg[160];
+    snprintf(msg, sizeof(msg), "%s: %s", name, what);
+    return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, name, NULL, NULL);
+}
+
+enum MHD_Result gw_handle_moves(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    uint64_t after, limit;
+    if (gw_param_u64(r, "after", 0, INT64_MAX, 0, &after) != 0)
+        return bad_parameter(r, "after", "must be an integer 0..9223372036854775807");
+    if (gw_param_u64(r, "limit", 1, MOVES_LIMIT_MAX, MOVES_LIMIT_DEFAULT, &limit) != 0)
+        return bad_parameter(r, "limit", "must be an integer 1..100");
+    struct gw_epoch_chain *chain = gw_store_chain(r->srv->store);
+    struct gw_epoch_entry latest = {.epoch_seq = 0}, a, b;
+    gw_chain_latest(chain, &latest);
+    uint64_t last = after < latest.epoch_seq ? after : latest.epoch_seq;
+    struct gw_buf body;
+    struct gw_error err = {{0}, {0}};
+    gw_buf_init(&body);
+    gw_buf_puts(&body, "{\"items\":[");
+    int rc = 0, items = 0;
+    for (uint64_t seq = last + 1; rc == 0 && seq <= latest.epoch_seq && seq - after <= limit;
+         seq++) {
+        if (seq >= 2 && gw_chain_at(chain, seq - 1, &a) && gw_chain_at(chain, seq, &b)) {
+            if (items++)
+                gw_buf_puts(&body, ",");
+            rc = write_item(r->srv->store, &a, &b, &body, &err);
+        }
+        if (rc == 0)
+            last = seq;
+    }
+    gw_buf_field_u64(&body, "],\"last_epoch_seq\":", last);
+    gw_buf_puts(&body, "}\n");
+    if (rc == 0 && !body.failed)
+        return gw_serve_json(r, MHD_HTTP_OK, &body);
+    gw_buf_free(&body);
+    if (rc == -EAGAIN)
+        return gw_serve_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, "store_unavailable", err.msg, "",
+                              "Retry-After", "1");
+    if (rc == -EBADMSG)
+        return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "record_corrupt", err.msg, "",
+                              NULL, NULL);
+    return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "", NULL,
+                          NULL);
+}
