@@ -187,8 +187,12 @@ DEFECTS = [
      "^plan_plan_moves$"),
     # GET /v1/moves (docs/api.md §20): each item made from the epoch and itself, a damaged
     # record line read as if whole, the database's row never found.
-    ("moves-feed-pairs-an-epoch-with-itself", "gateway:gw_handle_moves",
+    ("moves-feed-pairs-an-epoch-with-itself", "gateway:serve_moves",
      "gw_chain_at(chain, seq - 1, &a)", "gw_chain_at(chain, seq, &a)", ("tests",),
+     "^http_live_moves$"),
+    ("moves-shard-view-swaps-ways", "gateway:write_shard_view",
+     "const struct gw_plan_shard *self = &p->shards[way ? g->to : g->from];",
+     "const struct gw_plan_shard *self = &p->shards[way ? g->from : g->to];", ("tests",),
      "^http_live_moves$"),
     ("moves-feed-reads-damaged-records", "gateway:scan_file", "if (check == -EBADMSG) {",
      "if (0 && check == -EBADMSG) {", ("tests",), "^http_live_moves$"),

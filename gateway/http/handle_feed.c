@@ -340,7 +340,8 @@ enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest)
         return serve_page(r, r->feed);
     const char *slash = strchr(rest, '/');
     char msg[320];
-    if (!slash || strcmp(slash, "/assignments") != 0) {
+    int moves = slash && strcmp(slash, "/moves") == 0;
+    if (!slash || (strcmp(slash, "/assignments") != 0 && !moves)) {
         snprintf(msg, sizeof(msg), "no such endpoint: %.200s", r->path);
         return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "", NULL, NULL);
     }
@@ -349,5 +350,5 @@ enum MHD_Result gw_handle_shard_path(struct gw_req *r, const char *rest)
         snprintf(msg, sizeof(msg), "no such shard: \"%.*s\"", (int)(len < 128 ? len : 128), rest);
         return gw_serve_error(r, MHD_HTTP_NOT_FOUND, "not_found", msg, "shard", NULL, NULL);
     }
-    return begin(r, rest, len);
+    return moves ? gw_handle_shard_moves(r, rest, len) : begin(r, rest, len);
 }

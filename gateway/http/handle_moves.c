@@ -15,10 +15,41 @@
 #define MOVES_LIMIT_MAX 100
 #define MOVES_LIMIT_DEFAULT 10
 
-/* The item of the change to epoch `b` from `a`: the plan with its ranges, or `plan` null and
- * why. Returns 0, -ENOMEM, or -EAGAIN / -EBADMSG (the store could not be read: err set). */
+/* A shard's view of the plan: the ranges it gives and those it takes (docs/api.md §20). */
+static void write_shard_view(struct gw_buf *out, const struct gw_plan *p, const char *id,
+                             size_t len)
+{
+    gw_buf_puts(out, ",\"from_epoch\":\"");
+    gw_buf_puts(out, p->from_epoch);
+    gw_buf_puts(out, "\",\"to_epoch\":\"");
+    gw_buf_puts(out, p->to_epoch);
+    gw_buf_puts(out, "\",\"shard\":");
+    gw_buf_json_string(out, id, len);
+    for (int way = 0; way < 2; way++) { /* outgoing, then incoming */
+        gw_buf_puts(out, way ? "],\"incoming\":[" : ",\"outgoing\":[");
+        int n = 0;
+        for (size_t i = 0; i < p->range_count; i++) {
+            const struct gw_plan_range *g = &p->ranges[i];
+            const struct gw_plan_shard *self = &p->shards[way ? g->to : g->from];
+            const struct gw_plan_shard *other = &p->shards[way ? g->from : g->to];
+            if (self->id_len != len || memcmp(self->id, id, len) != 0)
+                continue;
+            gw_buf_field_u64(out, n++ ? ",{\"lo\":" : "{\"lo\":", g->lo);
+            gw_buf_field_u64(out, ",\"hi\":", g->hi);
+            gw_buf_puts(out, way ? ",\"from\":" : ",\"to\":");
+            gw_buf_json_string(out, other->id, other->id_len);
+            gw_buf_puts(out, "}");
+        }
+    }
+    gw_buf_puts(out, "]}");
+}
+
+/* The item of the change to epoch `b` from `a`: the plan with its ranges (with `shard`, that
+ * shard's view of it), or `plan` null and why. Returns 0, -ENOMEM, or -EAGAIN / -EBADMSG (the
+ * store could not be read: err set). */
 static int write_item(struct gw_store *store, const struct gw_epoch_entry *a,
-                      const struct gw_epoch_entry *b, struct gw_buf *out, struct gw_error *err)
+                      const struct gw_epoch_entry *b, const char *shard, size_t shard_len,
+                      struct gw_buf *out, struct gw_error *err)
 {
     struct gw_topology from, to;
     struct gw_plan p;
@@ -31,7 +62,10 @@ static int write_item(struct gw_store *store, const struct gw_epoch_entry *a,
         have_plan = (rc = gw_plan_compute(&from, &to, 1, &p, err)) == 0;
     gw_buf_field_u64(out, "{\"type\":\"moves\",\"from_epoch_seq\":", a->epoch_seq);
     gw_buf_field_u64(out, ",\"epoch_seq\":", b->epoch_seq);
-    if (have_plan) {
+    if (have_plan && shard) {
+        write_shard_view(out, &p, shard, shard_len);
+        gw_plan_free(&p);
+    } else if (have_plan) {
         size_t at = out->len;
         gw_plan_write(out, &p);
         if (!out->failed)
@@ -61,9 +95,9 @@ static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const c
     return gw_serve_error(r, MHD_HTTP_BAD_REQUEST, "invalid_parameter", msg, name, NULL, NULL);
 }
 
-enum MHD_Result gw_handle_moves(struct gw_req *r, const char *rest)
+/* The page of changes after the cursor, of the whole space or of one shard. */
+static enum MHD_Result serve_moves(struct gw_req *r, const char *shard, size_t shard_len)
 {
-    (void)rest;
     uint64_t after, limit;
     if (gw_param_u64(r, "after", 0, INT64_MAX, 0, &after) != 0)
         return bad_parameter(r, "after", "must be an integer 0..9223372036854775807");
@@ -83,7 +117,7 @@ enum MHD_Result gw_handle_moves(struct gw_req *r, const char *rest)
         if (seq >= 2 && gw_chain_at(chain, seq - 1, &a) && gw_chain_at(chain, seq, &b)) {
             if (items++)
                 gw_buf_puts(&body, ",");
-            rc = write_item(r->srv->store, &a, &b, &body, &err);
+            rc = write_item(r->srv->store, &a, &b, shard, shard_len, &body, &err);
         }
         if (rc == 0)
             last = seq;
@@ -101,4 +135,15 @@ enum MHD_Result gw_handle_moves(struct gw_req *r, const char *rest)
                               NULL, NULL);
     return gw_serve_error(r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory", "", NULL,
                           NULL);
+}
+
+enum MHD_Result gw_handle_moves(struct gw_req *r, const char *rest)
+{
+    (void)rest;
+    return serve_moves(r, NULL, 0);
+}
+
+enum MHD_Result gw_handle_shard_moves(struct gw_req *r, const char *id, size_t len)
+{
+    return serve_moves(r, id, len);
 }

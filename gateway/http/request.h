@@ -233,6 +233,8 @@ enum MHD_Result gw_handle_metrics(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_post_batches(struct gw_req *r, const char *data, size_t *size);
 enum MHD_Result gw_handle_epochs(struct gw_req *r, const char *rest);
 enum MHD_Result gw_handle_moves(struct gw_req *r, const char *rest);
+/* GET /v1/shards/{id}/moves: the moves of shard `id` (docs/api.md §20). */
+enum MHD_Result gw_handle_shard_moves(struct gw_req *r, const char *id, size_t len);
 enum MHD_Result gw_handle_admin_membership(struct gw_req *r, const char *data, size_t *size);
 enum MHD_Result gw_handle_admin_membership_get(struct gw_req *r, const char *rest);
 /* The feed (handle_feed.c, docs/api.md §17 and §18); gw_feed_req_free at completion. */

@@ -160,8 +160,9 @@ def sighup_applies_a_changed_membership():
 def moves_follow_each_change():
     """GET /v1/moves (docs/api.md §20) on a live server over three changes (SIGHUP, PUT, a
     capacity-only PUT): each item is `shardgate moves` and the probe's `moves` for its two
-    epochs, byte for byte, with its cursor; paging by limit; the empty page past the head; a
-    record whose segment line is damaged is 500 record_corrupt; bad parameters are 400."""
+    epochs, byte for byte, with its cursor; each shard's view (/v1/shards/{id}/moves) is exactly
+    the ranges it gives and takes; paging by limit; the empty page past the head; a record whose
+    segment line is damaged is 500 record_corrupt; bad parameters are 400."""
     path = shards_file()
     with admin_server(shards=path) as s:
         eq(s.post(batch("m0")).status, 200, "POST")
@@ -188,6 +189,21 @@ def moves_follow_each_change():
             ok(want in items, "the item of %d -> %d is `shardgate moves`'s bytes" % (a, a + 1))
         last = doc["items"][2]
         eq((last["moved_points"], last["ranges"]), (0, []), "a capacity change moves nothing")
+        for shard in ("shard-a", "shard-b", "shard-d"):
+            mine = s.get("/v1/shards/%s/moves" % shard).json()
+            eq(mine["last_epoch_seq"], 4, shard + ": cursor")
+            for item, whole in zip(mine["items"], doc["items"]):
+                eq(item, {"type": "moves", "from_epoch_seq": whole["from_epoch_seq"],
+                          "epoch_seq": whole["epoch_seq"], "from_epoch": whole["from_epoch"],
+                          "to_epoch": whole["to_epoch"], "shard": shard,
+                          "outgoing": [{"lo": g["lo"], "hi": g["hi"], "to": g["to"]}
+                                       for g in whole["ranges"] if g["from"] == shard],
+                          "incoming": [{"lo": g["lo"], "hi": g["hi"], "from": g["from"]}
+                                       for g in whole["ranges"] if g["to"] == shard]},
+                   "%s's view of %d -> %d" % (shard, whole["from_epoch_seq"], whole["epoch_seq"]))
+        ok(s.get("/v1/shards/shard-d/moves").json()["items"][0]["incoming"], "shard-d takes")
+        r = s.get("/v1/shards/shard-x/moves")
+        eq((r.status, r.json()["error"]["path"]), (404, "shard"), "an unknown shard")
         page = s.get("/v1/moves?after=1&limit=1").json()
         eq(([i["epoch_seq"] for i in page["items"]], page["last_epoch_seq"]), ([2], 2), "paged")
         eq(s.get("/v1/moves?after=9").body, b'{"items":[],"last_epoch_seq":4}\n', "past the head")
