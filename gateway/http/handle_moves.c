@@ -44,34 +44,61 @@ static void write_shard_view(struct gw_buf *out, const struct gw_plan *p, const 
     gw_buf_puts(out, "]}");
 }
 
-/* The item of the change to epoch `b` from `a`: the plan with its ranges (with `shard`, that
- * shard's view of it), or `plan` null and why. Returns 0, -ENOMEM, or -EAGAIN / -EBADMSG (the
- * store could not be read: err set). */
-static int write_item(struct gw_store *store, const struct gw_epoch_entry *a,
-                      const struct gw_epoch_entry *b, const char *shard, size_t shard_len,
-                      struct gw_buf *out, struct gw_error *err)
+/* One epoch's topology as read from the store, or why it could not be. */
+struct loaded {
+    uint64_t epoch_seq; /* 0: nothing loaded */
+    int rc;
+    struct gw_topology topo; /* when rc == 0 */
+    struct gw_error err;     /* when rc != 0 */
+};
+
+static void unload(struct loaded *l)
 {
-    struct gw_topology from, to;
+    if (l->epoch_seq && l->rc == 0)
+        gw_topology_free(&l->topo);
+    l->epoch_seq = 0;
+}
+
+static void load(struct gw_store *store, const struct gw_epoch_entry *e, struct loaded *l)
+{
+    unload(l);
+    l->epoch_seq = e->epoch_seq;
+    l->rc = gw_store_epoch_topology(store, e, &l->topo, &l->err);
+}
+
+/* 1 when the store could not be read at all (the answer is an error, not an item). */
+static int unreadable(int rc)
+{
+    return rc == -ENOMEM || rc == -EAGAIN || rc == -EBADMSG;
+}
+
+/* The item of the change to epoch `b` from `a`, both loaded: the plan with its ranges (with
+ * `shard`, that shard's view of it), or `plan` null and why. Returns 0, -ENOMEM, or -EAGAIN /
+ * -EBADMSG (the store could not be read: err set). */
+static int write_item(const struct gw_epoch_entry *a, const struct gw_epoch_entry *b,
+                      const struct loaded *from, const struct loaded *to, const char *shard,
+                      size_t shard_len, struct gw_buf *out, struct gw_error *err)
+{
     struct gw_plan p;
-    int have_from = 0, have_to = 0, have_plan = 0;
-    int rc = gw_store_epoch_topology(store, a, &from, err);
-    have_from = rc == 0;
-    if (rc == 0)
-        have_to = (rc = gw_store_epoch_topology(store, b, &to, err)) == 0;
-    if (rc == 0)
-        have_plan = (rc = gw_plan_compute(&from, &to, 1, &p, err)) == 0;
+    int rc = from->rc ? from->rc : to->rc;
+    if (rc)
+        *err = from->rc ? from->err : to->err;
+    else
+        rc = gw_plan_compute(&from->topo, &to->topo, 1, &p, err);
+    if (unreadable(rc))
+        return rc;
     gw_buf_field_u64(out, "{\"type\":\"moves\",\"from_epoch_seq\":", a->epoch_seq);
     gw_buf_field_u64(out, ",\"epoch_seq\":", b->epoch_seq);
-    if (have_plan && shard) {
+    if (rc == 0 && shard) {
         write_shard_view(out, &p, shard, shard_len);
         gw_plan_free(&p);
-    } else if (have_plan) {
+    } else if (rc == 0) {
         size_t at = out->len;
         gw_plan_write(out, &p);
         if (!out->failed)
             out->data[at] = ','; /* the plan's members continue the item */
         gw_plan_free(&p);
-    } else if (rc != -ENOMEM && rc != -EAGAIN && rc != -EBADMSG) {
+    } else {
         gw_buf_puts(out, ",\"from_epoch\":\"");
         gw_buf_puts(out, a->epoch);
         gw_buf_puts(out, "\",\"to_epoch\":\"");
@@ -79,13 +106,8 @@ static int write_item(struct gw_store *store, const struct gw_epoch_entry *a,
         gw_buf_puts(out, "\",\"plan\":null,\"reason\":");
         gw_buf_json_string(out, err->msg, strlen(err->msg));
         gw_buf_puts(out, "}");
-        rc = 0;
     }
-    if (have_from)
-        gw_topology_free(&from);
-    if (have_to)
-        gw_topology_free(&to);
-    return out->failed ? -ENOMEM : rc;
+    return out->failed ? -ENOMEM : 0;
 }
 
 static enum MHD_Result bad_parameter(struct gw_req *r, const char *name, const char *what)
@@ -112,16 +134,23 @@ static enum MHD_Result serve_moves(struct gw_req *r, const char *shard, size_t s
     gw_buf_init(&body);
     gw_buf_puts(&body, "{\"items\":[");
     int rc = 0, items = 0;
+    struct loaded l[2] = {{.epoch_seq = 0}, {.epoch_seq = 0}}; /* by epoch_seq % 2 */
     for (uint64_t seq = last + 1; rc == 0 && seq <= latest.epoch_seq && seq - after <= limit;
          seq++) {
         if (seq >= 2 && gw_chain_at(chain, seq - 1, &a) && gw_chain_at(chain, seq, &b)) {
+            struct loaded *from = &l[(seq - 1) % 2], *to = &l[seq % 2];
+            if (from->epoch_seq != a.epoch_seq) /* the first of the page: each record read once */
+                load(r->srv->store, &a, from);
+            load(r->srv->store, &b, to);
             if (items++)
                 gw_buf_puts(&body, ",");
-            rc = write_item(r->srv->store, &a, &b, shard, shard_len, &body, &err);
+            rc = write_item(&a, &b, from, to, shard, shard_len, &body, &err);
         }
         if (rc == 0)
             last = seq;
     }
+    unload(&l[0]);
+    unload(&l[1]);
     gw_buf_field_u64(&body, "],\"last_epoch_seq\":", last);
     gw_buf_puts(&body, "}\n");
     if (rc == 0 && !body.failed)

@@ -162,14 +162,21 @@ def moves_follow_each_change():
     capacity-only PUT): each item is `shardgate moves` and the probe's `moves` for its two
     epochs, byte for byte, with its cursor; each shard's view (/v1/shards/{id}/moves) is exactly
     the ranges it gives and takes; paging by limit; the empty page past the head; a record whose
-    segment line is damaged is 500 record_corrupt; bad parameters are 400."""
+    segment line is damaged is 500 record_corrupt; bad parameters are 400. Segments of 64 KiB
+    rotate between the changes, so the records are read from sealed segments as well as the
+    active one."""
     path = shards_file()
-    with admin_server(shards=path) as s:
+    server = admin_server(shards=path)
+    server.args += ["--segment-bytes", "65536"]
+    with server as s:
         eq(s.post(batch("m0")).status, 200, "POST")
+        sgtest.post_batches(s, 12, "m1-", changes=40)
         write(path, json.dumps(changed_shards(shard_d="online")))
         sighup(s, "reload_applied")
+        sgtest.post_batches(s, 12, "m2-", changes=40)
         eq(put(s, changed_shards(shard_d="online", shard_b="offline"),
                if_match=current_epoch(s)).status, 200, "PUT")
+        sgtest.post_batches(s, 12, "m3-", changes=40)
         eq(put(s, with_capacity(changed_shards(shard_d="online", shard_b="offline"), "shard-a",
                                  7), if_match=current_epoch(s)).status, 200, "PUT capacity")
         r = s.get("/v1/moves")
@@ -211,10 +218,15 @@ def moves_follow_each_change():
             r = s.get("/v1/moves?" + query)
             eq((r.status, r.json()["error"]["code"], r.json()["error"]["path"]),
                (400, "invalid_parameter", name), query)
-        journal = os.path.join(s.state_dir, "journal.jsonl")
-        raw = read(journal)
-        at = raw.index(b'"epoch_seq":3,')
-        write(journal, raw[:at] + raw[at:].replace(b'"capacity":20', b'"capacity":21', 1), "wb")
+        segments = sorted(n for n in os.listdir(s.state_dir) if n.startswith("journal"))
+        ok(len(segments) >= 3, "segments rotated: %r" % segments)
+        for name in segments:  # every copy of epoch 3's record: the record and any repeat
+            journal = os.path.join(s.state_dir, name)
+            lines = read(journal).split(b"\n")
+            lines = [l.replace(b'"capacity":20', b'"capacity":21', 1)
+                     if l.startswith(b'{"type":"epoch"') and b'"epoch_seq":3,' in l else l
+                     for l in lines]
+            write(journal, b"\n".join(lines), "wb")
         r = s.get("/v1/moves?after=2&limit=1")
         eq((r.status, r.json()["error"]["code"]), (500, "record_corrupt"), "a damaged record")
 
